@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs what cordon needs to build (and, with --test, to test), then exits.
+# Idempotent: installs only what is missing. As root it uses apt-get, with
+# sudo when that works without a password, and otherwise prints the exact
+# command to run and stops.
+set -euo pipefail
+
+build_pkgs=(meson ninja-build gcc pkg-config libseccomp-dev libjansson-dev
+    libpcre2-dev libutf8proc-dev libgd-dev git)
+test_pkgs=(clang clang-format libclang-rt-14-dev bubblewrap ripgrep fd-find
+    hyperfine util-linux procps iproute2 strace python3 curl netcat-openbsd)
+
+want=("${build_pkgs[@]}")
+mode=build
+for arg in "$@"; do
+    case $arg in
+        --test) want+=("${test_pkgs[@]}"); mode=test ;;
+        *) echo "bootstrap: unknown argument $arg" >&2; exit 2 ;;
+    esac
+done
+
+missing=()
+for p in "${want[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    [[ $status == *"install ok installed"* ]] || missing+=("$p")
+done
+if ! command -v node >/dev/null 2>&1 && [ "$mode" = test ]; then
+    missing+=(nodejs npm)
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+    line="apt-get install -y --no-install-recommends ${missing[*]}"
+    if [ "$(id -u)" -eq 0 ]; then
+        sudo=()
+    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+        sudo=(sudo)
+    else
+        echo "cordon: missing Debian packages. Run as root:" >&2
+        echo "  apt-get update && $line" >&2
+        exit 1
+    fi
+    echo "bootstrap: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -qq >&2
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# npm packages for the differential and end-to-end tests (pi 0.73.1 and the
+# MCP SDK client), pinned by tests/pi/package-lock.json.
+if [ "$mode" = test ] && [ -f tests/pi/package.json ]; then
+    if [ ! -d tests/pi/node_modules ] || [ tests/pi/package-lock.json -nt tests/pi/node_modules ]; then
+        echo "bootstrap: npm ci in tests/pi" >&2
+        (cd tests/pi && npm ci --no-audit --no-fund --loglevel=error >&2)
+        touch tests/pi/node_modules
+    fi
+fi

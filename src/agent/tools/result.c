@@ -1,0 +1,54 @@
+/* Tool result helpers. Sandbox (agent) or host context. */
+#include "agent/tools/tool.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tool_result_clear(struct tool_result *res)
+{
+    if (!res)
+        return;
+    json_decref(res->content);
+    json_decref(res->details);
+    res->content = NULL;
+    res->details = NULL;
+    res->is_error = false;
+}
+
+int tool_result_text(struct tool_result *res, const char *text, json_t *details)
+{
+    tool_result_clear(res);
+    res->content = json_array();
+    json_array_append_new(res->content,
+                          json_pack("{s:s, s:s%}", "type", "text", "text", text, strlen(text)));
+    res->details = details;
+    res->is_error = false;
+    return 0;
+}
+
+int tool_result_error(struct tool_result *res, const char *fmt, ...)
+{
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&msg, fmt, ap);
+    va_end(ap);
+    tool_result_text(res, n < 0 ? "out of memory" : msg, NULL);
+    res->is_error = true;
+    free(msg);
+    return 0;
+}
+
+char *tool_result_to_json(const struct tool_result *res)
+{
+    json_t *obj = json_object();
+    json_object_set(obj, "content", res->content ? res->content : json_array());
+    if (res->details)
+        json_object_set(obj, "details", res->details);
+    json_object_set_new(obj, "isError", json_boolean(res->is_error));
+    char *out = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    return out;
+}

@@ -1,0 +1,16 @@
+/* The subcommands of the `cordon` CLI. Host context. Each returns the process
+ * exit status. */
+#pragma once
+
+struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    const char *summary;
+};
+
+int cmd_run(int argc, char **argv);
+int cmd_shell(int argc, char **argv);
+int cmd_tool(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+int cmd_trust(int argc, char **argv);
+int cmd_untrust(int argc, char **argv);

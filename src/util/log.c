@@ -1,0 +1,42 @@
+/* stderr diagnostics, prefixed "cordon:". Host context. */
+#include "util/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+bool log_debug_enabled = false;
+
+static void log_vprint(const char *level, const char *fmt, va_list ap)
+{
+    char line[2048];
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    if (n < 0)
+        return;
+    fprintf(stderr, "cordon: %s%s\n", level, line);
+}
+
+void log_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vprint("warning: ", fmt, ap);
+    va_end(ap);
+}
+
+void log_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vprint("error: ", fmt, ap);
+    va_end(ap);
+}
+
+void log_debug(const char *fmt, ...)
+{
+    if (!log_debug_enabled)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_vprint("debug: ", fmt, ap);
+    va_end(ap);
+}

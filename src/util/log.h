@@ -1,0 +1,11 @@
+/* Diagnostics on stderr for the CLI and the supervisor. Never used by the
+ * agent's protocol paths or between clone() and exec. Host context. */
+#pragma once
+
+#include <stdbool.h>
+
+extern bool log_debug_enabled;
+
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs a TAP shell test as the unprivileged user "cordon-test" (created on
+# demand), so every suite is exercised both as root and rootless. The binaries
+# and test scripts are copied to a world-readable place first: the build tree
+# may sit under a directory the test user cannot enter.
+set -u
+script=$1
+if [ "$(id -u)" -ne 0 ]; then
+    echo "1..0 # SKIP already unprivileged: the main run covers it"
+    exit 0
+fi
+user=cordon-test
+if ! id "$user" >/dev/null 2>&1; then
+    useradd --create-home --shell /bin/bash "$user" >/dev/null 2>&1 ||
+        { echo "1..0 # SKIP cannot create user $user"; exit 0; }
+fi
+stage=$(mktemp -d /tmp/cordon-unpriv.XXXXXX)
+trap 'rm -rf "$stage"' EXIT
+chmod 755 "$stage"
+cp "$CORDON" "$stage/cordon"
+cp "$CORDON_AGENT" "$stage/cordon-agent"
+[ -e "$CORDON_BUILD/tests" ] && mkdir -p "$stage/build" &&
+    find "$CORDON_BUILD/tests" -maxdepth 3 -type f -perm -u+x -exec cp {} "$stage/build/" \;
+mkdir -p "$stage/src"
+cp -r "$CORDON_SRC/tests" "$stage/src/tests"
+[ -d "$CORDON_SRC/src" ] && cp -r "$CORDON_SRC/src" "$stage/src/src"
+chmod -R a+rX "$stage"
+rel=${script#"$CORDON_SRC"/}
+home=$(getent passwd "$user" | cut -d: -f6)
+exec runuser -u "$user" -- env -i \
+    PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" LOGNAME="$user" LANG=C.UTF-8 \
+    CORDON="$stage/cordon" CORDON_AGENT="$stage/cordon-agent" CORDON_SRC="$stage/src" \
+    CORDON_BUILD="$stage/build" CORDON_TEST_UNPRIVILEGED=1 \
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+    bash "$stage/src/$rel"
