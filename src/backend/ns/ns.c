@@ -1,0 +1,363 @@
+/* The namespace backend's start sequence. Runs in the supervisor (host,
+ * unprivileged) up to clone3(); the child then builds the view while
+ * privileged only inside its new user namespace, drops everything and execs
+ * cordon-agent as the sandbox's PID 1. Setup failures travel back over a
+ * socketpair as a struct cordon_error, so the user sees the child's exact
+ * step, path and errno; a clean exec closes the socket (CLOEXEC), which the
+ * parent reads as success. */
+#include "backend/ns/ns.h"
+#include "backend/ns/ns-landlock.h"
+#include "backend/ns/ns-limits.h"
+#include "backend/ns/ns-mount.h"
+#include "config.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SECBIT_NOROOT
+#define SECBIT_NOROOT                      (1 << 0)
+#define SECBIT_NOROOT_LOCKED               (1 << 1)
+#define SECBIT_NO_SETUID_FIXUP             (1 << 2)
+#define SECBIT_NO_SETUID_FIXUP_LOCKED      (1 << 3)
+#define SECBIT_KEEP_CAPS_LOCKED            (1 << 5)
+#define SECBIT_NO_CAP_AMBIENT_RAISE        (1 << 6)
+#define SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED (1 << 7)
+#endif
+
+/* Everything the child needs, prepared before clone. */
+struct ns_child {
+    const struct ns_spec *spec;
+    struct ns_mount_plan plan;
+    struct sock_fprog seccomp;
+    struct ns_rlimits rlimits;
+    int landlock_abi;
+    const char *landlock_writable[8];
+    int sync_fd;  /* child's end of the sync socketpair */
+    int agent_fd; /* sealed memfd holding cordon-agent */
+    struct cordon_error err;
+};
+
+/* A sealed, in-memory copy of cordon-agent. Executing it (not the file on
+ * disk) means /proc/<pid>/exe inside the sandbox points at an object nobody
+ * can write: the CVE-2019-5736 class has nothing to overwrite. */
+static int agent_memfd(const char *path, struct cordon_error *err)
+{
+    _cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
+    if (src < 0)
+        return error_set(err, errno, "opening the agent %s", path);
+    struct stat st;
+    if (fstat(src, &st) < 0)
+        return error_set(err, errno, "stat %s", path);
+    _cleanup_close_ int mfd = memfd_create("cordon-agent", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (mfd < 0)
+        return error_set(err, errno, "memfd_create for the agent");
+    off_t off = 0;
+    while (off < st.st_size) {
+        ssize_t n = sendfile(mfd, src, &off, (size_t)(st.st_size - off));
+        if (n <= 0)
+            return error_set(err, n < 0 ? errno : EIO, "copying the agent %s", path);
+    }
+    if (fchmod(mfd, 0555) < 0 ||
+        fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+        return error_set(err, errno, "sealing the agent copy");
+    return TAKE_FD(mfd);
+}
+
+static int write_proc_file(pid_t pid, const char *name, const char *value, struct cordon_error *err)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+    _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return error_set(err, errno, "user namespace: open %s", path);
+    size_t len = strlen(value);
+    if (write(fd, value, len) != (ssize_t)len)
+        return error_set(err, errno, "user namespace: write %s", path);
+    return 0;
+}
+
+/* Child: loopback up, nothing else (the new network namespace has no route
+ * anywhere). */
+static int loopback_up_in_child(struct cordon_error *err)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return error_set_raw(err, errno, "loopback: socket", NULL);
+    struct ifreq ifr = {0};
+    memcpy(ifr.ifr_name, "lo", 3);
+    if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0 ||
+        (ifr.ifr_flags |= IFF_UP | IFF_RUNNING, ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)) {
+        int e = errno;
+        close(fd);
+        return error_set_raw(err, e, "loopback: bring up", "lo");
+    }
+    close(fd);
+    return 0;
+}
+
+/* Child: no capability survives, and exec cannot give any back (securebits
+ * locked: uid 0 inside gains nothing from exec, no ambient raise). */
+static int drop_privileges_in_child(struct cordon_error *err)
+{
+    if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+                                     SECBIT_NO_CAP_AMBIENT_RAISE |
+                                     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+        return error_set_raw(err, errno, "set securebits", NULL);
+    for (int cap = 0; cap <= 63; cap++) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+            return error_set_raw(err, errno, "drop capability bounding set", NULL);
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return error_set_raw(err, errno, "clear ambient capabilities", NULL);
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2] = {{0}};
+    if (syscall(SYS_capset, &hdr, data) < 0)
+        return error_set_raw(err, errno, "capset", NULL);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return error_set_raw(err, errno, "no_new_privs", NULL);
+    return 0;
+}
+
+/* Child: fds 0-2 from spec->stdio, the control socket as 3, and nothing else
+ * survives exec (the sync socket and the agent memfd are CLOEXEC). */
+static int arrange_fds_in_child(struct ns_child *c, struct cordon_error *err)
+{
+    int wanted[4] = {c->spec->stdio[0], c->spec->stdio[1], c->spec->stdio[2], c->spec->control_fd};
+    int moved[4];
+    /* Move sources above the range first so dup2 cannot clobber them. */
+    for (int i = 0; i < 4; i++) {
+        moved[i] = -1;
+        if (wanted[i] < 0)
+            continue;
+        moved[i] = fcntl(wanted[i], F_DUPFD_CLOEXEC, 10);
+        if (moved[i] < 0)
+            return error_set_raw(err, errno, "dup stdio", NULL);
+    }
+    int sync_fd = fcntl(c->sync_fd, F_DUPFD_CLOEXEC, 10);
+    int agent_fd = fcntl(c->agent_fd, F_DUPFD_CLOEXEC, 10);
+    if (sync_fd < 0 || agent_fd < 0)
+        return error_set_raw(err, errno, "dup sync fds", NULL);
+    c->sync_fd = sync_fd;
+    c->agent_fd = agent_fd;
+    for (int i = 0; i < 4; i++) {
+        if (moved[i] < 0)
+            continue;
+        if (dup2(moved[i], i) < 0)
+            return error_set_raw(err, errno, "dup2", NULL);
+    }
+    /* Everything else (including the originals) closes at exec. */
+    if (close_range(moved[3] < 0 ? 3 : 4, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        return error_set_raw(err, errno, "close_range", NULL);
+    return 0;
+}
+
+/* Child, PID 1 of the new PID namespace, privileged in the new user
+ * namespace only. Returns only on failure (after filling c->err). */
+static void child_setup_and_exec(struct ns_child *c)
+{
+    struct cordon_error *err = &c->err;
+    /* Die with the supervisor; a dead parent before this point shows as EOF
+     * on the sync socket below. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+        error_set_raw(err, errno, "set parent-death signal", NULL);
+        return;
+    }
+    /* The supervisor blocks the signals it relays; nothing inside inherits
+     * that mask. */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    char go;
+    if (read(c->sync_fd, &go, 1) != 1)
+        _exit(CORDON_EXIT_FAILURE);
+    /* The parent has written the id maps and placed us in our cgroups: the
+     * cgroup namespace's root is that cgroup. */
+    if (unshare(CLONE_NEWCGROUP) < 0) {
+        error_set_raw(err, errno, "unshare cgroup namespace", NULL);
+        return;
+    }
+    if (sethostname(c->spec->name ? "cordon" : "cordon", 6) < 0) {
+        error_set_raw(err, errno, "sethostname", NULL);
+        return;
+    }
+    if (loopback_up_in_child(err) < 0)
+        return;
+    if (ns_mount_plan_apply_in_child(&c->plan, err) < 0)
+        return;
+    if (ns_limits_apply_in_child(&c->rlimits, err) < 0)
+        return;
+    if (arrange_fds_in_child(c, err) < 0)
+        return;
+    /* A session of its own: the sandbox has no controlling terminal, so it
+     * cannot reach the user's (TIOCSTI needs one too). */
+    if (setsid() < 0) {
+        error_set_raw(err, errno, "setsid", NULL);
+        return;
+    }
+    if (drop_privileges_in_child(err) < 0)
+        return;
+    if (ns_landlock_apply_in_child(c->landlock_abi, c->landlock_writable, err) < 0)
+        return;
+#if !CORDON_UNSAFE_NO_SECCOMP
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &c->seccomp) < 0) {
+        error_set_raw(err, errno, "load seccomp filter", NULL);
+        return;
+    }
+#endif
+    syscall(SYS_execveat, c->agent_fd, "", c->spec->argv, c->spec->envp, AT_EMPTY_PATH);
+    error_set_raw(err, errno, "exec cordon-agent", c->spec->agent_path);
+}
+
+void ns_probe_report(void)
+{
+    int abi = ns_landlock_abi();
+    if (abi > 0)
+        log_debug("landlock: available (ABI %d), applied as a second layer", abi);
+    else
+        log_debug("landlock: not available on this kernel (%s); the mount namespace is the "
+                  "only filesystem boundary",
+                  strerrorname_np(-abi) ? strerrorname_np(-abi) : "unknown");
+}
+
+int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct cordon_error *err)
+{
+    *sb = (struct ns_sandbox){.pid = -1, .pidfd = -1};
+    struct ns_child c = {.spec = spec, .sync_fd = -1, .agent_fd = -1};
+    int rc = -1;
+    int sync[2] = {-1, -1};
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+
+    if (ns_mount_plan_build(spec, uid, gid, &c.plan, err) < 0)
+        return -1;
+    if (ns_seccomp_build(&c.seccomp, err) < 0)
+        goto out;
+    ns_limits_prepare(&spec->limits, &c.rlimits);
+    c.landlock_abi = ns_landlock_abi();
+    {
+        size_t n = 0;
+        static const char *const always[] = {"/tmp", "/var/tmp", "/run", "/dev"};
+        for (size_t i = 0; i < ARRAY_SIZE(always); i++)
+            c.landlock_writable[n++] = always[i];
+        c.landlock_writable[n++] = spec->home;
+        if (!spec->workspace_readonly)
+            c.landlock_writable[n++] = spec->workspace_view;
+        c.landlock_writable[n] = NULL;
+    }
+    c.agent_fd = agent_memfd(spec->agent_path, err);
+    if (c.agent_fd < 0)
+        goto out;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
+        error_set(err, errno, "socketpair");
+        goto out;
+    }
+    c.sync_fd = sync[1];
+
+    int pidfd = -1;
+    struct clone_args args = {
+        .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                 CLONE_NEWUTS | CLONE_PIDFD,
+        .pidfd = (uint64_t)(uintptr_t)&pidfd,
+        .exit_signal = SIGCHLD,
+    };
+    pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+    if (pid < 0) {
+        error_set(err, errno,
+                  "creating the sandbox namespaces (clone3 with user, mount, pid, net, ipc, uts)%s",
+                  errno == EPERM || errno == ENOSPC
+                      ? "; unprivileged user namespaces may be disabled "
+                        "(sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces)"
+                      : "");
+        goto out;
+    }
+    if (pid == 0) {
+        close(sync[0]);
+        child_setup_and_exec(&c);
+        /* Only failures get here. */
+        ssize_t w = write(c.sync_fd, &c.err, sizeof(c.err));
+        (void)w;
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    close(sync[1]);
+    sync[1] = -1;
+    sb->pid = pid;
+    sb->pidfd = pidfd;
+
+    char map[64];
+    snprintf(map, sizeof(map), "%u %u 1\n", uid, uid);
+    if (write_proc_file(pid, "setgroups", "deny", err) < 0 ||
+        write_proc_file(pid, "uid_map", map, err) < 0)
+        goto fail_child;
+    snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
+    if (write_proc_file(pid, "gid_map", map, err) < 0)
+        goto fail_child;
+    if (ns_cgroups_attach(spec, pid, sb, err) < 0)
+        goto fail_child;
+    if (write(sync[0], "g", 1) != 1) {
+        error_set(err, errno, "starting the sandbox");
+        goto fail_child;
+    }
+    struct cordon_error child_err;
+    ssize_t n;
+    do {
+        n = read(sync[0], &child_err, sizeof(child_err));
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) {
+        rc = 0; /* exec closed the socket: the agent is running */
+        goto out;
+    }
+    if (n == (ssize_t)sizeof(child_err)) {
+        child_err.message[sizeof(child_err.message) - 1] = '\0';
+        *err = child_err;
+        error_prefix(err, "sandbox setup");
+    } else {
+        error_set(err, n < 0 ? errno : EPROTO, "sandbox setup: lost contact with the child");
+    }
+fail_child:
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    ns_sandbox_release(sb);
+out:
+    if (sync[0] >= 0)
+        close(sync[0]);
+    if (sync[1] >= 0)
+        close(sync[1]);
+    if (c.agent_fd >= 0)
+        close(c.agent_fd);
+    free(c.seccomp.filter);
+    ns_mount_plan_free(&c.plan);
+    return rc;
+}
+
+void ns_sandbox_release(struct ns_sandbox *sb)
+{
+    ns_cgroups_remove(sb);
+    if (sb->pidfd >= 0)
+        close(sb->pidfd);
+    sb->pidfd = -1;
+    sb->pid = -1;
+}

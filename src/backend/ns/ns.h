@@ -1,0 +1,65 @@
+/* The namespace backend (DESIGN.md "The sandbox view (ns backend)"): user,
+ * mount, PID, network, IPC, UTS and cgroup namespaces, pivot_root into a
+ * constructed view, seccomp, no_new_privs, no capabilities, rlimits/cgroups,
+ * Landlock where the kernel has it. Host context (supervisor), except the
+ * functions named *_in_child, which run between clone() and exec. */
+#pragma once
+
+#include "util/error.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ns_limits {
+    long pids;          /* max processes in the sandbox; 0 = unlimited */
+    long memory_mib;    /* 0 = unlimited */
+    long file_size_mib; /* 0 = unlimited */
+    long open_files;    /* 0 = inherit */
+    long cpu_seconds;   /* per process; 0 = unlimited */
+    double cpus;        /* CPU quota in cores; 0 = unlimited */
+};
+
+struct ns_spec {
+    const char *workspace;      /* canonical host path of the workspace root */
+    const char *workspace_view; /* where it appears inside (lexical path) */
+    const char *cwd;            /* starting directory inside the sandbox */
+    const char *home;           /* HOME inside (an empty writable tmpfs) */
+    bool workspace_readonly;
+    /* Workspace-relative paths kept read-only (NULL-terminated). */
+    const char *const *protected_paths;
+    /* Host directories outside the workspace bound read-write at the same path
+     * with their hooks/ and config kept read-only: the git metadata of linked
+     * worktrees and submodules (NULL-terminated, may be NULL). */
+    const char *const *git_dirs;
+    struct ns_limits limits;
+    const char *agent_path; /* host path of cordon-agent */
+    char *const *argv;      /* agent argv (argv[0] is the agent's name) */
+    char *const *envp;      /* agent environment */
+    int stdio[3];           /* become fds 0, 1, 2 inside */
+    int control_fd;         /* becomes fd 3 inside, or -1 */
+    const char *name;       /* sandbox name (cgroup and hostname) */
+};
+
+struct ns_sandbox {
+    pid_t pid; /* host pid of the sandbox's PID 1 (cordon-agent) */
+    int pidfd; /* pidfd of that process */
+    char *cgroup_paths[4];
+    char limits_applied[256]; /* human-readable: which mechanism enforces what */
+};
+
+/* Probes what this kernel offers; prints findings with log_debug. */
+void ns_probe_report(void);
+
+/* Builds and starts the sandbox; on success the agent is running as PID 1.
+ * Any setup failure is reported with the step, path and errno, and nothing
+ * runs. */
+int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct cordon_error *err);
+/* Releases host-side resources (cgroups, pidfd) once the sandbox has exited. */
+void ns_sandbox_release(struct ns_sandbox *sb);
+
+/* --- internal interfaces between the backend's files --- */
+
+struct sock_fprog;
+/* Builds the seccomp filter as BPF (host side, before clone). */
+int ns_seccomp_build(struct sock_fprog *prog, struct cordon_error *err);
