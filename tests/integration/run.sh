@@ -1,4 +1,162 @@
 #!/usr/bin/env bash
+# Integration: `cordon run` and `cordon shell` as a user sees them.
 . "$CORDON_SRC/tests/lib/tap.sh"
-pass placeholder
+. "$CORDON_SRC/tests/lib/cordon.sh"
+
+ws=$(new_ws plain)
+echo hello > "$ws/hello.txt"
+
+# --- exit statuses ---
+cordon_run "$ws" -- true
+is "true exits 0" "$rc" 0
+cordon_run "$ws" -- false
+is "false exits 1" "$rc" 1
+sh_in "$ws" 'exit 42'
+is "exit code propagates" "$rc" 42
+cordon_run "$ws" -- no-such-command-xyz
+is "missing command exits 127" "$rc" 127
+like "missing command is named" "$out" "no-such-command-xyz: No such file or directory"
+sh_in "$ws" 'kill -TERM $$'
+is "death by signal exits 128+signal" "$rc" 143
+cordon_run "$ws"
+is "run without a command is cordon's own failure (125)" "$rc" 125
+
+# --- tools work inside ---
+sh_in "$ws" 'cat hello.txt && ls / | tr "\n" " " && sort --version | head -1'
+is "bash and coreutils run" "$rc" 0
+like "workspace file readable" "$out" "hello"
+sh_in "$ws" 'echo written > out.txt; mkdir -p d/e; echo deep > d/e/f'
+is "workspace writes land on the host" "$(cat "$ws/out.txt" "$ws/d/e/f" 2>&1)" "written
+deep"
+marker="cordon-marker-$$-$RANDOM"
+sh_in "$ws" "echo x > /tmp/$marker; echo x > /var/tmp/$marker; echo x > \$HOME/$marker; ls /tmp/$marker"
+is "scratch writes succeed inside" "$rc" 0
+if [ ! -e "/tmp/$marker" ] && [ ! -e "/var/tmp/$marker" ] && [ ! -e "$HOME/$marker" ]; then
+    pass "writes outside the workspace do not reach the host"
+else
+    fail "writes outside the workspace do not reach the host"
+fi
+sh_in "$ws" 'touch /usr/x /etc/x /x 2>&1; true'
+like "system directories are read-only" "$out" "cannot touch '/usr/x': Read-only file system"
+like "the root is read-only" "$out" "cannot touch '/x': Read-only file system"
+
+mkdir -p "$ws/sub/dir"
+out=$(cd "$ws/sub/dir" && "$CORDON" run -- pwd 2>&1)
+is "starts in the original cwd" "$out" "$ws/sub/dir"
+out=$(echo piped-input | (cd "$ws" && "$CORDON" run -- cat) 2>&1)
+is "stdin is piped through" "$out" "piped-input"
+out=$( (cd "$ws" && "$CORDON" run -- bash -c 'echo out; echo err >&2') 2>/dev/null)
+is "stdout and stderr stay separate" "$out" "out"
+
+# lexical path: a workspace reached through a symlink appears at that path
+ln -s "$ws" "$TEST_TMP/link"
+out=$(cd "$TEST_TMP/link" && PWD="$TEST_TMP/link" "$CORDON" run -- pwd 2>&1)
+is "workspace appears at its lexical path" "$out" "$TEST_TMP/link"
+
+# --- environment ---
+out=$(cd "$ws" && env -i PATH=/usr/bin:/bin HOME="$HOME" LANG=C.UTF-8 TERM=dumb SECRET_TOKEN=s3 \
+    "$CORDON" run -- env 2>&1 | sort | tr '\n' ' ')
+like "strict env keeps PATH" "$out" "PATH=/usr/bin:/bin"
+like "strict env sets TMPDIR=/tmp" "$out" "TMPDIR=/tmp"
+unlike "strict env drops other variables" "$out" "SECRET_TOKEN"
+
+# --- shell ---
+out=$(echo 'echo from-shell; id -u' | (cd "$ws" && "$CORDON" shell) 2>&1)
+is "shell reads commands from stdin without a terminal" "$out" "from-shell
+$(id -u)"
+if command -v script >/dev/null; then
+    out=$(set -o pipefail; cd "$ws" && printf 'tty; stty size; exit 3\n' |
+        script -qec "stty rows 33 cols 77; $CORDON shell" /dev/null 2>&1 | tr -d '\r')
+    rc=$?
+    like "shell gets a terminal of its own" "$out" "/dev/pts/0"
+    like "the terminal has the caller's size" "$out" "33 77"
+    is "shell exit status propagates through the terminal" "$rc" 3
+else
+    skip "shell pty" "script(1) not installed"
+fi
+
+# --- signals ---
+(cd "$ws" && exec "$CORDON" run -- bash -c 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done') >"$TEST_TMP/sig.out" 2>&1 &
+pid=$!
+cleanup_pids+=("$pid")
+for _ in $(seq 100); do grep -q ready "$TEST_TMP/sig.out" 2>/dev/null && break; sleep 0.05; done
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+is "SIGTERM reaches the command (its exit status)" "$rc" 7
+like "SIGTERM reaches the command (its trap)" "$(cat "$TEST_TMP/sig.out")" "got-term"
+(cd "$ws" && exec "$CORDON" run -- bash -c 'trap "echo got-int; exit 9" INT; echo ready; while :; do sleep 0.05; done') >"$TEST_TMP/int.out" 2>&1 &
+pid=$!
+cleanup_pids+=("$pid")
+for _ in $(seq 100); do grep -q ready "$TEST_TMP/int.out" 2>/dev/null && break; sleep 0.05; done
+kill -INT "$pid"
+wait "$pid"
+is "SIGINT reaches the command" "$?" 9
+
+# --- the sandbox dies with its parent ---
+tag="cordon-orphan-$$-$RANDOM"
+(cd "$ws" && exec "$CORDON" run -- bash -c "exec -a $tag sleep 300") &
+pid=$!
+for _ in $(seq 100); do pgrep -f "$tag" >/dev/null && break; sleep 0.05; done
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+gone=no
+for _ in $(seq 100); do pgrep -f "$tag" >/dev/null || { gone=yes; break; }; sleep 0.05; done
+is "killing cordon -9 takes the sandbox down" "$gone" yes
+
+# --- git ---
+repo=$(new_ws repo)
+gitc=(git -c user.name=t -c user.email=t@e -c init.defaultBranch=main)
+in_ws "$repo" "${gitc[@]}" init -q
+echo a > "$repo/a"
+in_ws "$repo" "${gitc[@]}" add a
+in_ws "$repo" "${gitc[@]}" commit -qm first
+mkdir -p "$repo/sub"
+out=$(cd "$repo/sub" && "$CORDON" run -- bash -c 'pwd; git rev-parse --show-toplevel; echo b > ../b; git -c user.name=t -c user.email=t@e add ../b && git -c user.name=t -c user.email=t@e commit -qm second && git log --oneline | wc -l' 2>&1)
+is "git works inside (commit from a subdirectory)" "$out" "$repo/sub
+$repo
+2"
+is "the commit is on the host" "$(git -C "$repo" log --oneline | wc -l)" 2
+
+wt="$TEST_TMP/wt"
+in_ws "$repo" "${gitc[@]}" worktree add -q "$wt" -b feature 2>/dev/null
+out=$(cd "$wt" && "$CORDON" run -- bash -c 'git rev-parse --show-toplevel; echo w > w; git -c user.name=t -c user.email=t@e add w && git -c user.name=t -c user.email=t@e commit -qm wt && git log --oneline | wc -l' 2>&1)
+is "linked worktree: the worktree is the workspace and git commits" "$out" "$wt
+3"
+is "linked worktree commit reached the main repository" "$(git -C "$repo" log --oneline feature | wc -l)" 3
+out=$(cd "$wt" && "$CORDON" run -- bash -c "echo evil > $repo/.git/hooks/pre-commit; echo x >> $repo/.git/config; echo 'gitdir: /tmp' > .git" 2>&1)
+like "linked worktree: the main repository's hooks stay read-only" "$out" "pre-commit: Read-only file system"
+like "linked worktree: the main repository's config stays read-only" "$out" "config: Read-only file system"
+like "linked worktree: the .git file stays read-only" "$out" ".git: Read-only file system"
+ok "linked worktree: nothing planted on the host" test ! -e "$repo/.git/hooks/pre-commit"
+out=$(cd "$wt" && "$CORDON" run -- bash -c "ls $TEST_TMP" 2>&1)
+unlike "linked worktree: sibling directories stay hidden" "$out" "plain"
+
+sup=$(new_ws super)
+subsrc=$(new_ws subsrc)
+in_ws "$subsrc" "${gitc[@]}" init -q
+echo s > "$subsrc/s"
+in_ws "$subsrc" "${gitc[@]}" add s
+in_ws "$subsrc" "${gitc[@]}" commit -qm s
+in_ws "$sup" "${gitc[@]}" init -q
+in_ws "$sup" "${gitc[@]}" -c protocol.file.allow=always submodule add -q "$subsrc" mod 2>/dev/null
+out=$(cd "$sup/mod" && "$CORDON" run -- bash -c 'git rev-parse --show-toplevel; git status --short | wc -l; ls ..' 2>&1)
+is "submodule: the submodule is the workspace and git works" "$out" "$sup/mod
+0
+mod"
+
+# --- git failure other than "not a repository" fails closed ---
+echo '[broken' > "$TEST_TMP/bad-gitconfig"
+out=$(cd "$repo" && GIT_CONFIG_GLOBAL="$TEST_TMP/bad-gitconfig" "$CORDON" run -- true 2>&1)
+rc=$?
+is "git failure fails closed (exit 125)" "$rc" 125
+like "git failure is explained" "$out" "git rev-parse failed"
+
+# --- unsafe roots ---
+for d in / /usr /etc /proc "$HOME"; do
+    out=$(cd "$d" && PWD="$d" "$CORDON" run -- true 2>&1)
+    rc=$?
+    is "workspace $d is refused (125)" "$rc" 125
+    like "workspace $d refusal names the reason" "$out" "refusing"
+done
 tap_done
