@@ -19,8 +19,11 @@ trap 'rm -rf "$stage"' EXIT
 chmod 755 "$stage"
 cp "$CORDON" "$stage/cordon"
 cp "$CORDON_AGENT" "$stage/cordon-agent"
-[ -e "$CORDON_BUILD/tests" ] && mkdir -p "$stage/build" &&
+mkdir -p "$stage/build"
+[ -e "$CORDON_BUILD/tests" ] &&
     find "$CORDON_BUILD/tests" -maxdepth 3 -type f -perm -u+x -exec cp {} "$stage/build/" \;
+probe=
+[ -n "${CORDON_PROBE:-}" ] && cp "$CORDON_PROBE" "$stage/build/syscall-probe" && probe="$stage/build/syscall-probe"
 mkdir -p "$stage/src"
 cp -r "$CORDON_SRC/tests" "$stage/src/tests"
 [ -d "$CORDON_SRC/src" ] && cp -r "$CORDON_SRC/src" "$stage/src/src"
@@ -30,6 +33,6 @@ home=$(getent passwd "$user" | cut -d: -f6)
 exec runuser -u "$user" -- env -i \
     PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" LOGNAME="$user" LANG=C.UTF-8 \
     CORDON="$stage/cordon" CORDON_AGENT="$stage/cordon-agent" CORDON_SRC="$stage/src" \
-    CORDON_BUILD="$stage/build" CORDON_TEST_UNPRIVILEGED=1 \
+    CORDON_BUILD="$stage/build" CORDON_PROBE="$probe" CORDON_TEST_UNPRIVILEGED=1 \
     ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
     bash "$stage/src/$rel"

@@ -27,9 +27,11 @@ void ns_limits_prepare(const struct ns_limits *limits, struct ns_rlimits *out)
         rlim_t bytes = (rlim_t)limits->file_size_mib << 20;
         out->items[out->count++] = (struct ns_rlimit){RLIMIT_FSIZE, {bytes, bytes}};
     }
+    /* The hard limit one second later: SIGXCPU first (a catchable warning,
+     * exit 152 when not caught), SIGKILL only if that is ignored. */
     if (limits->cpu_seconds > 0)
         out->items[out->count++] = (struct ns_rlimit){
-            RLIMIT_CPU, {(rlim_t)limits->cpu_seconds, (rlim_t)limits->cpu_seconds}};
+            RLIMIT_CPU, {(rlim_t)limits->cpu_seconds, (rlim_t)limits->cpu_seconds + 1}};
     /* No core files of sandboxed processes on the host's behalf. */
     out->items[out->count++] = (struct ns_rlimit){RLIMIT_CORE, {0, 0}};
 }
