@@ -26,7 +26,7 @@
 
 #define CONTROL_FD 3
 
-static const int forwarded_signals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+static const int forwarded_signals[] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
                                         SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 
 static void agent_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -51,8 +51,8 @@ static int send_fd(int sock, int fd)
         struct cmsghdr align;
     } u;
     memset(&u, 0, sizeof(u));
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                         .msg_controllen = sizeof(u.buf)};
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
     struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;

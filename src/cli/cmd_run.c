@@ -70,8 +70,8 @@ static int recv_fd(int sock)
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } u;
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                         .msg_controllen = sizeof(u.buf)};
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
     ssize_t n;
     do {
         n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
