@@ -8,15 +8,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define TRUNCATE_MAX_LINES      2000
-#define TRUNCATE_MAX_BYTES      (50 * 1024)
-#define TRUNCATE_GREP_LINE_MAX  500 /* characters (UTF-16 units, as pi counts) */
+#define TRUNCATE_MAX_LINES     2000
+#define TRUNCATE_MAX_BYTES     (50 * 1024)
+#define TRUNCATE_GREP_LINE_MAX 500 /* characters (UTF-16 units, as pi counts) */
 
 enum truncate_by { TRUNCATE_BY_NONE, TRUNCATE_BY_LINES, TRUNCATE_BY_BYTES };
 
 struct truncation {
-    const char *content;    /* points into the input (head) or at its tail; not owned */
-    size_t content_len;     /* bytes of content */
+    const char *content; /* points into the input (head) or at its tail; not owned */
+    size_t content_len;  /* bytes of content */
     bool truncated;
     enum truncate_by truncated_by;
     size_t total_lines, total_bytes;
