@@ -1,0 +1,7 @@
+/* pi's read tool (read.js). Sandbox (cordon-agent) or host context. */
+#include "agent/tools/registry.h"
+
+int tool_read(const struct tool_env *env, json_t *args, struct tool_result *res)
+{
+    return tool_result_error(res, "read: not implemented yet");
+}
