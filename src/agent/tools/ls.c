@@ -174,7 +174,8 @@ int tool_ls(const struct tool_env *env, json_t *args, struct tool_result *res)
             entries[count - 1].name = NULL;
         }
     }
-    qsort(entries, count, sizeof(*entries), ls_compare);
+    if (count > 1)
+        qsort(entries, count, sizeof(*entries), ls_compare);
 
     size_t shown = 0, out_len = 0;
     bool limit_reached = false;
