@@ -24,5 +24,9 @@ char *tool_resolve_read_path(const char *path, const struct tool_env *env);
  * does (WHATWG decoder: maximal subparts). Returns a malloc'd, NUL-terminated
  * string and its length in *out_len; NULL on allocation failure. */
 char *utf8_sanitize(const char *buf, size_t len, size_t *out_len);
+/* Bytes at the end of buf that start a valid but unfinished UTF-8 sequence
+ * (0-3): a streaming reader keeps them for the next chunk so a character cut
+ * by a chunk boundary is not replaced. */
+size_t utf8_incomplete_tail(const char *buf, size_t len);
 /* Length of a UTF-8 string in UTF-16 code units (JavaScript's .length). */
 size_t utf16_length(const char *s, size_t len);

@@ -35,10 +35,28 @@ int tool_result_error(struct tool_result *res, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vasprintf(&msg, fmt, ap);
     va_end(ap);
-    tool_result_text(res, n < 0 ? "out of memory" : msg, NULL);
+    /* pi's agent loop turns a thrown error into details: {}. */
+    tool_result_text(res, n < 0 ? "out of memory" : msg, json_object());
     res->is_error = true;
     free(msg);
     return 0;
+}
+
+/* jansson writes control characters as \u001B, JSON.stringify as \u001b;
+ * results must be pi's bytes, so the hex digits are lowered in place. */
+static void json_lower_unicode_escapes(char *json)
+{
+    for (char *p = json; *p; p++) {
+        if (*p != '\\')
+            continue;
+        if (p[1] == 'u') {
+            for (int i = 2; i < 6 && p[i]; i++)
+                if (p[i] >= 'A' && p[i] <= 'F')
+                    p[i] = (char)(p[i] - 'A' + 'a');
+        }
+        if (p[1])
+            p++;
+    }
 }
 
 char *tool_result_to_json(const struct tool_result *res)
@@ -50,5 +68,7 @@ char *tool_result_to_json(const struct tool_result *res)
     json_object_set_new(obj, "isError", json_boolean(res->is_error));
     char *out = json_dumps(obj, JSON_COMPACT);
     json_decref(obj);
+    if (out)
+        json_lower_unicode_escapes(out);
     return out;
 }

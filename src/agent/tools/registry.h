@@ -1,0 +1,24 @@
+/* The one table of cordon's tools: name -> synchronous implementation. The
+ * agent's dispatcher, `cordon tool` and the host-side test runner all look
+ * tools up here. Sandbox (cordon-agent) or host context. */
+#pragma once
+
+#include "agent/tools/tool.h"
+
+/* A tool fills res (content, details, is_error) and returns 0; a call that
+ * the tool rejects is an error *result*, not a failure. < 0 only when the
+ * result could not be built at all (out of memory). args is borrowed. */
+typedef int (*tool_fn)(const struct tool_env *env, json_t *args, struct tool_result *res);
+
+struct tool_entry {
+    const char *name;
+    tool_fn run;
+};
+
+/* NULL when no tool has that name. */
+const struct tool_entry *tool_lookup(const char *name);
+
+int tool_read(const struct tool_env *env, json_t *args, struct tool_result *res);
+int tool_write(const struct tool_env *env, json_t *args, struct tool_result *res);
+int tool_edit(const struct tool_env *env, json_t *args, struct tool_result *res);
+int tool_ls(const struct tool_env *env, json_t *args, struct tool_result *res);
