@@ -161,6 +161,8 @@ int cmd_config(int argc, char **argv)
     if (!sets)
         return EXIT_CONFIG_ERROR;
     int status = EXIT_USAGE;
+    struct cordon_error err = {0};
+    _cleanup_free_ char *workspace = NULL;
     for (int i = 1; i < argc; i++) {
         char *set = NULL;
         int used = named_flag(argc, argv, i, &set);
@@ -194,8 +196,6 @@ int cmd_config(int argc, char **argv)
     }
 
     status = EXIT_CONFIG_ERROR;
-    struct cordon_error err = {0};
-    _cleanup_free_ char *workspace = NULL;
     if (config_workspace_detect(".", &workspace, &err) < 0) {
         log_error("%s", err.message);
         goto out;

@@ -359,11 +359,11 @@ static int check_policy_placement(const char *const *paths, const char *workspac
     return 0;
 }
 
-static int collect_environment(char *const *environ, struct cfg_assignments *out,
+static int collect_environment(char *const *environment, struct cfg_assignments *out,
                                struct cfg_warnings *warnings, struct cordon_error *err)
 {
-    for (size_t i = 0; environ && environ[i]; i++) {
-        const char *entry = environ[i];
+    for (size_t i = 0; environment && environment[i]; i++) {
+        const char *entry = environment[i];
         if (strncmp(entry, "CORDON_", 7) != 0)
             continue;
         const char *equals = strchr(entry, '=');
@@ -390,9 +390,12 @@ static int collect_environment(char *const *environ, struct cfg_assignments *out
         if (id < 0) {
             /* other CORDON_* variables (CORDON_DEBUG ...) are not settings;
              * warn only about near misses */
+            static const char *const not_settings[] = {"debug", "etc_dir", "agent", "src",
+                                                       "build", NULL};
             const char *hint = cfg_key_suggest(key);
-            if (hint && strchr(key, '.') == strchr(hint, '.') && !strchr(key, '.'))
-                hint = NULL;
+            for (int n = 0; hint && not_settings[n]; n++)
+                if (strcmp(key, not_settings[n]) == 0 || strncmp(key, "test_", 5) == 0)
+                    hint = NULL;
             if (hint && warn(warnings, "%s is not a setting (did you mean %s?); ignored", name,
                              hint) < 0)
                 return error_set(err, ENOMEM, "environment");

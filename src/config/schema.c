@@ -543,7 +543,8 @@ static int collect_value(const struct key_info *k, enum cfg_key key, const struc
                          struct cfg_assignments *out, struct cordon_error *err)
 {
     char where[WHERE_MAX];
-    snprintf(where, sizeof(where), "%s:%d:%d", file, line, column);
+    /* messages point at the value; the origin records the key's line */
+    snprintf(where, sizeof(where), "%s:%d:%d", file, v->line, v->column);
     struct cfg_assignment *a = assignment_new(out, key, layer, file, line);
     if (!a)
         return error_set(err, ENOMEM, "%s", where);

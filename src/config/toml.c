@@ -1135,9 +1135,9 @@ static int parse_header(struct parser *p, struct toml_value *root, struct toml_v
     p->pos += is_array ? 2 : 1;
     struct key_path k = {0};
     char name[512];
-    if (parse_key(p, &k) < 0)
-        return -1;
     int ret = -1;
+    if (parse_key(p, &k) < 0)
+        goto out;
     if (is_array ? !starts_with(p, "]]") : peek(p) != ']') {
         fail_at(p, p->pos, "expected '%s' to close the table header, found %s",
                 is_array ? "]]" : "]", FOUND(p));
