@@ -66,9 +66,8 @@ static int named_flag(int argc, char **argv, int i, char **ret_set)
     static const struct {
         const char *flag, *key;
     } with_value[] = {
-        {"--backend", "backend"},       {"--network", "network.mode"},
-        {"--env-mode", "env.mode"},     {"--name", "sandbox_name"},
-        {"--fallback", "fallback_mode"}, {"--teardown", "teardown"},
+        {"--backend", "backend"},   {"--network", "network.mode"},   {"--env-mode", "env.mode"},
+        {"--name", "sandbox_name"}, {"--fallback", "fallback_mode"}, {"--teardown", "teardown"},
     };
     for (size_t f = 0; f < ARRAY_SIZE(with_value); f++) {
         if (strcmp(argv[i], with_value[f].flag) != 0)
@@ -221,12 +220,12 @@ int cmd_config(int argc, char **argv)
         goto out;
     }
     if (where) {
-        json_t *places = json_pack(
-            "{s:s, s:s, s:s, s:b, s:[s,s], s:s, s:s}", "workspace", cfg.workspace, "user",
-            cfg.user_file, "workspace_file", cfg.workspace_file, "workspace_trusted",
-            cfg.workspace_trusted, "host_defaults", cfg.host_default_files[0],
-            cfg.host_default_files[1], "project_policy", cfg.project_policy_file, "trust",
-            cfg.trust_file);
+        json_t *places =
+            json_pack("{s:s, s:s, s:s, s:b, s:[s,s], s:s, s:s}", "workspace", cfg.workspace, "user",
+                      cfg.user_file, "workspace_file", cfg.workspace_file, "workspace_trusted",
+                      cfg.workspace_trusted, "host_defaults", cfg.host_default_files[0],
+                      cfg.host_default_files[1], "project_policy", cfg.project_policy_file, "trust",
+                      cfg.trust_file);
         if (json) {
             status = print_json(places);
         } else {

@@ -131,22 +131,22 @@ struct cordon_config {
     struct cfg_origin origin[CFG_KEY_COUNT];
 
     /* the places resolution looked at (for `cordon config --where`) */
-    char *workspace;           /* canonical workspace root */
-    char *user_file;           /* $XDG_CONFIG_HOME/cordon/config.toml */
-    char *workspace_file;      /* <workspace>/.cordon.toml */
+    char *workspace;      /* canonical workspace root */
+    char *user_file;      /* $XDG_CONFIG_HOME/cordon/config.toml */
+    char *workspace_file; /* <workspace>/.cordon.toml */
     char *host_default_files[2];
     char *project_policy_file; /* whether or not it exists */
     char *trust_file;
-    bool workspace_trusted;    /* the workspace file was read */
+    bool workspace_trusted; /* the workspace file was read */
 };
 
 struct cfg_inputs {
-    const char *workspace;            /* canonical root (workspace_detect) */
-    char *const *environ;             /* for CORDON_*; NULL: none */
-    const char *const *session_sets;  /* "key=value", NULL-terminated; NULL: none */
-    const char *xdg_config_home;      /* NULL: $home/.config */
-    const char *home;                 /* required when xdg_config_home is NULL */
-    const char *etc_dir;              /* NULL: /etc/cordon */
+    const char *workspace;           /* canonical root (workspace_detect) */
+    char *const *environ;            /* for CORDON_*; NULL: none */
+    const char *const *session_sets; /* "key=value", NULL-terminated; NULL: none */
+    const char *xdg_config_home;     /* NULL: $home/.config */
+    const char *home;                /* required when xdg_config_home is NULL */
+    const char *etc_dir;             /* NULL: /etc/cordon */
 };
 
 struct cfg_warnings {

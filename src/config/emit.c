@@ -69,8 +69,8 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
         for (size_t i = 0; array && i < cfg->network.publish_ports.count; i++) {
             const struct cfg_port *p = &cfg->network.publish_ports.items[i];
             char text[96];
-            snprintf(text, sizeof(text), strchr(p->bind, ':') ? "[%s]:%u:%u" : "%s:%u:%u",
-                     p->bind, p->host_port, p->guest_port);
+            snprintf(text, sizeof(text), strchr(p->bind, ':') ? "[%s]:%u:%u" : "%s:%u:%u", p->bind,
+                     p->host_port, p->guest_port);
             json_array_append_new(array, json_string(text));
         }
         return array;
@@ -79,9 +79,9 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
         json_t *array = json_array();
         for (size_t i = 0; array && i < cfg->mounts.count; i++) {
             const struct cfg_mount *m = &cfg->mounts.items[i];
-            json_array_append_new(array, json_pack("{s:s, s:s, s:b}", "host_path", m->host_path,
-                                                   "guest_path", m->guest_path, "readonly",
-                                                   m->readonly));
+            json_array_append_new(array,
+                                  json_pack("{s:s, s:s, s:b}", "host_path", m->host_path,
+                                            "guest_path", m->guest_path, "readonly", m->readonly));
         }
         return array;
     }
@@ -163,8 +163,7 @@ static void write_toml_json(const json_t *value, FILE *out)
         break;
     case JSON_ARRAY:
         fputc('[', out);
-        json_array_foreach(value, i, item)
-        {
+        json_array_foreach (value, i, item) {
             if (i)
                 fputs(", ", out);
             write_toml_json(item, out);

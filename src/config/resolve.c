@@ -21,14 +21,20 @@
 
 /* Guest paths a mount may not cover: the system view the sandbox builds. */
 static const char *const protected_guest_paths[] = {
-    "/usr", "/proc", "/dev", "/etc", "/sys", "/run", "/bin", "/sbin", "/lib",
-    "/lib32", "/lib64", "/libx32", "/boot", "/var/run", "/var/lib/docker", NULL,
+    "/usr",   "/proc",   "/dev",  "/etc",     "/sys",
+    "/run",   "/bin",    "/sbin", "/lib",     "/lib32",
+    "/lib64", "/libx32", "/boot", "/var/run", "/var/lib/docker",
+    NULL,
 };
 
 /* Host paths whose mount would hand the agent a container daemon. */
 static const char *const docker_socket_paths[] = {
-    "/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
-    "/run/podman/podman.sock", "/var/run/containerd/containerd.sock", NULL,
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/var/run/containerd/containerd.sock",
+    NULL,
 };
 
 static int warn(struct cfg_warnings *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -126,8 +132,8 @@ int cfg_project_policy_path(const char *xdg_config_home, const char *workspace, 
     char hex[2 * SHA256_DIGEST_SIZE + 1];
     sha256_hex(workspace, strlen(workspace), hex);
     hex[16] = '\0';
-    if (asprintf(ret_path, "%s/cordon/policy/projects/%s%s%s.toml", xdg_config_home,
-                 n ? slug : "", n ? "-" : "", hex) < 0)
+    if (asprintf(ret_path, "%s/cordon/policy/projects/%s%s%s.toml", xdg_config_home, n ? slug : "",
+                 n ? "-" : "", hex) < 0)
         return error_set(err, ENOMEM, "policy path");
     return 0;
 }
@@ -204,9 +210,8 @@ static int read_user_file(const char *path, char **ret_data, size_t *ret_length,
     return 0;
 }
 
-static int collect_document(const char *data, size_t length, const char *file,
-                            enum cfg_layer layer, struct cfg_assignments *out,
-                            struct cordon_error *err)
+static int collect_document(const char *data, size_t length, const char *file, enum cfg_layer layer,
+                            struct cfg_assignments *out, struct cordon_error *err)
 {
     struct toml_value *root = NULL;
     if (toml_parse(data, length, file, &root, err) < 0)
@@ -300,10 +305,9 @@ static int check_mounts(const struct cordon_config *cfg, const char *const *poli
         for (int p = 0; protected_guest_paths[p]; p++)
             if (strcmp(m->guest_path, "/") == 0 ||
                 paths_overlap(m->guest_path, protected_guest_paths[p]))
-                return error_set(err, 0, "%s: guest path %s overlaps the protected %s", where,
-                                 m->guest_path, strcmp(m->guest_path, "/") == 0
-                                                    ? "system view"
-                                                    : protected_guest_paths[p]);
+                return error_set(
+                    err, 0, "%s: guest path %s overlaps the protected %s", where, m->guest_path,
+                    strcmp(m->guest_path, "/") == 0 ? "system view" : protected_guest_paths[p]);
         if (cfg->workspace && paths_overlap(m->guest_path, cfg->workspace))
             return error_set(err, 0, "%s: guest path %s overlaps the workspace %s", where,
                              m->guest_path, cfg->workspace);
@@ -390,14 +394,14 @@ static int collect_environment(char *const *environment, struct cfg_assignments 
         if (id < 0) {
             /* other CORDON_* variables (CORDON_DEBUG ...) are not settings;
              * warn only about near misses */
-            static const char *const not_settings[] = {"debug", "etc_dir", "agent", "src",
-                                                       "build", NULL};
+            static const char *const not_settings[] = {"debug", "etc_dir", "agent",
+                                                       "src",   "build",   NULL};
             const char *hint = cfg_key_suggest(key);
             for (int n = 0; hint && not_settings[n]; n++)
                 if (strcmp(key, not_settings[n]) == 0 || strncmp(key, "test_", 5) == 0)
                     hint = NULL;
-            if (hint && warn(warnings, "%s is not a setting (did you mean %s?); ignored", name,
-                             hint) < 0)
+            if (hint &&
+                warn(warnings, "%s is not a setting (did you mean %s?); ignored", name, hint) < 0)
                 return error_set(err, ENOMEM, "environment");
             continue;
         }
@@ -502,9 +506,9 @@ static int load_layers(const struct cfg_inputs *in, struct cordon_config *cfg,
         if (read_host_file(cfg->host_default_files[i], cfg->workspace, &data, &length, &exists,
                            err) < 0)
             return -1;
-        if (exists && collect_document(data, length, cfg->host_default_files[i],
-                                       CFG_LAYER_HOST_DEFAULT, &layers[CFG_LAYER_HOST_DEFAULT],
-                                       err) < 0)
+        if (exists &&
+            collect_document(data, length, cfg->host_default_files[i], CFG_LAYER_HOST_DEFAULT,
+                             &layers[CFG_LAYER_HOST_DEFAULT], err) < 0)
             return -1;
         free(TAKE_PTR(data));
     }
@@ -595,8 +599,12 @@ int cfg_resolve(const struct cfg_inputs *in, struct cordon_config *out,
     if (cfg_project_policy_path(xdg, in->workspace, &cfg.project_policy_file, err) < 0)
         goto out;
 
-    const char *placement[] = {cfg.host_default_files[0], cfg.host_default_files[1],
-                               cfg.project_policy_file, policy_dir, cfg.trust_file, NULL};
+    const char *placement[] = {cfg.host_default_files[0],
+                               cfg.host_default_files[1],
+                               cfg.project_policy_file,
+                               policy_dir,
+                               cfg.trust_file,
+                               NULL};
     if (check_policy_placement(placement, cfg.workspace, err) < 0)
         goto out;
     if (load_layers(in, &cfg, layers, warnings, err) < 0)

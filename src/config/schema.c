@@ -15,7 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { KIND_ENUM, KIND_BOOL, KIND_INT, KIND_NUMBER, KIND_STRING, KIND_LIST, KIND_PORTS, KIND_MOUNTS };
+enum kind {
+    KIND_ENUM,
+    KIND_BOOL,
+    KIND_INT,
+    KIND_NUMBER,
+    KIND_STRING,
+    KIND_LIST,
+    KIND_PORTS,
+    KIND_MOUNTS
+};
 
 /* Returns NULL when item is acceptable, else the reason. */
 typedef const char *(*item_check)(const char *item);
@@ -36,7 +45,8 @@ static const char *const teardown_choices[] = {"remove", "stop", "none", NULL};
 static const char *const env_mode_choices[] = {"strict", "allowlist", "passthrough", NULL};
 static const char *const network_mode_choices[] = {"deny", "allowlist", "open", NULL};
 static const char *const docker_mode_choices[] = {"auto", "require", "disabled", NULL};
-static const char *const tool_names[] = {"read", "write", "edit", "ls", "find", "grep", "bash", NULL};
+static const char *const tool_names[] = {"read", "write", "edit", "ls",
+                                         "find", "grep",  "bash", NULL};
 
 static const char *check_tool(const char *item);
 static const char *check_relative_path(const char *item);
@@ -51,13 +61,13 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
     [CFG_BACKEND] = {"backend", KIND_ENUM, AT(backend), backend_choices, 0, 0, NULL, false},
     [CFG_FALLBACK_MODE] = {"fallback_mode", KIND_ENUM, AT(fallback_mode), fallback_choices, 0, 0,
                            NULL, false},
-    [CFG_ALLOW_HOST_EXECUTION] = {"allow_host_execution", KIND_BOOL, AT(allow_host_execution),
-                                  NULL, 0, 0, NULL, false},
+    [CFG_ALLOW_HOST_EXECUTION] = {"allow_host_execution", KIND_BOOL, AT(allow_host_execution), NULL,
+                                  0, 0, NULL, false},
     [CFG_ROUTE_TOOLS] = {"route_tools", KIND_LIST, AT(route_tools), NULL, 0, 0, check_tool, true},
     [CFG_TEARDOWN] = {"teardown", KIND_ENUM, AT(teardown), teardown_choices, 0, 0, NULL, false},
     [CFG_GC_HOURS] = {"gc_hours", KIND_INT, AT(gc_hours), NULL, 1, 87600, NULL, false},
-    [CFG_WORKSPACE_READONLY] = {"workspace_readonly", KIND_BOOL, AT(workspace_readonly), NULL, 0,
-                                0, NULL, false},
+    [CFG_WORKSPACE_READONLY] = {"workspace_readonly", KIND_BOOL, AT(workspace_readonly), NULL, 0, 0,
+                                NULL, false},
     [CFG_PROTECTED_PATHS] = {"protected_paths", KIND_LIST, AT(protected_paths), NULL, 0, 0,
                              check_relative_path, false},
     [CFG_SANDBOX_NAME] = {"sandbox_name", KIND_STRING, AT(sandbox_name), NULL, 0, 0,
@@ -78,15 +88,15 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                                  INT64_C(1) << 31, NULL, false},
     [CFG_NETWORK_MODE] = {"network.mode", KIND_ENUM, AT(network.mode), network_mode_choices, 0, 0,
                           NULL, false},
-    [CFG_NETWORK_ALLOW_HOSTS] = {"network.allow_hosts", KIND_LIST, AT(network.allow_hosts), NULL,
-                                 0, 0, check_host, false},
+    [CFG_NETWORK_ALLOW_HOSTS] = {"network.allow_hosts", KIND_LIST, AT(network.allow_hosts), NULL, 0,
+                                 0, check_host, false},
     [CFG_NETWORK_PUBLISH_PORTS] = {"network.publish_ports", KIND_PORTS, AT(network.publish_ports),
                                    NULL, 0, 0, NULL, false},
     [CFG_MOUNTS] = {"mounts", KIND_MOUNTS, AT(mounts), NULL, 0, 0, NULL, false},
     [CFG_SKILLS_PATHS] = {"skills.paths", KIND_LIST, AT(skills_paths), NULL, 0, 0,
                           check_absolute_path, false},
-    [CFG_DOCKER_MODE] = {"docker.mode", KIND_ENUM, AT(docker.mode), docker_mode_choices, 0, 0,
-                         NULL, false},
+    [CFG_DOCKER_MODE] = {"docker.mode", KIND_ENUM, AT(docker.mode), docker_mode_choices, 0, 0, NULL,
+                         false},
 };
 
 static const char *const sections[] = {"env", "limits", "network", "skills", "docker", NULL};
@@ -110,12 +120,9 @@ const char *cfg_enum_name(enum cfg_key key, int value)
 const char *cfg_layer_name(enum cfg_layer layer)
 {
     static const char *const names[] = {
-        [CFG_LAYER_DEFAULT] = "default",
-        [CFG_LAYER_USER] = "user",
-        [CFG_LAYER_WORKSPACE] = "workspace",
-        [CFG_LAYER_ENVIRONMENT] = "environment",
-        [CFG_LAYER_SESSION] = "session",
-        [CFG_LAYER_HOST_DEFAULT] = "host-default",
+        [CFG_LAYER_DEFAULT] = "default",           [CFG_LAYER_USER] = "user",
+        [CFG_LAYER_WORKSPACE] = "workspace",       [CFG_LAYER_ENVIRONMENT] = "environment",
+        [CFG_LAYER_SESSION] = "session",           [CFG_LAYER_HOST_DEFAULT] = "host-default",
         [CFG_LAYER_HOST_PROJECT] = "host-project",
     };
     return layer < CFG_LAYER_COUNT ? names[layer] : "?";
@@ -142,7 +149,8 @@ static size_t edit_distance(const char *a, const char *b)
         row[0] = i;
         for (size_t j = 1; j <= lb; j++) {
             size_t above = row[j];
-            size_t cost = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]) ? 0 : 1;
+            size_t cost =
+                tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]) ? 0 : 1;
             size_t best = diagonal + cost;
             if (row[j] + 1 < best)
                 best = row[j] + 1;
@@ -238,13 +246,41 @@ bool cfg_env_name_protected(const char *name)
 {
     static const char *const prefixes[] = {"DOCKER_", "COMPOSE_", "LD_", "BASH_FUNC_", NULL};
     static const char *const exact[] = {
-        "BASH_ENV",  "ENV",           "PATH",         "CDPATH",        "IFS",
-        "SHELLOPTS", "BASHOPTS",      "PS4",          "PROMPT_COMMAND", "GCONV_PATH",
-        "LOCPATH",   "NLSPATH",       "HOSTALIASES",  "RESOLV_HOST_CONF", "PYTHONPATH",
-        "PYTHONSTARTUP", "PYTHONHOME", "PERL5LIB",    "PERL5OPT",      "PERLLIB",
-        "RUBYLIB",   "RUBYOPT",       "NODE_OPTIONS", "NODE_PATH",     "JAVA_TOOL_OPTIONS",
-        "GIT_EXEC_PATH", "GIT_SSH",   "GIT_SSH_COMMAND", "GIT_CONFIG_GLOBAL", "SSH_AUTH_SOCK",
-        "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "MALLOC_CHECK_", "TMPDIR", NULL,
+        "BASH_ENV",
+        "ENV",
+        "PATH",
+        "CDPATH",
+        "IFS",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "GCONV_PATH",
+        "LOCPATH",
+        "NLSPATH",
+        "HOSTALIASES",
+        "RESOLV_HOST_CONF",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "PYTHONHOME",
+        "PERL5LIB",
+        "PERL5OPT",
+        "PERLLIB",
+        "RUBYLIB",
+        "RUBYOPT",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "JAVA_TOOL_OPTIONS",
+        "GIT_EXEC_PATH",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_CONFIG_GLOBAL",
+        "SSH_AUTH_SOCK",
+        "XDG_RUNTIME_DIR",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "MALLOC_CHECK_",
+        "TMPDIR",
+        NULL,
     };
     for (int i = 0; prefixes[i]; i++)
         if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
@@ -482,11 +518,10 @@ static int enum_error(struct cordon_error *err, const char *where, const struct 
     char allowed[256] = "";
     for (int i = 0; k->choices[i]; i++) {
         size_t used = strlen(allowed);
-        snprintf(allowed + used, sizeof(allowed) - used, "%s\"%s\"", i ? ", " : "",
-                 k->choices[i]);
+        snprintf(allowed + used, sizeof(allowed) - used, "%s\"%s\"", i ? ", " : "", k->choices[i]);
     }
-    return error_set(err, 0, "%s: %s: expected one of %s, found \"%.64s\"", where, k->name,
-                     allowed, text);
+    return error_set(err, 0, "%s: %s: expected one of %s, found \"%.64s\"", where, k->name, allowed,
+                     text);
 }
 
 static int collect_mount(const struct toml_value *table, const char *file, enum cfg_layer layer,
@@ -518,7 +553,8 @@ static int collect_mount(const struct toml_value *table, const char *file, enum 
             out->readonly = e->value->boolean;
             continue;
         }
-        if (e->value->type != TOML_STRING || strlen(e->value->string.text) != e->value->string.length)
+        if (e->value->type != TOML_STRING ||
+            strlen(e->value->string.text) != e->value->string.length)
             return error_set(err, 0, "%s: mounts.%s: expected a path string, found %s", where,
                              e->key, toml_type_name(e->value->type));
         const char *why = check_absolute_path(e->value->string.text);
@@ -567,9 +603,8 @@ static int collect_value(const struct key_info *k, enum cfg_key key, const struc
         if (v->type != TOML_INTEGER)
             return type_error(err, where, k, "an integer", v);
         if (v->integer < k->min || v->integer > k->max)
-            return error_set(err, 0, "%s: %s: %lld is out of range (%lld to %lld)", where,
-                             k->name, (long long)v->integer, (long long)k->min,
-                             (long long)k->max);
+            return error_set(err, 0, "%s: %s: %lld is out of range (%lld to %lld)", where, k->name,
+                             (long long)v->integer, (long long)k->min, (long long)k->max);
         a->integer = v->integer;
         return 0;
     case KIND_NUMBER:
@@ -584,10 +619,9 @@ static int collect_value(const struct key_info *k, enum cfg_key key, const struc
         if (v->type != TOML_STRING)
             return type_error(err, where, k, "a string", v);
         const char *why = strlen(v->string.text) != v->string.length ? "contains U+0000"
-                                                                      : k->check(v->string.text);
+                                                                     : k->check(v->string.text);
         if (why)
-            return error_set(err, 0, "%s: %s: \"%.100s\" %s", where, k->name, v->string.text,
-                             why);
+            return error_set(err, 0, "%s: %s: \"%.100s\" %s", where, k->name, v->string.text, why);
         a->string = strdup(v->string.text);
         return a->string ? 0 : error_set(err, ENOMEM, "%s", where);
     }
@@ -603,8 +637,8 @@ static int collect_value(const struct key_info *k, enum cfg_key key, const struc
                                   ? "contains U+0000"
                                   : k->check(item->string.text);
             if (why)
-                return error_set(err, 0, "%s: %s: \"%.200s\" %s", where, k->name,
-                                 item->string.text, why);
+                return error_set(err, 0, "%s: %s: \"%.200s\" %s", where, k->name, item->string.text,
+                                 why);
             if (cfg_strings_add(&a->list, item->string.text) < 0)
                 return error_set(err, ENOMEM, "%s", where);
         }
@@ -669,13 +703,12 @@ int cfg_collect_toml(const struct toml_value *root, const char *file, enum cfg_l
                 int key = cfg_key_lookup(name);
                 if (key < 0) {
                     const char *hint = cfg_key_suggest(name);
-                    return error_set(err, 0, "%s:%d:%d: unknown key '%s'%s%s%s", file,
-                                     inner->line, inner->column, name,
-                                     hint ? " (did you mean '" : "", hint ? hint : "",
-                                     hint ? "'?)" : "");
+                    return error_set(err, 0, "%s:%d:%d: unknown key '%s'%s%s%s", file, inner->line,
+                                     inner->column, name, hint ? " (did you mean '" : "",
+                                     hint ? hint : "", hint ? "'?)" : "");
                 }
-                if (collect_value(&keys[key], key, inner->value, file, inner->line,
-                                  inner->column, layer, out, err) < 0)
+                if (collect_value(&keys[key], key, inner->value, file, inner->line, inner->column,
+                                  layer, out, err) < 0)
                     return -1;
             }
             continue;
@@ -686,8 +719,8 @@ int cfg_collect_toml(const struct toml_value *root, const char *file, enum cfg_l
             if (section)
                 return error_set(err, 0, "%s:%d:%d: '%s' must be a table ([%s])", file, e->line,
                                  e->column, e->key, e->key);
-            return error_set(err, 0, "%s:%d:%d: unknown key '%s'%s%s%s", file, e->line,
-                             e->column, e->key, hint ? " (did you mean '" : "", hint ? hint : "",
+            return error_set(err, 0, "%s:%d:%d: unknown key '%s'%s%s%s", file, e->line, e->column,
+                             e->key, hint ? " (did you mean '" : "", hint ? hint : "",
                              hint ? "'?)" : "");
         }
         if (collect_value(&keys[key], key, e->value, file, e->line, e->column, layer, out, err) < 0)
@@ -727,8 +760,8 @@ int cfg_collect_text(enum cfg_key key, const char *text, const char *origin_name
     }
     case KIND_BOOL:
         if (parse_bool_text(text, &a->boolean) < 0)
-            return error_set(err, 0, "%s: %s: expected true or false, found \"%.64s\"",
-                             origin_name, k->name, text);
+            return error_set(err, 0, "%s: %s: expected true or false, found \"%.64s\"", origin_name,
+                             k->name, text);
         return 0;
     case KIND_INT:
         errno = 0;
@@ -738,8 +771,7 @@ int cfg_collect_text(enum cfg_key key, const char *text, const char *origin_name
                              k->name, text);
         if (a->integer < k->min || a->integer > k->max)
             return error_set(err, 0, "%s: %s: %lld is out of range (%lld to %lld)", origin_name,
-                             k->name, (long long)a->integer, (long long)k->min,
-                             (long long)k->max);
+                             k->name, (long long)a->integer, (long long)k->min, (long long)k->max);
         return 0;
     case KIND_NUMBER:
         errno = 0;
@@ -779,8 +811,7 @@ int cfg_collect_text(enum cfg_key key, const char *text, const char *origin_name
                                   ? parse_port_spec(item, &a->ports.items[a->ports.count])
                                   : k->check(item);
             if (why)
-                return error_set(err, 0, "%s: %s: \"%.200s\" %s", origin_name, k->name, item,
-                                 why);
+                return error_set(err, 0, "%s: %s: \"%.200s\" %s", origin_name, k->name, item, why);
             if (k->kind == KIND_PORTS)
                 a->ports.count++;
             else if (cfg_strings_add(&a->list, item) < 0)
@@ -872,7 +903,8 @@ int cfg_apply(struct cordon_config *cfg, const struct cfg_assignment *a, bool re
     case KIND_PORTS: {
         struct cfg_ports *ports = (struct cfg_ports *)field;
         size_t base = replace ? 0 : ports->count;
-        struct cfg_port *grown = realloc(ports->items, (base + a->ports.count + 1) * sizeof(*grown));
+        struct cfg_port *grown =
+            realloc(ports->items, (base + a->ports.count + 1) * sizeof(*grown));
         if (!grown)
             return error_set(err, ENOMEM, "%s", k->name);
         if (a->ports.count)

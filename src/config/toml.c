@@ -183,8 +183,7 @@ static int table_add(struct parser *p, struct toml_value *table, const char *key
                      struct toml_value *value)
 {
     if (table->table.count >= TOML_MAX_TABLE_KEYS)
-        return fail_at(p, key_offset, "too many keys in one table (limit %d)",
-                       TOML_MAX_TABLE_KEYS);
+        return fail_at(p, key_offset, "too many keys in one table (limit %d)", TOML_MAX_TABLE_KEYS);
     if (table->table.count == table->table.capacity) {
         size_t capacity = table->table.capacity ? table->table.capacity * 2 : 8;
         struct toml_entry *grown = realloc(table->table.entries, capacity * sizeof(*grown));
@@ -564,8 +563,8 @@ static void key_path_clear(struct key_path *k)
 
 static bool is_bare_key_char(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
 }
 
 static int parse_key(struct parser *p, struct key_path *k)
@@ -661,9 +660,8 @@ static bool looks_like_time(const struct parser *p)
 
 static int parse_time_part(struct parser *p, struct buffer *out, size_t start)
 {
-    if (!digits_at(p, p->pos, 2) || peek_at(p, p->pos + 2) != ':' ||
-        !digits_at(p, p->pos + 3, 2) || peek_at(p, p->pos + 5) != ':' ||
-        !digits_at(p, p->pos + 6, 2))
+    if (!digits_at(p, p->pos, 2) || peek_at(p, p->pos + 2) != ':' || !digits_at(p, p->pos + 3, 2) ||
+        peek_at(p, p->pos + 5) != ':' || !digits_at(p, p->pos + 6, 2))
         return fail_at(p, start, "invalid time (expected HH:MM:SS)");
     int hour = number_at(p, p->pos, 2), minute = number_at(p, p->pos + 3, 2),
         second = number_at(p, p->pos + 6, 2);
@@ -879,8 +877,10 @@ static int parse_number(struct parser *p, struct toml_value **ret)
         j = rest_length;
     }
     if (!valid || j != rest_length)
-        return fail_at(p, start, "invalid number '%s' (expected an integer, a float, "
-                                 "inf, nan or a date-time)", shown);
+        return fail_at(p, start,
+                       "invalid number '%s' (expected an integer, a float, "
+                       "inf, nan or a date-time)",
+                       shown);
     struct toml_value *v = value_new(p, is_float ? TOML_FLOAT : TOML_INTEGER, start);
     if (!v)
         return oom(p);
@@ -1018,8 +1018,9 @@ static int parse_inline_table(struct parser *p, struct toml_value **ret)
             break;
         }
         if (at_newline(p) || peek(p) == '\n')
-            fail_at(p, p->pos, "expected ',' or '}' in the inline table, found end of line "
-                               "(inline tables must be on one line)");
+            fail_at(p, p->pos,
+                    "expected ',' or '}' in the inline table, found end of line "
+                    "(inline tables must be on one line)");
         else
             fail_at(p, p->pos, "expected ',' or '}' in the inline table, found %s", FOUND(p));
         goto fail;
@@ -1065,8 +1066,9 @@ static int parse_value(struct parser *p, struct toml_value **ret)
         bool value = c == 't';
         size_t n = value ? 4 : 5;
         if (is_bare_key_char(peek_at(p, p->pos + n)))
-            return fail_at(p, start, "expected a value, found an unquoted word (strings need "
-                                     "quotes)");
+            return fail_at(p, start,
+                           "expected a value, found an unquoted word (strings need "
+                           "quotes)");
         struct toml_value *v = value_new(p, TOML_BOOLEAN, start);
         if (!v)
             return oom(p);
@@ -1166,8 +1168,7 @@ static int parse_header(struct parser *p, struct toml_value *root, struct toml_v
                     name, toml_type_name(next->type), next->line);
             goto out;
         } else if (next->inline_table) {
-            fail_at(p, k.offsets[i], "cannot extend inline table '%s' (line %d)", name,
-                    next->line);
+            fail_at(p, k.offsets[i], "cannot extend inline table '%s' (line %d)", name, next->line);
             goto out;
         }
         t = next;
@@ -1211,8 +1212,9 @@ static int parse_header(struct parser *p, struct toml_value *root, struct toml_v
                 goto out;
             }
         } else if (existing->type != TOML_ARRAY || !existing->table_array) {
-            fail_at(p, start, "cannot define array of tables [[%s]]: '%s' is already a %s (line %d)",
-                    name, name, toml_type_name(existing->type), existing->line);
+            fail_at(p, start,
+                    "cannot define array of tables [[%s]]: '%s' is already a %s (line %d)", name,
+                    name, toml_type_name(existing->type), existing->line);
             goto out;
         }
         struct toml_value *element = value_new(p, TOML_TABLE, start);

@@ -21,8 +21,8 @@ static void trust_json_decrefp(json_t **j)
 }
 #define _cleanup_json_ __attribute__((cleanup(trust_json_decrefp)))
 
-int cfg_read_workspace_file(const char *path, char **ret_data, size_t *ret_length,
-                            bool *ret_exists, struct cordon_error *err)
+int cfg_read_workspace_file(const char *path, char **ret_data, size_t *ret_length, bool *ret_exists,
+                            struct cordon_error *err)
 {
     *ret_exists = false;
     /* The file is agent-writable: a symlink could point the host at any file
@@ -128,8 +128,7 @@ int cfg_trust_read(const char *trust_file, struct cfg_trust_list *ret, struct co
         return error_set(err, ENOMEM, "%s", trust_file);
     const char *path;
     json_t *entry;
-    json_object_foreach(workspaces, path, entry)
-    {
+    json_object_foreach (workspaces, path, entry) {
         json_t *hash = json_object_get(entry, "sha256");
         json_t *when = json_object_get(entry, "trusted_at");
         if (!json_is_object(entry) || !(json_is_string(hash) || json_is_null(hash))) {

@@ -33,5 +33,5 @@ int cfg_trust_remove(const char *trust_file, const char *workspace, bool *ret_re
 
 /* Reads <workspace>/.cordon.toml without following a symlink. *ret_exists is
  * false (and 0 returned) when there is no such file. */
-int cfg_read_workspace_file(const char *path, char **ret_data, size_t *ret_length,
-                            bool *ret_exists, struct cordon_error *err);
+int cfg_read_workspace_file(const char *path, char **ret_data, size_t *ret_length, bool *ret_exists,
+                            struct cordon_error *err);

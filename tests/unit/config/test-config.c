@@ -67,7 +67,10 @@ static void resolve(struct result *r, char *const *env, const char *const *sets)
 {
     memset(r, 0, sizeof(*r));
     struct cfg_inputs in = {
-        .workspace = ws, .environ = env, .session_sets = sets, .xdg_config_home = xdg,
+        .workspace = ws,
+        .environ = env,
+        .session_sets = sets,
+        .xdg_config_home = xdg,
         .etc_dir = etc,
     };
     r->ret = cfg_resolve(&in, &r->cfg, &r->warnings, &r->err);
@@ -129,7 +132,8 @@ static void test_defaults_and_user(void)
     write_file(path_of("%s/cordon/config.toml", xdg), "backend = \"vm\"\n[limits]\npid = 3\n");
     resolve(&r, NULL, NULL);
     is_int(r.ret, -1, "unknown key is an error");
-    contains(r.err.message, "config.toml:3:1: unknown key 'limits.pid' (did you mean 'limits.pids'?)",
+    contains(r.err.message,
+             "config.toml:3:1: unknown key 'limits.pid' (did you mean 'limits.pids'?)",
              "unknown key names file:line:col and suggests: %s", r.err.message);
     done(&r);
 
@@ -152,8 +156,10 @@ static void test_defaults_and_user(void)
 
     write_file(path_of("%s/cordon/config.toml", xdg), "[env]\nallow = [\"LD_PRELOAD\"]\n");
     resolve(&r, NULL, NULL);
-    contains(r.err.message, "\"LD_PRELOAD\" is protected", "protected env name refused in any "
-                                                           "layer: %s", r.err.message);
+    contains(r.err.message, "\"LD_PRELOAD\" is protected",
+             "protected env name refused in any "
+             "layer: %s",
+             r.err.message);
     done(&r);
 
     write_file(path_of("%s/cordon/config.toml", xdg), "[limits]\npids = \"many\"\n");
@@ -198,7 +204,8 @@ static void test_workspace_trust(void)
     ok(list.count == 1 && strcmp(list.items[0].workspace, ws) == 0, "the workspace is listed");
     cfg_trust_list_free(&list);
     bool removed = false;
-    is_int(cfg_trust_remove(path_of("%s/cordon/trust.json", xdg), ws, &removed, &err), 0, "untrust");
+    is_int(cfg_trust_remove(path_of("%s/cordon/trust.json", xdg), ws, &removed, &err), 0,
+           "untrust");
     ok(removed, "untrust removed it");
     resolve(&r, NULL, NULL);
     is_int(r.cfg.limits.pids, 1024, "untrusted again: ignored");
@@ -222,10 +229,14 @@ static void test_env_and_session(void)
                "[limits]\npids = 5\nmemory_mib = 100\n[env]\nallow = [\"A\"]\n");
     write_file(path_of("%s/.cordon.toml", ws), "[env]\nallow = [\"B\"]\n[limits]\ncpus = 2\n");
     trust_workspace();
-    char *env[] = {"CORDON_LIMITS__PIDS=100", "CORDON_ROUTE_TOOLS=read,bash,write,edit,ls,find,grep",
-                   "CORDON_ENV__ALLOW=C, D", "CORDON_DEBUG=1", "HOME=/x", NULL};
-    const char *sets[] = {"limits.memory_mib=200", "route_tools=[\"read\",\"bash\"]", "backend=docker",
-                          NULL};
+    char *env[] = {"CORDON_LIMITS__PIDS=100",
+                   "CORDON_ROUTE_TOOLS=read,bash,write,edit,ls,find,grep",
+                   "CORDON_ENV__ALLOW=C, D",
+                   "CORDON_DEBUG=1",
+                   "HOME=/x",
+                   NULL};
+    const char *sets[] = {"limits.memory_mib=200", "route_tools=[\"read\",\"bash\"]",
+                          "backend=docker", NULL};
     resolve(&r, env, sets);
     is_int(r.ret, 0, "env and session resolve: %s", r.err.message);
     is_int(r.cfg.limits.pids, 100, "environment beats user");
@@ -264,7 +275,8 @@ static void test_host_layers(void)
 {
     struct result r;
     reset();
-    write_file(path_of("%s/cordon/config.toml", xdg), "[limits]\npids = 5\n[env]\nallow = [\"A\"]\n");
+    write_file(path_of("%s/cordon/config.toml", xdg),
+               "[limits]\npids = 5\n[env]\nallow = [\"A\"]\n");
     write_file(path_of("%s/default.toml", etc), "[limits]\npids = 7\nopen_files = 70\n"
                                                 "[env]\nallow = [\"H\"]\n");
     char *env[] = {"CORDON_LIMITS__PIDS=100", NULL};
@@ -314,15 +326,15 @@ static void test_host_layers(void)
     write_file(project, "[limits]\npids = \n");
     resolve(&r, NULL, NULL);
     is_int(r.ret, -1, "an invalid host file fails closed");
-    contains(r.err.message, path_of("%s:2:8: expected a value", project), "naming file:line:col: %s",
-             r.err.message);
+    contains(r.err.message, path_of("%s:2:8: expected a value", project),
+             "naming file:line:col: %s", r.err.message);
     done(&r);
 
     write_file(project, "[limits]\npids = 9\n");
     chmod(project, 0666);
     resolve(&r, NULL, NULL);
-    contains(r.err.message, "writable by group or others", "group/other-writable host file fails: %s",
-             r.err.message);
+    contains(r.err.message, "writable by group or others",
+             "group/other-writable host file fails: %s", r.err.message);
     done(&r);
     chmod(project, 0644);
 
@@ -370,9 +382,11 @@ static void expect_workspace_refusal(const char *text, const char *needle, const
 static void test_workspace_forbidden(void)
 {
     reset();
-    expect_workspace_refusal("\n\nfallback_mode = \"host\"\n", ".cordon.toml:3: fallback_mode = \"host\" is refused",
+    expect_workspace_refusal("\n\nfallback_mode = \"host\"\n",
+                             ".cordon.toml:3: fallback_mode = \"host\" is refused",
                              "fallback_mode = host");
-    expect_workspace_refusal("allow_host_execution = true\n", "allow_host_execution = true is refused",
+    expect_workspace_refusal("allow_host_execution = true\n",
+                             "allow_host_execution = true is refused",
                              "allow_host_execution = true");
     expect_workspace_refusal("[[mounts]]\nhost_path = \"/opt\"\nreadonly = false\n",
                              "writable mount of /opt is refused", "a writable mount outside");
@@ -406,8 +420,9 @@ static void test_workspace_forbidden(void)
     /* the same settings are fine from the user file */
     write_file(path_of("%s/cordon/config.toml", xdg), "fallback_mode = \"host\"\n");
     resolve(&r, NULL, NULL);
-    is_int(r.cfg.fallback_mode, CFG_FALLBACK_HOST, "fallback_mode = host is accepted from the "
-                                                   "user file");
+    is_int(r.cfg.fallback_mode, CFG_FALLBACK_HOST,
+           "fallback_mode = host is accepted from the "
+           "user file");
     done(&r);
 }
 
@@ -425,8 +440,8 @@ static void test_mounts_and_policy(void)
     reset();
     expect_mount_refusal("[[mounts]]\nhost_path = \"/var/run/docker.sock\"\n", "docker",
                          "the Docker socket");
-    expect_mount_refusal("[[mounts]]\nhost_path = \"/var/run\"\nguest_path = \"/vr\"\n", "would expose the Docker socket",
-                         "a directory holding the Docker socket");
+    expect_mount_refusal("[[mounts]]\nhost_path = \"/var/run\"\nguest_path = \"/vr\"\n",
+                         "would expose the Docker socket", "a directory holding the Docker socket");
     expect_mount_refusal("[[mounts]]\nhost_path = \"/opt\"\nguest_path = \"/usr/local\"\n",
                          "overlaps the protected /usr", "a guest path under /usr");
     expect_mount_refusal("[[mounts]]\nhost_path = \"/opt\"\nguest_path = \"/\"\n",
@@ -444,8 +459,9 @@ static void test_mounts_and_policy(void)
     expect_mount_refusal(path_of("[[mounts]]\nhost_path = \"%s/cordon\"\nguest_path = \"/c\"\n"
                                  "readonly = false\n",
                                  xdg),
-                         "may not overlap the policy location", "a writable mount of the policy "
-                                                                "directory");
+                         "may not overlap the policy location",
+                         "a writable mount of the policy "
+                         "directory");
     expect_mount_refusal(path_of("[[mounts]]\nhost_path = \"%s/cordon/policy/projects/future\"\n"
                                  "guest_path = \"/c\"\nreadonly = false\n",
                                  xdg),
@@ -464,9 +480,9 @@ static void test_mounts_and_policy(void)
     memcpy(address.sun_path, socket_path, strlen(socket_path) + 1);
     if (fd < 0 || bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0)
         abort();
-    expect_mount_refusal(path_of("[[mounts]]\nhost_path = \"%s/agent.sock\"\nguest_path = \"/s\"\n",
-                                 root),
-                         "is a socket", "a socket");
+    expect_mount_refusal(
+        path_of("[[mounts]]\nhost_path = \"%s/agent.sock\"\nguest_path = \"/s\"\n", root),
+        "is a socket", "a socket");
     close(fd);
 
     struct result r;
@@ -480,8 +496,8 @@ static void test_mounts_and_policy(void)
     unlink(path_of("%s/cordon/config.toml", xdg));
 
     /* policy placement: XDG_CONFIG_HOME inside the workspace */
-    struct cfg_inputs in = {.workspace = ws, .xdg_config_home = path_of("%s/.config", ws),
-                            .etc_dir = etc};
+    struct cfg_inputs in = {
+        .workspace = ws, .xdg_config_home = path_of("%s/.config", ws), .etc_dir = etc};
     memset(&r, 0, sizeof(r));
     r.ret = cfg_resolve(&in, &r.cfg, &r.warnings, &r.err);
     ok(r.ret < 0 && strstr(r.err.message, "is inside the workspace"),

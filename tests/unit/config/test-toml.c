@@ -27,9 +27,10 @@ static void expect_error(const char *text, const char *message, const char *what
 int main(void)
 {
     struct cordon_error err = {0};
-    struct toml_value *root = parse("a = 1\n[t]\n  b = \"x\\u0000y\"\nf = -inf\n"
-                                    "d = 1979-05-27T07:32:00+01:00\n[[arr]]\n[[arr]]\nk = [1, [2]]\n",
-                                    &err);
+    struct toml_value *root =
+        parse("a = 1\n[t]\n  b = \"x\\u0000y\"\nf = -inf\n"
+              "d = 1979-05-27T07:32:00+01:00\n[[arr]]\n[[arr]]\nk = [1, [2]]\n",
+              &err);
     ok(root != NULL, "document parses: %s", err.message);
     const struct toml_value *a = toml_table_get(root, "a");
     ok(a && a->type == TOML_INTEGER && a->integer == 1 && a->line == 1 && a->column == 5,
