@@ -175,9 +175,8 @@ static void write_toml_json(const json_t *value, FILE *out)
     }
 }
 
-static void write_origin(const struct cordon_config *cfg, enum cfg_key key, FILE *out)
+static void write_origin_of(const struct cfg_origin *o, FILE *out)
 {
-    const struct cfg_origin *o = &cfg->origin[key];
     fprintf(out, "  # %s", cfg_layer_name(o->layer));
     if (o->file && o->line)
         fprintf(out, " %s:%d", o->file, o->line);
@@ -185,6 +184,11 @@ static void write_origin(const struct cordon_config *cfg, enum cfg_key key, FILE
         fprintf(out, " %s", o->file);
     if (o->locked)
         fputs(" (locked)", out);
+}
+
+static void write_origin(const struct cordon_config *cfg, enum cfg_key key, FILE *out)
+{
+    write_origin_of(&cfg->origin[key], out);
 }
 
 int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
@@ -210,8 +214,12 @@ int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
     for (size_t i = 0; i < cfg->mounts.count; i++) {
         const struct cfg_mount *m = &cfg->mounts.items[i];
         fputs("\n[[mounts]]", out);
-        if (explain)
-            write_origin(cfg, CFG_MOUNTS, out);
+        if (explain) {
+            /* each mount keeps its own origin; a host layer locks them all */
+            struct cfg_origin o = m->origin;
+            o.locked = cfg->origin[CFG_MOUNTS].locked;
+            write_origin_of(&o, out);
+        }
         fputs("\nhost_path = ", out);
         write_toml_string(m->host_path, out);
         fputs("\nguest_path = ", out);

@@ -170,6 +170,12 @@ is "check .cordon.toml applies the workspace rules" "$status" 1
 run config check --as user .cordon.toml
 is "the same file is fine as user settings" "$status" 0
 rm .cordon.toml
+printf '[[mounts]]\nhost_path = "/opt"\n[network]\npublish_ports = [8080, "[::1]:7000:70"]\n' > "$user"
+"$CORDON" config > "$tmp/effective.toml" 2>/dev/null
+run config check "$tmp/effective.toml"
+is "the printed configuration is itself a valid configuration file" "$status" 0
+like "and keeps its values" "$(cat "$tmp/effective.toml")" 'publish_ports = \["127.0.0.1:8080:8080", "\[::1\]:7000:70"\]'
+rm "$user"
 run config --bogus
 is "unknown option: usage error" "$status" 2
 tap_done
