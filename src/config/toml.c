@@ -3,7 +3,7 @@
  * tables are built. The document is untrusted input: its size, nesting depth,
  * key length and table width are bounded, and every error names
  * file:line:column. Host context, unprivileged. */
-#include "config/toml.h"
+#include "config/toml-internal.h"
 #include "util/cleanup.h"
 
 #include <errno.h>
@@ -18,25 +18,7 @@
  * could otherwise make parsing quadratic. */
 #define TOML_MAX_TABLE_KEYS 10000
 
-struct parser {
-    const char *data;
-    size_t length;
-    size_t pos;
-    const char *name;
-    struct cordon_error *err;
-    int depth;
-    /* line/column lookups are mostly for increasing offsets: resume from here */
-    size_t cache_offset;
-    int cache_line;
-    size_t cache_line_start;
-};
-
-struct buffer {
-    char *data;
-    size_t length, capacity;
-};
-
-static void locate(struct parser *p, size_t offset, int *ret_line, int *ret_column)
+void toml_locate(struct parser *p, size_t offset, int *ret_line, int *ret_column)
 {
     if (offset < p->cache_offset) {
         p->cache_offset = 0;
@@ -58,12 +40,10 @@ static void locate(struct parser *p, size_t offset, int *ret_line, int *ret_colu
     *ret_column = column;
 }
 
-static int fail_at(struct parser *p, size_t offset, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail_at(struct parser *p, size_t offset, const char *fmt, ...)
+int toml_fail_at(struct parser *p, size_t offset, const char *fmt, ...)
 {
     int line, column;
-    locate(p, offset, &line, &column);
+    toml_locate(p, offset, &line, &column);
     char message[CORDON_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
@@ -73,7 +53,7 @@ static int fail_at(struct parser *p, size_t offset, const char *fmt, ...)
 }
 
 /* A short description of what sits at offset, for "expected X, found Y". */
-static const char *found(struct parser *p, size_t offset, char *buf, size_t size)
+const char *toml_found(struct parser *p, size_t offset, char *buf, size_t size)
 {
     if (offset >= p->length)
         return "end of file";
@@ -89,9 +69,7 @@ static const char *found(struct parser *p, size_t offset, char *buf, size_t size
     return buf;
 }
 
-#define FOUND(p) found((p), (p)->pos, (char[32]){0}, 32)
-
-static int buffer_append(struct buffer *b, const char *data, size_t length)
+int toml_buffer_append(struct buffer *b, const char *data, size_t length)
 {
     if (b->length + length + 1 > b->capacity) {
         size_t capacity = b->capacity ? b->capacity : 32;
@@ -109,25 +87,25 @@ static int buffer_append(struct buffer *b, const char *data, size_t length)
     return 0;
 }
 
-static void buffer_freep(struct buffer *b)
+void toml_buffer_freep(struct buffer *b)
 {
     free(b->data);
 }
 
-static int oom(struct parser *p)
+int toml_oom(struct parser *p)
 {
     return error_set(p->err, ENOMEM, "%s: parsing", p->name);
 }
 
 /* ---------- values and tables ---------- */
 
-static struct toml_value *value_new(struct parser *p, enum toml_type type, size_t offset)
+struct toml_value *toml_value_new(struct parser *p, enum toml_type type, size_t offset)
 {
     struct toml_value *v = calloc(1, sizeof(*v));
     if (!v)
         return NULL;
     v->type = type;
-    locate(p, offset, &v->line, &v->column);
+    toml_locate(p, offset, &v->line, &v->column);
     return v;
 }
 
@@ -183,22 +161,23 @@ static int table_add(struct parser *p, struct toml_value *table, const char *key
                      struct toml_value *value)
 {
     if (table->table.count >= TOML_MAX_TABLE_KEYS)
-        return fail_at(p, key_offset, "too many keys in one table (limit %d)", TOML_MAX_TABLE_KEYS);
+        return toml_fail_at(p, key_offset, "too many keys in one table (limit %d)",
+                            TOML_MAX_TABLE_KEYS);
     if (table->table.count == table->table.capacity) {
         size_t capacity = table->table.capacity ? table->table.capacity * 2 : 8;
         struct toml_entry *grown = realloc(table->table.entries, capacity * sizeof(*grown));
         if (!grown)
-            return oom(p);
+            return toml_oom(p);
         table->table.entries = grown;
         table->table.capacity = capacity;
     }
     char *copy = strdup(key);
     if (!copy)
-        return oom(p);
+        return toml_oom(p);
     struct toml_entry *e = &table->table.entries[table->table.count++];
     e->key = copy;
     e->value = value;
-    locate(p, key_offset, &e->line, &e->column);
+    toml_locate(p, key_offset, &e->line, &e->column);
     return 0;
 }
 
@@ -208,7 +187,7 @@ static int array_add(struct parser *p, struct toml_value *array, struct toml_val
         size_t capacity = array->array.capacity ? array->array.capacity * 2 : 8;
         struct toml_value **grown = realloc(array->array.items, capacity * sizeof(*grown));
         if (!grown)
-            return oom(p);
+            return toml_oom(p);
         array->array.items = grown;
         array->array.capacity = capacity;
     }
@@ -245,58 +224,14 @@ const char *toml_type_name(enum toml_type type)
 
 /* ---------- lexical helpers ---------- */
 
-static bool at_end(const struct parser *p)
-{
-    return p->pos >= p->length;
-}
-
-static char peek_at(const struct parser *p, size_t offset)
-{
-    return offset < p->length ? p->data[offset] : '\0';
-}
-
-static char peek(const struct parser *p)
-{
-    return peek_at(p, p->pos);
-}
-
-static bool starts_with(const struct parser *p, const char *s)
-{
-    size_t n = strlen(s);
-    return p->length - p->pos >= n && memcmp(p->data + p->pos, s, n) == 0;
-}
-
-static bool at_newline(const struct parser *p)
-{
-    return peek(p) == '\n' || (peek(p) == '\r' && peek_at(p, p->pos + 1) == '\n');
-}
-
-static void skip_newline(struct parser *p)
-{
-    p->pos += peek(p) == '\r' ? 2 : 1;
-}
-
-static void skip_whitespace(struct parser *p)
-{
-    while (peek(p) == ' ' || peek(p) == '\t')
-        p->pos++;
-}
-
-/* Control characters other than tab may appear neither in comments nor in
- * strings (TOML 1.0); a lone CR is not a newline. */
-static bool is_forbidden_control(unsigned char c)
-{
-    return (c < 0x20 && c != '\t') || c == 0x7F;
-}
-
 static int skip_comment(struct parser *p)
 {
     if (peek(p) != '#')
         return 0;
     while (!at_end(p) && !at_newline(p)) {
         if (is_forbidden_control((unsigned char)peek(p)))
-            return fail_at(p, p->pos, "control character 0x%02X is not allowed in a comment",
-                           (unsigned char)peek(p));
+            return toml_fail_at(p, p->pos, "control character 0x%02X is not allowed in a comment",
+                                (unsigned char)peek(p));
         p->pos++;
     }
     return 0;
@@ -323,227 +258,9 @@ static int expect_line_end(struct parser *p, const char *after)
     if (at_end(p))
         return 0;
     if (!at_newline(p))
-        return fail_at(p, p->pos, "expected end of line after %s, found %s", after, FOUND(p));
+        return toml_fail_at(p, p->pos, "expected end of line after %s, found %s", after, FOUND(p));
     skip_newline(p);
     return 0;
-}
-
-/* The whole document must be UTF-8 without overlong forms or surrogates. */
-static int validate_utf8(struct parser *p)
-{
-    const unsigned char *s = (const unsigned char *)p->data;
-    size_t i = 0;
-    while (i < p->length) {
-        unsigned char c = s[i];
-        size_t need;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            need = 1;
-            cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            need = 2;
-            cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            need = 3;
-            cp = c & 0x07;
-        } else {
-            return fail_at(p, i, "invalid UTF-8 (byte 0x%02X)", c);
-        }
-        for (size_t k = 1; k <= need; k++) {
-            if (i + k >= p->length || (s[i + k] & 0xC0) != 0x80)
-                return fail_at(p, i, "invalid UTF-8 (truncated sequence)");
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        static const uint32_t min_for[] = {0, 0x80, 0x800, 0x10000};
-        if (cp < min_for[need] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return fail_at(p, i, "invalid UTF-8 (overlong form, surrogate or out of range)");
-        i += need + 1;
-    }
-    return 0;
-}
-
-static void encode_utf8(uint32_t cp, char *out, size_t *ret_length)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        *ret_length = 1;
-    } else if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        *ret_length = 2;
-    } else if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        *ret_length = 3;
-    } else {
-        out[0] = (char)(0xF0 | (cp >> 18));
-        out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[3] = (char)(0x80 | (cp & 0x3F));
-        *ret_length = 4;
-    }
-}
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* ---------- strings ---------- */
-
-static int parse_escape(struct parser *p, struct buffer *out)
-{
-    size_t start = p->pos;
-    p->pos++; /* the backslash */
-    char c = peek(p);
-    const char *simple = NULL;
-    switch (c) {
-    case 'b':
-        simple = "\b";
-        break;
-    case 't':
-        simple = "\t";
-        break;
-    case 'n':
-        simple = "\n";
-        break;
-    case 'f':
-        simple = "\f";
-        break;
-    case 'r':
-        simple = "\r";
-        break;
-    case '"':
-        simple = "\"";
-        break;
-    case '\\':
-        simple = "\\";
-        break;
-    case 'u':
-    case 'U': {
-        int digits = c == 'u' ? 4 : 8;
-        uint32_t cp = 0;
-        for (int i = 1; i <= digits; i++) {
-            int h = hex_value(peek_at(p, p->pos + i));
-            if (h < 0)
-                return fail_at(p, start, "expected %d hex digits after \\%c", digits, c);
-            cp = cp * 16 + (uint32_t)h;
-        }
-        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return fail_at(p, start, "\\%c escape is not a Unicode scalar value", c);
-        char utf8[4];
-        size_t n;
-        encode_utf8(cp, utf8, &n);
-        p->pos += 1 + digits;
-        return buffer_append(out, utf8, n) < 0 ? oom(p) : 0;
-    }
-    default:
-        break;
-    }
-    if (!simple)
-        return fail_at(p, start,
-                       "invalid escape sequence (expected one of \\b \\t \\n \\f \\r \\\" \\\\ "
-                       "\\uXXXX \\UXXXXXXXX)");
-    p->pos++;
-    return buffer_append(out, simple, 1) < 0 ? oom(p) : 0;
-}
-
-/* Consumes the closing delimiter of a multi-line string: up to two extra
- * quotes belong to the content ("""a""""" is a string ending in two quotes). */
-static bool multiline_close(struct parser *p, char quote, struct buffer *out, int *ret)
-{
-    size_t run = 0;
-    while (peek_at(p, p->pos + run) == quote)
-        run++;
-    if (run < 3)
-        return false;
-    if (run > 5) {
-        *ret = fail_at(p, p->pos + 5, "too many quotes at the end of a multi-line string");
-        return true;
-    }
-    char quotes[2] = {quote, quote};
-    if (buffer_append(out, quotes, run - 3) < 0) {
-        *ret = oom(p);
-        return true;
-    }
-    p->pos += run;
-    *ret = 0;
-    return true;
-}
-
-static int parse_string_text(struct parser *p, struct buffer *out, bool allow_multiline)
-{
-    size_t start = p->pos;
-    char quote = peek(p);
-    bool literal = quote == '\'';
-    bool multiline = allow_multiline && starts_with(p, literal ? "'''" : "\"\"\"");
-    p->pos += multiline ? 3 : 1;
-    if (multiline && at_newline(p))
-        skip_newline(p);
-    for (;;) {
-        if (at_end(p))
-            return fail_at(p, start, "unterminated string (expected the closing %s)",
-                           multiline ? (literal ? "'''" : "\"\"\"") : (literal ? "'" : "\""));
-        char c = peek(p);
-        if (multiline) {
-            int ret;
-            if (c == quote && multiline_close(p, quote, out, &ret))
-                return ret;
-            if (at_newline(p)) {
-                skip_newline(p);
-                if (buffer_append(out, "\n", 1) < 0)
-                    return oom(p);
-                continue;
-            }
-            if (!literal && c == '\\') {
-                /* a line-ending backslash swallows the newline and the
-                 * whitespace that follows it */
-                size_t look = p->pos + 1;
-                while (peek_at(p, look) == ' ' || peek_at(p, look) == '\t')
-                    look++;
-                char after = peek_at(p, look);
-                if (after == '\n' || (after == '\r' && peek_at(p, look + 1) == '\n')) {
-                    p->pos = look;
-                    while (peek(p) == ' ' || peek(p) == '\t' || at_newline(p)) {
-                        if (at_newline(p))
-                            skip_newline(p);
-                        else
-                            p->pos++;
-                    }
-                    continue;
-                }
-            }
-        } else {
-            if (c == quote) {
-                p->pos++;
-                return 0;
-            }
-            if (at_newline(p) || c == '\n')
-                return fail_at(p, start, "unterminated string (newline before the closing %s)",
-                               literal ? "'" : "\"");
-        }
-        if (!literal && c == '\\') {
-            if (parse_escape(p, out) < 0)
-                return -1;
-            continue;
-        }
-        if (is_forbidden_control((unsigned char)c))
-            return fail_at(p, p->pos, "control character 0x%02X must be escaped in a string",
-                           (unsigned char)c);
-        if (buffer_append(out, &c, 1) < 0)
-            return oom(p);
-        p->pos++;
-    }
 }
 
 /* ---------- keys ---------- */
@@ -561,12 +278,6 @@ static void key_path_clear(struct key_path *k)
     k->count = 0;
 }
 
-static bool is_bare_key_char(char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-}
-
 static int parse_key(struct parser *p, struct key_path *k)
 {
     k->count = 0;
@@ -576,32 +287,32 @@ static int parse_key(struct parser *p, struct key_path *k)
         struct buffer part = {0};
         char c = peek(p);
         if (c == '"' || c == '\'') {
-            if (parse_string_text(p, &part, false) < 0) {
+            if (toml_parse_string_text(p, &part, false) < 0) {
                 free(part.data);
                 return -1;
             }
-            if (!part.data && buffer_append(&part, "", 0) < 0)
-                return oom(p);
+            if (!part.data && toml_buffer_append(&part, "", 0) < 0)
+                return toml_oom(p);
             if (strlen(part.data) != part.length) {
                 free(part.data);
-                return fail_at(p, start, "a key may not contain U+0000");
+                return toml_fail_at(p, start, "a key may not contain U+0000");
             }
         } else if (is_bare_key_char(c)) {
             while (is_bare_key_char(peek(p)))
                 p->pos++;
-            if (buffer_append(&part, p->data + start, p->pos - start) < 0)
-                return oom(p);
+            if (toml_buffer_append(&part, p->data + start, p->pos - start) < 0)
+                return toml_oom(p);
         } else {
-            return fail_at(p, start, "expected a key (bare, \"quoted\" or 'literal'), found %s",
-                           FOUND(p));
+            return toml_fail_at(
+                p, start, "expected a key (bare, \"quoted\" or 'literal'), found %s", FOUND(p));
         }
         if (part.length > TOML_MAX_KEY_LEN) {
             free(part.data);
-            return fail_at(p, start, "key longer than %d bytes", TOML_MAX_KEY_LEN);
+            return toml_fail_at(p, start, "key longer than %d bytes", TOML_MAX_KEY_LEN);
         }
         if (k->count >= TOML_MAX_DEPTH) {
             free(part.data);
-            return fail_at(p, start, "dotted key with more than %d parts", TOML_MAX_DEPTH);
+            return toml_fail_at(p, start, "dotted key with more than %d parts", TOML_MAX_DEPTH);
         }
         k->parts[k->count] = part.data;
         k->offsets[k->count] = start;
@@ -625,291 +336,6 @@ static void join_key(const struct key_path *k, int upto, char *buf, size_t size)
     }
 }
 
-/* ---------- scalars ---------- */
-
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-static bool digits_at(const struct parser *p, size_t offset, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (!is_digit(peek_at(p, offset + (size_t)i)))
-            return false;
-    return true;
-}
-
-static int number_at(const struct parser *p, size_t offset, int n)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++)
-        v = v * 10 + (p->data[offset + (size_t)i] - '0');
-    return v;
-}
-
-static bool looks_like_date(const struct parser *p)
-{
-    return digits_at(p, p->pos, 4) && peek_at(p, p->pos + 4) == '-';
-}
-
-static bool looks_like_time(const struct parser *p)
-{
-    return digits_at(p, p->pos, 2) && peek_at(p, p->pos + 2) == ':';
-}
-
-static int parse_time_part(struct parser *p, struct buffer *out, size_t start)
-{
-    if (!digits_at(p, p->pos, 2) || peek_at(p, p->pos + 2) != ':' || !digits_at(p, p->pos + 3, 2) ||
-        peek_at(p, p->pos + 5) != ':' || !digits_at(p, p->pos + 6, 2))
-        return fail_at(p, start, "invalid time (expected HH:MM:SS)");
-    int hour = number_at(p, p->pos, 2), minute = number_at(p, p->pos + 3, 2),
-        second = number_at(p, p->pos + 6, 2);
-    if (hour > 23 || minute > 59 || second > 60)
-        return fail_at(p, start, "time out of range (%02d:%02d:%02d)", hour, minute, second);
-    if (buffer_append(out, p->data + p->pos, 8) < 0)
-        return oom(p);
-    p->pos += 8;
-    if (peek(p) == '.') {
-        size_t frac = p->pos + 1;
-        while (is_digit(peek_at(p, frac)))
-            frac++;
-        if (frac == p->pos + 1)
-            return fail_at(p, p->pos, "expected digits after the decimal point of the seconds");
-        if (buffer_append(out, p->data + p->pos, frac - p->pos) < 0)
-            return oom(p);
-        p->pos = frac;
-    }
-    return 0;
-}
-
-static int parse_datetime(struct parser *p, struct toml_value **ret)
-{
-    size_t start = p->pos;
-    struct buffer text = {0};
-    enum toml_type type;
-    if (looks_like_time(p)) {
-        if (parse_time_part(p, &text, start) < 0)
-            goto fail;
-        type = TOML_TIME_LOCAL;
-    } else {
-        if (!digits_at(p, p->pos, 4) || peek_at(p, p->pos + 4) != '-' ||
-            !digits_at(p, p->pos + 5, 2) || peek_at(p, p->pos + 7) != '-' ||
-            !digits_at(p, p->pos + 8, 2)) {
-            fail_at(p, start, "invalid date (expected YYYY-MM-DD)");
-            goto fail;
-        }
-        int year = number_at(p, p->pos, 4), month = number_at(p, p->pos + 5, 2),
-            day = number_at(p, p->pos + 8, 2);
-        static const int days_in[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-        bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-        if (month < 1 || month > 12 || day < 1 || day > days_in[month - 1] ||
-            (month == 2 && day == 29 && !leap)) {
-            fail_at(p, start, "date out of range (%04d-%02d-%02d)", year, month, day);
-            goto fail;
-        }
-        if (buffer_append(&text, p->data + p->pos, 10) < 0) {
-            oom(p);
-            goto fail;
-        }
-        p->pos += 10;
-        type = TOML_DATE_LOCAL;
-        char sep = peek(p);
-        if (sep == 'T' || sep == 't' || (sep == ' ' && digits_at(p, p->pos + 1, 2))) {
-            p->pos++;
-            if (buffer_append(&text, "T", 1) < 0) {
-                oom(p);
-                goto fail;
-            }
-            if (parse_time_part(p, &text, start) < 0)
-                goto fail;
-            type = TOML_DATETIME_LOCAL;
-            char z = peek(p);
-            if (z == 'Z' || z == 'z') {
-                p->pos++;
-                if (buffer_append(&text, "Z", 1) < 0) {
-                    oom(p);
-                    goto fail;
-                }
-                type = TOML_DATETIME;
-            } else if (z == '+' || z == '-') {
-                if (!digits_at(p, p->pos + 1, 2) || peek_at(p, p->pos + 3) != ':' ||
-                    !digits_at(p, p->pos + 4, 2)) {
-                    fail_at(p, p->pos, "invalid time offset (expected +HH:MM or -HH:MM)");
-                    goto fail;
-                }
-                if (number_at(p, p->pos + 1, 2) > 23 || number_at(p, p->pos + 4, 2) > 59) {
-                    fail_at(p, p->pos, "time offset out of range");
-                    goto fail;
-                }
-                if (buffer_append(&text, p->data + p->pos, 6) < 0) {
-                    oom(p);
-                    goto fail;
-                }
-                p->pos += 6;
-                type = TOML_DATETIME;
-            }
-        }
-    }
-    struct toml_value *v = value_new(p, type, start);
-    if (!v) {
-        oom(p);
-        goto fail;
-    }
-    v->datetime = text.data;
-    *ret = v;
-    return 0;
-fail:
-    free(text.data);
-    return -1;
-}
-
-/* Digits of one base with '_' only between two digits. Copies the digits
- * (without underscores) to out. */
-static bool scan_digits(const char *s, size_t length, int base, struct buffer *out)
-{
-    if (length == 0)
-        return false;
-    for (size_t i = 0; i < length; i++) {
-        char c = s[i];
-        if (c == '_') {
-            if (i == 0 || i + 1 == length || s[i + 1] == '_')
-                return false;
-            continue;
-        }
-        int h = hex_value(c);
-        if (h < 0 || h >= base)
-            return false;
-        if (buffer_append(out, &c, 1) < 0)
-            return false;
-    }
-    return true;
-}
-
-static bool is_number_char(char c)
-{
-    return is_bare_key_char(c) || c == '+' || c == '.';
-}
-
-static int parse_number(struct parser *p, struct toml_value **ret)
-{
-    size_t start = p->pos;
-    while (is_number_char(peek(p)))
-        p->pos++;
-    const char *s = p->data + start;
-    size_t length = p->pos - start;
-    char shown[48];
-    snprintf(shown, sizeof(shown), "%.*s%s", (int)(length > 40 ? 40 : length), s,
-             length > 40 ? "..." : "");
-    __attribute__((cleanup(buffer_freep))) struct buffer buf = {0};
-
-    size_t i = 0;
-    bool negative = false;
-    if (s[0] == '+' || s[0] == '-') {
-        negative = s[0] == '-';
-        i = 1;
-    }
-    const char *rest = s + i;
-    size_t rest_length = length - i;
-    if ((rest_length == 3 && (memcmp(rest, "inf", 3) == 0 || memcmp(rest, "nan", 3) == 0))) {
-        struct toml_value *v = value_new(p, TOML_FLOAT, start);
-        if (!v)
-            return oom(p);
-        v->floating = rest[0] == 'i' ? (negative ? -INFINITY : INFINITY) : NAN;
-        if (rest[0] == 'n' && negative)
-            v->floating = -NAN;
-        *ret = v;
-        return 0;
-    }
-    if (rest_length > 2 && rest[0] == '0' && (rest[1] == 'x' || rest[1] == 'o' || rest[1] == 'b')) {
-        int base = rest[1] == 'x' ? 16 : rest[1] == 'o' ? 8 : 2;
-        bool valid = i == 0 && scan_digits(rest + 2, rest_length - 2, base, &buf);
-        if (!valid)
-            return fail_at(p, start, "invalid %s integer '%s'",
-                           base == 16  ? "hexadecimal"
-                           : base == 8 ? "octal"
-                                       : "binary",
-                           shown);
-        uint64_t value = 0;
-        for (const char *d = buf.data; *d; d++) {
-            uint64_t next = value * (uint64_t)base + (uint64_t)hex_value(*d);
-            if (value > (UINT64_MAX - (uint64_t)hex_value(*d)) / (uint64_t)base ||
-                next > (uint64_t)INT64_MAX)
-                return fail_at(p, start, "integer '%s' does not fit in 64 bits", shown);
-            value = next;
-        }
-        struct toml_value *v = value_new(p, TOML_INTEGER, start);
-        if (!v)
-            return oom(p);
-        v->integer = (int64_t)value;
-        *ret = v;
-        return 0;
-    }
-
-    /* decimal: int [. frac] [e exp] */
-    size_t int_end = 0;
-    while (int_end < rest_length && rest[int_end] != '.' && rest[int_end] != 'e' &&
-           rest[int_end] != 'E')
-        int_end++;
-    bool valid = scan_digits(rest, int_end, 10, &buf);
-    if (valid && int_end > 1 && rest[0] == '0')
-        return fail_at(p, start, "leading zeros are not allowed in '%s'", shown);
-    bool is_float = false;
-    size_t j = int_end;
-    if (valid && j < rest_length && rest[j] == '.') {
-        is_float = true;
-        size_t frac_end = j + 1;
-        while (frac_end < rest_length && rest[frac_end] != 'e' && rest[frac_end] != 'E')
-            frac_end++;
-        valid = buffer_append(&buf, ".", 1) == 0 &&
-                scan_digits(rest + j + 1, frac_end - j - 1, 10, &buf);
-        j = frac_end;
-    }
-    if (valid && j < rest_length && (rest[j] == 'e' || rest[j] == 'E')) {
-        is_float = true;
-        j++;
-        valid = buffer_append(&buf, "e", 1) == 0;
-        if (valid && j < rest_length && (rest[j] == '+' || rest[j] == '-')) {
-            valid = buffer_append(&buf, &rest[j], 1) == 0;
-            j++;
-        }
-        valid = valid && scan_digits(rest + j, rest_length - j, 10, &buf);
-        j = rest_length;
-    }
-    if (!valid || j != rest_length)
-        return fail_at(p, start,
-                       "invalid number '%s' (expected an integer, a float, "
-                       "inf, nan or a date-time)",
-                       shown);
-    struct toml_value *v = value_new(p, is_float ? TOML_FLOAT : TOML_INTEGER, start);
-    if (!v)
-        return oom(p);
-    errno = 0;
-    if (is_float) {
-        v->floating = strtod(buf.data, NULL);
-        if (negative)
-            v->floating = -v->floating;
-        if (errno == ERANGE && isinf(v->floating)) {
-            toml_free(v);
-            return fail_at(p, start, "float '%s' is out of range", shown);
-        }
-    } else {
-        char signed_digits[32];
-        if (strlen(buf.data) > 20) {
-            toml_free(v);
-            return fail_at(p, start, "integer '%s' does not fit in 64 bits", shown);
-        }
-        snprintf(signed_digits, sizeof(signed_digits), "%s%s", negative ? "-" : "", buf.data);
-        v->integer = strtoll(signed_digits, NULL, 10);
-        if (errno == ERANGE) {
-            toml_free(v);
-            return fail_at(p, start, "integer '%s' does not fit in 64 bits", shown);
-        }
-    }
-    *ret = v;
-    return 0;
-}
-
 /* ---------- compound values ---------- */
 
 static int parse_value(struct parser *p, struct toml_value **ret);
@@ -919,7 +345,7 @@ static int insert_pair(struct parser *p, struct toml_value *table, struct key_pa
 static int enter(struct parser *p)
 {
     if (++p->depth > TOML_MAX_DEPTH)
-        return fail_at(p, p->pos, "nesting deeper than %d levels", TOML_MAX_DEPTH);
+        return toml_fail_at(p, p->pos, "nesting deeper than %d levels", TOML_MAX_DEPTH);
     return 0;
 }
 
@@ -928,9 +354,9 @@ static int parse_array(struct parser *p, struct toml_value **ret)
     size_t start = p->pos;
     if (enter(p) < 0)
         return -1;
-    struct toml_value *array = value_new(p, TOML_ARRAY, start);
+    struct toml_value *array = toml_value_new(p, TOML_ARRAY, start);
     if (!array)
-        return oom(p);
+        return toml_oom(p);
     p->pos++;
     for (;;) {
         if (skip_blank(p) < 0)
@@ -952,7 +378,7 @@ static int parse_array(struct parser *p, struct toml_value **ret)
         }
         if (peek(p) == ']')
             break;
-        fail_at(p, p->pos, "expected ',' or ']' in the array, found %s", FOUND(p));
+        toml_fail_at(p, p->pos, "expected ',' or ']' in the array, found %s", FOUND(p));
         goto fail;
     }
     p->pos++;
@@ -981,9 +407,9 @@ static int parse_inline_table(struct parser *p, struct toml_value **ret)
     size_t start = p->pos;
     if (enter(p) < 0)
         return -1;
-    struct toml_value *table = value_new(p, TOML_TABLE, start);
+    struct toml_value *table = toml_value_new(p, TOML_TABLE, start);
     if (!table)
-        return oom(p);
+        return toml_oom(p);
     struct key_path k = {0};
     p->pos++;
     skip_whitespace(p);
@@ -995,7 +421,7 @@ static int parse_inline_table(struct parser *p, struct toml_value **ret)
         if (parse_key(p, &k) < 0)
             goto fail;
         if (peek(p) != '=') {
-            fail_at(p, p->pos, "expected '=' after the key, found %s", FOUND(p));
+            toml_fail_at(p, p->pos, "expected '=' after the key, found %s", FOUND(p));
             goto fail;
         }
         p->pos++;
@@ -1018,11 +444,11 @@ static int parse_inline_table(struct parser *p, struct toml_value **ret)
             break;
         }
         if (at_newline(p) || peek(p) == '\n')
-            fail_at(p, p->pos,
-                    "expected ',' or '}' in the inline table, found end of line "
-                    "(inline tables must be on one line)");
+            toml_fail_at(p, p->pos,
+                         "expected ',' or '}' in the inline table, found end of line "
+                         "(inline tables must be on one line)");
         else
-            fail_at(p, p->pos, "expected ',' or '}' in the inline table, found %s", FOUND(p));
+            toml_fail_at(p, p->pos, "expected ',' or '}' in the inline table, found %s", FOUND(p));
         goto fail;
     }
 done:
@@ -1042,16 +468,16 @@ static int parse_value(struct parser *p, struct toml_value **ret)
     char c = peek(p);
     if (c == '"' || c == '\'') {
         struct buffer text = {0};
-        if (parse_string_text(p, &text, true) < 0) {
+        if (toml_parse_string_text(p, &text, true) < 0) {
             free(text.data);
             return -1;
         }
-        if (!text.data && buffer_append(&text, "", 0) < 0)
-            return oom(p);
-        struct toml_value *v = value_new(p, TOML_STRING, start);
+        if (!text.data && toml_buffer_append(&text, "", 0) < 0)
+            return toml_oom(p);
+        struct toml_value *v = toml_value_new(p, TOML_STRING, start);
         if (!v) {
             free(text.data);
-            return oom(p);
+            return toml_oom(p);
         }
         v->string.text = text.data;
         v->string.length = text.length;
@@ -1066,27 +492,28 @@ static int parse_value(struct parser *p, struct toml_value **ret)
         bool value = c == 't';
         size_t n = value ? 4 : 5;
         if (is_bare_key_char(peek_at(p, p->pos + n)))
-            return fail_at(p, start,
-                           "expected a value, found an unquoted word (strings need "
-                           "quotes)");
-        struct toml_value *v = value_new(p, TOML_BOOLEAN, start);
+            return toml_fail_at(p, start,
+                                "expected a value, found an unquoted word (strings need "
+                                "quotes)");
+        struct toml_value *v = toml_value_new(p, TOML_BOOLEAN, start);
         if (!v)
-            return oom(p);
+            return toml_oom(p);
         v->boolean = value;
         p->pos += n;
         *ret = v;
         return 0;
     }
-    if (looks_like_date(p) || looks_like_time(p))
-        return parse_datetime(p, ret);
+    if (toml_looks_like_date(p) || toml_looks_like_time(p))
+        return toml_parse_datetime(p, ret);
     if (is_digit(c) || c == '+' || c == '-' || starts_with(p, "inf") || starts_with(p, "nan"))
-        return parse_number(p, ret);
+        return toml_parse_number(p, ret);
     if (is_bare_key_char(c))
-        return fail_at(p, start, "expected a value, found an unquoted word (strings need quotes)");
-    return fail_at(p, start,
-                   "expected a value (string, number, boolean, date-time, array or inline "
-                   "table), found %s",
-                   FOUND(p));
+        return toml_fail_at(p, start,
+                            "expected a value, found an unquoted word (strings need quotes)");
+    return toml_fail_at(p, start,
+                        "expected a value (string, number, boolean, date-time, array or inline "
+                        "table), found %s",
+                        FOUND(p));
 }
 
 /* ---------- building tables ---------- */
@@ -1099,9 +526,9 @@ static int insert_pair(struct parser *p, struct toml_value *table, struct key_pa
     for (int i = 0; i < k->count - 1; i++) {
         struct toml_value *next = table_lookup(t, k->parts[i]);
         if (!next) {
-            next = value_new(p, TOML_TABLE, k->offsets[i]);
+            next = toml_value_new(p, TOML_TABLE, k->offsets[i]);
             if (!next)
-                return oom(p);
+                return toml_oom(p);
             next->dotted = true;
             if (table_add(p, t, k->parts[i], k->offsets[i], next) < 0) {
                 toml_free(next);
@@ -1110,13 +537,13 @@ static int insert_pair(struct parser *p, struct toml_value *table, struct key_pa
         } else if (next->type != TOML_TABLE || !next->dotted || next->inline_table) {
             join_key(k, i + 1, name, sizeof(name));
             if (next->type != TOML_TABLE)
-                return fail_at(p, k->offsets[i],
-                               "cannot use '%s' as a table: it is already a %s (line %d)", name,
-                               toml_type_name(next->type), next->line);
-            return fail_at(p, k->offsets[i],
-                           "cannot add keys to table '%s' with a dotted key: it was defined "
-                           "at line %d",
-                           name, next->line);
+                return toml_fail_at(p, k->offsets[i],
+                                    "cannot use '%s' as a table: it is already a %s (line %d)",
+                                    name, toml_type_name(next->type), next->line);
+            return toml_fail_at(p, k->offsets[i],
+                                "cannot add keys to table '%s' with a dotted key: it was defined "
+                                "at line %d",
+                                name, next->line);
         }
         t = next;
     }
@@ -1124,8 +551,8 @@ static int insert_pair(struct parser *p, struct toml_value *table, struct key_pa
     const struct toml_value *existing = table_lookup(t, k->parts[last]);
     if (existing) {
         join_key(k, k->count, name, sizeof(name));
-        return fail_at(p, k->offsets[last], "duplicate key '%s' (first defined at line %d)", name,
-                       existing->line);
+        return toml_fail_at(p, k->offsets[last], "duplicate key '%s' (first defined at line %d)",
+                            name, existing->line);
     }
     return table_add(p, t, k->parts[last], k->offsets[last], value);
 }
@@ -1141,8 +568,8 @@ static int parse_header(struct parser *p, struct toml_value *root, struct toml_v
     if (parse_key(p, &k) < 0)
         goto out;
     if (is_array ? !starts_with(p, "]]") : peek(p) != ']') {
-        fail_at(p, p->pos, "expected '%s' to close the table header, found %s",
-                is_array ? "]]" : "]", FOUND(p));
+        toml_fail_at(p, p->pos, "expected '%s' to close the table header, found %s",
+                     is_array ? "]]" : "]", FOUND(p));
         goto out;
     }
     p->pos += is_array ? 2 : 1;
@@ -1152,9 +579,9 @@ static int parse_header(struct parser *p, struct toml_value *root, struct toml_v
         struct toml_value *next = table_lookup(t, k.parts[i]);
         join_key(&k, i + 1, name, sizeof(name));
         if (!next) {
-            next = value_new(p, TOML_TABLE, start);
+            next = toml_value_new(p, TOML_TABLE, start);
             if (!next) {
-                oom(p);
+                toml_oom(p);
                 goto out;
             }
             if (table_add(p, t, k.parts[i], k.offsets[i], next) < 0) {
@@ -1164,11 +591,13 @@ static int parse_header(struct parser *p, struct toml_value *root, struct toml_v
         } else if (next->type == TOML_ARRAY && next->table_array) {
             next = next->array.items[next->array.count - 1];
         } else if (next->type != TOML_TABLE) {
-            fail_at(p, k.offsets[i], "cannot use '%s' as a table: it is already a %s (line %d)",
-                    name, toml_type_name(next->type), next->line);
+            toml_fail_at(p, k.offsets[i],
+                         "cannot use '%s' as a table: it is already a %s (line %d)", name,
+                         toml_type_name(next->type), next->line);
             goto out;
         } else if (next->inline_table) {
-            fail_at(p, k.offsets[i], "cannot extend inline table '%s' (line %d)", name, next->line);
+            toml_fail_at(p, k.offsets[i], "cannot extend inline table '%s' (line %d)", name,
+                         next->line);
             goto out;
         }
         t = next;
@@ -1178,9 +607,9 @@ static int parse_header(struct parser *p, struct toml_value *root, struct toml_v
     struct toml_value *existing = table_lookup(t, k.parts[last]);
     if (!is_array) {
         if (!existing) {
-            existing = value_new(p, TOML_TABLE, start);
+            existing = toml_value_new(p, TOML_TABLE, start);
             if (!existing) {
-                oom(p);
+                toml_oom(p);
                 goto out;
             }
             if (table_add(p, t, k.parts[last], k.offsets[last], existing) < 0) {
@@ -1188,22 +617,22 @@ static int parse_header(struct parser *p, struct toml_value *root, struct toml_v
                 goto out;
             }
         } else if (existing->type != TOML_TABLE) {
-            fail_at(p, start, "cannot define table [%s]: '%s' is already a %s (line %d)", name,
-                    name, toml_type_name(existing->type), existing->line);
+            toml_fail_at(p, start, "cannot define table [%s]: '%s' is already a %s (line %d)", name,
+                         name, toml_type_name(existing->type), existing->line);
             goto out;
         } else if (existing->defined || existing->dotted || existing->inline_table) {
-            fail_at(p, start, "table [%s] is defined twice (first at line %d)", name,
-                    existing->line);
+            toml_fail_at(p, start, "table [%s] is defined twice (first at line %d)", name,
+                         existing->line);
             goto out;
         }
         existing->defined = true;
-        locate(p, start, &existing->line, &existing->column);
+        toml_locate(p, start, &existing->line, &existing->column);
         *ret_current = existing;
     } else {
         if (!existing) {
-            existing = value_new(p, TOML_ARRAY, start);
+            existing = toml_value_new(p, TOML_ARRAY, start);
             if (!existing) {
-                oom(p);
+                toml_oom(p);
                 goto out;
             }
             existing->table_array = true;
@@ -1212,14 +641,14 @@ static int parse_header(struct parser *p, struct toml_value *root, struct toml_v
                 goto out;
             }
         } else if (existing->type != TOML_ARRAY || !existing->table_array) {
-            fail_at(p, start,
-                    "cannot define array of tables [[%s]]: '%s' is already a %s (line %d)", name,
-                    name, toml_type_name(existing->type), existing->line);
+            toml_fail_at(p, start,
+                         "cannot define array of tables [[%s]]: '%s' is already a %s (line %d)",
+                         name, name, toml_type_name(existing->type), existing->line);
             goto out;
         }
-        struct toml_value *element = value_new(p, TOML_TABLE, start);
+        struct toml_value *element = toml_value_new(p, TOML_TABLE, start);
         if (!element) {
-            oom(p);
+            toml_oom(p);
             goto out;
         }
         element->defined = true;
@@ -1247,11 +676,11 @@ int toml_parse(const char *data, size_t length, const char *name, struct toml_va
     };
     if (length > TOML_MAX_INPUT)
         return error_set(err, 0, "%s: file larger than %d bytes", p.name, TOML_MAX_INPUT);
-    if (validate_utf8(&p) < 0)
+    if (toml_validate_utf8(&p) < 0)
         return -1;
-    struct toml_value *root = value_new(&p, TOML_TABLE, 0);
+    struct toml_value *root = toml_value_new(&p, TOML_TABLE, 0);
     if (!root)
-        return oom(&p);
+        return toml_oom(&p);
     struct toml_value *current = root;
     struct key_path k = {0};
     for (;;) {
@@ -1271,7 +700,7 @@ int toml_parse(const char *data, size_t length, const char *name, struct toml_va
             if (parse_key(&p, &k) < 0)
                 goto fail;
             if (peek(&p) != '=') {
-                fail_at(&p, p.pos, "expected '=' after the key, found %s", FOUND(&p));
+                toml_fail_at(&p, p.pos, "expected '=' after the key, found %s", FOUND(&p));
                 goto fail;
             }
             p.pos++;
