@@ -3,6 +3,7 @@
  * manage the trust record. Host context, unprivileged; only this layer
  * prints. */
 #include "cli/commands.h"
+#include "config.h"
 #include "config/config.h"
 #include "config/emit.h"
 #include "config/trust.h"
@@ -31,6 +32,14 @@ static int config_workspace_detect(const char *dir, char **root, struct cordon_e
         return error_set(err, errno, "workspace %s", dir);
     *root = real;
     return 0;
+}
+
+/* Tests point this at a temporary directory instead of /etc/cordon; only a
+ * debug build listens (CORDON_TEST_HOOKS). */
+static const char *etc_dir(void)
+{
+    const char *dir = CORDON_TEST_HOOKS ? getenv("CORDON_ETC_DIR") : NULL;
+    return dir && dir[0] == '/' ? dir : NULL;
 }
 
 static const char *xdg_config_home(void)
@@ -205,8 +214,7 @@ int cmd_config(int argc, char **argv)
         .session_sets = (const char *const *)sets,
         .xdg_config_home = xdg_config_home(),
         .home = getenv("HOME"),
-        /* tests point this at a temporary directory instead of /etc/cordon */
-        .etc_dir = getenv("CORDON_ETC_DIR"),
+        .etc_dir = etc_dir(),
     };
     struct cordon_config cfg;
     struct cfg_warnings warnings = {0};
