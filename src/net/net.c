@@ -190,7 +190,7 @@ void net_session_init(struct net_session *s, const struct net_policy *policy)
 
 /* Child side of fork(): dies with the supervisor, starts with a clean signal
  * state and only the fds it needs (stderr for its warnings, KEEP). Returns
- * KEEP's new number (3), or -1. */
+ * KEEP's new number (3; 0 when KEEP is -1), or -1 on failure. */
 static int helper_child_setup(pid_t parent, int keep)
 {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
@@ -209,7 +209,7 @@ static int helper_child_setup(pid_t parent, int keep)
         return 3;
     }
     close_range(3, ~0U, 0);
-    return -1;
+    return 0;
 }
 
 static int start_pasta(struct net_session *s, pid_t sandbox_pid, struct cordon_error *err)
@@ -239,6 +239,9 @@ static int start_pasta(struct net_session *s, pid_t sandbox_pid, struct cordon_e
     if (pid == 0) {
         if (helper_child_setup(parent, -1) < 0)
             _exit(127);
+        /* pasta (2023-03) fails with "Couldn't install signal handlers"
+         * when SIGPIPE is already ignored. */
+        signal(SIGPIPE, SIG_DFL);
         execvp("pasta", argv);
         fprintf(stderr, "cordon: network: cannot run pasta (Debian package passt): %s\n",
                 strerror(errno));
