@@ -324,6 +324,9 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int r
     log_error("%s", err.message);
     _exit(1);
 fail:
+    /* An empty message means "ready" to the supervisor. */
+    if (!err.message[0])
+        error_set(&err, EIO, "network: the proxy could not start");
     if (write(ready_fd, &err, sizeof(err)) < 0)
         _exit(1);
     _exit(1);

@@ -161,7 +161,8 @@ int netns_factory_start(pid_t sandbox_pid, struct netns_factory *f, struct cordo
     return 0;
 }
 
-static int factory_call(struct netns_factory *f, const struct factory_request *req,
+/* Returns the fd that came back (WANT_FD) or 0. */
+static int factory_call(struct netns_factory *f, const struct factory_request *req, bool want_fd,
                         struct cordon_error *err, const char *what)
 {
     if (f->sock < 0)
@@ -178,6 +179,13 @@ static int factory_call(struct netns_factory *f, const struct factory_request *r
             close(fd);
         return error_set(err, reply.errnum, "network: %s", what);
     }
+    if (!want_fd) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    if (fd < 0)
+        return error_set(err, EPROTO, "network: %s: no socket came back", what);
     return fd;
 }
 
@@ -186,20 +194,20 @@ int netns_factory_listener(struct netns_factory *f, uint16_t port, struct cordon
     struct factory_request req = {.op = FACTORY_LISTENER, .port = port};
     char what[64];
     snprintf(what, sizeof(what), "listening on 127.0.0.1:%u inside the sandbox", port);
-    return factory_call(f, &req, err, what);
+    return factory_call(f, &req, true, err, what);
 }
 
 int netns_factory_socket(struct netns_factory *f, struct cordon_error *err)
 {
     struct factory_request req = {.op = FACTORY_SOCKET};
-    return factory_call(f, &req, err, "creating a socket inside the sandbox");
+    return factory_call(f, &req, true, err, "creating a socket inside the sandbox");
 }
 
 int netns_factory_wait_route(struct netns_factory *f, int timeout_ms, struct cordon_error *err)
 {
     struct factory_request req = {.op = FACTORY_WAIT_ROUTE, .timeout_ms = timeout_ms};
-    int r = factory_call(f, &req, err, "waiting for pasta to configure the sandbox's network");
-    return r < 0 ? r : 0;
+    return factory_call(f, &req, false, err,
+                        "waiting for pasta to configure the sandbox's network");
 }
 
 void netns_factory_stop(struct netns_factory *f)
