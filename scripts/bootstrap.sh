@@ -8,7 +8,10 @@ set -euo pipefail
 build_pkgs=(meson ninja-build gcc pkg-config libseccomp-dev libjansson-dev
     libpcre2-dev libutf8proc-dev libgd-dev git)
 test_pkgs=(clang clang-format libclang-rt-14-dev bubblewrap ripgrep fd-find
-    hyperfine util-linux procps iproute2 strace python3 curl netcat-openbsd)
+    hyperfine util-linux procps iproute2 strace python3 curl netcat-openbsd
+    passt socat)
+# passt provides pasta, which `cordon run --network open` runs at run time;
+# socat is a relay in the network tests.
 
 want=("${build_pkgs[@]}")
 mode=build

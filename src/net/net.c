@@ -214,6 +214,12 @@ static int helper_child_setup(pid_t parent, int keep)
 
 static int start_pasta(struct net_session *s, pid_t sandbox_pid, struct cordon_error *err)
 {
+    /* pasta opens the tun device from inside the sandbox's user namespace,
+     * where only our own uid counts: a root-only device cannot work. */
+    if (access("/dev/net/tun", R_OK | W_OK) < 0)
+        return error_set(err, errno,
+                         "network: open mode needs /dev/net/tun readable and writable by this "
+                         "user (pasta creates its interface with it)");
     char netns[64], userns[64];
     snprintf(netns, sizeof(netns), "/proc/%d/ns/net", sandbox_pid);
     snprintf(userns, sizeof(userns), "/proc/%d/ns/user", sandbox_pid);

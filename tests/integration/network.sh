@@ -153,7 +153,13 @@ is "publish: a host port in use stops the start" "$rc" 125
 like "publish: the error names the port" "$out" "publish 127.0.0.1:$HTTP:80"
 
 # ---------------------------------------------------------------- open
-if command -v pasta >/dev/null; then
+if ! command -v pasta >/dev/null; then
+    skip "open mode" "pasta (Debian package passt) is not installed"
+elif [ ! -r /dev/net/tun ] || [ ! -w /dev/net/tun ]; then
+    cordon_run "$ws" --network open -- true
+    like "open: a tun device this user cannot open is named in the error" "$out" "needs /dev/net/tun"
+    skip "open mode" "/dev/net/tun is not readable and writable by $(id -un)"
+else
     publish_check open
     sh_in "$ws" true
     cordon_run "$ws" --network open -- bash -c "gw=\$(ip route | awk '/default/ {print \$3}');
@@ -162,8 +168,6 @@ if command -v pasta >/dev/null; then
     like "open: the sandbox has a default route" "$out" $'\n1$'
     like "open: the host's loopback is unreachable" "$out" "loop=7"
     unlike "open: the gateway address does not lead to the host's loopback" "$out" "hello-from-loopback"
-else
-    skip "open mode" "pasta (Debian package passt) is not installed"
 fi
 
 # ---------------------------------------------------------------- test hosts in namespaces (root)
