@@ -15,12 +15,14 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -48,6 +50,16 @@ struct buffer {
     size_t start, end;
 };
 
+/* Relayed bytes move socket -> pipe -> socket with splice(2): no copy
+ * through user space. The pipe holds at most NET_BUFFER_SIZE (its default
+ * capacity is 64 KiB). The buffers carry the hand-shake and whatever the
+ * client sent with it; a direction switches to its pipe once its buffer is
+ * empty. */
+struct relay_pipe {
+    int r, w;
+    size_t fill;
+};
+
 struct conn {
     enum conn_state state;
     enum conn_kind kind;
@@ -55,6 +67,7 @@ struct conn {
     uint32_t client_events, server_events; /* registered with epoll */
     struct buffer *up;                     /* client -> server */
     struct buffer *down;                   /* server -> client */
+    struct relay_pipe up_pipe, down_pipe;  /* in CONN_RELAY, when pipes were available */
     bool client_eof, server_eof, up_shut, down_shut;
     /* Closed during the current batch of events: not reused before the
      * batch ends, so its stale events cannot reach a new connection. */
@@ -122,6 +135,28 @@ static void buffer_drop(struct buffer *b, size_t len)
     b->start += len < buffer_used(b) ? len : buffer_used(b);
 }
 
+static void conn_reset(struct conn *c, bool closed_in_batch)
+{
+    *c = (struct conn){.state = CONN_FREE,
+                       .client = -1,
+                       .server = -1,
+                       .up_pipe = {-1, -1, 0},
+                       .down_pipe = {-1, -1, 0},
+                       .closed_in_batch = closed_in_batch};
+}
+
+static size_t flow_pending(struct buffer *b, const struct relay_pipe *pp)
+{
+    return buffer_used(b) + pp->fill;
+}
+
+static size_t flow_room(struct buffer *b, const struct relay_pipe *pp)
+{
+    if (pp->r >= 0 && buffer_used(b) == 0)
+        return NET_BUFFER_SIZE - pp->fill;
+    return buffer_room(b);
+}
+
 static uint64_t conn_token(const struct proxy *p, const struct conn *c, int side)
 {
     return (uint64_t)(c - p->conns) << 1 | (uint64_t)side;
@@ -159,7 +194,12 @@ static void conn_close(struct proxy *p, struct conn *c)
         close(c->server);
     free(c->up);
     free(c->down);
-    *c = (struct conn){.state = CONN_FREE, .client = -1, .server = -1, .closed_in_batch = true};
+    int pipes[4] = {c->up_pipe.r, c->up_pipe.w, c->down_pipe.r, c->down_pipe.w};
+    for (size_t i = 0; i < ARRAY_SIZE(pipes); i++) {
+        if (pipes[i] >= 0)
+            close(pipes[i]);
+    }
+    conn_reset(c, true);
     p->active--;
     listeners_set(p, false);
 }
@@ -168,7 +208,7 @@ static void conn_close(struct proxy *p, struct conn *c)
 static void conn_update(struct proxy *p, struct conn *c)
 {
     uint32_t client = 0, server = 0;
-    bool room_up = buffer_room(c->up) > 0;
+    bool room_up = flow_room(c->up, &c->up_pipe) > 0;
     switch (c->state) {
     case CONN_FREE:
         return;
@@ -185,9 +225,9 @@ static void conn_update(struct proxy *p, struct conn *c)
     case CONN_RELAY:
         if (!c->client_eof && room_up)
             client |= EPOLLIN;
-        if (!c->server_eof && buffer_room(c->down) > 0)
+        if (!c->server_eof && flow_room(c->down, &c->down_pipe) > 0)
             server |= EPOLLIN;
-        if (buffer_used(c->up) > 0)
+        if (flow_pending(c->up, &c->up_pipe) > 0)
             server |= EPOLLOUT;
         break;
     case CONN_DRAIN:
@@ -195,7 +235,7 @@ static void conn_update(struct proxy *p, struct conn *c)
             client |= EPOLLIN;
         break;
     }
-    if (buffer_used(c->down) > 0)
+    if (flow_pending(c->down, &c->down_pipe) > 0)
         client |= EPOLLOUT;
     epoll_set(p, c->client, &c->client_events, client, conn_token(p, c, 0));
     epoll_set(p, c->server, &c->server_events, server, conn_token(p, c, 1));
@@ -353,6 +393,17 @@ static void conn_established(struct proxy *p, struct conn *c)
 {
     c->state = CONN_RELAY;
     c->since = time(NULL);
+    /* Without pipes (fd limit) the buffers relay; slower, same result. */
+    int up[2], down[2];
+    if (pipe2(up, O_NONBLOCK | O_CLOEXEC) == 0) {
+        if (pipe2(down, O_NONBLOCK | O_CLOEXEC) == 0) {
+            c->up_pipe = (struct relay_pipe){up[0], up[1], 0};
+            c->down_pipe = (struct relay_pipe){down[0], down[1], 0};
+        } else {
+            close(up[0]);
+            close(up[1]);
+        }
+    }
     int one = 1;
     setsockopt(c->server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     switch (c->kind) {
@@ -463,6 +514,37 @@ static void conn_parse(struct proxy *p, struct conn *c)
 
 /* Reads from FD into B; returns bytes read, 0 at EOF, -1 on error, -2 when
  * nothing was there. */
+static ssize_t read_into(int fd, struct buffer *b, size_t max);
+static int write_from(int fd, struct buffer *b);
+
+/* Like read_into, through the pipe when the direction has switched to it. */
+static ssize_t flow_read(int fd, struct buffer *b, struct relay_pipe *pp, size_t max)
+{
+    if (pp->r < 0 || buffer_used(b) > 0)
+        return read_into(fd, b, max);
+    size_t room = NET_BUFFER_SIZE - pp->fill;
+    if (room == 0)
+        return -2;
+    ssize_t n = splice(fd, NULL, pp->w, NULL, room, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? -2 : -1;
+    pp->fill += (size_t)n;
+    return n;
+}
+
+static int flow_write(int fd, struct buffer *b, struct relay_pipe *pp)
+{
+    if (buffer_used(b) > 0)
+        return write_from(fd, b);
+    if (pp->fill == 0)
+        return 0;
+    ssize_t n = splice(pp->r, NULL, fd, NULL, pp->fill, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    pp->fill -= (size_t)n;
+    return 0;
+}
+
 static ssize_t read_into(int fd, struct buffer *b, size_t max)
 {
     size_t room = buffer_room(b);
@@ -511,7 +593,7 @@ static void conn_event(struct proxy *p, struct conn *c, int side, uint32_t event
         return;
     }
     if (side == 0) {
-        if (out && write_from(c->client, c->down) < 0) {
+        if (out && flow_write(c->client, c->down, &c->down_pipe) < 0) {
             conn_close(p, c);
             return;
         }
@@ -527,7 +609,7 @@ static void conn_event(struct proxy *p, struct conn *c, int side, uint32_t event
              * the buffer for the rewritten head. */
             size_t max =
                 c->state == CONN_RELAY ? NET_BUFFER_SIZE : PROXY_HEAD_MAX - buffer_used(c->up);
-            ssize_t n = read_into(c->client, c->up, max);
+            ssize_t n = flow_read(c->client, c->up, &c->up_pipe, max);
             if (n == -1 || (n == 0 && c->state != CONN_RELAY)) {
                 conn_close(p, c);
                 return;
@@ -538,12 +620,12 @@ static void conn_event(struct proxy *p, struct conn *c, int side, uint32_t event
                 conn_parse(p, c);
         }
     } else if (c->state == CONN_RELAY) {
-        if (out && write_from(c->server, c->up) < 0) {
+        if (out && flow_write(c->server, c->up, &c->up_pipe) < 0) {
             conn_close(p, c);
             return;
         }
         if (in) {
-            ssize_t n = read_into(c->server, c->down, NET_BUFFER_SIZE);
+            ssize_t n = flow_read(c->server, c->down, &c->down_pipe, NET_BUFFER_SIZE);
             if (n == -1) {
                 conn_close(p, c);
                 return;
@@ -553,12 +635,22 @@ static void conn_event(struct proxy *p, struct conn *c, int side, uint32_t event
         }
     }
     if (c->state == CONN_RELAY) {
+        /* Forward at once rather than on the next round: the socket is
+         * almost always writable, so the interest sets stay unchanged and
+         * no epoll_ctl() is needed per chunk. */
+        if ((flow_pending(c->up, &c->up_pipe) > 0 &&
+             flow_write(c->server, c->up, &c->up_pipe) < 0) ||
+            (flow_pending(c->down, &c->down_pipe) > 0 &&
+             flow_write(c->client, c->down, &c->down_pipe) < 0)) {
+            conn_close(p, c);
+            return;
+        }
         /* Pass half-closes on once everything before them is delivered. */
-        if (c->client_eof && !c->up_shut && buffer_used(c->up) == 0) {
+        if (c->client_eof && !c->up_shut && flow_pending(c->up, &c->up_pipe) == 0) {
             shutdown(c->server, SHUT_WR);
             c->up_shut = true;
         }
-        if (c->server_eof && !c->down_shut && buffer_used(c->down) == 0) {
+        if (c->server_eof && !c->down_shut && flow_pending(c->down, &c->down_pipe) == 0) {
             shutdown(c->client, SHUT_WR);
             c->down_shut = true;
         }
@@ -582,13 +674,15 @@ static struct conn *conn_new(struct proxy *p, int client)
         struct conn *c = &p->conns[i];
         if (c->state != CONN_FREE || c->closed_in_batch)
             continue;
-        *c = (struct conn){.state = CONN_HEAD, .client = client, .server = -1};
+        conn_reset(c, false);
+        c->state = CONN_HEAD;
+        c->client = client;
         c->up = malloc(sizeof(*c->up));
         c->down = malloc(sizeof(*c->down));
         if (!c->up || !c->down) {
             free(c->up);
             free(c->down);
-            *c = (struct conn){.state = CONN_FREE, .client = -1, .server = -1};
+            conn_reset(c, false);
             return NULL;
         }
         c->up->start = c->up->end = c->down->start = c->down->end = 0;
@@ -679,8 +773,14 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
     if (!p)
         return error_set(err, ENOMEM, "proxy");
     p->cfg = cfg;
+    /* Up to six fds per connection (two sockets, two pipes). */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
+    }
     for (size_t i = 0; i < NET_MAX_CONNECTIONS; i++)
-        p->conns[i] = (struct conn){.state = CONN_FREE, .client = -1, .server = -1};
+        conn_reset(&p->conns[i], false);
     _cleanup_close_ int epfd = epoll_create1(EPOLL_CLOEXEC);
     if (epfd < 0)
         return error_set(err, errno, "proxy: epoll_create1");

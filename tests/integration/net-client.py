@@ -6,6 +6,9 @@
                               and, on success, the HTTP response to GET /
   connect-echo HOST PORT MSG  HTTP CONNECT through the proxy, sends MSG, half-closes,
                               prints everything read until EOF (half-close handling)
+  echo-file HOST PORT FILE    like connect-echo with FILE's bytes, sent while reading;
+                              prints the SHA-256 of what came back
+  bytes-sha N                 SHA-256 of the test servers' GET /bytes/N body
   abstract NAME               connect to the abstract Unix socket @NAME
 """
 import errno
@@ -74,6 +77,38 @@ def connect_echo(host, port, msg):
     print("echo=" + data.decode(errors="replace"))
 
 
+def echo_file(host, port, path):
+    import hashlib
+    import threading
+    s = socket.create_connection(PROXY, timeout=30)
+    s.sendall(("CONNECT %s:%s HTTP/1.1\r\n\r\n" % (host, port)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    data = open(path, "rb").read()
+
+    def send():
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+
+    t = threading.Thread(target=send)
+    t.start()
+    h = hashlib.sha256()
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        h.update(chunk)
+    t.join()
+    print(h.hexdigest())
+
+
+def bytes_sha(n):
+    import hashlib
+    import random
+    print(hashlib.sha256(random.Random(int(n)).randbytes(int(n))).hexdigest())
+
+
 def abstract(name):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -85,4 +120,5 @@ def abstract(name):
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"direct": direct, "socks": socks, "connect-echo": connect_echo, "abstract": abstract}[cmd](*args)
+    {"direct": direct, "socks": socks, "connect-echo": connect_echo, "abstract": abstract,
+     "echo-file": echo_file, "bytes-sha": bytes_sha}[cmd](*args)

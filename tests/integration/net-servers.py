@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Test servers for tests/integration/network.sh (host side, loopback or a
 test network namespace). Usage: net-servers.py BIND HTTP_PORT ECHO_PORT TEXT
-[ABSTRACT_NAME]. HTTP answers every GET with TEXT; the echo server returns
+[ABSTRACT_NAME]. HTTP answers GET /bytes/N with N reproducible bytes and
+every other GET with TEXT; the echo server returns
 what it reads and closes after the client's EOF (half-close)."""
 import http.server
+import random
 import socket
 import socketserver
 import sys
@@ -16,6 +18,10 @@ family = socket.AF_INET6 if ":" in bind else socket.AF_INET
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = (text + "\n").encode()
+        if self.path.startswith("/bytes/"):
+            # N reproducible pseudo-random bytes, for integrity checks.
+            n = int(self.path[7:])
+            body = random.Random(n).randbytes(n)
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -110,6 +110,25 @@ net_run "exec 4<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT web.test' >&4;
     exec 5<>/dev/tcp/127.0.0.1/3128; curl -sS -m 10 http://web.test:$HTTP/"
 like "allowlist: a stalled client does not block the next one" "$out" "hello-from-loopback"
 
+# Bytes arrive intact (the relay splices through pipes) and in both
+# directions at once; 300 idle connections (more than the 256 bound) do not
+# stop the proxy.
+head -c $((20 * 1024 * 1024)) /dev/urandom >"$ws/blob"
+n=$((20 * 1024 * 1024))
+net_run "curl -sS -m 60 -p http://web.test:$HTTP/bytes/$n | sha256sum | cut -d' ' -f1;
+    $PY client.py echo-file web.test $ECHO blob"
+is "allowlist: a 20 MiB download through CONNECT is byte-identical" "$(sed -n 1p <<<"$out")" \
+    "$($PY "$here/net-client.py" bytes-sha $n)"
+is "allowlist: 20 MiB echoed both ways at once through CONNECT is byte-identical" \
+    "$(sed -n 2p <<<"$out")" "$(sha256sum <"$ws/blob" | cut -d' ' -f1)"
+rm -f "$ws/blob"
+net_run "$PY -c '
+import socket
+s = [socket.create_connection((\"127.0.0.1\", 3128)) for _ in range(300)]
+[x.close() for x in s]
+'; sleep 0.5; curl -sS -m 10 http://web.test:$HTTP/"
+like "allowlist: 300 idle connections, then the proxy still answers" "$out" "hello-from-loopback"
+
 if [ -s "$audit" ] && $PY - "$audit" <<'EOF'; then
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
