@@ -257,6 +257,21 @@ static int start_pasta(struct net_session *s, pid_t sandbox_pid, struct cordon_e
     return 0;
 }
 
+static volatile pid_t proxy_factory_pid = -1;
+
+/* The proxy's SIGTERM (end of session): reap the factory so that it does
+ * not linger as an orphan. Async-signal-safe calls only. */
+static void proxy_on_sigterm(int sig)
+{
+    (void)sig;
+    pid_t pid = proxy_factory_pid;
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    _exit(0);
+}
+
 /* The proxy process: everything up to the readiness report, then the loop.
  * Never returns. */
 static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int ready_fd)
@@ -283,6 +298,9 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int r
     }
     if (netns_factory_start(sandbox_pid, &factory, &err) < 0)
         goto fail;
+    proxy_factory_pid = factory.pid;
+    struct sigaction term = {.sa_handler = proxy_on_sigterm};
+    sigaction(SIGTERM, &term, NULL);
     if (policy->mode == NET_MODE_OPEN &&
         netns_factory_wait_route(&factory, ROUTE_TIMEOUT_MS, &err) < 0)
         goto fail;

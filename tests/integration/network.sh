@@ -146,6 +146,27 @@ cordon_run "$ws" --network allowlist --allow-host 'a.*.test' -- true
 is "allowlist: a bad pattern stops the start" "$rc" 125
 like "allowlist: the error names the pattern" "$out" "allow_hosts 'a.\*.test'"
 
+# The proxy and its namespace socket factory die with the session, also
+# when the supervisor is killed with SIGKILL.
+(cd "$ws" && exec "$CORDON" run --network allowlist --allow-host x.test -- sleep 30 >/dev/null 2>&1) &
+sup=$!
+helpers=
+for _ in $(seq 50); do
+    helpers=$(pgrep -P "$sup" | while read -r c; do echo "$c"; pgrep -P "$c"; done | sort -u)
+    [ "$(wc -w <<<"$helpers")" -ge 3 ] && break
+    sleep 0.1
+done
+kill -9 "$sup"
+wait "$sup" 2>/dev/null
+sleep 0.5
+left=$(for h in $helpers; do [ -d "/proc/$h" ] && ! grep -q '^State:.*Z' "/proc/$h/status" 2>/dev/null && echo "$h"; done)
+if [ "$(wc -w <<<"$helpers")" -ge 3 ] && [ -z "$left" ]; then
+    pass "allowlist: sandbox, proxy and factory gone after SIGKILL of the supervisor"
+else
+    fail "allowlist: sandbox, proxy and factory gone after SIGKILL of the supervisor" \
+        "helpers: $helpers" "left: $left"
+fi
+
 # ---------------------------------------------------------------- publish
 publish_check() { # publish_check MODE: a server inside answers on the host
     rm -f "$ws/ready" "$ws/done"
