@@ -1,0 +1,24 @@
+/* Small helpers shared by find, grep and bash for reading pi's tool
+ * arguments and printing numbers the way JavaScript does. Sandbox or host
+ * context. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* String(x) for a JavaScript number: "5", "0.5", "1e+21". */
+const char *js_number_string(double value, char *buf, size_t buflen);
+
+/* A JavaScript number as JSON.stringify writes it (integers without ".0"). */
+json_t *js_number_json(double value);
+
+/* args[key] as a number. Returns 1 and sets *out when present and numeric
+ * (or a numeric string, as pi's argument coercion accepts), 0 when absent or
+ * null, -1 when present with another type. */
+int tool_arg_number(json_t *args, const char *key, double *out);
+/* args[key] as a string: 1 present, 0 absent/null, -1 wrong type. */
+int tool_arg_string(json_t *args, const char *key, const char **out);
+/* args[key] as a boolean (JavaScript truthiness for the non-boolean values
+ * coercion lets through): 1 present, 0 absent. */
+int tool_arg_bool(json_t *args, const char *key, bool *out);
