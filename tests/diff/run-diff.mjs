@@ -99,6 +99,8 @@ while [ $# -gt 0 ]; do
     shift
 done
 if [ "\${args[0]}" = --version ]; then exec fdfind --version; fi
+# A value fd cannot parse: let fdfind report it.
+case "$max" in ''|*[!0-9]*) exec fdfind --max-results "$max" "\${args[@]}" ;; esac
 fdfind --exclude .git "\${args[@]}" | sed 's|/|\x01|g' | LC_ALL=C sort | sed 's|\x01|/|g' |
     if [ "$max" -gt 0 ]; then head -n "$max"; else cat; fi
 exit "\${PIPESTATUS[0]}"

@@ -2,6 +2,8 @@
  * context. */
 #include "agent/tools/args.h"
 
+#include "agent/tools/tool.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,4 +100,18 @@ json_t *js_number_json(double value)
     if (value == floor(value) && fabs(value) < 9007199254740992.0)
         return json_integer((json_int_t)value);
     return json_real(value);
+}
+
+int tool_result_text_len(struct tool_result *res, const char *text, size_t len, json_t *details)
+{
+    tool_result_clear(res);
+    res->content = json_array();
+    json_t *part = json_pack("{s:s, s:s%}", "type", "text", "text", text, len);
+    if (!res->content || !part || json_array_append_new(res->content, part) < 0) {
+        json_decref(details);
+        return -1;
+    }
+    res->details = details;
+    res->is_error = false;
+    return 0;
 }

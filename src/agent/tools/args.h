@@ -10,6 +10,11 @@
 /* String(x) for a JavaScript number: "5", "0.5", "1e+21". */
 const char *js_number_string(double value, char *buf, size_t buflen);
 
+struct tool_result;
+/* tool_result_text() for text that may hold NUL bytes (a file's content);
+ * details is stolen. Returns 0, or -1 when out of memory. */
+int tool_result_text_len(struct tool_result *res, const char *text, size_t len, json_t *details);
+
 /* A JavaScript number as JSON.stringify writes it (integers without ".0"). */
 json_t *js_number_json(double value);
 

@@ -118,7 +118,6 @@ struct grep_state {
     /* The file being searched. */
     const char *file_abs;
     const char *file_display;
-    int file_fd_for_context;
     struct file_lines lines;
     bool lines_loaded;
 };
@@ -505,7 +504,7 @@ static int build_result(struct grep_state *g, struct tool_result *res)
         json_decref(details);
         details = NULL;
     }
-    int r = tool_result_text(res, text.data ? text.data : "", details);
+    int r = tool_result_text_len(res, text.data ? text.data : "", text.len, details);
     free(text.data);
     return r;
 }
