@@ -106,7 +106,9 @@ fdfind --exclude .git "\${args[@]}" | sed 's|/|\x01|g' | LC_ALL=C sort | sed 's|
 exit "\${PIPESTATUS[0]}"
 `;
     fs.writeFileSync(path.join(dir, "fd"), fdShim, { mode: 0o755 });
-    fs.writeFileSync(path.join(dir, "rg"), '#!/bin/sh\nexec rg --sort path "$@"\n', { mode: 0o755 });
+    // The real rg by absolute path: the shim itself is "rg" on PATH.
+    const realRg = spawnSync("sh", ["-c", "command -v rg"], { encoding: "utf-8" }).stdout.trim() || "/usr/bin/rg";
+    fs.writeFileSync(path.join(dir, "rg"), `#!/bin/sh\nexec ${realRg} --sort path "$@"\n`, { mode: 0o755 });
     process.env.PATH = `${dir}:${process.env.PATH}`;
     process.on("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
 }

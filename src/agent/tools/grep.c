@@ -432,11 +432,11 @@ static int grep_visit(void *ctx, const struct walk_entry *e, struct cordon_error
 static int compile_pattern(struct grep_state *g, const char *pattern, bool ignore_case,
                            bool literal, struct tool_result *res)
 {
-    uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_UCP;
+    uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
     if (ignore_case)
         options |= PCRE2_CASELESS;
-    if (literal)
-        options |= PCRE2_LITERAL;
+    /* PCRE2 refuses UCP with LITERAL; it only changes classes anyway. */
+    options |= literal ? PCRE2_LITERAL : PCRE2_UCP;
     int code;
     PCRE2_SIZE offset;
     g->re =
