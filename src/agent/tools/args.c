@@ -115,3 +115,40 @@ int tool_result_text_len(struct tool_result *res, const char *text, size_t len, 
     res->is_error = false;
     return 0;
 }
+
+int tool_validation_error(struct tool_result *res, const char *tool, const char *field,
+                          const char *message, json_t *args)
+{
+    char *received = json_dumps(args, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    tool_result_error(res,
+                      "Validation failed for tool \"%s\":\n  - %s: %s\n\nReceived arguments:\n%s",
+                      tool, field, message, received ? received : "{}");
+    free(received);
+    return 0;
+}
+
+int tool_arg_required_string(struct tool_result *res, const char *tool, json_t *args,
+                             const char *key, const char **out, char *buf, size_t buflen)
+{
+    json_t *v = json_object_get(args, key);
+    if (!v) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "must have required properties %s", key);
+        tool_validation_error(res, tool, key, msg, args);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        *out = json_string_value(v);
+        return 1;
+    }
+    if (json_is_number(v)) {
+        *out = js_number_string(json_number_value(v), buf, buflen);
+        return 1;
+    }
+    if (json_is_boolean(v)) {
+        *out = json_is_true(v) ? "true" : "false";
+        return 1;
+    }
+    tool_validation_error(res, tool, key, "must be string", args);
+    return 0;
+}

@@ -503,9 +503,10 @@ int tool_bash_start(const struct tool_env *env, json_t *args, struct tool_bash_c
     *out = NULL;
     const char *command = NULL;
     double timeout = 0;
-    if (tool_arg_string(args, "command", &command) <= 0)
-        return tool_result_error(early, "Validation failed for tool \"bash\":\n  - command: must "
-                                        "be string");
+    char command_buf[64];
+    if (!tool_arg_required_string(early, "bash", args, "command", &command, command_buf,
+                                  sizeof(command_buf)))
+        return 0;
     int has_timeout = tool_arg_number(args, "timeout", &timeout);
     if (has_timeout < 0)
         return tool_result_error(early, "Validation failed for tool \"bash\":\n  - timeout: must "

@@ -183,9 +183,10 @@ int tool_find(const struct tool_env *env, json_t *args, struct tool_result *res)
 {
     const char *pattern = NULL, *path_arg = NULL;
     double limit_value = FIND_DEFAULT_LIMIT;
-    if (tool_arg_string(args, "pattern", &pattern) <= 0)
-        return tool_result_error(res, "Validation failed for tool \"find\":\n  - pattern: must be "
-                                      "string");
+    char pattern_buf[64];
+    if (!tool_arg_required_string(res, "find", args, "pattern", &pattern, pattern_buf,
+                                  sizeof(pattern_buf)))
+        return 0;
     if (tool_arg_string(args, "path", &path_arg) < 0)
         return tool_result_error(res,
                                  "Validation failed for tool \"find\":\n  - path: must be string");

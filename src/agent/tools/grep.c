@@ -409,6 +409,17 @@ static int search_file(struct grep_state *g, int dirfd, const char *name, const 
     return r;
 }
 
+static void grep_dir_error(void *ctx, const char *path, int errnum)
+{
+    struct grep_state *g = ctx;
+    if (g->errors.len > GREP_ERRORS_MAX)
+        return;
+    if (g->errors.len)
+        mb_append(&g->errors, "\n", 1);
+    mb_printf(&g->errors, "%s: IO error for operation on %s: %s (os error %d)", path, path,
+              strerror(errnum), errnum);
+}
+
 static int grep_visit(void *ctx, const struct walk_entry *e, struct cordon_error *err)
 {
     struct grep_state *g = ctx;
@@ -514,9 +525,10 @@ int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
     const char *pattern = NULL, *path_arg = NULL, *glob = NULL;
     bool ignore_case = false, literal = false;
     double context = 0, limit = GREP_DEFAULT_LIMIT;
-    if (tool_arg_string(args, "pattern", &pattern) <= 0)
-        return tool_result_error(res, "Validation failed for tool \"grep\":\n  - pattern: must be "
-                                      "string");
+    char pattern_buf[64];
+    if (!tool_arg_required_string(res, "grep", args, "pattern", &pattern, pattern_buf,
+                                  sizeof(pattern_buf)))
+        return 0;
     if (tool_arg_string(args, "path", &path_arg) < 0 || tool_arg_string(args, "glob", &glob) < 0 ||
         tool_arg_number(args, "context", &context) < 0 ||
         tool_arg_number(args, "limit", &limit) < 0)
@@ -560,6 +572,7 @@ int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
             .overrides = overrides,
             .override_base = env->cwd,
             .visit = grep_visit,
+            .on_error = grep_dir_error,
             .ctx = &g,
         };
         struct cordon_error err = {0};

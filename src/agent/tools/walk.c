@@ -357,8 +357,11 @@ int walk_tree(const char *root, const struct walk_options *options, struct cordo
         if (type != WALK_DIR || w.nframes - w.first_walked >= WALK_MAX_DEPTH)
             continue;
         int fd = openat(f->fd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
+        if (fd < 0) {
+            if (options->on_error)
+                options->on_error(options->ctx, abs, errno);
             continue;
+        }
         bool has_git = f->chain_has_git;
         char *path = TAKE_PTR(abs);
         /* push_frame may move the frames array: f is not used after it. */

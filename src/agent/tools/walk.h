@@ -45,6 +45,9 @@ struct walk_options {
     const struct ignore_rules *overrides;
     const char *override_base;
     walk_visit_fn visit;
+    /* A directory that could not be opened (ripgrep reports it, fd does
+     * not); optional. */
+    void (*on_error)(void *ctx, const char *path, int errnum);
     void *ctx;
 };
 
