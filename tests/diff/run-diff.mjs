@@ -19,6 +19,7 @@
 //     "dir": {"dir": true, "mode": "0755"},   // parent directories are implicit
 //     "pipe": {"fifo": true}
 //   },
+//   "generate": {"dir": "d", "count": 600, "nameLength": 100},  // many empty files
 //   "tree": true,            // also compare the fixture tree afterwards (write/edit)
 //   "normalize": [{"pattern": "regex", "flags": "g", "replace": "X"}],
 //                            // applied to both outputs: values that legitimately differ
@@ -141,11 +142,19 @@ function nameBytes(name) {
     return name.startsWith("base64:") ? Buffer.from(name.slice(7), "base64") : Buffer.from(name, "utf-8");
 }
 
-function buildFixture(root, files, git) {
+function buildFixture(root, files, generate, git) {
     fs.mkdirSync(root, { recursive: true });
     if (git) {
         const made = spawnSync("git", ["init", "-q", root]);
         if (made.status !== 0) throw new Error(`git init failed: ${made.stderr}`);
+    }
+    if (generate) {
+        // Many empty files with long names: {"dir": "d", "count": 600, "nameLength": 100}
+        const dir = path.join(root, generate.dir ?? ".");
+        fs.mkdirSync(dir, { recursive: true });
+        for (let i = 0; i < generate.count; i++) {
+            fs.writeFileSync(path.join(dir, String(i).padStart(5, "0").padEnd(generate.nameLength ?? 8, "x")), "");
+        }
     }
     for (const [name, spec] of Object.entries(files ?? {})) {
         const full = Buffer.concat([Buffer.from(root + "/"), nameBytes(name)]);
@@ -291,7 +300,7 @@ for (const file of caseFiles) {
         const cwd = path.join(root, testCase.cwd ?? ".");
         const home = testCase.home ? path.join(root, testCase.home) : path.join(base, "no-home");
         try {
-            buildFixture(root, testCase.files, testCase.git);
+            buildFixture(root, testCase.files, testCase.generate, testCase.git);
             const savedHome = process.env.HOME;
             process.env.HOME = home; // os.homedir() reads $HOME
             // rg resolves --glob against its working directory: pi's process
@@ -308,7 +317,7 @@ for (const file of caseFiles) {
             const piTree = testCase.tree ? snapshotTree(root) : "";
             removeTree(root);
 
-            buildFixture(root, testCase.files, testCase.git);
+            buildFixture(root, testCase.files, testCase.generate, testCase.git);
             const cordon = runCordon(testCase, cwd, home);
             if (cordon.failed) {
                 tapOk(false, label, [cordon.failed, `pi: ${piOut.slice(0, 2000)}`]);

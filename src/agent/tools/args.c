@@ -1,56 +1,59 @@
-/* Argument helpers for find, grep and bash (args.h). Sandbox or host
- * context. */
+/* pi-shaped argument conversion and validation errors (args.h). Sandbox or
+ * host context. */
 #include "agent/tools/args.h"
+#include "util/cleanup.h"
 
-#include "agent/tools/tool.h"
-
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *js_number_string(double value, char *buf, size_t buflen)
+int tool_arg_fail(const char *tool, json_t *args, const char *key, const char *problem,
+                  struct tool_result *res)
 {
-    if (isnan(value)) {
-        snprintf(buf, buflen, "NaN");
-        return buf;
-    }
-    if (isinf(value)) {
-        snprintf(buf, buflen, value < 0 ? "-Infinity" : "Infinity");
-        return buf;
-    }
-    if (value == floor(value) && fabs(value) < 1e21) {
-        snprintf(buf, buflen, "%.0f", value == 0 ? 0.0 : value);
-        return buf;
-    }
-    /* Shortest representation that reads back as the same double. */
-    char tmp[64];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof(tmp), "%.*g", prec, value);
-        if (strtod(tmp, NULL) == value)
-            break;
-    }
-    /* C writes 1e+21 as "1e+21" and 1e-7 as "1e-07"; JavaScript drops the
-     * exponent's leading zeros. */
-    char *e = strchr(tmp, 'e');
-    if (e) {
-        char sign = e[1];
-        char *digits = e + 2;
-        while (*digits == '0' && digits[1])
-            digits++;
-        char mant[64];
-        snprintf(mant, sizeof(mant), "%.*s", (int)(e - tmp), tmp);
-        snprintf(buf, buflen, "%se%c%s", mant, sign, digits);
-        return buf;
-    }
-    snprintf(buf, buflen, "%s", tmp);
-    return buf;
+    /* JSON.stringify(args, null, 2); jansson's indented form is the same for
+     * the flat objects tools receive. */
+    _cleanup_free_ char *received = json_dumps(args, JSON_INDENT(2) | JSON_ENCODE_ANY);
+    tool_result_error(res,
+                      "Validation failed for tool \"%s\":\n  - %s: %s\n\nReceived arguments:\n%s",
+                      tool, key, problem, received ? received : "{}");
+    return -1;
 }
 
-int tool_arg_number(json_t *args, const char *key, double *out)
+int tool_arg_string(const char *tool, json_t *args, const char *key, bool required,
+                    const char **out, size_t *out_len, struct tool_result *res)
 {
-    json_t *v = json_object_get(args, key);
-    if (!v || json_is_null(v))
+    json_t *v = json_is_object(args) ? json_object_get(args, key) : NULL;
+    if (!v) {
+        if (!required)
+            return 0;
+        char problem[128];
+        snprintf(problem, sizeof(problem), "must have required properties %s", key);
+        return tool_arg_fail(tool, args, key, problem, res);
+    }
+    if (json_is_integer(v) || json_is_true(v) || json_is_false(v)) {
+        char buf[64];
+        if (json_is_integer(v))
+            snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        else
+            snprintf(buf, sizeof(buf), "%s", json_is_true(v) ? "true" : "false");
+        json_object_set_new(args, key, json_string(buf));
+        v = json_object_get(args, key);
+    }
+    if (!json_is_string(v))
+        return tool_arg_fail(tool, args, key, "must be string", res);
+    *out = json_string_value(v);
+    if (out_len)
+        *out_len = json_string_length(v);
+    return 1;
+}
+
+int tool_arg_number(const char *tool, json_t *args, const char *key, double *out,
+                    struct tool_result *res)
+{
+    json_t *v = json_is_object(args) ? json_object_get(args, key) : NULL;
+    if (!v)
         return 0;
     if (json_is_number(v)) {
         *out = json_number_value(v);
@@ -58,97 +61,17 @@ int tool_arg_number(json_t *args, const char *key, double *out)
     }
     if (json_is_string(v)) {
         const char *s = json_string_value(v);
-        char *end;
+        char *end = NULL;
+        errno = 0;
         double d = strtod(s, &end);
-        if (*s && *end == '\0') {
+        if (*s && end && *end == '\0' && errno == 0 && isfinite(d)) {
             *out = d;
             return 1;
         }
     }
-    return -1;
-}
-
-int tool_arg_string(json_t *args, const char *key, const char **out)
-{
-    json_t *v = json_object_get(args, key);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_string(v))
-        return -1;
-    *out = json_string_value(v);
-    return 1;
-}
-
-int tool_arg_bool(json_t *args, const char *key, bool *out)
-{
-    json_t *v = json_object_get(args, key);
-    if (!v || json_is_null(v))
-        return 0;
-    if (json_is_boolean(v))
-        *out = json_is_true(v);
-    else if (json_is_string(v))
-        *out = strcmp(json_string_value(v), "true") == 0;
-    else if (json_is_number(v))
-        *out = json_number_value(v) != 0;
-    else
-        *out = true;
-    return 1;
-}
-
-json_t *js_number_json(double value)
-{
-    if (value == floor(value) && fabs(value) < 9007199254740992.0)
-        return json_integer((json_int_t)value);
-    return json_real(value);
-}
-
-int tool_result_text_len(struct tool_result *res, const char *text, size_t len, json_t *details)
-{
-    tool_result_clear(res);
-    res->content = json_array();
-    json_t *part = json_pack("{s:s, s:s%}", "type", "text", "text", text, len);
-    if (!res->content || !part || json_array_append_new(res->content, part) < 0) {
-        json_decref(details);
-        return -1;
-    }
-    res->details = details;
-    res->is_error = false;
-    return 0;
-}
-
-int tool_validation_error(struct tool_result *res, const char *tool, const char *field,
-                          const char *message, json_t *args)
-{
-    char *received = json_dumps(args, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
-    tool_result_error(res,
-                      "Validation failed for tool \"%s\":\n  - %s: %s\n\nReceived arguments:\n%s",
-                      tool, field, message, received ? received : "{}");
-    free(received);
-    return 0;
-}
-
-int tool_arg_required_string(struct tool_result *res, const char *tool, json_t *args,
-                             const char *key, const char **out, char *buf, size_t buflen)
-{
-    json_t *v = json_object_get(args, key);
-    if (!v) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "must have required properties %s", key);
-        tool_validation_error(res, tool, key, msg, args);
-        return 0;
-    }
-    if (json_is_string(v)) {
-        *out = json_string_value(v);
+    if (json_is_true(v) || json_is_false(v)) {
+        *out = json_is_true(v) ? 1 : 0;
         return 1;
     }
-    if (json_is_number(v)) {
-        *out = js_number_string(json_number_value(v), buf, buflen);
-        return 1;
-    }
-    if (json_is_boolean(v)) {
-        *out = json_is_true(v) ? "true" : "false";
-        return 1;
-    }
-    tool_validation_error(res, tool, key, "must be string", args);
-    return 0;
+    return tool_arg_fail(tool, args, key, "must be number", res);
 }

@@ -1,41 +1,21 @@
-/* Small helpers shared by find, grep and bash for reading pi's tool
- * arguments and printing numbers the way JavaScript does. Sandbox or host
- * context. */
+/* Argument checks shaped like pi's agent loop (typebox Value.Convert, then
+ * validation): strings given as numbers are converted, numbers given as
+ * numeric strings are converted, and a failure is an error result with pi's
+ * "Validation failed for tool ..." text. Sandbox or host context. */
 #pragma once
 
-#include <jansson.h>
+#include "agent/tools/tool.h"
+
 #include <stdbool.h>
-#include <stddef.h>
 
-/* String(x) for a JavaScript number: "5", "0.5", "1e+21". */
-const char *js_number_string(double value, char *buf, size_t buflen);
-
-struct tool_result;
-/* tool_result_text() for text that may hold NUL bytes (a file's content);
- * details is stolen. Returns 0, or -1 when out of memory. */
-int tool_result_text_len(struct tool_result *res, const char *text, size_t len, json_t *details);
-
-/* A JavaScript number as JSON.stringify writes it (integers without ".0"). */
-json_t *js_number_json(double value);
-
-/* args[key] as a number. Returns 1 and sets *out when present and numeric
- * (or a numeric string, as pi's argument coercion accepts), 0 when absent or
- * null, -1 when present with another type. */
-int tool_arg_number(json_t *args, const char *key, double *out);
-/* pi's argument validation failure (pi-ai validateToolArguments):
- * "Validation failed for tool "<tool>":\n  - <field>: <message>\n\n
- * Received arguments:\n<JSON.stringify(args, null, 2)>". Returns 0. */
-int tool_validation_error(struct tool_result *res, const char *tool, const char *field,
-                          const char *message, json_t *args);
-/* The same for a missing required string; or, when present, its value with
- * TypeBox's Convert applied (numbers and booleans become strings). *out
- * points into args or into `buf`. Returns 1 when usable, 0 after filling
- * res with the validation error. */
-int tool_arg_required_string(struct tool_result *res, const char *tool, json_t *args,
-                             const char *key, const char **out, char *buf, size_t buflen);
-
-/* args[key] as a string: 1 present, 0 absent/null, -1 wrong type. */
-int tool_arg_string(json_t *args, const char *key, const char **out);
-/* args[key] as a boolean (JavaScript truthiness for the non-boolean values
- * coercion lets through): 1 present, 0 absent. */
-int tool_arg_bool(json_t *args, const char *key, bool *out);
+/* Each returns 1 when the key is present and valid (value in *out), 0 when
+ * it is absent and optional, -1 when res now holds the validation error.
+ * Strings are borrowed from args (converted numbers are stored back into
+ * args so they stay alive). */
+int tool_arg_string(const char *tool, json_t *args, const char *key, bool required,
+                    const char **out, size_t *out_len, struct tool_result *res);
+int tool_arg_number(const char *tool, json_t *args, const char *key, double *out,
+                    struct tool_result *res);
+/* Sets res to pi's validation failure for one property. */
+int tool_arg_fail(const char *tool, json_t *args, const char *key, const char *problem,
+                  struct tool_result *res);

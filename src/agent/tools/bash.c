@@ -6,6 +6,7 @@
 #include "agent/tools/bash.h"
 
 #include "agent/tools/args.h"
+#include "agent/tools/js.h"
 #include "agent/tools/path.h"
 #include "agent/tools/registry.h"
 #include "agent/tools/truncate.h"
@@ -503,14 +504,11 @@ int tool_bash_start(const struct tool_env *env, json_t *args, struct tool_bash_c
     *out = NULL;
     const char *command = NULL;
     double timeout = 0;
-    char command_buf[64];
-    if (!tool_arg_required_string(early, "bash", args, "command", &command, command_buf,
-                                  sizeof(command_buf)))
+    if (tool_arg_string("bash", args, "command", true, &command, NULL, early) < 0)
         return 0;
-    int has_timeout = tool_arg_number(args, "timeout", &timeout);
+    int has_timeout = tool_arg_number("bash", args, "timeout", &timeout, early);
     if (has_timeout < 0)
-        return tool_result_error(early, "Validation failed for tool \"bash\":\n  - timeout: must "
-                                        "be number");
+        return 0;
     struct stat st;
     if (stat(env->cwd, &st) < 0)
         return tool_result_error(

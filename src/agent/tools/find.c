@@ -5,6 +5,7 @@
  * which is the order fd prints when it finishes within its sort window.
  * Sandbox (cordon-agent) or host context. */
 #include "agent/tools/args.h"
+#include "agent/tools/js.h"
 #include "agent/tools/glob.h"
 #include "agent/tools/path.h"
 #include "agent/tools/registry.h"
@@ -183,16 +184,10 @@ int tool_find(const struct tool_env *env, json_t *args, struct tool_result *res)
 {
     const char *pattern = NULL, *path_arg = NULL;
     double limit_value = FIND_DEFAULT_LIMIT;
-    char pattern_buf[64];
-    if (!tool_arg_required_string(res, "find", args, "pattern", &pattern, pattern_buf,
-                                  sizeof(pattern_buf)))
+    if (tool_arg_string("find", args, "pattern", true, &pattern, NULL, res) < 0 ||
+        tool_arg_string("find", args, "path", false, &path_arg, NULL, res) < 0 ||
+        tool_arg_number("find", args, "limit", &limit_value, res) < 0)
         return 0;
-    if (tool_arg_string(args, "path", &path_arg) < 0)
-        return tool_result_error(res,
-                                 "Validation failed for tool \"find\":\n  - path: must be string");
-    if (tool_arg_number(args, "limit", &limit_value) < 0)
-        return tool_result_error(res,
-                                 "Validation failed for tool \"find\":\n  - limit: must be number");
 
     _cleanup_free_ char *search_path =
         tool_resolve_path(path_arg && *path_arg ? path_arg : ".", env);

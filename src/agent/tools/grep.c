@@ -6,6 +6,7 @@
  * defined. Sandbox (cordon-agent) or host context. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "agent/tools/args.h"
+#include "agent/tools/js.h"
 #include "agent/tools/ignore.h"
 #include "agent/tools/path.h"
 #include "agent/tools/registry.h"
@@ -525,16 +526,14 @@ int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
     const char *pattern = NULL, *path_arg = NULL, *glob = NULL;
     bool ignore_case = false, literal = false;
     double context = 0, limit = GREP_DEFAULT_LIMIT;
-    char pattern_buf[64];
-    if (!tool_arg_required_string(res, "grep", args, "pattern", &pattern, pattern_buf,
-                                  sizeof(pattern_buf)))
+    if (tool_arg_string("grep", args, "pattern", true, &pattern, NULL, res) < 0 ||
+        tool_arg_string("grep", args, "path", false, &path_arg, NULL, res) < 0 ||
+        tool_arg_string("grep", args, "glob", false, &glob, NULL, res) < 0 ||
+        tool_arg_number("grep", args, "context", &context, res) < 0 ||
+        tool_arg_number("grep", args, "limit", &limit, res) < 0)
         return 0;
-    if (tool_arg_string(args, "path", &path_arg) < 0 || tool_arg_string(args, "glob", &glob) < 0 ||
-        tool_arg_number(args, "context", &context) < 0 ||
-        tool_arg_number(args, "limit", &limit) < 0)
-        return tool_result_error(res, "Validation failed for tool \"grep\": invalid arguments");
-    tool_arg_bool(args, "ignoreCase", &ignore_case);
-    tool_arg_bool(args, "literal", &literal);
+    js_arg_boolean(args, "ignoreCase", &ignore_case);
+    js_arg_boolean(args, "literal", &literal);
 
     struct grep_state g = {
         .env = env,

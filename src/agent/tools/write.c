@@ -1,7 +1,51 @@
-/* pi's write tool (write.js). Sandbox (cordon-agent) or host context. */
+/* pi's write tool (write.js): creates parent directories and replaces the
+ * file's content atomically (fileio.c); the message counts JavaScript string
+ * length. Sandbox (cordon-agent) or host context. */
+#include "agent/tools/args.h"
+#include "agent/tools/fileio.h"
+#include "agent/tools/path.h"
 #include "agent/tools/registry.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <string.h>
 
 int tool_write(const struct tool_env *env, json_t *args, struct tool_result *res)
 {
-    return tool_result_error(res, "write: not implemented yet");
+    const char *path = NULL, *content = NULL;
+    size_t path_len = 0, content_len = 0;
+    if (tool_arg_string("write", args, "path", true, &path, &path_len, res) < 0 ||
+        tool_arg_string("write", args, "content", true, &content, &content_len, res) < 0)
+        return 0;
+    if (strlen(path) != path_len)
+        return tool_result_error(res,
+                                 "The argument 'path' must be a string, Uint8Array, or URL "
+                                 "without null bytes. Received '%s\\x00...'",
+                                 path);
+
+    _cleanup_free_ char *abs_path = tool_resolve_path(path, env);
+    _cleanup_free_ char *dir_copy = abs_path ? strdup(abs_path) : NULL;
+    if (!abs_path || !dir_copy)
+        return tool_result_error(res, "out of memory");
+    char msg[8192];
+    _cleanup_free_ char *failed = NULL;
+    if (tool_mkdir_parents(dirname(dir_copy), &failed) < 0)
+        return tool_result_error(
+            res, "%s",
+            tool_node_error(errno, "mkdir", failed ? failed : abs_path, msg, sizeof(msg)));
+
+    int lock = tool_lock_path(abs_path);
+    const char *syscall = "open";
+    int r = tool_write_file(abs_path, content, content_len, &syscall);
+    int saved = errno;
+    tool_unlock_path(lock);
+    if (r < 0)
+        return tool_result_error(res, "%s",
+                                 tool_node_error(saved, syscall, abs_path, msg, sizeof(msg)));
+    _cleanup_free_ char *text = NULL;
+    if (asprintf(&text, "Successfully wrote %zu bytes to %s", utf16_length(content, content_len),
+                 path) < 0)
+        return -1;
+    return tool_result_text(res, text, NULL);
 }

@@ -1,0 +1,211 @@
+/* Node-shaped errors, atomic file replacement and per-path locks for the
+ * mutating tools (fileio.h). Sandbox (cordon-agent) or host context. */
+#include "agent/tools/fileio.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+static const struct {
+    int errnum;
+    const char *name, *text; /* libuv's uv_strerror() wording, which Node prints */
+} node_errors[] = {
+    {ENOENT, "ENOENT", "no such file or directory"},
+    {EACCES, "EACCES", "permission denied"},
+    {EISDIR, "EISDIR", "illegal operation on a directory"},
+    {ENOTDIR, "ENOTDIR", "not a directory"},
+    {EEXIST, "EEXIST", "file already exists"},
+    {ELOOP, "ELOOP", "too many symbolic links encountered"},
+    {ENAMETOOLONG, "ENAMETOOLONG", "name too long"},
+    {EROFS, "EROFS", "read-only file system"},
+    {ENOSPC, "ENOSPC", "no space left on device"},
+    {EPERM, "EPERM", "operation not permitted"},
+    {EINVAL, "EINVAL", "invalid argument"},
+    {ENXIO, "ENXIO", "no such device or address"},
+    {EIO, "EIO", "i/o error"},
+    {ETXTBSY, "ETXTBSY", "text file is busy"},
+    {EMFILE, "EMFILE", "too many open files"},
+    {EFBIG, "EFBIG", "file too large"},
+    {EBUSY, "EBUSY", "resource busy or locked"},
+    {EAGAIN, "EAGAIN", "resource temporarily unavailable"},
+    {EDQUOT, "EDQUOT", "disk quota exceeded"},
+    {ENOMEM, "ENOMEM", "not enough memory"},
+};
+
+const char *tool_errno_name(int errnum)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(node_errors); i++)
+        if (node_errors[i].errnum == errnum)
+            return node_errors[i].name;
+    return "EIO";
+}
+
+const char *tool_node_error(int errnum, const char *syscall, const char *path, char *buf,
+                            size_t buflen)
+{
+    const char *text = NULL;
+    for (size_t i = 0; i < ARRAY_SIZE(node_errors); i++)
+        if (node_errors[i].errnum == errnum)
+            text = node_errors[i].text;
+    if (!text)
+        text = strerror(errnum);
+    snprintf(buf, buflen, "%s: %s, %s '%s'", tool_errno_name(errnum), text, syscall, path);
+    return buf;
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int write_replace(const char *target, const struct stat *old, const char *data, size_t len,
+                         const char **syscall)
+{
+    _cleanup_free_ char *dir_copy = strdup(target);
+    _cleanup_free_ char *base_copy = strdup(target);
+    if (!dir_copy || !base_copy)
+        return -1;
+    _cleanup_free_ char *tmp = NULL;
+    if (asprintf(&tmp, "%s/.%s.cordon-XXXXXX", dirname(dir_copy), basename(base_copy)) < 0)
+        return -1;
+    *syscall = "open";
+    _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    mode_t mode = old ? old->st_mode & 07777 : 0;
+    if (!old) {
+        mode_t mask = umask(0);
+        umask(mask);
+        mode = 0666 & ~mask;
+    }
+    *syscall = "write";
+    if (fchmod(fd, mode) < 0 || (old && fchown(fd, old->st_uid, old->st_gid) < 0 && errno != EPERM))
+        goto fail;
+    if (write_all(fd, data, len) < 0 || fsync(fd) < 0)
+        goto fail;
+    if (close(TAKE_FD(fd)) < 0)
+        goto fail;
+    *syscall = "open";
+    if (rename(tmp, target) < 0)
+        goto fail;
+    return 0;
+fail:;
+    int saved = errno;
+    unlink(tmp);
+    errno = saved;
+    return -1;
+}
+
+int tool_write_file(const char *path, const char *data, size_t len, const char **syscall)
+{
+    *syscall = "open";
+    /* Opening first (no O_TRUNC) checks what Node's open would: permission,
+     * EISDIR, ENOTDIR, and resolves symlinks; O_NONBLOCK keeps a FIFO with no
+     * reader from hanging the call. */
+    _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0 && errno == EISDIR)
+        return -1;
+    if (fd < 0 && errno == ENOENT) {
+        struct stat lst;
+        if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+            /* A dangling symlink: Node creates its target. */
+            _cleanup_close_ int created =
+                open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0666);
+            if (created < 0)
+                return -1;
+            *syscall = "write";
+            return write_all(created, data, len);
+        }
+        return write_replace(path, NULL, data, len, syscall);
+    }
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -1;
+    if (!S_ISREG(st.st_mode)) {
+        *syscall = "write";
+        if (ftruncate(fd, 0) < 0 && errno != EINVAL)
+            return -1;
+        return write_all(fd, data, len);
+    }
+    _cleanup_free_ char *real = realpath(path, NULL);
+    if (!real)
+        return -1;
+    return write_replace(real, &st, data, len, syscall);
+}
+
+int tool_mkdir_parents(const char *dir, char **failed_path)
+{
+    *failed_path = NULL;
+    _cleanup_free_ char *copy = strdup(dir);
+    if (!copy)
+        return -1;
+    size_t len = strlen(copy);
+    for (size_t i = 1; i <= len; i++) {
+        if (copy[i] != '/' && copy[i] != '\0')
+            continue;
+        char saved = copy[i];
+        copy[i] = '\0';
+        if (mkdir(copy, 0777) < 0 && errno != EEXIST) {
+            int e = errno;
+            *failed_path = strdup(copy);
+            errno = e;
+            return -1;
+        }
+        copy[i] = saved;
+    }
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        *failed_path = strdup(dir);
+        errno = EEXIST;
+        return -1;
+    }
+    return 0;
+}
+
+int tool_lock_path(const char *path)
+{
+    _cleanup_free_ char *real = realpath(path, NULL);
+    const char *key = real ? real : path;
+    uint64_t hash = 1469598103934665603ULL; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        hash = (hash ^ *p) * 1099511628211ULL;
+    char lock_path[64];
+    snprintf(lock_path, sizeof(lock_path), "/tmp/.cordon-edit-%016llx.lock",
+             (unsigned long long)hash);
+    int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, LOCK_EX) < 0) {
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+void tool_unlock_path(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
