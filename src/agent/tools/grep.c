@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pcre2.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +51,14 @@ static void mb_append(struct membuf *b, const char *s, size_t n)
 {
     if (b->failed)
         return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->len + n + 1)
+    if (n >= SIZE_MAX / 4 - b->len) {
+        b->failed = true;
+        return;
+    }
+    size_t need = b->len + n + 1;
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < need)
             cap *= 2;
         char *p = realloc(b->data, cap);
         if (!p) {
