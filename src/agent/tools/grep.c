@@ -10,6 +10,7 @@
 #include "agent/tools/ignore.h"
 #include "agent/tools/path.h"
 #include "agent/tools/registry.h"
+#include "agent/tools/rxsyntax.h"
 #include "agent/tools/truncate.h"
 #include "agent/tools/walk.h"
 #include "util/cleanup.h"
@@ -455,15 +456,26 @@ static int compile_pattern(struct grep_state *g, const char *pattern, bool ignor
         options |= PCRE2_CASELESS;
     /* PCRE2 refuses UCP with LITERAL; it only changes classes anyway. */
     options |= literal ? PCRE2_LITERAL : PCRE2_UCP;
+    /* ripgrep's error texts for what its Rust engine rejects, and the
+     * pattern spelled for PCRE2. */
+    char *translated = NULL;
+    char *rust_error = rx_check_rust_syntax(pattern, literal, &translated);
+    if (rust_error) {
+        tool_result_error(res, "%s", rust_error);
+        free(rust_error);
+        return -1;
+    }
     int code;
     PCRE2_SIZE offset;
     g->re =
-        pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, options, &code, &offset, NULL);
+        pcre2_compile((PCRE2_SPTR)translated, PCRE2_ZERO_TERMINATED, options, &code, &offset, NULL);
+    free(translated);
     if (!g->re) {
+        /* Rust accepted what PCRE2 does not: rg's layout, PCRE2's words. */
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof(msg));
-        tool_result_error(res, "regex parse error:\n    %s\n    %*s^\nerror: %s", pattern,
-                          (int)offset, "", (const char *)msg);
+        tool_result_error(res, "regex parse error:\n    %s\n    ^\nerror: %s", pattern,
+                          (const char *)msg);
         return -1;
     }
     (void)pcre2_jit_compile(g->re, PCRE2_JIT_COMPLETE);
