@@ -345,6 +345,12 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
             goto fail;
     }
 
+    for (size_t i = 0; i < spec->nmounts; i++) {
+        const struct ns_extra_mount *m = &spec->mounts[i];
+        if (plan_bind(plan, m->host_path, m->guest_path, m->readonly ? ro : rw, 0) < 0)
+            goto fail;
+    }
+
     if (plan_proc_sys(plan) < 0)
         goto fail;
     if (plan_add(plan, NS_OP_REMOUNT_RO, NULL, NEWROOT, NULL, 0, 0) < 0)
