@@ -7,6 +7,9 @@
 bool log_debug_enabled = false;
 
 static void log_vprint(const char *level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void log_vprint(const char *level, const char *fmt, va_list ap)
 {
     char line[2048];
     int n = vsnprintf(line, sizeof(line), fmt, ap);
