@@ -181,10 +181,13 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     *l = (struct launch){0};
     l->net_session.proxy_pid = -1;
     l->net_session.pasta_pid = -1;
+    long long t0 = log_now_us();
     if (workspace_detect(NULL, &l->ws, err) < 0)
         return -1;
+    long long t1 = log_now_us();
     if (launch_resolve_config(l->ws.root, req ? req->session_sets : NULL, &l->cfg, err) < 0)
         goto fail;
+    log_debug("timing: workspace %lld us, configuration %lld us", t1 - t0, log_now_us() - t1);
     const struct cordon_config *cfg = &l->cfg;
     if (cfg->backend != CFG_BACKEND_NS) {
         error_set(err, 0, "backend \"%s\" is not available in this build (set by %s)",

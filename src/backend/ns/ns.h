@@ -20,6 +20,10 @@ struct ns_limits {
     double cpus;        /* CPU quota in cores; 0 = unlimited */
 };
 
+/* Where cordon-agent appears inside the sandbox: a read-only bind of the
+ * host binary, executed from there as PID 1. */
+#define NS_AGENT_VIEW_PATH "/run/cordon/agent"
+
 struct ns_extra_mount {
     const char *host_path;
     const char *guest_path;
