@@ -407,7 +407,12 @@ static int search_file(struct grep_state *g, int dirfd, const char *name, const 
     }
     if (S_ISDIR(st.st_mode))
         return 0;
-    size_t read_max = S_ISREG(st.st_mode) ? SIZE_MAX : GREP_SPECIAL_READ_MAX;
+    /* Termination whatever the file does: devices and pseudo-files that say
+     * size 0 (/proc/self/pagemap) are read GREP_SPECIAL_READ_MAX far, a file
+     * growing under us (a live log) up to that much past its size. */
+    size_t read_max = GREP_SPECIAL_READ_MAX;
+    if (S_ISREG(st.st_mode) && st.st_size > 0)
+        read_max = (size_t)st.st_size + GREP_SPECIAL_READ_MAX;
     g->file_abs = abs;
     g->file_display = display;
     g->lines_loaded = false;
