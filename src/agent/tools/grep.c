@@ -280,6 +280,15 @@ static int format_block(struct grep_state *g, double line_number)
     return 0;
 }
 
+static void record_error(struct grep_state *g, const char *path, int errnum)
+{
+    if (g->errors.len > GREP_ERRORS_MAX)
+        return;
+    if (g->errors.len)
+        mb_append(&g->errors, "\n", 1);
+    mb_printf(&g->errors, "%s: %s (os error %d)", path, strerror(errnum), errnum);
+}
+
 /* One line (without its '\n'); returns 1 when the match limit stops the
  * search. */
 static int search_line(struct grep_state *g, const char *line, size_t len, size_t line_number)
@@ -324,15 +333,6 @@ static int search_line(struct grep_state *g, const char *line, size_t len, size_
     return g->output_overflow ? 1 : 0;
 }
 
-static void record_error(struct grep_state *g, const char *path, int errnum)
-{
-    if (g->errors.len > GREP_ERRORS_MAX)
-        return;
-    if (g->errors.len)
-        mb_append(&g->errors, "\n", 1);
-    mb_printf(&g->errors, "%s: %s (os error %d)", path, strerror(errnum), errnum);
-}
-
 /* Searches one open file line by line. quit_on_nul: ripgrep's binary
  * detection for files found by the walk. Returns 1 to stop everything. */
 static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read_max)
@@ -350,7 +350,12 @@ static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read
             continue;
         if (n < 0 && errno == EAGAIN)
             break;
-        if (n <= 0)
+        if (n < 0) {
+            /* rg reports the failed read and goes on with other files. */
+            record_error(g, g->file_abs, errno);
+            break;
+        }
+        if (n == 0)
             break;
         total += (size_t)n;
         if (quit_on_nul && memchr(chunk, '\0', (size_t)n))
