@@ -245,10 +245,6 @@ static void output_finish(struct bash_output *o)
         ensure_temp_file(o);
 }
 
-struct bash_snapshot {
-    struct truncation t;
-};
-
 /* snapshot(): pi's truncation of the tail, with the totals of the whole
  * output. t.content points into o->tail. */
 static void output_snapshot(struct bash_output *o, bool persist, struct truncation *t)

@@ -108,7 +108,6 @@ static void file_lines_clear(struct file_lines *fl)
 }
 
 struct grep_state {
-    const struct tool_env *env;
     pcre2_code *re;
     pcre2_match_data *md;
     pcre2_match_context *mctx;
@@ -564,7 +563,6 @@ int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
     js_arg_boolean(args, "literal", &literal);
 
     struct grep_state g = {
-        .env = env,
         .context = context > 0 ? context : 0,
         .limit = fmax(1, limit),
     };
