@@ -343,8 +343,14 @@ static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read
     size_t line_number = 1, total = 0;
     bool line_clipped = false;
     int ret = 0;
+    bool binary = false;
     for (;;) {
-        ssize_t n = read(fd, chunk, GREP_CHUNK);
+        /* rg's 64 KiB buffer keeps the unfinished line and reads only what
+         * fits after it; its NUL check covers exactly what one read added.
+         * (For lines longer than the buffer rg grows it; here the reads
+         * stay 64 KiB, so binary detection there can differ.) */
+        size_t want = line.len < GREP_CHUNK ? GREP_CHUNK - line.len : GREP_CHUNK;
+        ssize_t n = read(fd, chunk, want);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
@@ -357,8 +363,10 @@ static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read
         if (n == 0)
             break;
         total += (size_t)n;
-        if (quit_on_nul && memchr(chunk, '\0', (size_t)n))
+        if (quit_on_nul && memchr(chunk, '\0', (size_t)n)) {
+            binary = true;
             break;
+        }
         const char *p = chunk, *end = chunk + n;
         while (p < end) {
             const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -387,8 +395,8 @@ static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read
         if (total >= read_max)
             break;
     }
-    /* A last line without '\n'. */
-    if (line.len > 0)
+    /* A last line without '\n' (not when binary data stopped the read). */
+    if (line.len > 0 && !binary)
         ret = search_line(g, line.data, line.len, line_number);
 out:
     free(line.data);
