@@ -86,7 +86,9 @@ tag="cordon-exe-$$-$RANDOM"
 exe_pid=$!
 cleanup_pids+=("$exe_pid")
 for _ in $(seq 100); do agent=$(pgrep -f "cordon-agent init .*$tag" | head -1); [ -n "$agent" ] && break; sleep 0.05; done
-like "case 12: PID 1 runs from a sealed memfd, not the file on disk" "$(readlink "/proc/$agent/exe" 2>&1)" "memfd:cordon-agent"
+is "case 12: PID 1 runs from the read-only bind of the agent" "$(readlink "/proc/$agent/exe" 2>&1)" "/run/cordon/agent"
+sh_in "$ws" 'echo x >> /run/cordon/agent 2>&1; grep " /run/cordon/agent " /proc/self/mountinfo | grep -c " ro,"'
+like "case 12: the agent's binary is on a read-only mount inside" "$out" "(Read-only file system|Text file busy|Permission denied).*1$"
 kill "$exe_pid" 2>/dev/null
 is "case 12: the agent binary on the host is unchanged" "$(sha256sum < "${CORDON_AGENT:-$(dirname "$CORDON")/cordon-agent}")" "$agent_sum"
 

@@ -294,10 +294,9 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
     if (write_proc_file(pid, "gid_map", map, err) < 0)
         goto fail_child;
-    if (write(sync[0], "m", 1) != 1) {
-        error_set(err, errno, "starting the sandbox");
-        goto fail_child;
-    }
+    /* A child that failed already has closed its end: its error is then
+     * waiting to be read, and a failed send only means "go and read it". */
+    bool child_alive = send(sync[0], "m", 1, MSG_NOSIGNAL) == 1;
     long long tc = log_now_us();
     if (ns_cgroups_attach(spec, pid, sb, err) < 0)
         goto fail_child;
@@ -306,10 +305,8 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
         spec->on_namespaces_ready(pid, spec->on_namespaces_ready_ctx, err) < 0)
         goto fail_child;
     long long t4 = log_now_us();
-    if (write(sync[0], "g", 1) != 1) {
-        error_set(err, errno, "starting the sandbox");
-        goto fail_child;
-    }
+    if (child_alive)
+        send(sync[0], "g", 1, MSG_NOSIGNAL);
     struct cordon_error child_err;
     ssize_t n;
     do {
