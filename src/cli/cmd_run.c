@@ -267,6 +267,7 @@ static int run_common(int argc, char **argv, bool shell)
         agent_argv[a++] = cmd[c];
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
+    l.spec.init_in_process = true;
 
     int control[2] = {-1, -1};
     if (pty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) < 0) {

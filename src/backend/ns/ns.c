@@ -6,6 +6,7 @@
  * step, path and errno; a clean exec closes the socket (CLOEXEC), which the
  * parent reads as success. */
 #include "backend/ns/ns.h"
+#include "agent/init.h"
 #include "backend/ns/ns-landlock.h"
 #include "backend/ns/ns-limits.h"
 #include "backend/ns/ns-mount.h"
@@ -202,6 +203,22 @@ static void child_setup_and_exec(struct ns_child *c)
         return;
     }
 #endif
+    if (c->spec->init_in_process) {
+        /* PID 1 stays this process: it was never anything but cordon's own
+         * code, is not dumpable, and is under the same filter as the
+         * command. Nothing of the host is reachable from its memory. */
+        int argc = 0;
+        while (c->spec->argv[argc])
+            argc++;
+        /* No exec will close the supervisor's descriptors for us: close
+         * them now. This closes the sync socket too, which the parent reads
+         * as "started". */
+        if (close_range(c->spec->control_fd >= 0 ? 4 : 3, ~0U, 0) < 0) {
+            error_set_raw(err, errno, "close_range", NULL);
+            return;
+        }
+        agent_init_run(argc, (char **)c->spec->argv, c->spec->envp);
+    }
     /* The agent is bound read-only into the view (ns-mount.c): its
      * /proc/<pid>/exe leads to a read-only mount, so nothing inside can
      * overwrite it (the CVE-2019-5736 class), without copying the binary
