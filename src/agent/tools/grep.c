@@ -111,6 +111,12 @@ struct grep_state {
     pcre2_code *re;
     pcre2_match_data *md;
     pcre2_match_context *mctx;
+    /* The same pattern in multi-line mode, run once over many whole lines:
+     * lines before its first match cannot match on their own (see
+     * block_search_safe), so most lines never reach the per-line match.
+     * NULL when the pattern could tell the two apart. */
+    pcre2_code *block_re;
+    pcre2_match_data *block_md;
     double context;
     double limit;
     double match_count;
@@ -332,6 +338,38 @@ static int search_line(struct grep_state *g, const char *line, size_t len, size_
     return g->output_overflow ? 1 : 0;
 }
 
+/* The whole lines in [p, end) go through the multi-line pattern at once.
+ * Returns where line-by-line searching must resume: the end of those lines
+ * when nothing matched, else the start of the line holding the first match
+ * (a match spanning lines is a false alarm the per-line search clears).
+ * *checked_to: how far the answer holds (after the first matching line). */
+static const char *block_search(struct grep_state *g, const char *p, const char *end,
+                                const char **checked_to)
+{
+    const char *last_nl = memrchr(p, '\n', (size_t)(end - p));
+    if (!last_nl) {
+        *checked_to = end;
+        return p;
+    }
+    size_t len = (size_t)(last_nl + 1 - p);
+    int rc = pcre2_match(g->block_re, (PCRE2_SPTR)p, len, 0, 0, g->block_md, g->mctx);
+    if (rc == PCRE2_ERROR_NOMATCH) {
+        *checked_to = last_nl + 1;
+        return last_nl + 1;
+    }
+    if (rc < 0) { /* a limit: let every line be matched on its own */
+        *checked_to = last_nl + 1;
+        return p;
+    }
+    const char *at = p + pcre2_get_ovector_pointer(g->block_md)[0];
+    if (at > last_nl)
+        at = last_nl;
+    const char *line_start = at > p ? memrchr(p, '\n', (size_t)(at - p)) : NULL;
+    const char *line_end = memchr(at, '\n', (size_t)(last_nl + 1 - at));
+    *checked_to = line_end + 1;
+    return line_start ? line_start + 1 : p;
+}
+
 /* Searches one open file line by line. quit_on_nul: ripgrep's binary
  * detection for files found by the walk. Returns 1 to stop everything. */
 static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read_max)
@@ -368,7 +406,17 @@ static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read
             break;
         }
         const char *p = chunk, *end = chunk + n;
+        const char *checked_to = chunk; /* the block search decided up to here */
         while (p < end) {
+            if (g->block_re && line.len == 0 && p >= checked_to) {
+                const char *skip_to = block_search(g, p, end, &checked_to);
+                for (const char *q = p; q < skip_to && (q = memchr(q, '\n', (size_t)(skip_to - q)));
+                     q++)
+                    line_number++;
+                p = skip_to;
+                if (p >= end)
+                    break;
+            }
             const char *nl = memchr(p, '\n', (size_t)(end - p));
             size_t take = nl ? (size_t)(nl - p) : (size_t)(end - p);
             if (!line_clipped) {
@@ -465,6 +513,30 @@ static int grep_visit(void *ctx, const struct walk_entry *e, struct cordon_error
     return r;
 }
 
+/* Whether a match of the pattern within one line is also found when the
+ * line sits among others in a PCRE2_MULTILINE subject. True unless the
+ * pattern looks past the line's ends: \A \z \Z \G, look-around,
+ * inline flags that could turn multi-line off, verbs such as (*CR). The
+ * test is textual and errs towards "unsafe"; \b and \B are safe because
+ * a line's neighbour '\n' is a non-word character like the subject's edge. */
+static bool block_search_safe(const char *pattern)
+{
+    for (const char *s = pattern; *s; s++) {
+        if (s[0] == '\\' && s[1] && strchr("AzZG", s[1]))
+            return false;
+        if (s[0] == '(' && s[1] == '*')
+            return false;
+        if (s[0] == '(' && s[1] == '?') {
+            const char *f = s + 2;
+            while (*f && strchr("isxU-", *f))
+                f++;
+            if (*f != ':' && *f != ')')
+                return false;
+        }
+    }
+    return true;
+}
+
 static int compile_pattern(struct grep_state *g, const char *pattern, bool ignore_case,
                            bool literal, struct tool_result *res)
 {
@@ -475,7 +547,7 @@ static int compile_pattern(struct grep_state *g, const char *pattern, bool ignor
     options |= literal ? PCRE2_LITERAL : PCRE2_UCP;
     /* ripgrep's error texts for what its Rust engine rejects, and the
      * pattern spelled for PCRE2. */
-    char *translated = NULL;
+    _cleanup_free_ char *translated = NULL;
     char *rust_error = rx_check_rust_syntax(pattern, literal, &translated);
     if (rust_error) {
         tool_result_error(res, "%s", rust_error);
@@ -486,7 +558,6 @@ static int compile_pattern(struct grep_state *g, const char *pattern, bool ignor
     PCRE2_SIZE offset;
     g->re =
         pcre2_compile((PCRE2_SPTR)translated, PCRE2_ZERO_TERMINATED, options, &code, &offset, NULL);
-    free(translated);
     if (!g->re) {
         /* Rust accepted what PCRE2 does not: rg's layout, PCRE2's words. */
         PCRE2_UCHAR msg[256];
@@ -496,6 +567,17 @@ static int compile_pattern(struct grep_state *g, const char *pattern, bool ignor
         return -1;
     }
     (void)pcre2_jit_compile(g->re, PCRE2_JIT_COMPLETE);
+    if (literal || block_search_safe(translated)) {
+        g->block_re = pcre2_compile((PCRE2_SPTR)translated, PCRE2_ZERO_TERMINATED,
+                                    options | PCRE2_MULTILINE, &code, &offset, NULL);
+        g->block_md = g->block_re ? pcre2_match_data_create(1, NULL) : NULL;
+        if (g->block_md) {
+            (void)pcre2_jit_compile(g->block_re, PCRE2_JIT_COMPLETE);
+        } else {
+            pcre2_code_free(g->block_re);
+            g->block_re = NULL;
+        }
+    }
     g->md = pcre2_match_data_create_from_pattern(g->re, NULL);
     g->mctx = pcre2_match_context_create(NULL);
     if (!g->md || !g->mctx) {
@@ -635,6 +717,8 @@ out:
     pcre2_match_data_free(g.md);
     pcre2_match_context_free(g.mctx);
     pcre2_code_free(g.re);
+    pcre2_match_data_free(g.block_md);
+    pcre2_code_free(g.block_re);
     free(g.out.data);
     free(g.errors.data);
     file_lines_clear(&g.lines);

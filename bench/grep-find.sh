@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# grep and find over a generated tree of 50,000 files (gen-tree.py: nested
+# directories, source-like text, .gitignore files, a git repository without
+# commits) against ripgrep and fd run with pi's own arguments, warm cache,
+# alternating. The tree is kept in $BENCH_TREE (default
+# /tmp/cordon-bench-tree) between runs; it depends only on the generator.
+# With --markdown, a table for docs/benchmarks.md.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+runs=${RUNS:-15}
+cordon=${CORDON:-$here/../build/cordon}
+tree=${BENCH_TREE:-/tmp/cordon-bench-tree}
+[ -x "$cordon" ] || { echo "bench: build cordon first (make build)" >&2; exit 1; }
+for tool in rg fdfind node python3; do
+    command -v "$tool" >/dev/null || { echo "bench: $tool not installed" >&2; exit 1; }
+done
+stamp=$(sha256sum "$here/gen-tree.py" | cut -c1-16)
+if [ ! -f "$tree/.stamp-$stamp" ]; then
+    rm -rf "$tree"
+    echo "bench: generating $tree (about 30 s)" >&2
+    python3 "$here/gen-tree.py" "$tree/ws" 50000
+    touch "$tree/.stamp-$stamp"
+fi
+exec node "$here/grep-find.mjs" "$cordon" "$tree/ws" "$runs" "$@"
