@@ -6,6 +6,7 @@
  *     group, reaps every orphan, and exits with CMD's status (128+signal when
  *     it was killed). With --pty, the terminal is made here, on the sandbox's
  *     own devpts, and its master end is sent to the supervisor over fd 3. */
+#include "agent/vm-init.h"
 #include "util/error.h"
 
 #include <errno.h>
@@ -181,6 +182,8 @@ static int run_init(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    if (vm_init_is_guest(argc, argv))
+        return vm_init_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "init") == 0)
         return run_init(argc, argv);
     fprintf(stderr, "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n");

@@ -46,6 +46,7 @@ static void usage(FILE *out, bool shell)
                  "  --cpus N          CPU quota in cores, where a cgroup can be made\n"
                  "  --readonly        mount the workspace read-only\n"
                  "  --pty / --no-pty  force or refuse a terminal (default: when stdin is one)\n"
+                 "  --backend NAME    ns (default) or vm (a QEMU microVM); also CORDON_BACKEND\n"
                  "  -h, --help        this text\n");
 }
 
@@ -202,12 +203,14 @@ static int run_common(int argc, char **argv, bool shell)
         {"readonly", no_argument, NULL, 'r'},
         {"pty", no_argument, NULL, 'P'},
         {"no-pty", no_argument, NULL, 'N'},
+        {"backend", required_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
     struct launch_options opts;
     launch_default_options(&opts);
     int want_pty = -1;
+    const char *backend = getenv("CORDON_BACKEND");
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
@@ -257,6 +260,9 @@ static int run_common(int argc, char **argv, bool shell)
         case 'N':
             want_pty = 0;
             break;
+        case 'B':
+            backend = optarg;
+            break;
         case 'h':
             usage(stdout, shell);
             return 0;
@@ -278,7 +284,16 @@ static int run_common(int argc, char **argv, bool shell)
         usage(stderr, false);
         return CORDON_EXIT_FAILURE;
     }
-    bool pty = want_pty == 1 || (want_pty == -1 && shell && isatty(0) && isatty(1));
+    if (backend && strcmp(backend, "ns") != 0 && strcmp(backend, "vm") != 0) {
+        fprintf(stderr, "cordon: --backend: unknown backend '%s' (ns, vm)\n", backend);
+        return CORDON_EXIT_FAILURE;
+    }
+    bool vm = backend && strcmp(backend, "vm") == 0;
+    if (vm && want_pty == 1) {
+        fprintf(stderr, "cordon: --pty is not available on the vm backend yet\n");
+        return CORDON_EXIT_FAILURE;
+    }
+    bool pty = !vm && (want_pty == 1 || (want_pty == -1 && shell && isatty(0) && isatty(1)));
 
     struct cordon_error err = {0};
     struct launch l;
@@ -286,7 +301,8 @@ static int run_common(int argc, char **argv, bool shell)
         log_error("%s", err.message);
         return CORDON_EXIT_FAILURE;
     }
-    ns_probe_report();
+    if (!vm)
+        ns_probe_report();
 
     /* argv for the agent: init [--pty] [--memory-mib N] -- CMD... */
     size_t ncmd = 0;
@@ -307,6 +323,11 @@ static int run_common(int argc, char **argv, bool shell)
         agent_argv[a++] = cmd[i];
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
+    if (vm) {
+        int status = cli_run_vm(&l, agent_argv);
+        launch_free(&l);
+        return status;
+    }
 
     int control[2] = {-1, -1};
     if (pty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) < 0) {
