@@ -366,6 +366,12 @@ static void run_relayed(const struct guest_command *c)
         cfmakeraw(&t);
         tcsetattr(console, TCSANOW, &t);
     }
+    /* Input the host sent before the line discipline was raw would have
+     * been echoed back: the host relays stdin only after this message. */
+    json_t *ready = json_pack("{s:s}", "t", "stdin-ready");
+    if (!ready || vm_frame_write(channel, ready) < 0)
+        guest_fail("channel: %s", strerror(errno));
+    json_decref(ready);
     int errport = open_port(VM_PORT_STDERR);
     int in[2], out[2], errp[2];
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)

@@ -76,7 +76,8 @@ struct relay {
     int sigfd;
     int console, errport, channel;
     bool stdin_open;
-    int status; /* -1 until the guest reports */
+    bool stdin_ready; /* the guest's console is raw: input may flow */
+    int status;       /* -1 until the guest reports */
 };
 
 /* Drains the output streams once QEMU is gone (EOF ends each). */
@@ -103,7 +104,7 @@ static int relay_loop(struct relay *r)
         struct pollfd p[6] = {
             {r->sigfd, POLLIN, 0},
             {r->sb->pidfd, POLLIN, 0},
-            {r->stdin_open ? 0 : -1, POLLIN, 0},
+            {r->stdin_open && r->stdin_ready ? 0 : -1, POLLIN, 0},
             {r->console, POLLIN, 0},
             {r->errport, POLLIN, 0},
             {r->status < 0 ? r->channel : -1, POLLIN, 0},
@@ -145,7 +146,9 @@ static int relay_loop(struct relay *r)
         if (p[5].revents & (POLLIN | POLLHUP | POLLERR)) {
             json_t *m = vm_frame_read(r->channel, 2000);
             const char *t = json_string_value(json_object_get(m, "t"));
-            if (t && strcmp(t, "exit") == 0) {
+            if (t && strcmp(t, "stdin-ready") == 0) {
+                r->stdin_ready = true;
+            } else if (t && strcmp(t, "exit") == 0) {
                 r->status = (int)json_integer_value(json_object_get(m, "status"));
                 reported_at = now_ms();
             } else if (t && strcmp(t, "error") == 0) {
