@@ -6,10 +6,13 @@
 set -euo pipefail
 
 build_pkgs=(meson ninja-build gcc pkg-config libseccomp-dev libjansson-dev
-    libpcre2-dev libutf8proc-dev libgd-dev git)
+    libpcre2-dev libutf8proc-dev libgd-dev git passt)
+# passt provides pasta, which `--network open` runs.
 test_pkgs=(clang clang-format libclang-rt-14-dev bubblewrap ripgrep fd-find
-    hyperfine util-linux procps iproute2 strace python3 curl netcat-openbsd
+    hyperfine util-linux procps iproute2 strace python3 curl netcat-openbsd time socat
     qemu-system-x86 kmod)
+# socat is a relay in the network tests; qemu-system-x86 and kmod (depmod)
+# are for the vm backend.
 
 want=("${build_pkgs[@]}")
 mode=build

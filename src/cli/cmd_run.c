@@ -4,6 +4,7 @@
  * on a terminal, the pty relay. */
 #include "backend/ns/ns.h"
 #include "cli/commands.h"
+#include "net/net.h"
 #include "supervisor/launch.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -19,6 +20,7 @@
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -47,6 +49,17 @@ static void usage(FILE *out, bool shell)
                  "  --readonly        mount the workspace read-only\n"
                  "  --pty / --no-pty  force or refuse a terminal (default: when stdin is one)\n"
                  "  --backend NAME    ns (default) or vm (a QEMU microVM); also CORDON_BACKEND\n"
+                 "  --network MODE    deny (default: loopback only), allowlist (through\n"
+                 "                    cordon's checking proxy), open (full outbound access)\n"
+                 "  --allow-host PAT  allowlist entry, repeatable: host.name, *.domain\n"
+                 "                    (subdomains only), 1.2.3.4, 10.0.0.0/8, [2001:db8::/32],\n"
+                 "                    each with an optional :PORT\n"
+                 "  --publish [BIND:]HOST:GUEST  make the sandbox's 127.0.0.1:GUEST reachable\n"
+                 "                    from the host at BIND:HOST (default 127.0.0.1), repeatable\n"
+                 "  --net-audit-log FILE  network decisions as JSON lines (default\n"
+                 "                    $XDG_STATE_HOME/cordon/network-audit.jsonl)\n"
+                 "  --net-hosts-file FILE  the proxy resolves names only from FILE (hosts(5)\n"
+                 "                    format), never DNS\n"
                  "  -h, --help        this text\n");
 }
 
@@ -61,6 +74,34 @@ static int parse_long(const char *opt, const char *value, long *out)
     }
     *out = v;
     return 0;
+}
+
+/* $XDG_STATE_HOME/cordon/network-audit.jsonl (~/.local/state when unset);
+ * NULL when no such place can be made (the proxy then keeps no file). */
+static char *default_audit_log_path(void)
+{
+    const char *state = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char dir[4096];
+    if (state && state[0] == '/')
+        snprintf(dir, sizeof(dir), "%s/cordon", state);
+    else if (home && home[0] == '/')
+        snprintf(dir, sizeof(dir), "%s/.local/state/cordon", home);
+    else
+        return NULL;
+    for (char *p = dir + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(dir, 0700);
+            *p = '/';
+        }
+    }
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return NULL;
+    char *path;
+    if (asprintf(&path, "%s/network-audit.jsonl", dir) < 0)
+        return NULL;
+    return path;
 }
 
 static int recv_fd(int sock)
@@ -203,12 +244,19 @@ static int run_common(int argc, char **argv, bool shell)
         {"readonly", no_argument, NULL, 'r'},
         {"pty", no_argument, NULL, 'P'},
         {"no-pty", no_argument, NULL, 'N'},
-        {"backend", required_argument, NULL, 'B'},
+        {"network", required_argument, NULL, 'w'},
+        {"allow-host", required_argument, NULL, 'A'},
+        {"publish", required_argument, NULL, 'B'},
+        {"net-audit-log", required_argument, NULL, 'L'},
+        {"net-hosts-file", required_argument, NULL, 'H'},
+        {"backend", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
     struct launch_options opts;
     launch_default_options(&opts);
+    struct net_policy net = {.mode = NET_MODE_DENY};
+    struct cordon_error net_err = {0};
     int want_pty = -1;
     const char *backend = getenv("CORDON_BACKEND");
     optind = 1;
@@ -260,7 +308,36 @@ static int run_common(int argc, char **argv, bool shell)
         case 'N':
             want_pty = 0;
             break;
+        case 'w':
+            if (net_mode_parse(optarg, &net.mode, &net_err) < 0) {
+                fprintf(stderr, "cordon: --network: %s\n", net_err.message);
+                return CORDON_EXIT_FAILURE;
+            }
+            break;
+        case 'A':
+            if (net.allow_count == NET_MAX_ALLOW) {
+                fprintf(stderr, "cordon: --allow-host: at most %d entries\n", NET_MAX_ALLOW);
+                return CORDON_EXIT_FAILURE;
+            }
+            net.allow_hosts[net.allow_count++] = optarg;
+            break;
         case 'B':
+            if (net.publish_count == NET_MAX_PUBLISH) {
+                fprintf(stderr, "cordon: --publish: at most %d ports\n", NET_MAX_PUBLISH);
+                return CORDON_EXIT_FAILURE;
+            }
+            if (net_publish_parse(optarg, &net.publish[net.publish_count++], &net_err) < 0) {
+                fprintf(stderr, "cordon: --publish: %s\n", net_err.message);
+                return CORDON_EXIT_FAILURE;
+            }
+            break;
+        case 'L':
+            net.audit_log = optarg;
+            break;
+        case 'H':
+            net.hosts_file = optarg;
+            break;
+        case 'K':
             backend = optarg;
             break;
         case 'h':
@@ -293,6 +370,11 @@ static int run_common(int argc, char **argv, bool shell)
         fprintf(stderr, "cordon: --pty is not available on the vm backend yet\n");
         return CORDON_EXIT_FAILURE;
     }
+    if (vm && (net.mode != NET_MODE_DENY || net.publish_count > 0)) {
+        fprintf(stderr, "cordon: the vm backend has no network yet: only --network deny, "
+                        "no --publish\n");
+        return CORDON_EXIT_FAILURE;
+    }
     bool pty = !vm && (want_pty == 1 || (want_pty == -1 && shell && isatty(0) && isatty(1)));
 
     struct cordon_error err = {0};
@@ -303,6 +385,21 @@ static int run_common(int argc, char **argv, bool shell)
     }
     if (!vm)
         ns_probe_report();
+
+    _cleanup_free_ char *default_audit = NULL;
+    if (!net.audit_log && net.mode == NET_MODE_ALLOWLIST)
+        net.audit_log = default_audit = default_audit_log_path();
+    net.session_name = l.name;
+    if (net_policy_validate(&net, &err) < 0 || net_env_add(&net, &l.env, &err) < 0) {
+        log_error("%s", err.message);
+        launch_free(&l);
+        return CORDON_EXIT_FAILURE;
+    }
+    l.spec.envp = l.env;
+    struct net_session net_session;
+    net_session_init(&net_session, &net);
+    l.spec.on_namespaces_ready = net_on_namespaces_ready;
+    l.spec.on_namespaces_ready_ctx = &net_session;
 
     /* argv for the agent: init [--pty] [--memory-mib N] -- CMD... */
     size_t ncmd = 0;
@@ -353,6 +450,7 @@ static int run_common(int argc, char **argv, bool shell)
     if (control[1] >= 0)
         close(control[1]);
     if (rc < 0) {
+        net_session_stop(&net_session);
         log_error("%s", err.message);
         if (control[0] >= 0)
             close(control[0]);
@@ -378,6 +476,7 @@ static int run_common(int argc, char **argv, bool shell)
     if (control[0] >= 0)
         close(control[0]);
     int status = supervise_loop(&s);
+    net_session_stop(&net_session);
     if (restore)
         tcsetattr(0, TCSANOW, &saved);
     if (s.master >= 0)

@@ -12,6 +12,9 @@
 static const struct cli_command commands[] = {
     {"run", cmd_run, "run a command in a sandbox of the current workspace"},
     {"shell", cmd_shell, "start an interactive shell in a sandbox"},
+    {"config", cmd_config, "show the effective configuration (--explain, --where, check FILE)"},
+    {"trust", cmd_trust, "trust this workspace's .cordon.toml (pinned to its content)"},
+    {"untrust", cmd_untrust, "stop trusting this workspace's .cordon.toml"},
 };
 
 static void usage(FILE *out)

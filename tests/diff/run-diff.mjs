@@ -24,8 +24,13 @@
 //   "normalize": [{"pattern": "regex", "flags": "g", "replace": "X"}],
 //                            // applied to both outputs: values that legitimately differ
 //   "user": "root" | "unprivileged",   // run only as that kind of user
-//   "timeout": 30            // seconds for each side
+//   "timeout": 30,           // seconds for each side
+//   "git": true              // `git init` the fixture root first (find/grep
+//                            // ignore rules depend on it)
 // }
+// pi's find and grep run `fd` and `rg` from PATH; the harness puts shims
+// first on PATH (see installShims) so pi's side runs on this machine and
+// in a defined order.
 // Environment: CORDON_TOOL_RUNNER (command, split on spaces; default the
 // tool-run binary), CORDON_BUILD, CORDON_SRC, DIFF_FILTER (regex on
 // "file: name"), DIFF_VERBOSE=1 (print both outputs).
@@ -73,6 +78,43 @@ if (!runner) {
     process.exit(0);
 }
 
+// Shims for pi's side. fd: pi passes --no-require-git, which Debian 12's
+// fdfind 8.6 rejects; inside a git repository fd 8.6 without it applies the
+// same rules, so fixtures with .gitignore files are git repositories. fd 9+
+// also leaves out .git (an implicit --exclude .git). fd's output order is
+// only defined when it sorts (small trees), and with --max-results it is
+// whichever results the parallel walk finds first; the shim sorts by path
+// components and then cuts at the limit, the order cordon defines. rg: the
+// parallel order is not defined either; --sort path is cordon's order.
+function installShims() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cordon-diff-shims-"));
+    const fdShim = `#!/bin/bash
+args=() max=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-require-git) ;;
+        --max-results) max=$2; shift ;;
+        --) args+=("$@"); break ;;
+        *) args+=("$1") ;;
+    esac
+    shift
+done
+if [ "\${args[0]}" = --version ]; then exec fdfind --version; fi
+# A value fd cannot parse: let fdfind report it.
+case "$max" in ''|*[!0-9]*) exec fdfind --max-results "$max" "\${args[@]}" ;; esac
+fdfind --exclude .git "\${args[@]}" | sed 's|/|\x01|g' | LC_ALL=C sort | sed 's|\x01|/|g' |
+    if [ "$max" -gt 0 ]; then head -n "$max"; else cat; fi
+exit "\${PIPESTATUS[0]}"
+`;
+    fs.writeFileSync(path.join(dir, "fd"), fdShim, { mode: 0o755 });
+    // The real rg by absolute path: the shim itself is "rg" on PATH.
+    const realRg = spawnSync("sh", ["-c", "command -v rg"], { encoding: "utf-8" }).stdout.trim() || "/usr/bin/rg";
+    fs.writeFileSync(path.join(dir, "rg"), `#!/bin/sh\nexec ${realRg} --sort path "$@"\n`, { mode: 0o755 });
+    process.env.PATH = `${dir}:${process.env.PATH}`;
+    process.on("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
+}
+installShims();
+
 const tools = await import(pathToFileURL(piTools).href);
 const { validateToolArguments } = await import(pathToFileURL(piAi).href);
 const creators = {
@@ -100,8 +142,12 @@ function nameBytes(name) {
     return name.startsWith("base64:") ? Buffer.from(name.slice(7), "base64") : Buffer.from(name, "utf-8");
 }
 
-function buildFixture(root, files, generate) {
+function buildFixture(root, files, generate, git) {
     fs.mkdirSync(root, { recursive: true });
+    if (git) {
+        const made = spawnSync("git", ["init", "-q", root]);
+        if (made.status !== 0) throw new Error(`git init failed: ${made.stderr}`);
+    }
     if (generate) {
         // Many empty files with long names: {"dir": "d", "count": 600, "nameLength": 100}
         const dir = path.join(root, generate.dir ?? ".");
@@ -254,19 +300,24 @@ for (const file of caseFiles) {
         const cwd = path.join(root, testCase.cwd ?? ".");
         const home = testCase.home ? path.join(root, testCase.home) : path.join(base, "no-home");
         try {
-            buildFixture(root, testCase.files, testCase.generate);
+            buildFixture(root, testCase.files, testCase.generate, testCase.git);
             const savedHome = process.env.HOME;
             process.env.HOME = home; // os.homedir() reads $HOME
+            // rg resolves --glob against its working directory: pi's process
+            // cwd is the session cwd.
+            const savedCwd = process.cwd();
+            process.chdir(cwd);
             let piOut;
             try {
                 piOut = await runPi(testCase, cwd);
             } finally {
                 process.env.HOME = savedHome;
+                process.chdir(savedCwd);
             }
             const piTree = testCase.tree ? snapshotTree(root) : "";
             removeTree(root);
 
-            buildFixture(root, testCase.files, testCase.generate);
+            buildFixture(root, testCase.files, testCase.generate, testCase.git);
             const cordon = runCordon(testCase, cwd, home);
             if (cordon.failed) {
                 tapOk(false, label, [cordon.failed, `pi: ${piOut.slice(0, 2000)}`]);

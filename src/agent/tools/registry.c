@@ -6,10 +6,8 @@
 #include <string.h>
 
 static const struct tool_entry tool_table[] = {
-    {"read", tool_read},
-    {"write", tool_write},
-    {"edit", tool_edit},
-    {"ls", tool_ls},
+    {"read", tool_read}, {"write", tool_write}, {"edit", tool_edit},     {"ls", tool_ls},
+    {"find", tool_find}, {"grep", tool_grep},   {"bash", tool_bash_run},
 };
 
 const struct tool_entry *tool_lookup(const char *name)

@@ -22,3 +22,6 @@ int tool_read(const struct tool_env *env, json_t *args, struct tool_result *res)
 int tool_write(const struct tool_env *env, json_t *args, struct tool_result *res);
 int tool_edit(const struct tool_env *env, json_t *args, struct tool_result *res);
 int tool_ls(const struct tool_env *env, json_t *args, struct tool_result *res);
+int tool_find(const struct tool_env *env, json_t *args, struct tool_result *res);
+int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res);
+int tool_bash_run(const struct tool_env *env, json_t *args, struct tool_result *res);

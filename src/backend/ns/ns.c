@@ -316,6 +316,9 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
         goto fail_child;
     if (ns_cgroups_attach(spec, pid, sb, err) < 0)
         goto fail_child;
+    if (spec->on_namespaces_ready &&
+        spec->on_namespaces_ready(pid, spec->on_namespaces_ready_ctx, err) < 0)
+        goto fail_child;
     if (write(sync[0], "g", 1) != 1) {
         error_set(err, errno, "starting the sandbox");
         goto fail_child;

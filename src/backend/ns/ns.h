@@ -39,6 +39,11 @@ struct ns_spec {
     int stdio[3];           /* become fds 0, 1, 2 inside */
     int control_fd;         /* becomes fd 3 inside, or -1 */
     const char *name;       /* sandbox name (cgroup and hostname) */
+    /* Called on the host once the sandbox's namespaces exist and its id maps
+     * are written, before anything runs inside (network set-up: joining the
+     * sandbox's network namespace, starting pasta). May be NULL. */
+    int (*on_namespaces_ready)(pid_t pid, void *ctx, struct cordon_error *err);
+    void *on_namespaces_ready_ctx;
 };
 
 struct ns_sandbox {

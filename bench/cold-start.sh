@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Cold start of `cordon run -- /bin/true` against bubblewrap given an
+# equivalent view (user, mount, pid, net, ipc, uts namespaces; read-only
+# system; tmpfs /tmp, /run, /var/tmp and home; the workspace bound read-write;
+# a new /proc; minimal /dev; a new session), alternating the two in one run.
+# Prints medians, the ratio and cordon's peak memory; with --markdown, a table
+# for docs/benchmarks.md.
+set -euo pipefail
+runs=${RUNS:-40}
+cordon=${CORDON:-$(cd "$(dirname "$0")/.." && pwd)/build/cordon}
+[ -x "$cordon" ] || { echo "bench: build cordon first (make build)" >&2; exit 1; }
+command -v bwrap >/dev/null || { echo "bench: bwrap not installed" >&2; exit 1; }
+ws=$(mktemp -d /tmp/cordon-bench.XXXXXX)
+trap 'rm -rf "$ws"' EXIT
+cd "$ws"
+
+bwrap_args=(--unshare-user --unshare-pid --unshare-net --unshare-ipc --unshare-uts
+    --unshare-cgroup-try --die-with-parent --new-session
+    --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/sbin /sbin
+    --symlink usr/lib /lib --symlink usr/lib64 /lib64
+    --ro-bind /etc /etc --tmpfs /tmp --tmpfs /run --tmpfs /var/tmp --tmpfs "$HOME"
+    --bind "$ws" "$ws" --proc /proc --dev /dev --chdir "$ws")
+
+now_ns() { date +%s%N; }
+declare -a tc tb
+for ((i = 0; i < runs; i++)); do
+    t0=$(now_ns); "$cordon" run -- /bin/true; t1=$(now_ns)
+    bwrap "${bwrap_args[@]}" /bin/true; t2=$(now_ns)
+    tc+=($(((t1 - t0) / 1000))); tb+=($(((t2 - t1) / 1000)))
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+p90() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int(NR*0.9)]}'; }
+mc=$(median "${tc[@]}"); mb=$(median "${tb[@]}")
+ratio=$(awk -v c="$mc" -v b="$mb" 'BEGIN {printf "%.2f", c/b}')
+peak=$( { /usr/bin/time -f '%M' "$cordon" run -- /bin/true; } 2>&1 | tail -1)
+bwpeak=$( { /usr/bin/time -f '%M' bwrap "${bwrap_args[@]}" /bin/true; } 2>&1 | tail -1)
+if [ "${1:-}" = --markdown ]; then
+    echo "| runs | cordon median | bwrap median | ratio (cordon/bwrap) | cordon p90 | bwrap p90 | cordon peak RSS | bwrap peak RSS |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| $runs | ${mc} µs | ${mb} µs | $ratio | $(p90 "${tc[@]}") µs | $(p90 "${tb[@]}") µs | ${peak} KiB | ${bwpeak} KiB |"
+else
+    echo "cold start, $runs runs each, alternating"
+    echo "  cordon run -- /bin/true: median ${mc} µs (p90 $(p90 "${tc[@]}") µs), peak RSS ${peak} KiB"
+    echo "  bwrap (equivalent view): median ${mb} µs (p90 $(p90 "${tb[@]}") µs), peak RSS ${bwpeak} KiB"
+    echo "  ratio cordon/bwrap: $ratio (target <= 1.0)"
+fi

@@ -1,0 +1,626 @@
+/* pi's grep tool (grep.js): the matches `rg --json --line-number
+ * --color=never --hidden [--ignore-case] [--fixed-strings] [--glob G] --
+ * pattern path` reports, formatted as pi formats them. Patterns are PCRE2
+ * (UTF, UCP) standing in for ripgrep's Rust regex engine; files are walked
+ * in sorted order (rg --sort path) because rg's parallel order is not
+ * defined. Sandbox (cordon-agent) or host context. */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "agent/tools/args.h"
+#include "agent/tools/js.h"
+#include "agent/tools/ignore.h"
+#include "agent/tools/path.h"
+#include "agent/tools/registry.h"
+#include "agent/tools/rxsyntax.h"
+#include "agent/tools/truncate.h"
+#include "agent/tools/walk.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pcre2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utf8proc.h>
+
+#define GREP_DEFAULT_LIMIT  100
+#define JS_MAX_SAFE_INTEGER 9007199254740991ULL
+/* ripgrep's read buffer: binary detection looks at each newly read chunk,
+ * so matches before the chunk holding the first NUL are still reported. */
+#define GREP_CHUNK (64u * 1024)
+/* Bounds for hostile input. A longer line is matched on its first
+ * GREP_LINE_MAX bytes only; a special file (/dev/zero) is read this far. */
+#define GREP_LINE_MAX         (16u << 20)
+#define GREP_SPECIAL_READ_MAX (16u << 20)
+/* Context lines need the whole file, as pi reads it. */
+#define GREP_CONTEXT_FILE_MAX (64u << 20)
+#define GREP_OUTPUT_MAX       (64u << 20)
+#define GREP_ERRORS_MAX       (64u << 10)
+#define GREP_MATCH_LIMIT      10000000
+
+struct membuf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+};
+
+static void mb_append(struct membuf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (n >= SIZE_MAX / 4 - b->len) {
+        b->failed = true;
+        return;
+    }
+    size_t need = b->len + n + 1;
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < need)
+            cap *= 2;
+        char *p = realloc(b->data, cap);
+        if (!p) {
+            b->failed = true;
+            return;
+        }
+        b->data = p;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static void mb_printf(struct membuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mb_printf(struct membuf *b, const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = true;
+        return;
+    }
+    mb_append(b, s, (size_t)n);
+    free(s);
+}
+
+/* The lines of a file as pi splits it for context: decoded as UTF-8 with
+ * replacement, then split on \r\n, \r and \n. */
+struct file_lines {
+    char *text;
+    size_t *starts, *lens;
+    size_t count;
+    bool unreadable;
+};
+
+static void file_lines_clear(struct file_lines *fl)
+{
+    free(fl->text);
+    free(fl->starts);
+    free(fl->lens);
+    *fl = (struct file_lines){0};
+}
+
+struct grep_state {
+    const struct tool_env *env;
+    pcre2_code *re;
+    pcre2_match_data *md;
+    pcre2_match_context *mctx;
+    double context;
+    double limit;
+    double match_count;
+    bool limit_reached;
+    bool lines_truncated;
+    bool is_directory;
+    const char *search_path;
+    struct membuf out; /* formatted output lines, "\n"-joined */
+    bool have_output_line;
+    struct membuf errors; /* rg's stderr for files it could not read */
+    bool output_overflow;
+    /* The file being searched. */
+    const char *file_abs;
+    const char *file_display;
+    struct file_lines lines;
+    bool lines_loaded;
+};
+
+static bool utf8_valid(const char *s, size_t len)
+{
+    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
+    utf8proc_ssize_t left = (utf8proc_ssize_t)len;
+    while (left > 0) {
+        if (*p < 0x80) {
+            p++;
+            left--;
+            continue;
+        }
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t n = utf8proc_iterate(p, left, &cp);
+        if (n <= 0)
+            return false;
+        p += n;
+        left -= n;
+    }
+    return true;
+}
+
+/* truncateLine(): the first 500 UTF-16 units, then "... [truncated]". */
+static void append_truncated_line(struct grep_state *g, const char *s, size_t len)
+{
+    size_t units = utf16_length(s, len);
+    if (units <= TRUNCATE_GREP_LINE_MAX) {
+        mb_append(&g->out, s, len);
+        return;
+    }
+    g->lines_truncated = true;
+    size_t pos = 0, used = 0;
+    while (pos < len) {
+        unsigned char c = (unsigned char)s[pos];
+        size_t n = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+        size_t u = n == 4 ? 2 : 1;
+        if (used + u > TRUNCATE_GREP_LINE_MAX || pos + n > len)
+            break;
+        used += u;
+        pos += n;
+    }
+    mb_append(&g->out, s, pos);
+    mb_append(&g->out, "... [truncated]", 15);
+}
+
+static void begin_output_line(struct grep_state *g)
+{
+    if (g->have_output_line)
+        mb_append(&g->out, "\n", 1);
+    g->have_output_line = true;
+}
+
+static int load_context_lines(struct grep_state *g)
+{
+    if (g->lines_loaded)
+        return 0;
+    g->lines_loaded = true;
+    struct file_lines *fl = &g->lines;
+    _cleanup_close_ int fd =
+        open(g->file_abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+    if (fd < 0 && errno == ELOOP)
+        fd = open(g->file_abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        fl->unreadable = true;
+        return 0;
+    }
+    struct membuf raw = {0};
+    char buf[GREP_CHUNK];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        mb_append(&raw, buf, (size_t)n);
+        if (raw.failed || raw.len >= GREP_CONTEXT_FILE_MAX)
+            break;
+    }
+    if (raw.failed) {
+        free(raw.data);
+        return -1;
+    }
+    size_t text_len = 0;
+    fl->text = utf8_sanitize(raw.data ? raw.data : "", raw.len, &text_len);
+    free(raw.data);
+    if (!fl->text)
+        return -1;
+    size_t cap = 64;
+    fl->starts = malloc(cap * sizeof(size_t));
+    fl->lens = malloc(cap * sizeof(size_t));
+    if (!fl->starts || !fl->lens)
+        return -1;
+    size_t start = 0;
+    for (size_t i = 0;; i++) {
+        bool end = i >= text_len;
+        if (!end && fl->text[i] != '\n' && fl->text[i] != '\r')
+            continue;
+        if (fl->count == cap) {
+            cap *= 2;
+            size_t *s = realloc(fl->starts, cap * sizeof(size_t));
+            if (!s)
+                return -1;
+            fl->starts = s;
+            size_t *l = realloc(fl->lens, cap * sizeof(size_t));
+            if (!l)
+                return -1;
+            fl->lens = l;
+        }
+        fl->starts[fl->count] = start;
+        fl->lens[fl->count] = i - start;
+        fl->count++;
+        if (end)
+            break;
+        if (fl->text[i] == '\r' && i + 1 < text_len && fl->text[i + 1] == '\n')
+            i++;
+        start = i + 1;
+    }
+    return 0;
+}
+
+/* formatBlock(): the match line with `context` lines around it, from the
+ * file as pi reads it. */
+static int format_block(struct grep_state *g, double line_number)
+{
+    if (load_context_lines(g) < 0)
+        return -1;
+    struct file_lines *fl = &g->lines;
+    if (fl->unreadable || fl->count == 0) {
+        begin_output_line(g);
+        mb_printf(&g->out, "%s:%.0f: (unable to read file)", g->file_display, line_number);
+        return 0;
+    }
+    double start = g->context > 0 ? fmax(1, line_number - g->context) : line_number;
+    double end = g->context > 0 ? fmin((double)fl->count, line_number + g->context) : line_number;
+    for (double cur = start; cur <= end; cur++) {
+        const char *text = "";
+        size_t len = 0;
+        if (cur == floor(cur) && cur >= 1 && cur <= (double)fl->count) {
+            size_t idx = (size_t)cur - 1;
+            text = fl->text + fl->starts[idx];
+            len = fl->lens[idx];
+        }
+        char num[64];
+        js_number_string(cur, num, sizeof(num));
+        begin_output_line(g);
+        mb_printf(&g->out, "%s%c%s%c ", g->file_display, cur == line_number ? ':' : '-', num,
+                  cur == line_number ? ':' : '-');
+        append_truncated_line(g, text, len);
+    }
+    return 0;
+}
+
+/* One line (without its '\n'); returns 1 when the match limit stops the
+ * search. */
+static int search_line(struct grep_state *g, const char *line, size_t len, size_t line_number)
+{
+    int rc = pcre2_match(g->re, (PCRE2_SPTR)line, len, 0, 0, g->md, g->mctx);
+    if (rc < 0)
+        return 0;
+    g->match_count++;
+    /* rg reports a path that is not UTF-8 as bytes; pi then skips the match
+     * (it still counts). */
+    if (g->file_display) {
+        bool valid = utf8_valid(line, len);
+        if (g->context == 0 && valid) {
+            begin_output_line(g);
+            mb_printf(&g->out, "%s:%zu: ", g->file_display, line_number);
+            /* pi drops every '\r' from the line. */
+            size_t start = 0;
+            struct membuf clean = {0};
+            for (size_t i = 0; i <= len; i++) {
+                if (i == len || line[i] == '\r') {
+                    mb_append(&clean, line + start, i - start);
+                    start = i + 1;
+                }
+            }
+            append_truncated_line(g, clean.data ? clean.data : "", clean.len);
+            bool failed = clean.failed;
+            free(clean.data);
+            if (failed)
+                return -1;
+        } else if (format_block(g, (double)line_number) < 0) {
+            return -1;
+        }
+    }
+    if (g->out.failed)
+        return -1;
+    if (g->out.len > GREP_OUTPUT_MAX)
+        g->output_overflow = true;
+    if (g->match_count >= g->limit) {
+        g->limit_reached = true;
+        return 1;
+    }
+    return g->output_overflow ? 1 : 0;
+}
+
+static void record_error(struct grep_state *g, const char *path, int errnum)
+{
+    if (g->errors.len > GREP_ERRORS_MAX)
+        return;
+    if (g->errors.len)
+        mb_append(&g->errors, "\n", 1);
+    mb_printf(&g->errors, "%s: %s (os error %d)", path, strerror(errnum), errnum);
+}
+
+/* Searches one open file line by line. quit_on_nul: ripgrep's binary
+ * detection for files found by the walk. Returns 1 to stop everything. */
+static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read_max)
+{
+    _cleanup_free_ char *chunk = malloc(GREP_CHUNK);
+    struct membuf line = {0};
+    if (!chunk)
+        return -1;
+    size_t line_number = 1, total = 0;
+    bool line_clipped = false;
+    int ret = 0;
+    for (;;) {
+        ssize_t n = read(fd, chunk, GREP_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            break;
+        if (n <= 0)
+            break;
+        total += (size_t)n;
+        if (quit_on_nul && memchr(chunk, '\0', (size_t)n))
+            break;
+        const char *p = chunk, *end = chunk + n;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            size_t take = nl ? (size_t)(nl - p) : (size_t)(end - p);
+            if (!line_clipped) {
+                size_t room = GREP_LINE_MAX - line.len;
+                mb_append(&line, p, take < room ? take : room);
+                line_clipped = take >= room;
+            }
+            if (line.failed) {
+                ret = -1;
+                goto out;
+            }
+            if (!nl)
+                break;
+            int r = search_line(g, line.data ? line.data : "", line.len, line_number);
+            if (r != 0) {
+                ret = r;
+                goto out;
+            }
+            line.len = 0;
+            line_clipped = false;
+            line_number++;
+            p = nl + 1;
+        }
+        if (total >= read_max)
+            break;
+    }
+    /* A last line without '\n'. */
+    if (line.len > 0)
+        ret = search_line(g, line.data, line.len, line_number);
+out:
+    free(line.data);
+    return ret;
+}
+
+static int search_file(struct grep_state *g, int dirfd, const char *name, const char *abs,
+                       const char *display, bool explicit_path)
+{
+    int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+    _cleanup_close_ int fd = openat(dirfd, name, flags | (explicit_path ? 0 : O_NOFOLLOW));
+    if (fd < 0) {
+        record_error(g, abs, errno);
+        return 0;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        record_error(g, abs, errno);
+        return 0;
+    }
+    if (S_ISDIR(st.st_mode))
+        return 0;
+    size_t read_max = S_ISREG(st.st_mode) ? SIZE_MAX : GREP_SPECIAL_READ_MAX;
+    g->file_abs = abs;
+    g->file_display = display;
+    g->lines_loaded = false;
+    int r = search_fd(g, fd, !explicit_path, read_max);
+    file_lines_clear(&g->lines);
+    g->lines_loaded = false;
+    return r;
+}
+
+static void grep_dir_error(void *ctx, const char *path, int errnum)
+{
+    struct grep_state *g = ctx;
+    if (g->errors.len > GREP_ERRORS_MAX)
+        return;
+    if (g->errors.len)
+        mb_append(&g->errors, "\n", 1);
+    mb_printf(&g->errors, "%s: IO error for operation on %s: %s (os error %d)", path, path,
+              strerror(errnum), errnum);
+}
+
+static int grep_visit(void *ctx, const struct walk_entry *e, struct cordon_error *err)
+{
+    struct grep_state *g = ctx;
+    if (e->type != WALK_FILE)
+        return 0;
+    _cleanup_free_ char *display = NULL;
+    if (utf8_valid(e->path, strlen(e->path))) {
+        /* path.relative(searchPath, file), or the basename when it would
+         * climb out (it never does here, but a name may start with ".."). */
+        const char *rel = e->rel;
+        display = strdup(strncmp(rel, "..", 2) == 0 ? e->name : rel);
+        if (!display)
+            return error_set(err, ENOMEM, "grep");
+    }
+    int r = search_file(g, e->dirfd, e->name, e->path, display, false);
+    if (r < 0)
+        return error_set(err, ENOMEM, "grep");
+    return r;
+}
+
+static int compile_pattern(struct grep_state *g, const char *pattern, bool ignore_case,
+                           bool literal, struct tool_result *res)
+{
+    uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
+    if (ignore_case)
+        options |= PCRE2_CASELESS;
+    /* PCRE2 refuses UCP with LITERAL; it only changes classes anyway. */
+    options |= literal ? PCRE2_LITERAL : PCRE2_UCP;
+    /* ripgrep's error texts for what its Rust engine rejects, and the
+     * pattern spelled for PCRE2. */
+    char *translated = NULL;
+    char *rust_error = rx_check_rust_syntax(pattern, literal, &translated);
+    if (rust_error) {
+        tool_result_error(res, "%s", rust_error);
+        free(rust_error);
+        return -1;
+    }
+    int code;
+    PCRE2_SIZE offset;
+    g->re =
+        pcre2_compile((PCRE2_SPTR)translated, PCRE2_ZERO_TERMINATED, options, &code, &offset, NULL);
+    free(translated);
+    if (!g->re) {
+        /* Rust accepted what PCRE2 does not: rg's layout, PCRE2's words. */
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(code, msg, sizeof(msg));
+        tool_result_error(res, "regex parse error:\n    %s\n    ^\nerror: %s", pattern,
+                          (const char *)msg);
+        return -1;
+    }
+    (void)pcre2_jit_compile(g->re, PCRE2_JIT_COMPLETE);
+    g->md = pcre2_match_data_create_from_pattern(g->re, NULL);
+    g->mctx = pcre2_match_context_create(NULL);
+    if (!g->md || !g->mctx) {
+        tool_result_error(res, "out of memory");
+        return -1;
+    }
+    pcre2_set_match_limit(g->mctx, GREP_MATCH_LIMIT);
+    return 0;
+}
+
+static int build_result(struct grep_state *g, struct tool_result *res)
+{
+    if (g->errors.len > 0 && !g->limit_reached)
+        return tool_result_error(res, "%s", g->errors.data);
+    if (g->match_count == 0)
+        return tool_result_text(res, "No matches found", NULL);
+    const char *raw = g->out.data ? g->out.data : "";
+    struct truncation t;
+    truncate_head(raw, g->out.len, JS_MAX_SAFE_INTEGER, 0, &t);
+    json_t *details = json_object();
+    struct membuf notices = {0};
+    char limit_text[64], twice[64], size[32];
+    if (g->limit_reached) {
+        mb_printf(&notices, "%s matches limit reached. Use limit=%s for more, or refine pattern",
+                  js_number_string(g->limit, limit_text, sizeof(limit_text)),
+                  js_number_string(g->limit * 2, twice, sizeof(twice)));
+        json_object_set_new(details, "matchLimitReached", js_number_json(g->limit));
+    }
+    if (t.truncated) {
+        mb_printf(&notices, "%s%s limit reached", notices.len ? ". " : "",
+                  format_size(TRUNCATE_MAX_BYTES, size, sizeof(size)));
+        json_object_set_new(details, "truncation", truncation_to_json(&t));
+    }
+    if (g->lines_truncated) {
+        mb_printf(&notices, "%sSome lines truncated to %d chars. Use read tool to see full lines",
+                  notices.len ? ". " : "", TRUNCATE_GREP_LINE_MAX);
+        json_object_set_new(details, "linesTruncated", json_true());
+    }
+    struct membuf text = {0};
+    mb_append(&text, t.content, t.content_len);
+    if (notices.len) {
+        mb_append(&text, "\n\n[", 3);
+        mb_append(&text, notices.data, notices.len);
+        mb_append(&text, "]", 1);
+    }
+    free(notices.data);
+    if (text.failed || notices.failed || !details) {
+        free(text.data);
+        json_decref(details);
+        return tool_result_error(res, "out of memory");
+    }
+    if (json_object_size(details) == 0) {
+        json_decref(details);
+        details = NULL;
+    }
+    int r = tool_result_text_len(res, text.data ? text.data : "", text.len, details);
+    free(text.data);
+    return r;
+}
+
+int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
+{
+    const char *pattern = NULL, *path_arg = NULL, *glob = NULL;
+    bool ignore_case = false, literal = false;
+    double context = 0, limit = GREP_DEFAULT_LIMIT;
+    if (tool_arg_string("grep", args, "pattern", true, &pattern, NULL, res) < 0 ||
+        tool_arg_string("grep", args, "path", false, &path_arg, NULL, res) < 0 ||
+        tool_arg_string("grep", args, "glob", false, &glob, NULL, res) < 0 ||
+        tool_arg_number("grep", args, "context", &context, res) < 0 ||
+        tool_arg_number("grep", args, "limit", &limit, res) < 0)
+        return 0;
+    js_arg_boolean(args, "ignoreCase", &ignore_case);
+    js_arg_boolean(args, "literal", &literal);
+
+    struct grep_state g = {
+        .env = env,
+        .context = context > 0 ? context : 0,
+        .limit = fmax(1, limit),
+    };
+    _cleanup_free_ char *search_path =
+        tool_resolve_path(path_arg && *path_arg ? path_arg : ".", env);
+    if (!search_path)
+        return tool_result_error(res, "out of memory");
+    g.search_path = search_path;
+    struct stat st;
+    if (stat(search_path, &st) < 0)
+        return tool_result_error(res, "Path not found: %s", search_path);
+    g.is_directory = S_ISDIR(st.st_mode);
+
+    struct ignore_rules *overrides = NULL;
+    int ret = 0;
+    if (compile_pattern(&g, pattern, ignore_case, literal, res) < 0)
+        goto out;
+    if (glob && *glob) {
+        struct cordon_error gerr = {0};
+        overrides = ignore_rules_parse_override(glob, &gerr);
+        if (!overrides) {
+            ret = tool_result_error(res, "%s", gerr.message);
+            goto out;
+        }
+    }
+
+    if (g.is_directory) {
+        struct walk_options options = {
+            .require_git = true,
+            .custom_ignore_name = ".rgignore",
+            .exclude_dot_git = false,
+            .overrides = overrides,
+            .override_base = env->cwd,
+            .visit = grep_visit,
+            .on_error = grep_dir_error,
+            .ctx = &g,
+        };
+        struct cordon_error err = {0};
+        if (walk_tree(search_path, &options, &err) < 0) {
+            if (err.errnum == ENOMEM) {
+                ret = tool_result_error(res, "out of memory");
+                goto out;
+            }
+            record_error(&g, search_path, err.errnum ? err.errnum : EIO);
+        }
+    } else {
+        const char *base = strrchr(search_path, '/');
+        base = base ? base + 1 : search_path;
+        const char *display = utf8_valid(search_path, strlen(search_path)) ? base : NULL;
+        if (search_file(&g, AT_FDCWD, search_path, search_path, display, true) < 0) {
+            ret = tool_result_error(res, "out of memory");
+            goto out;
+        }
+    }
+    if (g.out.failed || g.errors.failed) {
+        ret = tool_result_error(res, "out of memory");
+        goto out;
+    }
+    ret = build_result(&g, res);
+out:
+    ignore_rules_free(overrides);
+    pcre2_match_data_free(g.md);
+    pcre2_match_context_free(g.mctx);
+    pcre2_code_free(g.re);
+    free(g.out.data);
+    free(g.errors.data);
+    file_lines_clear(&g.lines);
+    return ret;
+}

@@ -1,0 +1,450 @@
+/* Rust regex syntax checks for grep (rxsyntax.h). Sandbox or host context. */
+#include "agent/tools/rxsyntax.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RX_MAX_GROUPS 1024
+
+static const char PCRE2_HINT[] =
+    "\n\nConsider enabling PCRE2 with the --pcre2 flag, which can handle backreferences\n"
+    "and look-around.";
+static const char NEWLINE_ERROR[] =
+    "the literal '\"\\n\"' is not allowed in a regex\n\nConsider enabling multiline mode with "
+    "the --multiline flag (or -U for short).\nWhen multiline mode is enabled, new line "
+    "characters can be matched.";
+
+struct rx {
+    const char *p;
+    size_t len, pos;
+    char *out;
+    size_t out_len, out_cap;
+    bool failed;
+};
+
+/* Column of byte offset `at`, in characters as Rust counts them. */
+static size_t column(const char *p, size_t at)
+{
+    size_t cols = 0;
+    for (size_t i = 0; i < at; i++)
+        if (((unsigned char)p[i] & 0xc0) != 0x80)
+            cols++;
+    return cols;
+}
+
+/* "regex parse error:\n    <pattern>\n    <carets>\nerror: <msg>". The caret
+ * span runs from byte `from` to byte `to` (exclusive, at least one). */
+static char *parse_error(const char *p, size_t from, size_t to, const char *msg, bool hint)
+{
+    size_t start = column(p, from);
+    size_t width = to > from ? column(p, to) - start : 1;
+    if (width == 0)
+        width = 1;
+    char *carets = malloc(start + width + 1);
+    if (!carets)
+        return NULL;
+    memset(carets, ' ', start);
+    memset(carets + start, '^', width);
+    carets[start + width] = '\0';
+    char *text = NULL;
+    if (asprintf(&text, "regex parse error:\n    %s\n    %s\nerror: %s%s", p, carets, msg,
+                 hint ? PCRE2_HINT : "") < 0)
+        text = NULL;
+    free(carets);
+    return text;
+}
+
+static void emit(struct rx *r, const char *s, size_t n)
+{
+    if (r->failed)
+        return;
+    if (r->out_len + n + 1 > r->out_cap) {
+        size_t cap = r->out_cap ? r->out_cap * 2 : 256;
+        while (cap < r->out_len + n + 1)
+            cap *= 2;
+        char *q = realloc(r->out, cap);
+        if (!q) {
+            r->failed = true;
+            return;
+        }
+        r->out = q;
+        r->out_cap = cap;
+    }
+    memcpy(r->out + r->out_len, s, n);
+    r->out_len += n;
+    r->out[r->out_len] = '\0';
+}
+
+static bool is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static size_t char_len(const char *p, size_t at, size_t len)
+{
+    size_t n = 1;
+    while (at + n < len && ((unsigned char)p[at + n] & 0xc0) == 0x80)
+        n++;
+    return n;
+}
+
+/* One escape at r->pos ('\\'). Returns an error message or NULL. */
+static char *escape(struct rx *r)
+{
+    const char *p = r->p;
+    size_t at = r->pos;
+    if (at + 1 >= r->len)
+        return parse_error(p, at, at + 1,
+                           "incomplete escape sequence, reached end of pattern "
+                           "prematurely",
+                           false);
+    char d = p[at + 1];
+    if (d >= '0' && d <= '9')
+        return parse_error(p, at, at + 2, "backreferences are not supported", true);
+    if (d == 'n')
+        return strdup(NEWLINE_ERROR);
+    if (strchr("abdfrstvwzABDSW", d) || strchr("\\.+*?()|[]{}^$#&-~", d)) {
+        emit(r, p + at, 2);
+        r->pos += 2;
+        return NULL;
+    }
+    if (d == 'x' || d == 'u' || d == 'U') {
+        size_t i = at + 2;
+        size_t digits = d == 'x' ? 2 : d == 'u' ? 4 : 8;
+        size_t hex_from, hex_to;
+        if (i < r->len && p[i] == '{') {
+            hex_from = i + 1;
+            size_t j = hex_from;
+            while (j < r->len && p[j] != '}') {
+                if (!is_hex(p[j]))
+                    return parse_error(p, j, j + char_len(p, j, r->len),
+                                       "invalid hexadecimal digit", false);
+                j++;
+            }
+            if (j >= r->len)
+                return parse_error(p, r->len, r->len + 1,
+                                   "incomplete escape sequence, reached end of pattern "
+                                   "prematurely",
+                                   false);
+            hex_to = j;
+            r->pos = j + 1;
+        } else {
+            hex_from = i;
+            for (size_t k = 0; k < digits; k++, i++) {
+                if (i >= r->len)
+                    return parse_error(p, r->len, r->len + 1,
+                                       "incomplete escape sequence, reached end of pattern "
+                                       "prematurely",
+                                       false);
+                if (!is_hex(p[i]))
+                    return parse_error(p, i, i + char_len(p, i, r->len),
+                                       "invalid hexadecimal digit", false);
+            }
+            hex_to = i;
+            r->pos = i;
+        }
+        /* PCRE2 spells every code point escape \x{...}. */
+        emit(r, "\\x{", 3);
+        emit(r, p + hex_from, hex_to - hex_from);
+        emit(r, "}", 1);
+        return NULL;
+    }
+    if (d == 'p' || d == 'P') {
+        size_t i = at + 2;
+        if (i >= r->len)
+            return parse_error(p, r->len, r->len + 1,
+                               "incomplete escape sequence, reached end of pattern prematurely",
+                               false);
+        if (p[i] == '{') {
+            const char *close = memchr(p + i, '}', r->len - i);
+            if (!close)
+                return parse_error(p, r->len, r->len + 1,
+                                   "incomplete escape sequence, reached end of pattern "
+                                   "prematurely",
+                                   false);
+            size_t end = (size_t)(close - p) + 1;
+            emit(r, p + at, end - at);
+            r->pos = end;
+            return NULL;
+        }
+        if (!strchr("CLMNPSZ", p[i]))
+            return parse_error(p, at, i + char_len(p, i, r->len), "Unicode property not found",
+                               false);
+        emit(r, p + at, 3);
+        r->pos = at + 3;
+        return NULL;
+    }
+    return parse_error(p, at, at + 1 + char_len(p, at + 1, r->len), "unrecognized escape sequence",
+                       false);
+}
+
+/* A character class at r->pos ('['), copied through. */
+static char *char_class(struct rx *r)
+{
+    const char *p = r->p;
+    size_t open = r->pos;
+    size_t i = open + 1;
+    if (i < r->len && p[i] == '^')
+        i++;
+    if (i < r->len && p[i] == ']')
+        i++;
+    size_t opener_end = i;
+    emit(r, p + open, i - open);
+    r->pos = i;
+    int depth = 1;
+    while (r->pos < r->len) {
+        char c = p[r->pos];
+        if (c == '\\') {
+            char *e = escape(r);
+            if (e)
+                return e;
+            continue;
+        }
+        if (c == '[' && r->pos + 1 < r->len && p[r->pos + 1] == ':') {
+            const char *end = strstr(p + r->pos, ":]");
+            if (end) {
+                size_t n = (size_t)(end - (p + r->pos)) + 2;
+                emit(r, p + r->pos, n);
+                r->pos += n;
+                continue;
+            }
+        }
+        if (c == '[') {
+            depth++;
+        } else if (c == ']') {
+            depth--;
+            if (depth == 0) {
+                emit(r, "]", 1);
+                r->pos++;
+                return NULL;
+            }
+        }
+        size_t n = char_len(p, r->pos, r->len);
+        emit(r, p + r->pos, n);
+        r->pos += n;
+    }
+    return parse_error(p, open, opener_end, "unclosed character class", false);
+}
+
+/* A counted repetition at r->pos ('{'). */
+static char *counted(struct rx *r)
+{
+    const char *p = r->p;
+    size_t open = r->pos;
+    size_t i = open + 1;
+    long lo = -1, hi = -1;
+    bool comma = false;
+    for (;;) {
+        if (i >= r->len)
+            return parse_error(p, open, r->len, "unclosed counted repetition", false);
+        char c = p[i];
+        if (c >= '0' && c <= '9') {
+            long *v = comma ? &hi : &lo;
+            *v = (*v < 0 ? 0 : *v) * 10 + (c - '0');
+            if (*v > 100000)
+                *v = 100000;
+        } else if (c == ',' && !comma && lo >= 0) {
+            comma = true;
+        } else if (c == '}' && lo >= 0) {
+            break;
+        } else {
+            return parse_error(p, i, i + char_len(p, i, r->len),
+                               "repetition quantifier expects a valid decimal", false);
+        }
+        i++;
+    }
+    if (comma && hi >= 0 && lo > hi)
+        return parse_error(p, open, i + 1,
+                           "invalid repetition count range, the start must be <= the end", false);
+    emit(r, p + open, i + 1 - open);
+    r->pos = i + 1;
+    return NULL;
+}
+
+/* Wraps out[from..] in "(?:" ... ")" so another quantifier can follow:
+ * Rust reads "a**" as (a*)*, PCRE2 rejects it and reads "a*+" as
+ * possessive. */
+static void wrap_atom(struct rx *r, size_t from)
+{
+    emit(r, "(?:", 3); /* grow by three bytes, then shift */
+    if (r->failed)
+        return;
+    memmove(r->out + from + 3, r->out + from, r->out_len - 3 - from);
+    memcpy(r->out + from, "(?:", 3);
+    emit(r, ")", 1);
+}
+
+struct group {
+    size_t at;     /* byte offset of '(' in the pattern */
+    size_t out_at; /* where it starts in the output */
+};
+
+char *rx_check_rust_syntax(const char *pattern, int literal, char **pcre2_pattern)
+{
+    *pcre2_pattern = NULL;
+    if (strchr(pattern, '\n'))
+        return strdup(NEWLINE_ERROR);
+    if (literal) {
+        *pcre2_pattern = strdup(pattern);
+        return *pcre2_pattern ? NULL : strdup("out of memory");
+    }
+    struct rx r = {.p = pattern, .len = strlen(pattern)};
+    struct group *groups = malloc(RX_MAX_GROUPS * sizeof(*groups));
+    if (!groups)
+        return strdup("out of memory");
+    size_t ngroups = 0;
+    bool atom = false;       /* something a repetition can apply to precedes */
+    bool quantified = false; /* ... and it already carries a quantifier */
+    bool lazy_done = false;  /* ... and its lazy '?' */
+    size_t atom_out = 0;     /* where that atom starts in the output */
+    bool assertion = false;  /* that atom is ^, $, \b ...: PCRE2 repeats none */
+    char *err = NULL;
+    emit(&r, "", 0);
+    while (!err && r.pos < r.len) {
+        const char *p = r.p;
+        size_t at = r.pos;
+        size_t out_before = r.out_len;
+        char c = p[at];
+        switch (c) {
+        case '\\':
+            assertion = at + 1 < r.len && strchr("bBAz", p[at + 1]);
+            err = escape(&r);
+            atom = true;
+            quantified = false;
+            atom_out = out_before;
+            break;
+        case '[':
+            err = char_class(&r);
+            assertion = false;
+            atom = true;
+            quantified = false;
+            atom_out = out_before;
+            break;
+        case '(':
+            if (strncmp(p + at, "(?=", 3) == 0 || strncmp(p + at, "(?!", 3) == 0) {
+                err = parse_error(p, at, at + 3,
+                                  "look-around, including look-ahead and look-behind, is not "
+                                  "supported",
+                                  true);
+                break;
+            }
+            if (strncmp(p + at, "(?<=", 4) == 0 || strncmp(p + at, "(?<!", 4) == 0) {
+                err = parse_error(p, at, at + 4,
+                                  "look-around, including look-ahead and look-behind, is not "
+                                  "supported",
+                                  true);
+                break;
+            }
+            if (ngroups == RX_MAX_GROUPS) {
+                err = parse_error(p, at, at + 1, "exceeds the nesting limit", false);
+                break;
+            }
+            atom = false;
+            if (p[at + 1] == '?') {
+                size_t j = at + 2;
+                if (p[j] == 'P' && p[j + 1] == '<') {
+                    /* (?P<name>: the same in PCRE2. */
+                    const char *gt = strchr(p + j, '>');
+                    if (!gt) {
+                        err = parse_error(p, at, at + 1, "unclosed group", false);
+                        break;
+                    }
+                    size_t end = (size_t)(gt - p) + 1;
+                    emit(&r, p + at, end - at);
+                    r.pos = end;
+                    groups[ngroups++] = (struct group){at, out_before};
+                    break;
+                }
+                /* Flags: "(?flags)" sets them and is nothing to repeat,
+                 * "(?flags:" opens a group. PCRE2 has no 'u' flag (Unicode
+                 * is always on here), so it is dropped. */
+                while (j < r.len && strchr("imsUux-", p[j]))
+                    j++;
+                if (j >= r.len || (p[j] != ')' && p[j] != ':')) {
+                    err = j >= r.len ? parse_error(p, at, at + 1, "unclosed group", false)
+                                     : parse_error(p, j, j + char_len(p, j, r.len),
+                                                   "unrecognized flag", false);
+                    break;
+                }
+                emit(&r, "(?", 2);
+                for (size_t k = at + 2; k < j; k++)
+                    if (p[k] != 'u')
+                        emit(&r, p + k, 1);
+                emit(&r, p + j, 1);
+                r.pos = j + 1;
+                if (p[j] == ':')
+                    groups[ngroups++] = (struct group){at, out_before};
+                break;
+            }
+            groups[ngroups++] = (struct group){at, out_before};
+            emit(&r, "(", 1);
+            r.pos++;
+            break;
+        case ')':
+            if (ngroups == 0) {
+                err = parse_error(p, at, at + 1, "unopened group", false);
+                break;
+            }
+            ngroups--;
+            emit(&r, ")", 1);
+            r.pos++;
+            assertion = false;
+            atom = true;
+            quantified = false;
+            atom_out = groups[ngroups].out_at;
+            break;
+        case '|':
+            emit(&r, "|", 1);
+            r.pos++;
+            atom = false;
+            break;
+        case '*':
+        case '+':
+        case '?':
+        case '{':
+            if (!atom) {
+                err = parse_error(p, at, at + 1, "repetition operator missing expression", false);
+                break;
+            }
+            if (quantified && c == '?' && !lazy_done) {
+                emit(&r, "?", 1);
+                r.pos++;
+                lazy_done = true;
+                break;
+            }
+            if (quantified || assertion)
+                wrap_atom(&r, atom_out);
+            assertion = false;
+            if (c == '{') {
+                err = counted(&r);
+            } else {
+                emit(&r, p + at, 1);
+                r.pos++;
+            }
+            quantified = true;
+            lazy_done = false;
+            break;
+        default: {
+            size_t n = char_len(p, at, r.len);
+            emit(&r, p + at, n);
+            r.pos += n;
+            atom = true;
+            quantified = false;
+            assertion = c == '^' || c == '$';
+            atom_out = out_before;
+        }
+        }
+    }
+    if (!err && ngroups > 0)
+        err = parse_error(pattern, groups[ngroups - 1].at, groups[ngroups - 1].at + 1,
+                          "unclosed group", false);
+    free(groups);
+    if (err || r.failed) {
+        free(r.out);
+        return err ? err : strdup("out of memory");
+    }
+    *pcre2_pattern = r.out;
+    return NULL;
+}

@@ -1,0 +1,378 @@
+/* The shared directory walk of find and grep (see walk.h for the rules it
+ * follows). Works with directory fds: every directory is opened relative to
+ * its parent with O_NOFOLLOW, so a symlink swapped in during the walk is not
+ * followed. Sandbox or host context. */
+#include "agent/tools/walk.h"
+
+#include "util/cleanup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { CAT_CUSTOM, CAT_IGNORE, CAT_GIT, CAT_EXCLUDE, CAT_COUNT };
+
+struct walk_dirent {
+    char *name;
+    enum walk_type type;
+};
+
+struct walk_frame {
+    int fd;
+    char *path;
+    size_t path_len;
+    struct walk_dirent *entries;
+    size_t count, next;
+    struct ignore_rules *rules[CAT_COUNT];
+    bool chain_has_git; /* a .git here or in an ancestor */
+};
+
+struct walker {
+    const struct walk_options *opt;
+    struct walk_frame *frames; /* ancestors of root, then root and below */
+    size_t nframes, cap;
+    size_t root_len;
+    size_t first_walked; /* index of the root's frame */
+    size_t override_whitelists;
+};
+
+static void frame_clear(struct walk_frame *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    for (size_t i = 0; i < f->count; i++)
+        free(f->entries[i].name);
+    free(f->entries);
+    f->entries = NULL;
+    f->count = 0;
+    free(f->path);
+    f->path = NULL;
+    for (int i = 0; i < CAT_COUNT; i++) {
+        ignore_rules_free(f->rules[i]);
+        f->rules[i] = NULL;
+    }
+}
+
+/* Reads a small regular file below dirfd; NULL when absent, not regular or
+ * unreadable (ignore files that cannot be read are not an error for rg/fd). */
+static char *read_small_file(int dirfd, const char *name, size_t *len)
+{
+    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return NULL;
+    size_t want =
+        (size_t)st.st_size < WALK_IGNORE_FILE_MAX ? (size_t)st.st_size : WALK_IGNORE_FILE_MAX;
+    char *buf = malloc(want + 1);
+    if (!buf)
+        return NULL;
+    size_t got = 0;
+    while (got < want) {
+        ssize_t n = read(fd, buf + got, want - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+static struct ignore_rules *load_rules(int dirfd, const char *name)
+{
+    size_t len = 0;
+    _cleanup_free_ char *text = read_small_file(dirfd, name, &len);
+    if (!text)
+        return NULL;
+    return ignore_rules_parse(text, len, WALK_IGNORE_RULES_MAX);
+}
+
+static void frame_load_rules(struct walker *w, struct walk_frame *f, bool parent_has_git)
+{
+    struct stat st;
+    bool has_git = fstatat(f->fd, ".git", &st, 0) == 0;
+    f->chain_has_git = parent_has_git || has_git;
+    if (w->opt->custom_ignore_name)
+        f->rules[CAT_CUSTOM] = load_rules(f->fd, w->opt->custom_ignore_name);
+    f->rules[CAT_IGNORE] = load_rules(f->fd, ".ignore");
+    f->rules[CAT_GIT] = load_rules(f->fd, ".gitignore");
+    if (has_git && S_ISDIR(st.st_mode))
+        f->rules[CAT_EXCLUDE] = load_rules(f->fd, ".git/info/exclude");
+}
+
+static int dirent_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct walk_dirent *)a)->name, ((const struct walk_dirent *)b)->name);
+}
+
+static enum walk_type type_of(int dirfd, const struct dirent *de)
+{
+    switch (de->d_type) {
+    case DT_DIR:
+        return WALK_DIR;
+    case DT_REG:
+        return WALK_FILE;
+    case DT_LNK:
+        return WALK_SYMLINK;
+    case DT_UNKNOWN:
+        break;
+    default:
+        return WALK_OTHER;
+    }
+    struct stat st;
+    if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return WALK_OTHER;
+    if (S_ISDIR(st.st_mode))
+        return WALK_DIR;
+    if (S_ISREG(st.st_mode))
+        return WALK_FILE;
+    if (S_ISLNK(st.st_mode))
+        return WALK_SYMLINK;
+    return WALK_OTHER;
+}
+
+/* Lists the directory, sorted. An unreadable directory lists as empty. */
+static int frame_read_entries(struct walk_frame *f)
+{
+    int dup_fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 3);
+    if (dup_fd < 0)
+        return 0;
+    _cleanup_closedir_ DIR *dir = fdopendir(dup_fd);
+    if (!dir) {
+        close(dup_fd);
+        return 0;
+    }
+    size_t cap = 0;
+    struct dirent *de;
+    while (f->count < WALK_MAX_DIR_ENTRIES && (de = readdir(dir))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (f->count == cap) {
+            cap = cap ? cap * 2 : 32;
+            struct walk_dirent *p = realloc(f->entries, cap * sizeof(*p));
+            if (!p)
+                return -1;
+            f->entries = p;
+        }
+        char *name = strdup(de->d_name);
+        if (!name)
+            return -1;
+        f->entries[f->count].name = name;
+        f->entries[f->count].type = type_of(f->fd, de);
+        f->count++;
+    }
+    if (f->count > 1)
+        qsort(f->entries, f->count, sizeof(*f->entries), dirent_cmp);
+    return 0;
+}
+
+static int push_frame(struct walker *w, int fd, char *path, bool parent_has_git, bool read_entries)
+{
+    if (w->nframes == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 16;
+        struct walk_frame *p = realloc(w->frames, cap * sizeof(*p));
+        if (!p) {
+            close(fd);
+            free(path);
+            return -1;
+        }
+        w->frames = p;
+        w->cap = cap;
+    }
+    struct walk_frame *f = &w->frames[w->nframes++];
+    memset(f, 0, sizeof(*f));
+    f->fd = fd;
+    f->path = path;
+    f->path_len = strlen(path);
+    frame_load_rules(w, f, parent_has_git);
+    if (read_entries)
+        return frame_read_entries(f);
+    return 0;
+}
+
+/* The path of `abs` relative to frame f's directory. */
+static const char *rel_to(const struct walk_frame *f, const char *abs)
+{
+    if (f->path_len == 1 && f->path[0] == '/')
+        return abs + 1;
+    return abs + f->path_len + 1;
+}
+
+static bool is_ignored(const struct walker *w, const char *abs, const char *name, bool is_dir)
+{
+    const struct walk_options *opt = w->opt;
+    if (opt->exclude_dot_git && strcmp(name, ".git") == 0)
+        return true;
+    if (opt->overrides) {
+        const char *subject = abs;
+        size_t base_len = opt->override_base ? strlen(opt->override_base) : 0;
+        if (base_len > 0 && strncmp(abs, opt->override_base, base_len) == 0) {
+            if (base_len == 1 && abs[0] == '/')
+                subject = abs + 1;
+            else if (abs[base_len] == '/')
+                subject = abs + base_len + 1;
+        }
+        enum ignore_match m = ignore_rules_match(opt->overrides, subject, is_dir);
+        if (m == IGNORE_NONE && w->override_whitelists > 0 && !is_dir)
+            return true;
+        if (m == IGNORE_IGNORE)
+            return true;
+        if (m == IGNORE_WHITELIST)
+            return false;
+    }
+    const struct walk_frame *deepest = &w->frames[w->nframes - 1];
+    enum ignore_match found[CAT_COUNT] = {IGNORE_NONE};
+    for (size_t i = w->nframes; i-- > 0;) {
+        const struct walk_frame *f = &w->frames[i];
+        const char *rel = rel_to(f, abs);
+        for (int c = 0; c < CAT_COUNT; c++) {
+            if (found[c] != IGNORE_NONE || !f->rules[c])
+                continue;
+            if ((c == CAT_GIT || c == CAT_EXCLUDE) && opt->require_git && !deepest->chain_has_git)
+                continue;
+            found[c] = ignore_rules_match(f->rules[c], rel, is_dir);
+        }
+    }
+    for (int c = 0; c < CAT_COUNT; c++)
+        if (found[c] != IGNORE_NONE)
+            return found[c] == IGNORE_IGNORE;
+    return false;
+}
+
+static char *join_path(const char *dir, size_t dir_len, const char *name)
+{
+    size_t name_len = strlen(name);
+    bool slash = !(dir_len == 1 && dir[0] == '/');
+    char *p = malloc(dir_len + slash + name_len + 1);
+    if (!p)
+        return NULL;
+    memcpy(p, dir, dir_len);
+    if (slash)
+        p[dir_len] = '/';
+    memcpy(p + dir_len + slash, name, name_len + 1);
+    return p;
+}
+
+static int add_ancestors(struct walker *w, const char *root)
+{
+    /* "/a/b/c": "/", "/a", "/a/b". */
+    size_t len = strlen(root);
+    bool has_git = false;
+    for (size_t i = 0; i < len; i++) {
+        if (root[i] != '/')
+            continue;
+        size_t plen = i == 0 ? 1 : i;
+        if (i == 0 && len == 1)
+            break;
+        char *path = strndup(root, plen);
+        if (!path)
+            return -1;
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            free(path);
+            continue;
+        }
+        if (push_frame(w, fd, path, has_git, false) < 0)
+            return -1;
+        has_git = w->frames[w->nframes - 1].chain_has_git;
+    }
+    return 0;
+}
+
+static enum walk_type entry_type(const struct walk_dirent *d)
+{
+    return d->type;
+}
+
+int walk_tree(const char *root, const struct walk_options *options, struct cordon_error *err)
+{
+    struct walker w = {.opt = options};
+    int ret = 0;
+    w.override_whitelists = ignore_rules_whitelists(options->overrides);
+    size_t root_len = strlen(root);
+    while (root_len > 1 && root[root_len - 1] == '/')
+        root_len--;
+    w.root_len = root_len;
+    if (add_ancestors(&w, root) < 0) {
+        ret = error_set(err, ENOMEM, "walk");
+        goto out;
+    }
+    int root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) {
+        ret = error_set(err, errno, "%s", root);
+        goto out;
+    }
+    char *root_path = strndup(root, root_len);
+    if (!root_path) {
+        close(root_fd);
+        ret = error_set(err, ENOMEM, "walk");
+        goto out;
+    }
+    bool parent_git = w.nframes > 0 && w.frames[w.nframes - 1].chain_has_git;
+    if (push_frame(&w, root_fd, root_path, parent_git, true) < 0) {
+        ret = error_set(err, ENOMEM, "walk");
+        goto out;
+    }
+    w.first_walked = w.nframes - 1;
+
+    while (w.nframes > w.first_walked) {
+        struct walk_frame *f = &w.frames[w.nframes - 1];
+        if (f->next >= f->count) {
+            frame_clear(f);
+            w.nframes--;
+            continue;
+        }
+        struct walk_dirent *d = &f->entries[f->next++];
+        enum walk_type type = entry_type(d);
+        _cleanup_free_ char *abs = join_path(f->path, f->path_len, d->name);
+        if (!abs) {
+            ret = error_set(err, ENOMEM, "walk");
+            goto out;
+        }
+        if (is_ignored(&w, abs, d->name, type == WALK_DIR))
+            continue;
+        struct walk_entry entry = {
+            .path = abs,
+            .rel = abs + (root_len == 1 ? 1 : root_len + 1),
+            .name = d->name,
+            .type = type,
+            .dirfd = f->fd,
+        };
+        int r = options->visit(options->ctx, &entry, err);
+        if (r < 0) {
+            ret = r;
+            goto out;
+        }
+        if (r > 0)
+            goto out;
+        if (type != WALK_DIR || w.nframes - w.first_walked >= WALK_MAX_DEPTH)
+            continue;
+        int fd = openat(f->fd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            if (options->on_error)
+                options->on_error(options->ctx, abs, errno);
+            continue;
+        }
+        bool has_git = f->chain_has_git;
+        char *path = TAKE_PTR(abs);
+        /* push_frame may move the frames array: f is not used after it. */
+        if (push_frame(&w, fd, path, has_git, true) < 0) {
+            ret = error_set(err, ENOMEM, "walk");
+            goto out;
+        }
+    }
+out:
+    for (size_t i = 0; i < w.nframes; i++)
+        frame_clear(&w.frames[i]);
+    free(w.frames);
+    return ret;
+}

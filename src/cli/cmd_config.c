@@ -1,0 +1,332 @@
+/* `cordon config`, `cordon trust` and `cordon untrust`: show the effective
+ * configuration and where each value came from, validate one file, and
+ * manage the trust record. Host context, unprivileged; only this layer
+ * prints. */
+#include "cli/commands.h"
+#include "config.h"
+#include "config/config.h"
+#include "config/emit.h"
+#include "config/trust.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+enum { EXIT_CONFIG_ERROR = 1, EXIT_USAGE = 2 };
+
+/* Until src/supervisor/workspace.c (workspace_detect) is merged: the
+ * canonical directory itself. */
+static int config_workspace_detect(const char *dir, char **root, struct cordon_error *err)
+{
+    char *real = realpath(dir, NULL);
+    if (!real)
+        return error_set(err, errno, "workspace %s", dir);
+    *root = real;
+    return 0;
+}
+
+/* Tests point this at a temporary directory instead of /etc/cordon; only a
+ * debug build listens (CORDON_TEST_HOOKS). */
+static const char *etc_dir(void)
+{
+    const char *dir = CORDON_TEST_HOOKS ? getenv("CORDON_ETC_DIR") : NULL;
+    return dir && dir[0] == '/' ? dir : NULL;
+}
+
+static const char *xdg_config_home(void)
+{
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    return xdg && xdg[0] == '/' ? xdg : NULL;
+}
+
+static int config_paths(char **ret_trust_file, struct cordon_error *err)
+{
+    const char *xdg = xdg_config_home();
+    const char *home = getenv("HOME");
+    if (!xdg && !(home && home[0] == '/'))
+        return error_set(err, 0, "neither XDG_CONFIG_HOME nor HOME is set");
+    int n = xdg ? asprintf(ret_trust_file, "%s/cordon/trust.json", xdg)
+                : asprintf(ret_trust_file, "%s/.config/cordon/trust.json", home);
+    return n < 0 ? error_set(err, ENOMEM, "trust file") : 0;
+}
+
+static void config_usage(FILE *out)
+{
+    fprintf(out, "usage: cordon config [--explain] [--json] [--set KEY=VALUE]...\n"
+                 "       cordon config --where [--json]\n"
+                 "       cordon config check [--as user|workspace|host] FILE\n"
+                 "named flags: --backend B, --network MODE, --env-mode MODE, --name NAME,\n"
+                 "             --readonly, --fallback MODE\n");
+}
+
+/* Named flags for common keys, each a --set in disguise. Returns the number
+ * of arguments consumed (0: not a named flag). */
+static int named_flag(int argc, char **argv, int i, char **ret_set)
+{
+    static const struct {
+        const char *flag, *key;
+    } with_value[] = {
+        {"--backend", "backend"},   {"--network", "network.mode"},   {"--env-mode", "env.mode"},
+        {"--name", "sandbox_name"}, {"--fallback", "fallback_mode"}, {"--teardown", "teardown"},
+    };
+    for (size_t f = 0; f < ARRAY_SIZE(with_value); f++) {
+        if (strcmp(argv[i], with_value[f].flag) != 0)
+            continue;
+        if (i + 1 >= argc)
+            return -1;
+        return asprintf(ret_set, "%s=%s", with_value[f].key, argv[i + 1]) < 0 ? -1 : 2;
+    }
+    if (strcmp(argv[i], "--readonly") == 0)
+        return asprintf(ret_set, "workspace_readonly=true") < 0 ? -1 : 1;
+    return 0;
+}
+
+static int print_json(json_t *json)
+{
+    if (!json)
+        return EXIT_CONFIG_ERROR;
+    char *text = json_dumps(json, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(json);
+    if (!text)
+        return EXIT_CONFIG_ERROR;
+    puts(text);
+    free(text);
+    return 0;
+}
+
+static int config_check(int argc, char **argv)
+{
+    enum cfg_layer layer = CFG_LAYER_USER;
+    bool layer_given = false;
+    const char *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--as") == 0 && i + 1 < argc) {
+            const char *as = argv[++i];
+            layer_given = true;
+            if (strcmp(as, "user") == 0)
+                layer = CFG_LAYER_USER;
+            else if (strcmp(as, "workspace") == 0)
+                layer = CFG_LAYER_WORKSPACE;
+            else if (strcmp(as, "host") == 0)
+                layer = CFG_LAYER_HOST_DEFAULT;
+            else {
+                config_usage(stderr);
+                return EXIT_USAGE;
+            }
+        } else if (!file && argv[i][0] != '-') {
+            file = argv[i];
+        } else {
+            config_usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (!file) {
+        config_usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    if (!layer_given && strcmp(base, ".cordon.toml") == 0)
+        layer = CFG_LAYER_WORKSPACE;
+    struct cordon_error err = {0};
+    _cleanup_free_ char *workspace = NULL;
+    if (layer == CFG_LAYER_WORKSPACE) {
+        _cleanup_free_ char *dir = strdup(file);
+        if (!dir)
+            return EXIT_CONFIG_ERROR;
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        if (config_workspace_detect(slash ? (dir[0] ? dir : "/") : ".", &workspace, &err) < 0) {
+            log_error("%s", err.message);
+            return EXIT_CONFIG_ERROR;
+        }
+    }
+    if (cfg_check_file(file, layer, workspace, &err) < 0) {
+        log_error("%s", err.message);
+        return EXIT_CONFIG_ERROR;
+    }
+    printf("%s: valid (%s layer)\n", file, cfg_layer_name(layer));
+    return 0;
+}
+
+int cmd_config(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "check") == 0)
+        return config_check(argc - 1, argv + 1);
+    bool explain = false, json = false, where = false;
+    size_t set_count = 0;
+    _cleanup_free_ char **sets = calloc((size_t)argc + 1, sizeof(*sets));
+    if (!sets)
+        return EXIT_CONFIG_ERROR;
+    int status = EXIT_USAGE;
+    struct cordon_error err = {0};
+    _cleanup_free_ char *workspace = NULL;
+    for (int i = 1; i < argc; i++) {
+        char *set = NULL;
+        int used = named_flag(argc, argv, i, &set);
+        if (used > 0) {
+            sets[set_count++] = set;
+            i += used - 1;
+        } else if (used < 0) {
+            fprintf(stderr, "cordon: config: %s needs a value\n", argv[i]);
+            goto out;
+        } else if (strcmp(argv[i], "--explain") == 0) {
+            explain = true;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--where") == 0) {
+            where = true;
+        } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+            if (!(sets[set_count++] = strdup(argv[++i])))
+                goto out;
+        } else if (strncmp(argv[i], "--set=", 6) == 0) {
+            if (!(sets[set_count++] = strdup(argv[i] + 6)))
+                goto out;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            config_usage(stdout);
+            status = 0;
+            goto out;
+        } else {
+            fprintf(stderr, "cordon: config: unknown argument '%s'\n", argv[i]);
+            config_usage(stderr);
+            goto out;
+        }
+    }
+
+    status = EXIT_CONFIG_ERROR;
+    if (config_workspace_detect(".", &workspace, &err) < 0) {
+        log_error("%s", err.message);
+        goto out;
+    }
+    struct cfg_inputs in = {
+        .workspace = workspace,
+        .environ = environ,
+        .session_sets = (const char *const *)sets,
+        .xdg_config_home = xdg_config_home(),
+        .home = getenv("HOME"),
+        .etc_dir = etc_dir(),
+    };
+    struct cordon_config cfg;
+    struct cfg_warnings warnings = {0};
+    int ret = cfg_resolve(&in, &cfg, &warnings, &err);
+    for (size_t w = 0; w < warnings.count; w++)
+        log_warn("%s", warnings.items[w]);
+    cfg_warnings_free(&warnings);
+    if (ret < 0) {
+        log_error("%s", err.message);
+        cfg_free(&cfg);
+        goto out;
+    }
+    if (where) {
+        json_t *places =
+            json_pack("{s:s, s:s, s:s, s:b, s:[s,s], s:s, s:s}", "workspace", cfg.workspace, "user",
+                      cfg.user_file, "workspace_file", cfg.workspace_file, "workspace_trusted",
+                      cfg.workspace_trusted, "host_defaults", cfg.host_default_files[0],
+                      cfg.host_default_files[1], "project_policy", cfg.project_policy_file, "trust",
+                      cfg.trust_file);
+        if (json) {
+            status = print_json(places);
+        } else {
+            printf("workspace:        %s\n", cfg.workspace);
+            printf("user settings:    %s\n", cfg.user_file);
+            printf("workspace file:   %s (%s)\n", cfg.workspace_file,
+                   cfg.workspace_trusted ? "trusted" : "not used");
+            printf("host defaults:    %s\n", cfg.host_default_files[0]);
+            printf("host defaults:    %s\n", cfg.host_default_files[1]);
+            printf("project override: %s\n", cfg.project_policy_file);
+            printf("trust record:     %s\n", cfg.trust_file);
+            json_decref(places);
+            status = 0;
+        }
+    } else if (json) {
+        status = print_json(cfg_to_json(&cfg, explain));
+    } else {
+        status = cfg_write_toml(&cfg, explain, stdout) < 0 ? EXIT_CONFIG_ERROR : 0;
+    }
+    cfg_free(&cfg);
+out:
+    for (size_t s = 0; s < set_count; s++)
+        free(sets[s]);
+    return status;
+}
+
+static int trust_list(const char *trust_file)
+{
+    struct cordon_error err = {0};
+    struct cfg_trust_list list = {0};
+    if (cfg_trust_read(trust_file, &list, &err) < 0) {
+        log_error("%s", err.message);
+        return EXIT_CONFIG_ERROR;
+    }
+    for (size_t i = 0; i < list.count; i++)
+        printf("%s\t%s\t%s\n", list.items[i].workspace,
+               list.items[i].sha256 ? list.items[i].sha256 : "(no .cordon.toml)",
+               list.items[i].trusted_at);
+    cfg_trust_list_free(&list);
+    return 0;
+}
+
+static int trust_command(int argc, char **argv, bool trust)
+{
+    const char *dir = NULL;
+    bool list = false;
+    for (int i = 1; i < argc; i++) {
+        if (trust && strcmp(argv[i], "--list") == 0)
+            list = true;
+        else if (!dir && argv[i][0] != '-')
+            dir = argv[i];
+        else {
+            fprintf(stderr, "usage: cordon trust [DIR] | cordon trust --list | "
+                            "cordon untrust [DIR]\n");
+            return EXIT_USAGE;
+        }
+    }
+    struct cordon_error err = {0};
+    _cleanup_free_ char *trust_file = NULL;
+    if (config_paths(&trust_file, &err) < 0) {
+        log_error("%s", err.message);
+        return EXIT_CONFIG_ERROR;
+    }
+    if (list)
+        return trust_list(trust_file);
+    _cleanup_free_ char *workspace = NULL;
+    if (config_workspace_detect(dir ? dir : ".", &workspace, &err) < 0) {
+        log_error("%s", err.message);
+        return EXIT_CONFIG_ERROR;
+    }
+    if (trust) {
+        if (cfg_trust_add(trust_file, workspace, &err) < 0) {
+            log_error("%s", err.message);
+            return EXIT_CONFIG_ERROR;
+        }
+        printf("trusted %s\n", workspace);
+        return 0;
+    }
+    bool removed = false;
+    if (cfg_trust_remove(trust_file, workspace, &removed, &err) < 0) {
+        log_error("%s", err.message);
+        return EXIT_CONFIG_ERROR;
+    }
+    printf("%s %s\n", removed ? "untrusted" : "was not trusted:", workspace);
+    return 0;
+}
+
+int cmd_trust(int argc, char **argv)
+{
+    return trust_command(argc, argv, true);
+}
+
+int cmd_untrust(int argc, char **argv)
+{
+    return trust_command(argc, argv, false);
+}

@@ -1,0 +1,56 @@
+/* Shared between the files of src/config/: one layer's settings as a list of
+ * typed assignments, before they are merged. Host context. */
+#pragma once
+
+#include "config/config.h"
+#include "config/toml.h"
+
+struct cfg_assignment {
+    enum cfg_key key;
+    struct cfg_origin origin; /* layer, file (owned), line; locked unused */
+    bool boolean;
+    int64_t integer; /* integers and enum indexes */
+    double number;
+    char *string;
+    struct cfg_strings list;
+    struct cfg_ports ports;
+    struct cfg_mounts mounts;
+};
+
+struct cfg_assignments {
+    struct cfg_assignment *items;
+    size_t count;
+};
+
+/* Every key of a document, checked against the schema; unknown keys are
+ * errors with a suggestion. file names the document in messages. */
+int cfg_collect_toml(const struct toml_value *root, const char *file, enum cfg_layer layer,
+                     struct cfg_assignments *out, struct cordon_error *err);
+/* One key from text (an environment variable or --set): lists are
+ * comma-separated. origin_name is "CORDON_LIMITS__PIDS" or "--set". */
+int cfg_collect_text(enum cfg_key key, const char *text, const char *origin_name,
+                     enum cfg_layer layer, struct cfg_assignments *out, struct cordon_error *err);
+void cfg_assignments_free(struct cfg_assignments *a);
+
+/* The key named "limits.pids", or -1. */
+int cfg_key_lookup(const char *name);
+/* The closest key name to name, or NULL when nothing is close. */
+const char *cfg_key_suggest(const char *name);
+
+int cfg_set_defaults(struct cordon_config *cfg, struct cordon_error *err);
+/* Applies one assignment; lists extend unless replace (or the key always
+ * replaces, as route_tools does). */
+int cfg_apply(struct cordon_config *cfg, const struct cfg_assignment *a, bool replace,
+              struct cordon_error *err);
+
+void cfg_strings_free(struct cfg_strings *s);
+int cfg_strings_add(struct cfg_strings *s, const char *item);
+bool cfg_strings_contains(const struct cfg_strings *s, const char *item);
+void cfg_origin_free(struct cfg_origin *o);
+int cfg_origin_copy(struct cfg_origin *dst, const struct cfg_origin *src);
+
+/* "/a/b" is inside "/a" (or equal to it). */
+bool cfg_path_inside(const char *path, const char *root);
+/* realpath() of the longest existing prefix plus the rest, so paths that do
+ * not exist yet can still be compared. */
+char *cfg_canonicalize_lenient(const char *path);

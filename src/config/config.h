@@ -1,0 +1,186 @@
+/* cordon's resolved configuration: the layers of DESIGN.md "Configuration"
+ * merged into one typed struct, with where every value came from. Resolved
+ * completely, in the CLI or supervisor (host context, unprivileged), before
+ * any sandbox exists; any error fails closed. docs/configuration.md documents
+ * every key. */
+#pragma once
+
+#include "util/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Layers, lowest first. The last two are host-owned: they win and lock. */
+enum cfg_layer {
+    CFG_LAYER_DEFAULT,
+    CFG_LAYER_USER,         /* $XDG_CONFIG_HOME/cordon/config.toml */
+    CFG_LAYER_WORKSPACE,    /* <workspace>/.cordon.toml, only when trusted */
+    CFG_LAYER_ENVIRONMENT,  /* CORDON_* */
+    CFG_LAYER_SESSION,      /* --set key=value and named flags */
+    CFG_LAYER_HOST_DEFAULT, /* /etc/cordon/default.toml, then .../policy/default.toml */
+    CFG_LAYER_HOST_PROJECT, /* .../policy/projects/<slug>-<hash>.toml */
+    CFG_LAYER_COUNT,
+};
+
+/* Every key, in the order `cordon config` prints them. */
+enum cfg_key {
+    CFG_BACKEND,
+    CFG_FALLBACK_MODE,
+    CFG_ALLOW_HOST_EXECUTION,
+    CFG_ROUTE_TOOLS,
+    CFG_TEARDOWN,
+    CFG_GC_HOURS,
+    CFG_WORKSPACE_READONLY,
+    CFG_PROTECTED_PATHS,
+    CFG_SANDBOX_NAME,
+    CFG_ENV_MODE,
+    CFG_ENV_ALLOW,
+    CFG_LIMITS_CPUS,
+    CFG_LIMITS_MEMORY_MIB,
+    CFG_LIMITS_PIDS,
+    CFG_LIMITS_OPEN_FILES,
+    CFG_LIMITS_FILE_SIZE_MIB,
+    CFG_LIMITS_CPU_SECONDS,
+    CFG_LIMITS_BASH_TIMEOUT,
+    CFG_NETWORK_MODE,
+    CFG_NETWORK_ALLOW_HOSTS,
+    CFG_NETWORK_PUBLISH_PORTS,
+    CFG_MOUNTS,
+    CFG_SKILLS_PATHS,
+    CFG_DOCKER_MODE,
+    CFG_KEY_COUNT,
+};
+
+enum cfg_backend { CFG_BACKEND_NS, CFG_BACKEND_VM, CFG_BACKEND_DOCKER };
+enum cfg_fallback { CFG_FALLBACK_BLOCK, CFG_FALLBACK_HOST };
+enum cfg_teardown { CFG_TEARDOWN_REMOVE, CFG_TEARDOWN_STOP, CFG_TEARDOWN_NONE };
+enum cfg_env_mode { CFG_ENV_STRICT, CFG_ENV_ALLOWLIST, CFG_ENV_PASSTHROUGH };
+enum cfg_network_mode { CFG_NETWORK_DENY, CFG_NETWORK_ALLOWLIST, CFG_NETWORK_OPEN };
+enum cfg_docker_mode { CFG_DOCKER_AUTO, CFG_DOCKER_REQUIRE, CFG_DOCKER_DISABLED };
+
+/* Where a value came from. file is a path, an environment variable name
+ * ("CORDON_LIMITS__PIDS") or "--set"; line is 0 when there is none. */
+struct cfg_origin {
+    enum cfg_layer layer;
+    char *file;
+    int line;
+    bool locked; /* set by a host-owned layer; lower layers cannot change it */
+};
+
+struct cfg_strings {
+    char **items;
+    size_t count;
+};
+
+struct cfg_port {
+    char bind[64]; /* IPv4 or IPv6 literal; "127.0.0.1" when not given */
+    uint16_t host_port;
+    uint16_t guest_port;
+};
+
+struct cfg_ports {
+    struct cfg_port *items;
+    size_t count;
+};
+
+struct cfg_mount {
+    char *host_path;  /* absolute, normalised */
+    char *guest_path; /* absolute, normalised; host_path when not given */
+    bool readonly;    /* true unless the file says readonly = false */
+    struct cfg_origin origin;
+};
+
+struct cfg_mounts {
+    struct cfg_mount *items;
+    size_t count;
+};
+
+struct cordon_config {
+    int backend;       /* enum cfg_backend */
+    int fallback_mode; /* enum cfg_fallback */
+    bool allow_host_execution;
+    struct cfg_strings route_tools; /* subset of read write edit ls find grep bash */
+    int teardown;                   /* enum cfg_teardown */
+    int64_t gc_hours;
+    bool workspace_readonly;
+    /* relative to the workspace; always includes .git/hooks, .git/config and
+     * .cordon.toml whatever the layers say */
+    struct cfg_strings protected_paths;
+    char *sandbox_name; /* NULL: a generated cordon-<pid>-<random> */
+    struct {
+        int mode; /* enum cfg_env_mode */
+        struct cfg_strings allow;
+    } env;
+    struct {
+        double cpus; /* 0: no limit */
+        int64_t memory_mib, pids, open_files, file_size_mib, cpu_seconds;
+        int64_t bash_timeout; /* seconds; 0: no default timeout (as pi) */
+    } limits;
+    struct {
+        int mode; /* enum cfg_network_mode */
+        struct cfg_strings allow_hosts;
+        struct cfg_ports publish_ports;
+    } network;
+    struct cfg_mounts mounts;
+    struct cfg_strings skills_paths;
+    struct {
+        int mode; /* enum cfg_docker_mode */
+    } docker;
+
+    struct cfg_origin origin[CFG_KEY_COUNT];
+
+    /* the places resolution looked at (for `cordon config --where`) */
+    char *workspace;      /* canonical workspace root */
+    char *user_file;      /* $XDG_CONFIG_HOME/cordon/config.toml */
+    char *workspace_file; /* <workspace>/.cordon.toml */
+    char *host_default_files[2];
+    char *project_policy_file; /* whether or not it exists */
+    char *trust_file;
+    bool workspace_trusted; /* the workspace file was read */
+};
+
+struct cfg_inputs {
+    const char *workspace;           /* canonical root (workspace_detect) */
+    char *const *environ;            /* for CORDON_*; NULL: none */
+    const char *const *session_sets; /* "key=value", NULL-terminated; NULL: none */
+    const char *xdg_config_home;     /* NULL: $home/.config */
+    const char *home;                /* required when xdg_config_home is NULL */
+    const char *etc_dir;             /* NULL: /etc/cordon */
+};
+
+struct cfg_warnings {
+    char **items;
+    size_t count;
+};
+
+/* Resolves every layer into out. On failure out is left empty (cfg_free is
+ * still safe) and err names the file, line and reason. Warnings (ignored
+ * lower-layer values of locked keys, an untrusted or changed workspace file,
+ * unknown CORDON_* variables close to a key) are appended to warnings. */
+int cfg_resolve(const struct cfg_inputs *in, struct cordon_config *out,
+                struct cfg_warnings *warnings, struct cordon_error *err);
+void cfg_free(struct cordon_config *cfg);
+void cfg_warnings_free(struct cfg_warnings *warnings);
+
+/* Validates one file against the schema as the given layer would (the
+ * workspace layer's restrictions apply for CFG_LAYER_WORKSPACE). workspace
+ * may be NULL for layers other than the workspace's. */
+int cfg_check_file(const char *path, enum cfg_layer layer, const char *workspace,
+                   struct cordon_error *err);
+
+/* Names, for messages and output. */
+const char *cfg_key_name(enum cfg_key key); /* "limits.pids" */
+const char *cfg_layer_name(enum cfg_layer layer);
+/* The enum value's spelling ("ns", "block" ...) for enum keys, else NULL. */
+const char *cfg_enum_name(enum cfg_key key, int value);
+
+/* True when the environment name may never be forwarded into a sandbox
+ * (DOCKER_*, COMPOSE_*, loader and shell start-up variables ...). */
+bool cfg_env_name_protected(const char *name);
+bool cfg_routes_tool(const struct cordon_config *cfg, const char *tool);
+
+/* The host-owned project override for a canonical workspace path:
+ * <xdg_config_home>/cordon/policy/projects/<slug>-<16 hex of sha256>.toml */
+int cfg_project_policy_path(const char *xdg_config_home, const char *workspace, char **ret_path,
+                            struct cordon_error *err);

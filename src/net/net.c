@@ -1,0 +1,428 @@
+/* A session's network set-up. Host context: runs in the supervisor from the
+ * ns backend's on_namespaces_ready hook, after the sandbox's user and
+ * network namespaces exist and before anything runs inside. Processes:
+ *
+ *   supervisor
+ *    |- pasta (open mode): user-mode networking attached to the sandbox's
+ *    |  namespaces, no port forwarding in either direction, the gateway not
+ *    |  mapped to the host, so the host's loopback stays out of reach
+ *    `- proxy (allowlist mode, or any published port, or open mode): stays
+ *       in the host's network namespace (its outbound connects are the
+ *       host's, where the allowlist is checked)
+ *        `- namespace socket factory: joined the sandbox's user and network
+ *           namespaces; makes the in-sandbox listener and the sockets that
+ *           connect published ports to the sandbox's loopback
+ *
+ * All of them die with the supervisor (PR_SET_PDEATHSIG) and are stopped by
+ * net_session_stop at the end of the session. Nothing runs inside the
+ * sandbox for the network. The proxy resolves names with a blocking call
+ * (getaddrinfo or the hosts file): a slow DNS server stalls the loop for
+ * that long (a known limit, see the report on issue 8). */
+#include "net/net.h"
+#include "net/allowlist.h"
+#include "net/netns-factory.h"
+#include "net/proxy.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define ROUTE_TIMEOUT_MS 5000
+
+int net_mode_parse(const char *text, enum net_mode *mode, struct cordon_error *err)
+{
+    if (strcmp(text, "deny") == 0)
+        *mode = NET_MODE_DENY;
+    else if (strcmp(text, "allowlist") == 0)
+        *mode = NET_MODE_ALLOWLIST;
+    else if (strcmp(text, "open") == 0)
+        *mode = NET_MODE_OPEN;
+    else
+        return error_set(err, EINVAL, "network mode '%s': expected deny, allowlist or open", text);
+    return 0;
+}
+
+const char *net_mode_name(enum net_mode mode)
+{
+    switch (mode) {
+    case NET_MODE_ALLOWLIST:
+        return "allowlist";
+    case NET_MODE_OPEN:
+        return "open";
+    default:
+        return "deny";
+    }
+}
+
+static int parse_port_text(const char *text, size_t len, uint16_t *port)
+{
+    if (len == 0 || len > 5)
+        return -1;
+    unsigned v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return -1;
+        v = v * 10 + (unsigned)(text[i] - '0');
+    }
+    if (v < 1 || v > 65535)
+        return -1;
+    *port = (uint16_t)v;
+    return 0;
+}
+
+int net_publish_parse(const char *text, struct net_publish *out, struct cordon_error *err)
+{
+    *out = (struct net_publish){0};
+    snprintf(out->bind, sizeof(out->bind), "127.0.0.1");
+    const char *ports = text;
+    if (text[0] == '[') {
+        const char *close = strchr(text, ']');
+        if (!close || close[1] != ':' || (size_t)(close - text - 1) >= sizeof(out->bind))
+            goto bad;
+        memcpy(out->bind, text + 1, (size_t)(close - text - 1));
+        out->bind[close - text - 1] = '\0';
+        ports = close + 2;
+    } else {
+        const char *last = strrchr(text, ':');
+        const char *first = strchr(text, ':');
+        if (!last)
+            goto bad;
+        if (first != last) {
+            if ((size_t)(first - text) >= sizeof(out->bind))
+                goto bad;
+            memcpy(out->bind, text, (size_t)(first - text));
+            out->bind[first - text] = '\0';
+            ports = first + 1;
+        }
+    }
+    const char *colon = strchr(ports, ':');
+    if (!colon || strchr(colon + 1, ':') ||
+        parse_port_text(ports, (size_t)(colon - ports), &out->host_port) < 0 ||
+        parse_port_text(colon + 1, strlen(colon + 1), &out->guest_port) < 0)
+        goto bad;
+    struct in6_addr probe;
+    if (inet_pton(AF_INET, out->bind, &probe) != 1 && inet_pton(AF_INET6, out->bind, &probe) != 1)
+        return error_set(err, EINVAL, "publish '%s': '%s' is not an IPv4 or IPv6 address", text,
+                         out->bind);
+    return 0;
+bad:
+    return error_set(err, EINVAL,
+                     "publish '%s': expected [BIND:]HOST_PORT:GUEST_PORT, e.g. 8080:80 or "
+                     "127.0.0.1:8080:80 or [::1]:8080:80",
+                     text);
+}
+
+int net_policy_validate(const struct net_policy *policy, struct cordon_error *err)
+{
+    struct allowlist al = {0};
+    for (size_t i = 0; i < policy->allow_count; i++) {
+        if (allowlist_add(&al, policy->allow_hosts[i], err) < 0) {
+            allowlist_free(&al);
+            return -1;
+        }
+    }
+    allowlist_free(&al);
+    if (policy->mode != NET_MODE_ALLOWLIST && policy->allow_count > 0)
+        log_warn("network: allow_hosts has no effect in %s mode", net_mode_name(policy->mode));
+    if (policy->hosts_file && access(policy->hosts_file, R_OK) < 0)
+        return error_set(err, errno, "network: hosts file %s", policy->hosts_file);
+    return 0;
+}
+
+int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_error *err)
+{
+    if (policy->mode != NET_MODE_ALLOWLIST)
+        return 0;
+    char http[64], socks[64];
+    snprintf(http, sizeof(http), "http://127.0.0.1:%d", NET_PROXY_PORT);
+    snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%d", NET_PROXY_PORT);
+    const char *vars[][2] = {
+        {"HTTP_PROXY", http},
+        {"http_proxy", http},
+        {"HTTPS_PROXY", http},
+        {"https_proxy", http},
+        {"ALL_PROXY", socks},
+        {"all_proxy", socks},
+        {"NO_PROXY", "localhost,127.0.0.1"},
+        {"no_proxy", "localhost,127.0.0.1"},
+    };
+    size_t n = 0;
+    while ((*envp)[n])
+        n++;
+    char **env = realloc(*envp, (n + ARRAY_SIZE(vars) + 1) * sizeof(char *));
+    if (!env)
+        return error_set(err, ENOMEM, "environment");
+    *envp = env;
+    for (size_t v = 0; v < ARRAY_SIZE(vars); v++) {
+        size_t klen = strlen(vars[v][0]);
+        /* The host's own proxy settings never reach inside. */
+        for (size_t i = 0; i < n; i++) {
+            if (strncmp(env[i], vars[v][0], klen) == 0 && env[i][klen] == '=') {
+                free(env[i]);
+                env[i] = env[--n];
+                i--;
+            }
+        }
+        if (asprintf(&env[n], "%s=%s", vars[v][0], vars[v][1]) < 0) {
+            env[n] = NULL;
+            return error_set(err, ENOMEM, "environment");
+        }
+        env[++n] = NULL;
+    }
+    return 0;
+}
+
+void net_session_init(struct net_session *s, const struct net_policy *policy)
+{
+    *s = (struct net_session){.policy = policy, .proxy_pid = -1, .pasta_pid = -1};
+}
+
+/* Child side of fork(): dies with the supervisor, starts with a clean signal
+ * state and only the fds it needs (stderr for its warnings, KEEP). Returns
+ * KEEP's new number (3; 0 when KEEP is -1), or -1 on failure. */
+static int helper_child_setup(pid_t parent, int keep)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+        return -1;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0)
+        return -1;
+    if (keep >= 0) {
+        if (keep != 3 && dup2(keep, 3) < 0)
+            return -1;
+        close_range(4, ~0U, 0);
+        return 3;
+    }
+    close_range(3, ~0U, 0);
+    return 0;
+}
+
+static int start_pasta(struct net_session *s, pid_t sandbox_pid, struct cordon_error *err)
+{
+    /* pasta opens the tun device from inside the sandbox's user namespace,
+     * where only our own uid counts: a root-only device cannot work. */
+    if (access("/dev/net/tun", R_OK | W_OK) < 0)
+        return error_set(err, errno,
+                         "network: open mode needs /dev/net/tun readable and writable by this "
+                         "user (pasta creates its interface with it)");
+    char netns[64], userns[64];
+    snprintf(netns, sizeof(netns), "/proc/%d/ns/net", sandbox_pid);
+    snprintf(userns, sizeof(userns), "/proc/%d/ns/user", sandbox_pid);
+    /* -t/-u none: nothing of the host is forwarded into the sandbox and no
+     * sandbox port is opened on the host (published ports go through the
+     * proxy, on the address the user chose). -T/-U none: no port of the
+     * sandbox's loopback reaches the host's loopback. --no-map-gw: the
+     * gateway address is the real gateway, not an alias for the host. */
+    char *argv[] = {"pasta", "--config-net", "--foreground", "--quiet", "--netns",
+                    netns,   "--userns",     userns,         "-t",      "none",
+                    "-u",    "none",         "-T",           "none",    "-U",
+                    "none",  "--no-map-gw",  NULL,           NULL,      NULL};
+    if (geteuid() == 0) {
+        /* pasta drops to "nobody" when started as root; it must keep the
+         * uid that owns the sandbox's user namespace. */
+        argv[17] = "--runas";
+        argv[18] = "0";
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return error_set(err, errno, "network: fork for pasta");
+    if (pid == 0) {
+        if (helper_child_setup(parent, -1) < 0)
+            _exit(127);
+        /* pasta (2023-03) fails with "Couldn't install signal handlers"
+         * when SIGPIPE is already ignored. */
+        signal(SIGPIPE, SIG_DFL);
+        execvp("pasta", argv);
+        fprintf(stderr, "cordon: network: cannot run pasta (Debian package passt): %s\n",
+                strerror(errno));
+        _exit(127);
+    }
+    s->pasta_pid = pid;
+    return 0;
+}
+
+static volatile pid_t proxy_factory_pid = -1;
+
+/* The proxy's SIGTERM (end of session): reap the factory so that it does
+ * not linger as an orphan. Async-signal-safe calls only. */
+static void proxy_on_sigterm(int sig)
+{
+    (void)sig;
+    pid_t pid = proxy_factory_pid;
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    _exit(0);
+}
+
+/* The proxy process: everything up to the readiness report, then the loop.
+ * Never returns. */
+static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int ready_fd)
+{
+    struct cordon_error err = {0};
+    struct allowlist allow = {0};
+    struct netns_factory factory = {.pid = -1, .sock = -1};
+    struct proxy_config cfg = {
+        .policy = policy, .allow = &allow, .sandbox_listener = -1, .audit_fd = -1};
+    cfg.factory = &factory;
+
+    for (size_t i = 0; i < policy->allow_count; i++) {
+        if (allowlist_add(&allow, policy->allow_hosts[i], &err) < 0)
+            goto fail;
+    }
+    if (allowlist_load_host_addresses(&allow, &err) < 0)
+        goto fail;
+    if (policy->audit_log) {
+        cfg.audit_fd = open(policy->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (cfg.audit_fd < 0) {
+            error_set(&err, errno, "network: audit log %s", policy->audit_log);
+            goto fail;
+        }
+    }
+    if (netns_factory_start(sandbox_pid, &factory, &err) < 0)
+        goto fail;
+    proxy_factory_pid = factory.pid;
+    struct sigaction term = {.sa_handler = proxy_on_sigterm};
+    sigaction(SIGTERM, &term, NULL);
+    if (policy->mode == NET_MODE_OPEN &&
+        netns_factory_wait_route(&factory, ROUTE_TIMEOUT_MS, &err) < 0)
+        goto fail;
+    if (policy->mode == NET_MODE_ALLOWLIST) {
+        cfg.sandbox_listener = netns_factory_listener(&factory, NET_PROXY_PORT, &err);
+        if (cfg.sandbox_listener < 0)
+            goto fail;
+    }
+    for (size_t i = 0; i < policy->publish_count; i++) {
+        const struct net_publish *pub = &policy->publish[i];
+        struct sockaddr_storage ss = {0};
+        socklen_t len;
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        if (inet_pton(AF_INET, pub->bind, &in->sin_addr) == 1) {
+            in->sin_family = AF_INET;
+            in->sin_port = htons(pub->host_port);
+            len = sizeof(*in);
+        } else {
+            inet_pton(AF_INET6, pub->bind, &in6->sin6_addr);
+            in6->sin6_family = AF_INET6;
+            in6->sin6_port = htons(pub->host_port);
+            len = sizeof(*in6);
+        }
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int one = 1;
+        if (fd >= 0)
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 128) < 0) {
+            error_set(&err, errno, "network: publish %s:%u:%u: listening on the host", pub->bind,
+                      pub->host_port, pub->guest_port);
+            goto fail;
+        }
+        cfg.publish[i].fd = fd;
+        cfg.publish[i].guest_port = pub->guest_port;
+        snprintf(cfg.publish[i].text, sizeof(cfg.publish[i].text), "published %s:%u -> %u",
+                 pub->bind, pub->host_port, pub->guest_port);
+        cfg.publish_count++;
+    }
+    /* Ready: an empty error. */
+    if (write(ready_fd, &err, sizeof(err)) != (ssize_t)sizeof(err))
+        _exit(1);
+    close(ready_fd);
+    proxy_run(&cfg, &err);
+    log_error("%s", err.message);
+    _exit(1);
+fail:
+    /* An empty message means "ready" to the supervisor. */
+    if (!err.message[0])
+        error_set(&err, EIO, "network: the proxy could not start");
+    if (write(ready_fd, &err, sizeof(err)) < 0)
+        _exit(1);
+    _exit(1);
+}
+
+static int start_proxy(struct net_session *s, pid_t sandbox_pid, struct cordon_error *err)
+{
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        return error_set(err, errno, "network: pipe");
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return error_set(err, e, "network: fork the proxy");
+    }
+    if (pid == 0) {
+        int ready = helper_child_setup(parent, pipefd[1]);
+        if (ready < 0)
+            _exit(1);
+        proxy_main(s->policy, sandbox_pid, ready);
+    }
+    close(pipefd[1]);
+    s->proxy_pid = pid;
+    struct cordon_error child_err;
+    ssize_t n;
+    do {
+        n = read(pipefd[0], &child_err, sizeof(child_err));
+    } while (n < 0 && errno == EINTR);
+    close(pipefd[0]);
+    if (n != (ssize_t)sizeof(child_err))
+        return error_set(err, n < 0 ? errno : EPROTO, "network: the proxy died while starting");
+    child_err.message[sizeof(child_err.message) - 1] = '\0';
+    if (child_err.message[0]) {
+        *err = child_err;
+        return -1;
+    }
+    return 0;
+}
+
+int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *err)
+{
+    struct net_session *s = ctx;
+    const struct net_policy *policy = s->policy;
+    if (policy->mode == NET_MODE_OPEN && start_pasta(s, sandbox_pid, err) < 0)
+        goto fail;
+    if (policy->mode != NET_MODE_DENY || policy->publish_count > 0) {
+        if (start_proxy(s, sandbox_pid, err) < 0)
+            goto fail;
+    }
+    log_debug("network: %s mode%s", net_mode_name(policy->mode),
+              policy->publish_count ? ", ports published" : "");
+    return 0;
+fail:
+    net_session_stop(s);
+    return -1;
+}
+
+static void stop_child(pid_t *pid)
+{
+    if (*pid <= 0)
+        return;
+    kill(*pid, SIGTERM);
+    while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    *pid = -1;
+}
+
+void net_session_stop(struct net_session *s)
+{
+    stop_child(&s->proxy_pid);
+    stop_child(&s->pasta_pid);
+}

@@ -1,0 +1,69 @@
+/* Network policy of a sandbox (issue 8, DESIGN.md "Network"): deny (loopback
+ * only, the default), allowlist (no route out; a proxy run by cordon on the
+ * host side is reachable inside on 127.0.0.1:NET_PROXY_PORT and checks every
+ * destination), open (user-mode networking through pasta, the host's
+ * loopback unreachable), and published ports in every mode. Host context
+ * (the supervisor); the processes it starts are described in net.c. */
+#pragma once
+
+#include "util/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define NET_PROXY_PORT      3128
+#define NET_MAX_CONNECTIONS 256
+#define NET_BUFFER_SIZE     (64 * 1024) /* per direction and connection */
+#define NET_MAX_PUBLISH     32
+#define NET_MAX_ALLOW       256
+
+enum net_mode { NET_MODE_DENY, NET_MODE_ALLOWLIST, NET_MODE_OPEN };
+
+struct net_publish {
+    char bind[64]; /* host address to listen on; "127.0.0.1" by default */
+    uint16_t host_port;
+    uint16_t guest_port;
+};
+
+/* What configuration ([network]: mode, allow_hosts, publish_ports) or the
+ * `cordon run` flags ask for. Strings are borrowed. */
+struct net_policy {
+    enum net_mode mode;
+    const char *allow_hosts[NET_MAX_ALLOW];
+    size_t allow_count;
+    struct net_publish publish[NET_MAX_PUBLISH];
+    size_t publish_count;
+    const char *audit_log; /* JSON lines, appended; NULL: no file */
+    /* hosts(5)-style file the proxy resolves names from instead of DNS
+     * (tests, air-gapped set-ups); NULL: the system resolver. */
+    const char *hosts_file;
+    const char *session_name; /* written into each audit record */
+};
+
+/* Running state of one session's network helpers. */
+struct net_session {
+    const struct net_policy *policy;
+    pid_t proxy_pid; /* the proxy / port publisher, or -1 */
+    pid_t pasta_pid; /* open mode, or -1 */
+};
+
+/* Parses "deny", "allowlist", "open". */
+int net_mode_parse(const char *text, enum net_mode *mode, struct cordon_error *err);
+const char *net_mode_name(enum net_mode mode);
+/* Parses "[BIND:]HOST:GUEST" ("[::1]:8080:80" for IPv6). */
+int net_publish_parse(const char *text, struct net_publish *out, struct cordon_error *err);
+/* Checks the policy before anything starts (patterns, addresses, ports). */
+int net_policy_validate(const struct net_policy *policy, struct cordon_error *err);
+
+/* Adds the proxy variables to a NULL-terminated, malloc'd environment
+ * (allowlist mode; nothing otherwise). */
+int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_error *err);
+
+void net_session_init(struct net_session *s, const struct net_policy *policy);
+/* The ns backend's on_namespaces_ready hook (ctx: struct net_session *):
+ * starts pasta and the proxy and returns once they are ready. */
+int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *err);
+/* Stops and reaps the helpers. */
+void net_session_stop(struct net_session *s);

@@ -1,0 +1,834 @@
+/* The proxy's event loop (see proxy.h). Host context: a child of the
+ * supervisor, in the host's network namespace, reading untrusted bytes from
+ * the sandbox. Every connection has two bounded buffers (NET_BUFFER_SIZE per
+ * direction); a full buffer stops reading from its source, so a slow peer
+ * only slows its own connection. The number of connections is bounded
+ * (NET_MAX_CONNECTIONS): at the bound the listeners are paused. Half-closes
+ * travel through (EOF on one side becomes shutdown(SHUT_WR) on the other
+ * once the buffer is flushed). */
+#include "net/proxy.h"
+#include "net/audit.h"
+#include "net/proxy-parse.h"
+#include "net/resolve.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HANDSHAKE_TIMEOUT_S 30 /* head, SOCKS negotiation and connect */
+#define DRAIN_TIMEOUT_S     5  /* after a refusal, waiting for the client to close */
+
+#define TOKEN_LISTENER (1ULL << 40)
+#define TOKEN_TIMER    (1ULL << 41)
+
+enum conn_state {
+    CONN_FREE,
+    CONN_HEAD,          /* reading an HTTP head or the SOCKS greeting */
+    CONN_SOCKS_REQUEST, /* greeting answered, reading the CONNECT request */
+    CONN_CONNECTING,
+    CONN_RELAY,
+    CONN_DRAIN, /* answer queued; flush it, then discard input until EOF */
+};
+
+enum conn_kind { KIND_UNKNOWN, KIND_HTTP_CONNECT, KIND_HTTP, KIND_SOCKS5, KIND_PUBLISH };
+
+struct buffer {
+    char data[NET_BUFFER_SIZE];
+    size_t start, end;
+};
+
+/* Relayed bytes move socket -> pipe -> socket with splice(2): no copy
+ * through user space. The pipe holds at most NET_BUFFER_SIZE (its default
+ * capacity is 64 KiB). The buffers carry the hand-shake and whatever the
+ * client sent with it; a direction switches to its pipe once its buffer is
+ * empty. */
+struct relay_pipe {
+    int r, w;
+    size_t fill;
+};
+
+struct conn {
+    enum conn_state state;
+    enum conn_kind kind;
+    int client, server;
+    uint32_t client_events, server_events; /* registered with epoll */
+    struct buffer *up;                     /* client -> server */
+    struct buffer *down;                   /* server -> client */
+    struct relay_pipe up_pipe, down_pipe;  /* in CONN_RELAY, when pipes were available */
+    bool client_eof, server_eof, up_shut, down_shut;
+    /* Closed during the current batch of events: not reused before the
+     * batch ends, so its stale events cannot reach a new connection. */
+    bool closed_in_batch;
+    time_t since;
+    char host[PROXY_HOST_MAX + 1];
+    int port;
+    struct allow_addr addrs[RESOLVE_MAX];
+    size_t addr_count, addr_next;
+    size_t request_length; /* bytes of the request to drop once connected */
+    size_t publish_index;
+};
+
+struct proxy {
+    const struct proxy_config *cfg;
+    int epoll_fd;
+    struct conn conns[NET_MAX_CONNECTIONS];
+    size_t active;
+    bool listeners_paused;
+};
+
+static const char *kind_name(enum conn_kind k)
+{
+    switch (k) {
+    case KIND_HTTP_CONNECT:
+        return "http-connect";
+    case KIND_HTTP:
+        return "http";
+    case KIND_SOCKS5:
+        return "socks5";
+    case KIND_PUBLISH:
+        return "publish";
+    default:
+        return "unknown";
+    }
+}
+
+static size_t buffer_used(const struct buffer *b)
+{
+    return b->end - b->start;
+}
+
+static size_t buffer_room(struct buffer *b)
+{
+    if (b->start == b->end)
+        b->start = b->end = 0;
+    if (b->end == sizeof(b->data) && b->start > 0) {
+        memmove(b->data, b->data + b->start, b->end - b->start);
+        b->end -= b->start;
+        b->start = 0;
+    }
+    return sizeof(b->data) - b->end;
+}
+
+static void buffer_put(struct buffer *b, const void *data, size_t len)
+{
+    if (len > buffer_room(b))
+        len = buffer_room(b);
+    memcpy(b->data + b->end, data, len);
+    b->end += len;
+}
+
+static void buffer_drop(struct buffer *b, size_t len)
+{
+    b->start += len < buffer_used(b) ? len : buffer_used(b);
+}
+
+static void conn_reset(struct conn *c, bool closed_in_batch)
+{
+    *c = (struct conn){.state = CONN_FREE,
+                       .client = -1,
+                       .server = -1,
+                       .up_pipe = {-1, -1, 0},
+                       .down_pipe = {-1, -1, 0},
+                       .closed_in_batch = closed_in_batch};
+}
+
+static size_t flow_pending(struct buffer *b, const struct relay_pipe *pp)
+{
+    return buffer_used(b) + pp->fill;
+}
+
+static size_t flow_room(struct buffer *b, const struct relay_pipe *pp)
+{
+    if (pp->r >= 0 && buffer_used(b) == 0)
+        return NET_BUFFER_SIZE - pp->fill;
+    return buffer_room(b);
+}
+
+static uint64_t conn_token(const struct proxy *p, const struct conn *c, int side)
+{
+    return (uint64_t)(c - p->conns) << 1 | (uint64_t)side;
+}
+
+static void epoll_set(struct proxy *p, int fd, uint32_t *registered, uint32_t want, uint64_t token)
+{
+    if (fd < 0 || *registered == want)
+        return;
+    struct epoll_event ev = {.events = want, .data.u64 = token};
+    epoll_ctl(p->epoll_fd, EPOLL_CTL_MOD, fd, &ev);
+    *registered = want;
+}
+
+static void listeners_set(struct proxy *p, bool paused)
+{
+    if (p->listeners_paused == paused)
+        return;
+    p->listeners_paused = paused;
+    const struct proxy_config *cfg = p->cfg;
+    for (size_t i = 0; i <= cfg->publish_count; i++) {
+        int fd = i == 0 ? cfg->sandbox_listener : cfg->publish[i - 1].fd;
+        if (fd < 0)
+            continue;
+        struct epoll_event ev = {.events = paused ? 0 : EPOLLIN, .data.u64 = TOKEN_LISTENER | i};
+        epoll_ctl(p->epoll_fd, EPOLL_CTL_MOD, fd, &ev);
+    }
+}
+
+static void conn_close(struct proxy *p, struct conn *c)
+{
+    if (c->client >= 0)
+        close(c->client);
+    if (c->server >= 0)
+        close(c->server);
+    free(c->up);
+    free(c->down);
+    int pipes[4] = {c->up_pipe.r, c->up_pipe.w, c->down_pipe.r, c->down_pipe.w};
+    for (size_t i = 0; i < ARRAY_SIZE(pipes); i++) {
+        if (pipes[i] >= 0)
+            close(pipes[i]);
+    }
+    conn_reset(c, true);
+    p->active--;
+    listeners_set(p, false);
+}
+
+/* Recomputes what each side waits for. */
+static void conn_update(struct proxy *p, struct conn *c)
+{
+    uint32_t client = 0, server = 0;
+    bool room_up = flow_room(c->up, &c->up_pipe) > 0;
+    switch (c->state) {
+    case CONN_FREE:
+        return;
+    case CONN_HEAD:
+    case CONN_SOCKS_REQUEST:
+        /* A head never exceeds PROXY_HEAD_MAX: keep the rest of the
+         * buffer for the rewritten head. */
+        if (buffer_used(c->up) < PROXY_HEAD_MAX)
+            client |= EPOLLIN;
+        break;
+    case CONN_CONNECTING:
+        server |= EPOLLOUT;
+        break;
+    case CONN_RELAY:
+        if (!c->client_eof && room_up)
+            client |= EPOLLIN;
+        if (!c->server_eof && flow_room(c->down, &c->down_pipe) > 0)
+            server |= EPOLLIN;
+        if (flow_pending(c->up, &c->up_pipe) > 0)
+            server |= EPOLLOUT;
+        break;
+    case CONN_DRAIN:
+        if (buffer_used(c->down) == 0)
+            client |= EPOLLIN;
+        break;
+    }
+    if (flow_pending(c->down, &c->down_pipe) > 0)
+        client |= EPOLLOUT;
+    epoll_set(p, c->client, &c->client_events, client, conn_token(p, c, 0));
+    epoll_set(p, c->server, &c->server_events, server, conn_token(p, c, 1));
+}
+
+static void audit(struct proxy *p, struct conn *c, const char *address, bool allowed,
+                  const char *reason)
+{
+    struct net_audit_record r = {
+        .session = p->cfg->policy->session_name,
+        .protocol = kind_name(c->kind),
+        .host = c->host,
+        .port = c->port,
+        .address = address,
+        .allowed = allowed,
+        .reason = reason,
+    };
+    net_audit_write(p->cfg->audit_fd, &r);
+    if (!allowed)
+        log_warn("network: %s %s:%d refused: %s", kind_name(c->kind), c->host[0] ? c->host : "?",
+                 c->port, reason);
+}
+
+/* Queues an answer and ends the connection once it is sent. */
+static void conn_refuse_http(struct conn *c, int status, const char *reason)
+{
+    const char *title = status == 403   ? "Forbidden"
+                        : status == 431 ? "Request Header Fields Too Large"
+                        : status == 502 ? "Bad Gateway"
+                        : status == 504 ? "Gateway Timeout"
+                                        : "Bad Request";
+    char body[700];
+    int blen = snprintf(body, sizeof(body), "cordon: network: %s\n", reason);
+    if (blen < 0 || (size_t)blen >= sizeof(body))
+        blen = (int)sizeof(body) - 1;
+    char head[300];
+    int hlen = snprintf(head, sizeof(head),
+                        "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                        "Content-Length: %d\r\nConnection: close\r\n\r\n",
+                        status, title, blen);
+    buffer_put(c->down, head, (size_t)hlen);
+    buffer_put(c->down, body, (size_t)blen);
+    c->state = CONN_DRAIN;
+    c->since = time(NULL);
+}
+
+static void conn_refuse_socks(struct conn *c, int code)
+{
+    const uint8_t reply[10] = {5, (uint8_t)code, 0, 1, 0, 0, 0, 0, 0, 0};
+    buffer_put(c->down, reply, sizeof(reply));
+    c->state = CONN_DRAIN;
+    c->since = time(NULL);
+}
+
+static void conn_refuse(struct conn *c, int http_status, int socks_code, const char *reason)
+{
+    if (c->kind == KIND_SOCKS5)
+        conn_refuse_socks(c, socks_code);
+    else if (c->kind == KIND_PUBLISH)
+        c->state = CONN_DRAIN;
+    else
+        conn_refuse_http(c, http_status, reason);
+}
+
+static socklen_t addr_to_sockaddr(const struct allow_addr *a, int port, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (allow_addr_is_v4(a)) {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+        in->sin_family = AF_INET;
+        in->sin_port = htons((uint16_t)port);
+        memcpy(&in->sin_addr, a->bytes + 12, 4);
+        return sizeof(*in);
+    }
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons((uint16_t)port);
+    memcpy(&in6->sin6_addr, a->bytes, 16);
+    return sizeof(*in6);
+}
+
+/* Starts a non-blocking connect to the next candidate address; on
+ * immediate failures moves on to the next one. */
+static void conn_connect_next(struct proxy *p, struct conn *c)
+{
+    while (c->addr_next < c->addr_count) {
+        const struct allow_addr *a = &c->addrs[c->addr_next++];
+        struct sockaddr_storage ss;
+        socklen_t len = addr_to_sockaddr(a, c->port, &ss);
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            continue;
+        if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
+            close(fd);
+            continue;
+        }
+        c->server = fd;
+        c->server_events = EPOLLOUT;
+        struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = conn_token(p, c, 1)};
+        epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+        c->state = CONN_CONNECTING;
+        return;
+    }
+    char reason[PROXY_HOST_MAX + 64];
+    snprintf(reason, sizeof(reason), "could not connect to %s:%d", c->host, c->port);
+    conn_refuse(c, 502, SOCKS5_REPLY_CONNECTION_REFUSED, reason);
+}
+
+/* The policy decision for a parsed request: name first, then every
+ * resolved address; only addresses that pass are connected to, so the
+ * address checked is the address used (no second lookup). */
+static void conn_decide(struct proxy *p, struct conn *c)
+{
+    const struct proxy_config *cfg = p->cfg;
+    struct allow_decision d;
+    allowlist_check_request(cfg->allow, c->host, c->port, &d);
+    if (!d.allowed) {
+        audit(p, c, NULL, false, d.reason);
+        conn_refuse(c, 403, SOCKS5_REPLY_NOT_ALLOWED, d.reason);
+        return;
+    }
+    struct allow_addr resolved[RESOLVE_MAX];
+    size_t count = 0;
+    struct cordon_error err = {0};
+    if (net_resolve(c->host, cfg->policy->hosts_file, resolved, &count, &err) < 0) {
+        audit(p, c, NULL, false, err.message);
+        conn_refuse(c, 502, SOCKS5_REPLY_HOST_UNREACHABLE, err.message);
+        return;
+    }
+    c->addr_count = 0;
+    c->addr_next = 0;
+    struct allow_decision first_denial = {0};
+    for (size_t i = 0; i < count; i++) {
+        struct allow_decision ad;
+        allowlist_check_address(cfg->allow, &resolved[i], c->port, &ad);
+        char text[INET6_ADDRSTRLEN];
+        allow_addr_format(&resolved[i], text, sizeof(text));
+        if (ad.allowed) {
+            c->addrs[c->addr_count++] = resolved[i];
+            audit(p, c, text, true, d.reason);
+        } else if (!first_denial.reason[0]) {
+            first_denial = ad;
+            audit(p, c, text, false, ad.reason);
+        }
+    }
+    if (c->addr_count == 0) {
+        conn_refuse(c, 403, SOCKS5_REPLY_NOT_ALLOWED, first_denial.reason);
+        return;
+    }
+    conn_connect_next(p, c);
+}
+
+/* The connect finished: answer the client and start relaying. */
+static void conn_established(struct proxy *p, struct conn *c)
+{
+    c->state = CONN_RELAY;
+    c->since = time(NULL);
+    /* Without pipes (fd limit) the buffers relay; slower, same result. */
+    int up[2], down[2];
+    if (pipe2(up, O_NONBLOCK | O_CLOEXEC) == 0) {
+        if (pipe2(down, O_NONBLOCK | O_CLOEXEC) == 0) {
+            c->up_pipe = (struct relay_pipe){up[0], up[1], 0};
+            c->down_pipe = (struct relay_pipe){down[0], down[1], 0};
+        } else {
+            close(up[0]);
+            close(up[1]);
+        }
+    }
+    int one = 1;
+    setsockopt(c->server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    switch (c->kind) {
+    case KIND_HTTP_CONNECT: {
+        static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+        buffer_drop(c->up, c->request_length);
+        buffer_put(c->down, ok, sizeof(ok) - 1);
+        break;
+    }
+    case KIND_SOCKS5: {
+        static const uint8_t ok[10] = {5, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+        buffer_drop(c->up, c->request_length);
+        buffer_put(c->down, ok, sizeof(ok));
+        break;
+    }
+    case KIND_HTTP: {
+        /* Replace the proxy-form head with the origin-form one; the
+         * body bytes already read follow it. */
+        struct http_request *req = malloc(sizeof(*req));
+        if (!req || http_parse_request(c->up->data + c->up->start, buffer_used(c->up), req) !=
+                        PROXY_PARSE_DONE) {
+            free(req);
+            conn_close(p, c);
+            return;
+        }
+        size_t rest = buffer_used(c->up) - req->head_length;
+        memmove(c->up->data + req->rewritten_length, c->up->data + c->up->start + req->head_length,
+                rest);
+        memcpy(c->up->data, req->rewritten, req->rewritten_length);
+        c->up->start = 0;
+        c->up->end = req->rewritten_length + rest;
+        free(req);
+        break;
+    }
+    default:
+        break;
+    }
+    (void)p;
+}
+
+static void conn_parse(struct proxy *p, struct conn *c)
+{
+    const uint8_t *data = (const uint8_t *)c->up->data + c->up->start;
+    size_t len = buffer_used(c->up);
+    if (len == 0)
+        return;
+    if (c->state == CONN_HEAD && c->kind == KIND_UNKNOWN)
+        c->kind = data[0] == 5 ? KIND_SOCKS5 : KIND_HTTP;
+    if (c->kind == KIND_SOCKS5 && c->state == CONN_HEAD) {
+        size_t used = 0;
+        const char *error = NULL;
+        enum proxy_parse_result r = socks5_parse_greeting(data, len, &used, &error);
+        if (r == PROXY_PARSE_INCOMPLETE)
+            return;
+        if (r == PROXY_PARSE_ERROR) {
+            const uint8_t no_method[2] = {5, 0xff};
+            buffer_put(c->down, no_method, 2);
+            audit(p, c, NULL, false, error);
+            c->state = CONN_DRAIN;
+            return;
+        }
+        buffer_drop(c->up, used);
+        const uint8_t no_auth[2] = {5, 0};
+        buffer_put(c->down, no_auth, 2);
+        c->state = CONN_SOCKS_REQUEST;
+        data = (const uint8_t *)c->up->data + c->up->start;
+        len = buffer_used(c->up);
+    }
+    if (c->kind == KIND_SOCKS5) {
+        struct socks5_request req;
+        enum proxy_parse_result r = socks5_parse_request(data, len, &req);
+        if (r == PROXY_PARSE_INCOMPLETE)
+            return;
+        snprintf(c->host, sizeof(c->host), "%s", req.host);
+        c->port = req.port;
+        if (r == PROXY_PARSE_ERROR) {
+            audit(p, c, NULL, false, req.error);
+            conn_refuse_socks(c, req.reply);
+            return;
+        }
+        c->request_length = req.length;
+        conn_decide(p, c);
+        return;
+    }
+    struct http_request *req = malloc(sizeof(*req));
+    if (!req) {
+        conn_close(p, c);
+        return;
+    }
+    enum proxy_parse_result r = http_parse_request((const char *)data, len, req);
+    if (r == PROXY_PARSE_INCOMPLETE) {
+        free(req);
+        return;
+    }
+    snprintf(c->host, sizeof(c->host), "%s", req->host);
+    c->port = req->port;
+    if (r == PROXY_PARSE_ERROR) {
+        audit(p, c, NULL, false, req->error);
+        conn_refuse_http(c, req->status, req->error);
+        free(req);
+        return;
+    }
+    c->kind = req->is_connect ? KIND_HTTP_CONNECT : KIND_HTTP;
+    c->request_length = req->head_length;
+    free(req);
+    conn_decide(p, c);
+}
+
+/* Reads from FD into B; returns bytes read, 0 at EOF, -1 on error, -2 when
+ * nothing was there. */
+static ssize_t read_into(int fd, struct buffer *b, size_t max);
+static int write_from(int fd, struct buffer *b);
+
+/* Like read_into, through the pipe when the direction has switched to it. */
+static ssize_t flow_read(int fd, struct buffer *b, struct relay_pipe *pp, size_t max)
+{
+    if (pp->r < 0 || buffer_used(b) > 0)
+        return read_into(fd, b, max);
+    size_t room = NET_BUFFER_SIZE - pp->fill;
+    if (room == 0)
+        return -2;
+    ssize_t n = splice(fd, NULL, pp->w, NULL, room, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? -2 : -1;
+    pp->fill += (size_t)n;
+    return n;
+}
+
+static int flow_write(int fd, struct buffer *b, struct relay_pipe *pp)
+{
+    if (buffer_used(b) > 0)
+        return write_from(fd, b);
+    if (pp->fill == 0)
+        return 0;
+    ssize_t n = splice(pp->r, NULL, fd, NULL, pp->fill, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    pp->fill -= (size_t)n;
+    return 0;
+}
+
+static ssize_t read_into(int fd, struct buffer *b, size_t max)
+{
+    size_t room = buffer_room(b);
+    if (room > max)
+        room = max;
+    if (room == 0)
+        return -2;
+    ssize_t n = read(fd, b->data + b->end, room);
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? -2 : -1;
+    b->end += (size_t)n;
+    return n;
+}
+
+static int write_from(int fd, struct buffer *b)
+{
+    if (buffer_used(b) == 0)
+        return 0;
+    ssize_t n = send(fd, b->data + b->start, buffer_used(b), MSG_NOSIGNAL);
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    buffer_drop(b, (size_t)n);
+    return 0;
+}
+
+static void conn_event(struct proxy *p, struct conn *c, int side, uint32_t events)
+{
+    bool in = events & (EPOLLIN | EPOLLHUP | EPOLLERR);
+    bool out = events & (EPOLLOUT | EPOLLHUP | EPOLLERR);
+    if (side == 1 && c->state == CONN_CONNECTING) {
+        int soerr = 0;
+        socklen_t l = sizeof(soerr);
+        if (getsockopt(c->server, SOL_SOCKET, SO_ERROR, &soerr, &l) < 0)
+            soerr = errno;
+        if (soerr == 0) {
+            conn_established(p, c);
+        } else {
+            epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, c->server, NULL);
+            close(c->server);
+            c->server = -1;
+            c->server_events = 0;
+            conn_connect_next(p, c);
+        }
+        if (c->state != CONN_FREE)
+            conn_update(p, c);
+        return;
+    }
+    if (side == 0) {
+        if (out && flow_write(c->client, c->down, &c->down_pipe) < 0) {
+            conn_close(p, c);
+            return;
+        }
+        if (in && c->state == CONN_DRAIN && buffer_used(c->down) == 0) {
+            char discard[4096];
+            ssize_t n = read(c->client, discard, sizeof(discard));
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                conn_close(p, c);
+                return;
+            }
+        } else if (in && c->state != CONN_DRAIN && c->state != CONN_CONNECTING) {
+            /* A head never exceeds PROXY_HEAD_MAX, which leaves room in
+             * the buffer for the rewritten head. */
+            size_t max =
+                c->state == CONN_RELAY ? NET_BUFFER_SIZE : PROXY_HEAD_MAX - buffer_used(c->up);
+            ssize_t n = flow_read(c->client, c->up, &c->up_pipe, max);
+            if (n == -1 || (n == 0 && c->state != CONN_RELAY)) {
+                conn_close(p, c);
+                return;
+            }
+            if (n == 0)
+                c->client_eof = true;
+            if (n > 0 && (c->state == CONN_HEAD || c->state == CONN_SOCKS_REQUEST))
+                conn_parse(p, c);
+        }
+    } else if (c->state == CONN_RELAY) {
+        if (out && flow_write(c->server, c->up, &c->up_pipe) < 0) {
+            conn_close(p, c);
+            return;
+        }
+        if (in) {
+            ssize_t n = flow_read(c->server, c->down, &c->down_pipe, NET_BUFFER_SIZE);
+            if (n == -1) {
+                conn_close(p, c);
+                return;
+            }
+            if (n == 0)
+                c->server_eof = true;
+        }
+    }
+    if (c->state == CONN_RELAY) {
+        /* Forward at once rather than on the next round: the socket is
+         * almost always writable, so the interest sets stay unchanged and
+         * no epoll_ctl() is needed per chunk. */
+        if ((flow_pending(c->up, &c->up_pipe) > 0 &&
+             flow_write(c->server, c->up, &c->up_pipe) < 0) ||
+            (flow_pending(c->down, &c->down_pipe) > 0 &&
+             flow_write(c->client, c->down, &c->down_pipe) < 0)) {
+            conn_close(p, c);
+            return;
+        }
+        /* Pass half-closes on once everything before them is delivered. */
+        if (c->client_eof && !c->up_shut && flow_pending(c->up, &c->up_pipe) == 0) {
+            shutdown(c->server, SHUT_WR);
+            c->up_shut = true;
+        }
+        if (c->server_eof && !c->down_shut && flow_pending(c->down, &c->down_pipe) == 0) {
+            shutdown(c->client, SHUT_WR);
+            c->down_shut = true;
+        }
+        if (c->up_shut && c->down_shut) {
+            conn_close(p, c);
+            return;
+        }
+    }
+    if (c->state == CONN_DRAIN && buffer_used(c->down) == 0 && c->kind == KIND_PUBLISH) {
+        conn_close(p, c);
+        return;
+    }
+    if (c->state == CONN_DRAIN && buffer_used(c->down) == 0)
+        shutdown(c->client, SHUT_WR);
+    conn_update(p, c);
+}
+
+static struct conn *conn_new(struct proxy *p, int client)
+{
+    for (size_t i = 0; i < NET_MAX_CONNECTIONS; i++) {
+        struct conn *c = &p->conns[i];
+        if (c->state != CONN_FREE || c->closed_in_batch)
+            continue;
+        conn_reset(c, false);
+        c->state = CONN_HEAD;
+        c->client = client;
+        c->up = malloc(sizeof(*c->up));
+        c->down = malloc(sizeof(*c->down));
+        if (!c->up || !c->down) {
+            free(c->up);
+            free(c->down);
+            conn_reset(c, false);
+            return NULL;
+        }
+        c->up->start = c->up->end = c->down->start = c->down->end = 0;
+        c->since = time(NULL);
+        p->active++;
+        if (p->active == NET_MAX_CONNECTIONS)
+            listeners_set(p, true);
+        struct epoll_event ev = {.events = 0, .data.u64 = conn_token(p, c, 0)};
+        epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, client, &ev);
+        return c;
+    }
+    return NULL;
+}
+
+static void publish_start(struct proxy *p, struct conn *c, size_t index)
+{
+    const struct proxy_publish *pub = &p->cfg->publish[index];
+    c->kind = KIND_PUBLISH;
+    c->publish_index = index;
+    snprintf(c->host, sizeof(c->host), "127.0.0.1");
+    c->port = pub->guest_port;
+    struct cordon_error err = {0};
+    int fd = netns_factory_socket(p->cfg->factory, &err);
+    if (fd < 0) {
+        audit(p, c, NULL, false, err.message);
+        conn_close(p, c);
+        return;
+    }
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(pub->guest_port)};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 && errno != EINPROGRESS) {
+        close(fd);
+        conn_close(p, c);
+        return;
+    }
+    audit(p, c, "127.0.0.1", true, pub->text);
+    c->server = fd;
+    c->server_events = EPOLLOUT;
+    struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = conn_token(p, c, 1)};
+    epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+    c->state = CONN_CONNECTING;
+}
+
+static void accept_on(struct proxy *p, size_t index)
+{
+    const struct proxy_config *cfg = p->cfg;
+    int lfd = index == 0 ? cfg->sandbox_listener : cfg->publish[index - 1].fd;
+    while (!p->listeners_paused) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return; /* EAGAIN, or a transient error: epoll says when to retry */
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        struct conn *c = conn_new(p, fd);
+        if (!c) {
+            close(fd);
+            return;
+        }
+        if (index > 0)
+            publish_start(p, c, index - 1);
+        if (c->state != CONN_FREE)
+            conn_update(p, c);
+    }
+}
+
+static void sweep_timeouts(struct proxy *p)
+{
+    time_t now = time(NULL);
+    for (size_t i = 0; i < NET_MAX_CONNECTIONS; i++) {
+        struct conn *c = &p->conns[i];
+        if (c->state == CONN_FREE || c->state == CONN_RELAY)
+            continue;
+        time_t limit = c->state == CONN_DRAIN ? DRAIN_TIMEOUT_S : HANDSHAKE_TIMEOUT_S;
+        if (now - c->since <= limit)
+            continue;
+        if (c->state == CONN_CONNECTING && c->kind != KIND_PUBLISH) {
+            char reason[PROXY_HOST_MAX + 64];
+            snprintf(reason, sizeof(reason), "connecting to %s:%d timed out", c->host, c->port);
+            audit(p, c, NULL, false, reason);
+        }
+        conn_close(p, c);
+    }
+}
+
+int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
+{
+    _cleanup_free_ struct proxy *p = calloc(1, sizeof(*p));
+    if (!p)
+        return error_set(err, ENOMEM, "proxy");
+    p->cfg = cfg;
+    /* Up to six fds per connection (two sockets, two pipes). */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    for (size_t i = 0; i < NET_MAX_CONNECTIONS; i++)
+        conn_reset(&p->conns[i], false);
+    _cleanup_close_ int epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd < 0)
+        return error_set(err, errno, "proxy: epoll_create1");
+    p->epoll_fd = epfd;
+    for (size_t i = 0; i <= cfg->publish_count; i++) {
+        int fd = i == 0 ? cfg->sandbox_listener : cfg->publish[i - 1].fd;
+        if (fd < 0)
+            continue;
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TOKEN_LISTENER | i};
+        if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+            return error_set(err, errno, "proxy: epoll_ctl");
+    }
+    _cleanup_close_ int timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (timer < 0)
+        return error_set(err, errno, "proxy: timerfd_create");
+    struct itimerspec every_second = {{1, 0}, {1, 0}};
+    timerfd_settime(timer, 0, &every_second, NULL);
+    struct epoll_event tev = {.events = EPOLLIN, .data.u64 = TOKEN_TIMER};
+    epoll_ctl(epfd, EPOLL_CTL_ADD, timer, &tev);
+
+    struct epoll_event events[64];
+    for (;;) {
+        int n = epoll_wait(epfd, events, ARRAY_SIZE(events), -1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return error_set(err, errno, "proxy: epoll_wait");
+        }
+        for (int i = 0; i < n; i++) {
+            uint64_t token = events[i].data.u64;
+            if (token & TOKEN_TIMER) {
+                uint64_t ticks;
+                ssize_t r = read(timer, &ticks, sizeof(ticks));
+                (void)r;
+                sweep_timeouts(p);
+            } else if (token & TOKEN_LISTENER) {
+                accept_on(p, (size_t)(token & 0xffff));
+            } else {
+                struct conn *c = &p->conns[token >> 1];
+                int side = (int)(token & 1);
+                /* A connection closed earlier in this batch may already
+                 * hold a new client: its fds differ, epoll drops the
+                 * stale events with the closed fds. */
+                if (c->state != CONN_FREE)
+                    conn_event(p, c, side, events[i].events);
+            }
+        }
+        for (size_t i = 0; i < NET_MAX_CONNECTIONS; i++)
+            p->conns[i].closed_in_batch = false;
+    }
+}

@@ -1,0 +1,32 @@
+/* The allowlist proxy and port publisher: one epoll loop, no threads, in a
+ * child process of the supervisor that stays in the host's network
+ * namespace. It accepts on a listener that lives inside the sandbox
+ * (127.0.0.1:NET_PROXY_PORT there), speaks HTTP CONNECT, plain HTTP
+ * forwarding and SOCKS5 on that one port (told apart by the first byte),
+ * resolves names itself and connects from the host only when the
+ * allowlist permits. Published ports: it accepts on the host and connects
+ * into the sandbox with sockets from the namespace factory. Host context. */
+#pragma once
+
+#include "net/allowlist.h"
+#include "net/net.h"
+#include "net/netns-factory.h"
+
+struct proxy_publish {
+    int fd; /* host listener */
+    uint16_t guest_port;
+    char text[96];
+};
+
+struct proxy_config {
+    const struct net_policy *policy;
+    struct allowlist *allow;
+    int sandbox_listener; /* -1: no allowlist proxy */
+    struct proxy_publish publish[NET_MAX_PUBLISH];
+    size_t publish_count;
+    struct netns_factory *factory;
+    int audit_fd;
+};
+
+/* Runs the loop until a fatal error; returns -1 with err filled. */
+int proxy_run(const struct proxy_config *cfg, struct cordon_error *err);
