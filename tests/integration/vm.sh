@@ -77,8 +77,10 @@ fi
 like "vCPUs come from --cpus" "$out" "cpus=2"
 like "the open-files rlimit applies inside" "$out" "nofile=321"
 
-# --- boot 3: a missing command ---
-vm_run "$ws" -- no-such-command-xyz
+# --- boot 3: a missing command; the backend chosen by CORDON_BACKEND ---
+out=$(cd "$ws" && CORDON_BACKEND=vm "$CORDON" --debug run -- no-such-command-xyz 2>&1 </dev/null)
+rc=$?
+like "CORDON_BACKEND=vm selects the vm backend" "$out" "vm: booted in"
 is "missing command exits 127" "$rc" 127
 like "missing command is named" "$out" "no-such-command-xyz: No such file or directory"
 
