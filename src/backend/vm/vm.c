@@ -302,6 +302,22 @@ static long vm_cpus(const struct launch *l, const char *accel)
     return strcmp(accel, "kvm") == 0 ? 2 : 1;
 }
 
+/* Under TCG the guest's TSC runs at the host's rate; telling the guest that
+ * rate skips its calibration (see the kernel parameters below) and keeps its
+ * clock in step with the host's. */
+static long host_tsc_khz(void)
+{
+    _cleanup_fclose_ FILE *f = fopen("/proc/cpuinfo", "re");
+    char line[256];
+    double mhz = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        const char *colon = strchr(line, ':');
+        if (strncmp(line, "cpu MHz", 7) == 0 && colon && sscanf(colon + 1, "%lf", &mhz) == 1)
+            break;
+    }
+    return mhz > 100 ? (long)(mhz * 1000) : 2000000;
+}
+
 static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, const char *initrd,
                            const struct vm_state *st, const struct share *shares, size_t nshares,
                            struct argv_builder *b)
@@ -341,11 +357,14 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     arg_add(b, "-append");
     /* panic=-1 + reboot=t + -no-reboot: a dying init ends QEMU at once.
      * Under TCG the PIT-based TSC calibration fails at random and the boot
-     * hangs; a fixed early TSC rate and loops-per-jiffy skip it. */
-    arg_add(b, "console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init tsc=reliable "
-               "tsc_early_khz=2000000 lpj=4000000 "
-               "no_timer_check i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests "
-               "random.trust_cpu=on");
+     * hangs; the host's TSC rate and loops-per-jiffy given here skip it. */
+    long khz = host_tsc_khz();
+    arg_add(b,
+            "console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init tsc=reliable "
+            "tsc_early_khz=%ld lpj=%ld "
+            "no_timer_check i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests "
+            "random.trust_cpu=on",
+            khz, khz * 4 /* loops per jiffy at Debian's HZ=250 */);
     /* Extra guest kernel parameters, for debugging a boot. */
     const char *extra = getenv("CORDON_VM_APPEND");
     if (extra && extra[0]) {
