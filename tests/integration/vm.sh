@@ -59,6 +59,18 @@ if [ -e /dev/kvm ] && ls /var/cache/cordon/vm/current/kvm-broken-* >/dev/null 2>
     is "KVM known broken on this host: TCG used" "$accel" tcg
 fi
 
+# --- boot 1b: on a host whose KVM cannot run a stock guest, a KVM boot fails
+# and is retried under TCG (CORDON_VM_ACCEL=kvm skips the cached verdict) ---
+if [ -r /dev/kvm ] && [ -w /dev/kvm ] && ls /var/cache/cordon/vm/current/kvm-broken-* >/dev/null 2>&1; then
+    out=$(cd "$ws" && CORDON_VM_ACCEL=kvm "$CORDON" --debug run --backend vm -- uname -r 2>&1 </dev/null)
+    rc=$?
+    is "a failed KVM boot falls back to TCG and runs the command" "$rc" 0
+    like "the KVM failure is reported" "$out" "vm: KVM did not boot the guest .*; trying TCG"
+    like "the fallback boot used TCG" "$out" "booted in [0-9]+ ms: vm \(tcg,"
+else
+    skip "KVM fallback" "KVM is usable here or not accessible"
+fi
+
 # --- boot 2: stdio, exit status, limits ---
 out=$(cd "$ws" && echo piped-in | "$CORDON" run --backend vm --memory 700 --cpus 2 --open-files 321 \
     -- bash -c 'cat; echo err >&2; echo "mem=$(awk "/MemTotal/ {print int(\$2/1024)}" /proc/meminfo)"

@@ -2,6 +2,7 @@
  * remembering which accelerator works on this host. Host context
  * (supervisor). */
 #include "backend/vm/vm.h"
+#include "config.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -16,10 +17,6 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#ifndef CORDON_LIBEXEC_DIR
-#define CORDON_LIBEXEC_DIR "/usr/local/libexec/cordon"
-#endif
 
 static int mkdir_p(const char *path, mode_t mode)
 {

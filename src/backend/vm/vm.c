@@ -552,15 +552,11 @@ static void kill_qemu(struct sandbox *sb)
     sb->pidfd = -1;
 }
 
-/* One boot attempt with st->accel. On failure QEMU is gone again and
- * *kvm_suspect says whether the failure looks like KVM's (no report in
- * time, or QEMU dying before the guest spoke). */
+/* One boot attempt with st->accel. On failure QEMU is gone again. */
 static int boot_once(const struct launch *l, char *const *agent_argv, const struct vm_kernel *k,
                      const char *initrd, struct vm_state *st, const struct share *shares,
-                     size_t nshares, struct sandbox *sb, bool *kvm_suspect,
-                     struct cordon_error *err)
+                     size_t nshares, struct sandbox *sb, struct cordon_error *err)
 {
-    *kvm_suspect = false;
     for (int i = 0; i < SOCK_COUNT; i++) {
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/%s", st->dir, sock_names[i]);
@@ -603,7 +599,6 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     reply = vm_frame_read(st->fds[SOCK_CHANNEL], left > 0 ? (int)left : 0);
     if (!reply) {
         int e = errno;
-        *kvm_suspect = true;
         if (e == ETIMEDOUT)
             error_set(err, 0, "vm: the guest did not finish booting within %lld s (%s)",
                       timeout / 1000, st->accel);
@@ -639,10 +634,30 @@ fail:
     return -1;
 }
 
+static int qemu_find(struct cordon_error *err)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/bin:/bin";
+    _cleanup_free_ char *copy = strdup(path);
+    char *save = NULL;
+    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
+        char bin[PATH_MAX];
+        if (snprintf(bin, sizeof(bin), "%s/" QEMU_BINARY, d) < (int)sizeof(bin) &&
+            access(bin, X_OK) == 0)
+            return 0;
+    }
+    return error_set(err, ENOENT,
+                     "vm: " QEMU_BINARY
+                     " not found in PATH (Debian: apt-get install qemu-system-x86)");
+}
+
 static int vm_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
                     struct cordon_error *err)
 {
     *sb = (struct sandbox){.ops = &vm_backend_ops, .pid = -1, .pidfd = -1, .channel_fd = -1};
+    if (qemu_find(err) < 0)
+        return -1;
     struct vm_kernel k;
     if (vm_kernel_find(&k, true, err) < 0)
         return -1;
@@ -675,13 +690,17 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
             (struct share){l->spec.git_dirs[i], l->spec.git_dirs[i], l->spec.workspace_readonly};
 
     snprintf(st->accel, sizeof(st->accel), "%s", vm_accel_choose(&k));
-    bool kvm_suspect = false;
-    int rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, &kvm_suspect, err);
-    if (rc < 0 && kvm_suspect && strcmp(st->accel, "kvm") == 0) {
-        log_warn("vm: KVM did not boot the guest (%s); using TCG from now on", err->message);
-        vm_accel_mark_kvm_broken(&k, err->message);
+    int rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, err);
+    if (rc < 0 && strcmp(st->accel, "kvm") == 0) {
+        /* Whatever failed under KVM (this host's paravirtual KVM makes QEMU
+         * abort at its first vCPU register write) is retried under TCG; KVM
+         * is marked broken only when TCG then boots the same guest. */
+        struct cordon_error kvm_err = *err;
+        log_warn("vm: KVM did not boot the guest (%s); trying TCG", kvm_err.message);
         snprintf(st->accel, sizeof(st->accel), "tcg");
-        rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, &kvm_suspect, err);
+        rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, err);
+        if (rc == 0)
+            vm_accel_mark_kvm_broken(&k, kvm_err.message);
     }
     if (rc < 0)
         return -1;
@@ -714,20 +733,9 @@ static void vm_stop(struct sandbox *sb)
 static int vm_probe(struct cordon_error *err)
 {
     struct vm_kernel k;
-    if (vm_kernel_find(&k, false, err) < 0)
+    if (qemu_find(err) < 0 || vm_kernel_find(&k, false, err) < 0)
         return -1;
-    const char *path = getenv("PATH");
-    if (!path)
-        path = "/usr/bin:/bin";
-    _cleanup_free_ char *copy = strdup(path);
-    char *save = NULL;
-    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        char bin[PATH_MAX];
-        snprintf(bin, sizeof(bin), "%s/" QEMU_BINARY, d);
-        if (access(bin, X_OK) == 0)
-            return 0;
-    }
-    return error_set(err, ENOENT, "vm: " QEMU_BINARY " not found (Debian: qemu-system-x86)");
+    return 0;
 }
 
 int vm_sandbox_console_fd(const struct sandbox *sb)
