@@ -5,7 +5,12 @@
  *     runs CMD in a session of its own, forwards signals to its process
  *     group, reaps every orphan, and exits with CMD's status (128+signal when
  *     it was killed). With --pty, the terminal is made here, on the sandbox's
- *     own devpts, and its master end is sent to the supervisor over fd 3. */
+ *     own devpts, and its master end is sent to the supervisor over fd 3.
+ *
+ *   cordon-agent serve
+ *     serves the seven tools over the agent protocol on fd 3
+ *     (docs/agent-protocol.md), reaping orphans as init. */
+#include "agent/serve.h"
 #include "agent/vm-init.h"
 #include "util/error.h"
 
@@ -184,8 +189,19 @@ int main(int argc, char **argv)
 {
     if (vm_init_is_guest(argc, argv))
         return vm_init_main(argc, argv);
+    /* Executed from a memfd, the kernel names us "memfd:cordon-ag". */
+    prctl(PR_SET_NAME, "cordon-agent");
     if (argc >= 2 && strcmp(argv[1], "init") == 0)
         return run_init(argc, argv);
-    fprintf(stderr, "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n");
+    if (argc >= 2 && strcmp(argv[1], "serve") == 0) {
+        prctl(PR_SET_DUMPABLE, 0);
+        int rc = agent_serve(CONTROL_FD);
+        /* As PID 1, leaving ends the sandbox; _exit skips the sanitizers'
+         * exit-time leak scan, which would need ptrace. */
+        fflush(NULL);
+        _exit(rc);
+    }
+    fprintf(stderr, "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n"
+                    "       cordon-agent serve   (agent protocol on fd 3)\n");
     return CORDON_EXIT_FAILURE;
 }

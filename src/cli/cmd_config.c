@@ -3,6 +3,9 @@
  * manage the trust record. Host context, unprivileged; only this layer
  * prints. */
 #include "cli/commands.h"
+#include "cli/options.h"
+#include "supervisor/launch.h"
+#include "supervisor/workspace.h"
 #include "config.h"
 #include "config/config.h"
 #include "config/emit.h"
@@ -23,23 +26,16 @@ extern char **environ;
 
 enum { EXIT_CONFIG_ERROR = 1, EXIT_USAGE = 2 };
 
-/* Until src/supervisor/workspace.c (workspace_detect) is merged: the
- * canonical directory itself. */
+/* The workspace of dir, as `cordon run` would see it (git worktree root or
+ * the directory), refusing unsafe roots. */
 static int config_workspace_detect(const char *dir, char **root, struct cordon_error *err)
 {
-    char *real = realpath(dir, NULL);
-    if (!real)
-        return error_set(err, errno, "workspace %s", dir);
-    *root = real;
+    struct workspace ws;
+    if (workspace_detect(dir, &ws, err) < 0)
+        return -1;
+    *root = TAKE_PTR(ws.root);
+    workspace_free(&ws);
     return 0;
-}
-
-/* Tests point this at a temporary directory instead of /etc/cordon; only a
- * debug build listens (CORDON_TEST_HOOKS). */
-static const char *etc_dir(void)
-{
-    const char *dir = CORDON_TEST_HOOKS ? getenv("CORDON_ETC_DIR") : NULL;
-    return dir && dir[0] == '/' ? dir : NULL;
 }
 
 static const char *xdg_config_home(void)
@@ -61,33 +57,11 @@ static int config_paths(char **ret_trust_file, struct cordon_error *err)
 
 static void config_usage(FILE *out)
 {
-    fprintf(out, "usage: cordon config [--explain] [--json] [--set KEY=VALUE]...\n"
-                 "       cordon config --where [--json]\n"
-                 "       cordon config check [--as user|workspace|host] FILE\n"
-                 "named flags: --backend B, --network MODE, --env-mode MODE, --name NAME,\n"
-                 "             --readonly, --fallback MODE\n");
-}
-
-/* Named flags for common keys, each a --set in disguise. Returns the number
- * of arguments consumed (0: not a named flag). */
-static int named_flag(int argc, char **argv, int i, char **ret_set)
-{
-    static const struct {
-        const char *flag, *key;
-    } with_value[] = {
-        {"--backend", "backend"},   {"--network", "network.mode"},   {"--env-mode", "env.mode"},
-        {"--name", "sandbox_name"}, {"--fallback", "fallback_mode"}, {"--teardown", "teardown"},
-    };
-    for (size_t f = 0; f < ARRAY_SIZE(with_value); f++) {
-        if (strcmp(argv[i], with_value[f].flag) != 0)
-            continue;
-        if (i + 1 >= argc)
-            return -1;
-        return asprintf(ret_set, "%s=%s", with_value[f].key, argv[i + 1]) < 0 ? -1 : 2;
-    }
-    if (strcmp(argv[i], "--readonly") == 0)
-        return asprintf(ret_set, "workspace_readonly=true") < 0 ? -1 : 1;
-    return 0;
+    fprintf(out,
+            "usage: cordon config [--explain] [--json] [OPTIONS]\n"
+            "       cordon config --where [--json]\n"
+            "       cordon config check [--as user|workspace|host] FILE\n\n%s",
+            cli_config_flags_help);
 }
 
 static int print_json(json_t *json)
@@ -164,21 +138,15 @@ int cmd_config(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "check") == 0)
         return config_check(argc - 1, argv + 1);
     bool explain = false, json = false, where = false;
-    size_t set_count = 0;
-    _cleanup_free_ char **sets = calloc((size_t)argc + 1, sizeof(*sets));
-    if (!sets)
-        return EXIT_CONFIG_ERROR;
+    struct cli_sets sets = {0};
     int status = EXIT_USAGE;
     struct cordon_error err = {0};
     _cleanup_free_ char *workspace = NULL;
     for (int i = 1; i < argc; i++) {
-        char *set = NULL;
-        int used = named_flag(argc, argv, i, &set);
+        int used = cli_config_flag(argc, argv, &i, &sets);
         if (used > 0) {
-            sets[set_count++] = set;
-            i += used - 1;
+            continue;
         } else if (used < 0) {
-            fprintf(stderr, "cordon: config: %s needs a value\n", argv[i]);
             goto out;
         } else if (strcmp(argv[i], "--explain") == 0) {
             explain = true;
@@ -186,12 +154,6 @@ int cmd_config(int argc, char **argv)
             json = true;
         } else if (strcmp(argv[i], "--where") == 0) {
             where = true;
-        } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
-            if (!(sets[set_count++] = strdup(argv[++i])))
-                goto out;
-        } else if (strncmp(argv[i], "--set=", 6) == 0) {
-            if (!(sets[set_count++] = strdup(argv[i] + 6)))
-                goto out;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             config_usage(stdout);
             status = 0;
@@ -211,10 +173,10 @@ int cmd_config(int argc, char **argv)
     struct cfg_inputs in = {
         .workspace = workspace,
         .environ = environ,
-        .session_sets = (const char *const *)sets,
+        .session_sets = (const char *const *)sets.items,
         .xdg_config_home = xdg_config_home(),
         .home = getenv("HOME"),
-        .etc_dir = etc_dir(),
+        .etc_dir = launch_etc_dir(),
     };
     struct cordon_config cfg;
     struct cfg_warnings warnings = {0};
@@ -255,8 +217,7 @@ int cmd_config(int argc, char **argv)
     }
     cfg_free(&cfg);
 out:
-    for (size_t s = 0; s < set_count; s++)
-        free(sets[s]);
+    cli_sets_free(&sets);
     return status;
 }
 

@@ -4,14 +4,13 @@
  * on a terminal, the pty relay. */
 #include "backend/ns/ns.h"
 #include "cli/commands.h"
-#include "net/net.h"
+#include "cli/options.h"
 #include "supervisor/launch.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,7 +19,6 @@
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -39,69 +37,11 @@ static void usage(FILE *out, bool shell)
                      "Runs CMD in a sandbox of the current workspace and exits with its status.\n"
                      "cordon's own failures exit with 125; 126/127 mean the command could not\n"
                      "be executed / was not found inside the sandbox.\n\n");
-    fprintf(out, "options:\n"
-                 "  --pids N          processes in the sandbox (default 2048, 0 = unlimited)\n"
-                 "  --memory MIB      memory (default 8192 MiB)\n"
-                 "  --file-size MIB   largest file a process may write (default 16384 MiB)\n"
-                 "  --open-files N    open files per process (default 4096)\n"
-                 "  --cpu-seconds N   CPU time per process (default unlimited)\n"
-                 "  --cpus N          CPU quota in cores, where a cgroup can be made\n"
-                 "  --readonly        mount the workspace read-only\n"
-                 "  --pty / --no-pty  force or refuse a terminal (default: when stdin is one)\n"
-                 "  --backend NAME    ns (default) or vm (a QEMU microVM); also CORDON_BACKEND\n"
-                 "  --network MODE    deny (default: loopback only), allowlist (through\n"
-                 "                    cordon's checking proxy), open (full outbound access)\n"
-                 "  --allow-host PAT  allowlist entry, repeatable: host.name, *.domain\n"
-                 "                    (subdomains only), 1.2.3.4, 10.0.0.0/8, [2001:db8::/32],\n"
-                 "                    each with an optional :PORT\n"
-                 "  --publish [BIND:]HOST:GUEST  make the sandbox's 127.0.0.1:GUEST reachable\n"
-                 "                    from the host at BIND:HOST (default 127.0.0.1), repeatable\n"
-                 "  --net-audit-log FILE  network decisions as JSON lines (default\n"
-                 "                    $XDG_STATE_HOME/cordon/network-audit.jsonl)\n"
-                 "  --net-hosts-file FILE  the proxy resolves names only from FILE (hosts(5)\n"
-                 "                    format), never DNS\n"
-                 "  -h, --help        this text\n");
-}
-
-static int parse_long(const char *opt, const char *value, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (errno || *end || v < 0) {
-        fprintf(stderr, "cordon: %s: expected a non-negative integer, got '%s'\n", opt, value);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* $XDG_STATE_HOME/cordon/network-audit.jsonl (~/.local/state when unset);
- * NULL when no such place can be made (the proxy then keeps no file). */
-static char *default_audit_log_path(void)
-{
-    const char *state = getenv("XDG_STATE_HOME");
-    const char *home = getenv("HOME");
-    char dir[4096];
-    if (state && state[0] == '/')
-        snprintf(dir, sizeof(dir), "%s/cordon", state);
-    else if (home && home[0] == '/')
-        snprintf(dir, sizeof(dir), "%s/.local/state/cordon", home);
-    else
-        return NULL;
-    for (char *p = dir + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(dir, 0700);
-            *p = '/';
-        }
-    }
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-        return NULL;
-    char *path;
-    if (asprintf(&path, "%s/network-audit.jsonl", dir) < 0)
-        return NULL;
-    return path;
+    fprintf(out,
+            "options:\n"
+            "  --pty / --no-pty  force or refuse a terminal (default: when stdin is one)\n"
+            "  -h, --help        this text\n\n%s",
+            cli_config_flags_help);
 }
 
 static int recv_fd(int sock)
@@ -234,172 +174,86 @@ static int supervise_loop(struct supervise *s)
 
 static int run_common(int argc, char **argv, bool shell)
 {
-    static const struct option longopts[] = {
-        {"pids", required_argument, NULL, 'p'},
-        {"memory", required_argument, NULL, 'm'},
-        {"file-size", required_argument, NULL, 'f'},
-        {"open-files", required_argument, NULL, 'n'},
-        {"cpu-seconds", required_argument, NULL, 'c'},
-        {"cpus", required_argument, NULL, 'C'},
-        {"readonly", no_argument, NULL, 'r'},
-        {"pty", no_argument, NULL, 'P'},
-        {"no-pty", no_argument, NULL, 'N'},
-        {"network", required_argument, NULL, 'w'},
-        {"allow-host", required_argument, NULL, 'A'},
-        {"publish", required_argument, NULL, 'B'},
-        {"net-audit-log", required_argument, NULL, 'L'},
-        {"net-hosts-file", required_argument, NULL, 'H'},
-        {"backend", required_argument, NULL, 'K'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
-    struct launch_options opts;
-    launch_default_options(&opts);
-    struct net_policy net = {.mode = NET_MODE_DENY};
-    struct cordon_error net_err = {0};
+    struct cli_sets sets = {0};
     int want_pty = -1;
-    const char *backend = getenv("CORDON_BACKEND");
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-        long v = 0;
-        switch (c) {
-        case 'p':
-            if (parse_long("--pids", optarg, &v) < 0)
-                return CORDON_EXIT_FAILURE;
-            opts.limits.pids = v;
-            break;
-        case 'm':
-            if (parse_long("--memory", optarg, &v) < 0)
-                return CORDON_EXIT_FAILURE;
-            opts.limits.memory_mib = v;
-            break;
-        case 'f':
-            if (parse_long("--file-size", optarg, &v) < 0)
-                return CORDON_EXIT_FAILURE;
-            opts.limits.file_size_mib = v;
-            break;
-        case 'n':
-            if (parse_long("--open-files", optarg, &v) < 0)
-                return CORDON_EXIT_FAILURE;
-            opts.limits.open_files = v;
-            break;
-        case 'c':
-            if (parse_long("--cpu-seconds", optarg, &v) < 0)
-                return CORDON_EXIT_FAILURE;
-            opts.limits.cpu_seconds = v;
-            break;
-        case 'C': {
-            char *end;
-            double d = strtod(optarg, &end);
-            if (*end || d < 0) {
-                fprintf(stderr, "cordon: --cpus: expected a number, got '%s'\n", optarg);
-                return CORDON_EXIT_FAILURE;
-            }
-            opts.limits.cpus = d;
+    int i = 1;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
             break;
         }
-        case 'r':
-            opts.workspace_readonly = true;
+        if (argv[i][0] != '-')
             break;
-        case 'P':
+        int rc = cli_config_flag(argc, argv, &i, &sets);
+        if (rc < 0) {
+            cli_sets_free(&sets);
+            return CORDON_EXIT_FAILURE;
+        }
+        if (rc > 0)
+            continue;
+        if (strcmp(argv[i], "--pty") == 0) {
             want_pty = 1;
-            break;
-        case 'N':
+        } else if (strcmp(argv[i], "--no-pty") == 0) {
             want_pty = 0;
-            break;
-        case 'w':
-            if (net_mode_parse(optarg, &net.mode, &net_err) < 0) {
-                fprintf(stderr, "cordon: --network: %s\n", net_err.message);
-                return CORDON_EXIT_FAILURE;
-            }
-            break;
-        case 'A':
-            if (net.allow_count == NET_MAX_ALLOW) {
-                fprintf(stderr, "cordon: --allow-host: at most %d entries\n", NET_MAX_ALLOW);
-                return CORDON_EXIT_FAILURE;
-            }
-            net.allow_hosts[net.allow_count++] = optarg;
-            break;
-        case 'B':
-            if (net.publish_count == NET_MAX_PUBLISH) {
-                fprintf(stderr, "cordon: --publish: at most %d ports\n", NET_MAX_PUBLISH);
-                return CORDON_EXIT_FAILURE;
-            }
-            if (net_publish_parse(optarg, &net.publish[net.publish_count++], &net_err) < 0) {
-                fprintf(stderr, "cordon: --publish: %s\n", net_err.message);
-                return CORDON_EXIT_FAILURE;
-            }
-            break;
-        case 'L':
-            net.audit_log = optarg;
-            break;
-        case 'H':
-            net.hosts_file = optarg;
-            break;
-        case 'K':
-            backend = optarg;
-            break;
-        case 'h':
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout, shell);
+            cli_sets_free(&sets);
             return 0;
-        default:
+        } else {
+            fprintf(stderr, "cordon: %s: unknown option '%s'\n", shell ? "shell" : "run", argv[i]);
             usage(stderr, shell);
+            cli_sets_free(&sets);
             return CORDON_EXIT_FAILURE;
         }
     }
-    char **cmd = argv + optind;
+    int optind_local = i;
+    char **cmd = argv + optind_local;
     char *shell_argv[] = {"/bin/bash", NULL};
     if (shell) {
-        if (optind < argc) {
-            fprintf(stderr, "cordon: shell: unexpected argument '%s'\n", argv[optind]);
+        if (optind_local < argc) {
+            fprintf(stderr, "cordon: shell: unexpected argument '%s'\n", argv[optind_local]);
+            cli_sets_free(&sets);
             return CORDON_EXIT_FAILURE;
         }
         cmd = shell_argv;
-    } else if (optind >= argc) {
+    } else if (optind_local >= argc) {
         fprintf(stderr, "cordon: run: no command given\n");
         usage(stderr, false);
+        cli_sets_free(&sets);
         return CORDON_EXIT_FAILURE;
     }
-    if (backend && strcmp(backend, "ns") != 0 && strcmp(backend, "vm") != 0) {
-        fprintf(stderr, "cordon: --backend: unknown backend '%s' (ns, vm)\n", backend);
-        return CORDON_EXIT_FAILURE;
-    }
-    bool vm = backend && strcmp(backend, "vm") == 0;
-    if (vm && want_pty == 1) {
-        fprintf(stderr, "cordon: --pty is not available on the vm backend yet\n");
-        return CORDON_EXIT_FAILURE;
-    }
-    if (vm && (net.mode != NET_MODE_DENY || net.publish_count > 0)) {
-        fprintf(stderr, "cordon: the vm backend has no network yet: only --network deny, "
-                        "no --publish\n");
-        return CORDON_EXIT_FAILURE;
-    }
-    bool pty = !vm && (want_pty == 1 || (want_pty == -1 && shell && isatty(0) && isatty(1)));
+    bool pty = want_pty == 1 || (want_pty == -1 && shell && isatty(0) && isatty(1));
 
     struct cordon_error err = {0};
     struct launch l;
-    if (launch_prepare(&opts, &l, &err) < 0) {
+    if (cli_sets_finish(&sets) < 0) {
+        cli_sets_free(&sets);
+        return CORDON_EXIT_FAILURE;
+    }
+    struct launch_request req = {(const char *const *)sets.items, sets.net_audit_log,
+                                 sets.net_hosts_file};
+    int prep = launch_prepare(&req, &l, &err);
+    cli_sets_free(&sets);
+    if (prep < 0) {
         log_error("%s", err.message);
         return CORDON_EXIT_FAILURE;
     }
-    if (!vm)
-        ns_probe_report();
-
-    _cleanup_free_ char *default_audit = NULL;
-    if (!net.audit_log && net.mode == NET_MODE_ALLOWLIST)
-        net.audit_log = default_audit = default_audit_log_path();
-    net.session_name = l.name;
-    if (net_policy_validate(&net, &err) < 0 || net_env_add(&net, &l.env, &err) < 0) {
-        log_error("%s", err.message);
+    bool vm = l.cfg.backend == CFG_BACKEND_VM;
+    if (vm && (l.net.mode != NET_MODE_DENY || l.net.publish_count > 0)) {
+        log_error("the vm backend has no network yet: only network deny, no published ports");
         launch_free(&l);
         return CORDON_EXIT_FAILURE;
     }
-    l.spec.envp = l.env;
-    struct net_session net_session;
-    net_session_init(&net_session, &net);
-    l.spec.on_namespaces_ready = net_on_namespaces_ready;
-    l.spec.on_namespaces_ready_ctx = &net_session;
+    if (vm && pty) {
+        if (want_pty == 1) {
+            log_error("--pty is not available on the vm backend yet");
+            launch_free(&l);
+            return CORDON_EXIT_FAILURE;
+        }
+        pty = false; /* cordon shell on the vm backend reads commands from stdin */
+    }
+    if (!vm)
+        ns_probe_report();
 
     /* argv for the agent: init [--pty] [--memory-mib N] -- CMD... */
     size_t ncmd = 0;
@@ -407,7 +261,7 @@ static int run_common(int argc, char **argv, bool shell)
         ncmd++;
     _cleanup_free_ char **agent_argv = calloc(ncmd + 8, sizeof(char *));
     char memory[32];
-    snprintf(memory, sizeof(memory), "%ld", opts.limits.memory_mib);
+    snprintf(memory, sizeof(memory), "%lld", (long long)l.cfg.limits.memory_mib);
     size_t a = 0;
     agent_argv[a++] = "cordon-agent";
     agent_argv[a++] = "init";
@@ -416,8 +270,8 @@ static int run_common(int argc, char **argv, bool shell)
     agent_argv[a++] = "--memory-mib";
     agent_argv[a++] = memory;
     agent_argv[a++] = "--";
-    for (size_t i = 0; i < ncmd; i++)
-        agent_argv[a++] = cmd[i];
+    for (size_t c = 0; c < ncmd; c++)
+        agent_argv[a++] = cmd[c];
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
     if (vm) {
@@ -438,8 +292,8 @@ static int run_common(int argc, char **argv, bool shell)
      * none is lost or kills the supervisor between start and supervise. */
     sigset_t mask;
     sigemptyset(&mask);
-    for (size_t i = 0; i < sizeof(relayed_signals) / sizeof(relayed_signals[0]); i++)
-        sigaddset(&mask, relayed_signals[i]);
+    for (size_t r = 0; r < sizeof(relayed_signals) / sizeof(relayed_signals[0]); r++)
+        sigaddset(&mask, relayed_signals[r]);
     sigaddset(&mask, SIGWINCH);
     sigaddset(&mask, SIGPIPE);
     sigprocmask(SIG_BLOCK, &mask, NULL);
@@ -450,7 +304,6 @@ static int run_common(int argc, char **argv, bool shell)
     if (control[1] >= 0)
         close(control[1]);
     if (rc < 0) {
-        net_session_stop(&net_session);
         log_error("%s", err.message);
         if (control[0] >= 0)
             close(control[0]);
@@ -476,7 +329,6 @@ static int run_common(int argc, char **argv, bool shell)
     if (control[0] >= 0)
         close(control[0]);
     int status = supervise_loop(&s);
-    net_session_stop(&net_session);
     if (restore)
         tcsetattr(0, TCSANOW, &saved);
     if (s.master >= 0)

@@ -13,6 +13,7 @@ struct cli_command {
 int cmd_run(int argc, char **argv);
 int cmd_shell(int argc, char **argv);
 int cmd_tool(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_trust(int argc, char **argv);
 int cmd_untrust(int argc, char **argv);

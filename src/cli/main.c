@@ -15,6 +15,8 @@ static const struct cli_command commands[] = {
     {"config", cmd_config, "show the effective configuration (--explain, --where, check FILE)"},
     {"trust", cmd_trust, "trust this workspace's .cordon.toml (pinned to its content)"},
     {"untrust", cmd_untrust, "stop trusting this workspace's .cordon.toml"},
+    {"tool", cmd_tool, "run one of the seven agent tools in a sandbox"},
+    {"mcp", cmd_mcp, "serve the tools over MCP (stdio) from one sandbox"},
 };
 
 static void usage(FILE *out)

@@ -1,6 +1,8 @@
-/* Prepares a namespace sandbox launch from the workspace and options. Host
- * context, before any sandbox exists. */
+/* Prepares a namespace sandbox launch from the workspace and the resolved
+ * configuration. Host context, before any sandbox exists: every failure here
+ * stops cordon with nothing started. */
 #include "supervisor/launch.h"
+#include "config.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -22,14 +24,34 @@
 
 extern char **environ;
 
-static const char *const default_protected[] = {".git/hooks", ".git/config", ".cordon.toml", NULL};
-
-void launch_default_options(struct launch_options *o)
+const char *launch_etc_dir(void)
 {
-    *o = (struct launch_options){
-        .limits = {.pids = 2048, .memory_mib = 8192, .file_size_mib = 16384, .open_files = 4096},
-        .env_mode = ENV_MODE_STRICT,
+    /* Only a debug (test) build lets the environment move the host-owned
+     * policy: a release build must not have its policy redirected. */
+    const char *dir = CORDON_TEST_HOOKS ? getenv("CORDON_ETC_DIR") : NULL;
+    return dir && dir[0] == '/' ? dir : NULL;
+}
+
+int launch_resolve_config(const char *workspace, const char *const *session_sets,
+                          struct cordon_config *cfg, struct cordon_error *err)
+{
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    struct cfg_inputs in = {
+        .workspace = workspace,
+        .environ = environ,
+        .session_sets = session_sets,
+        .xdg_config_home = xdg && xdg[0] == '/' ? xdg : NULL,
+        .home = getenv("HOME"),
+        .etc_dir = launch_etc_dir(),
     };
+    struct cfg_warnings warnings = {0};
+    int rc = cfg_resolve(&in, cfg, &warnings, err);
+    for (size_t i = 0; i < warnings.count; i++)
+        log_warn("%s", warnings.items[i]);
+    cfg_warnings_free(&warnings);
+    if (rc < 0)
+        return error_prefix(err, "configuration");
+    return 0;
 }
 
 /* cordon-agent next to the cordon binary (build tree, tarball), else the
@@ -66,35 +88,161 @@ static char *home_path(void)
     return strdup("/home/cordon");
 }
 
-int launch_prepare(const struct launch_options *o, struct launch *l, struct cordon_error *err)
+static enum env_mode env_mode_of(int cfg_mode)
+{
+    switch (cfg_mode) {
+    case CFG_ENV_ALLOWLIST:
+        return ENV_MODE_ALLOWLIST;
+    case CFG_ENV_PASSTHROUGH:
+        return ENV_MODE_PASSTHROUGH;
+    default:
+        return ENV_MODE_STRICT;
+    }
+}
+
+/* $XDG_STATE_HOME/cordon/network-audit.jsonl (~/.local/state when unset);
+ * NULL when no such place can be made (the proxy then keeps no file). */
+static char *default_audit_log_path(void)
+{
+    const char *state = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char dir[PATH_MAX];
+    int n;
+    if (state && state[0] == '/')
+        n = snprintf(dir, sizeof(dir), "%s/cordon", state);
+    else if (home && home[0] == '/')
+        n = snprintf(dir, sizeof(dir), "%s/.local/state/cordon", home);
+    else
+        return NULL;
+    if (n < 0 || (size_t)n >= sizeof(dir))
+        return NULL;
+    for (char *p = dir + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(dir, 0700);
+            *p = '/';
+        }
+    }
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return NULL;
+    char *path;
+    if (asprintf(&path, "%s/network-audit.jsonl", dir) < 0)
+        return NULL;
+    return path;
+}
+
+/* The [network] table as the network module takes it. */
+static int launch_network(const struct launch_request *req, struct launch *l,
+                          struct cordon_error *err)
+{
+    const struct cordon_config *cfg = &l->cfg;
+    struct net_policy *net = &l->net;
+    *net = (struct net_policy){0};
+    switch (cfg->network.mode) {
+    case CFG_NETWORK_ALLOWLIST:
+        net->mode = NET_MODE_ALLOWLIST;
+        break;
+    case CFG_NETWORK_OPEN:
+        net->mode = NET_MODE_OPEN;
+        break;
+    default:
+        net->mode = NET_MODE_DENY;
+        break;
+    }
+    if (cfg->network.allow_hosts.count > NET_MAX_ALLOW)
+        return error_set(err, E2BIG, "network.allow_hosts: more than %d entries", NET_MAX_ALLOW);
+    for (size_t i = 0; i < cfg->network.allow_hosts.count; i++)
+        net->allow_hosts[net->allow_count++] = cfg->network.allow_hosts.items[i];
+    if (cfg->network.publish_ports.count > NET_MAX_PUBLISH)
+        return error_set(err, E2BIG, "network.publish_ports: more than %d entries",
+                         NET_MAX_PUBLISH);
+    for (size_t i = 0; i < cfg->network.publish_ports.count; i++) {
+        const struct cfg_port *p = &cfg->network.publish_ports.items[i];
+        struct net_publish *out = &net->publish[net->publish_count++];
+        snprintf(out->bind, sizeof(out->bind), "%s", p->bind);
+        out->host_port = p->host_port;
+        out->guest_port = p->guest_port;
+    }
+    if (req && req->net_audit_log)
+        l->net_audit_log = strdup(req->net_audit_log);
+    else if (net->mode == NET_MODE_ALLOWLIST)
+        l->net_audit_log = default_audit_log_path();
+    net->audit_log = l->net_audit_log;
+    net->hosts_file = req ? req->net_hosts_file : NULL;
+    net->session_name = l->name;
+    if (net_policy_validate(net, err) < 0 || net_env_add(net, &l->env, err) < 0)
+        return error_prefix(err, "network");
+    net_session_init(&l->net_session, net);
+    return 0;
+}
+
+int launch_prepare(const struct launch_request *req, struct launch *l, struct cordon_error *err)
 {
     *l = (struct launch){0};
+    l->net_session.proxy_pid = -1;
+    l->net_session.pasta_pid = -1;
+    long long t0 = log_now_us();
     if (workspace_detect(NULL, &l->ws, err) < 0)
         return -1;
+    long long t1 = log_now_us();
+    if (launch_resolve_config(l->ws.root, req ? req->session_sets : NULL, &l->cfg, err) < 0)
+        goto fail;
+    log_debug("timing: workspace %lld us, configuration %lld us", t1 - t0, log_now_us() - t1);
+    const struct cordon_config *cfg = &l->cfg;
+    if (cfg->backend == CFG_BACKEND_DOCKER) {
+        error_set(err, 0, "backend \"%s\" is not available in this build (set by %s)",
+                  cfg_enum_name(CFG_BACKEND, cfg->backend),
+                  cfg->origin[CFG_BACKEND].file ? cfg->origin[CFG_BACKEND].file
+                                                : cfg_layer_name(cfg->origin[CFG_BACKEND].layer));
+        goto fail;
+    }
     l->home = home_path();
     l->agent_path = find_agent(err);
     if (!l->home || !l->agent_path)
         goto fail;
-    if (env_build(o->env_mode, environ, o->env_allow, l->home, &l->env, err) < 0)
+
+    size_t na = 0;
+    for (size_t i = 0; i < cfg->env.allow.count && na + 1 < ARRAY_SIZE(l->env_allow); i++)
+        l->env_allow[na++] = cfg->env.allow.items[i];
+    l->env_allow[na] = NULL;
+    if (cfg->env.mode == CFG_ENV_PASSTHROUGH)
+        log_warn("env.mode = \"passthrough\": the host's environment (except Docker, Compose "
+                 "and loader variables) is visible inside the sandbox");
+    if (env_build(env_mode_of(cfg->env.mode), environ, l->env_allow, l->home, &l->env, err) < 0)
         goto fail;
 
-    uint32_t rnd = 0;
-    if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) {
-        error_set(err, errno, "getrandom");
+    if (cfg->sandbox_name) {
+        snprintf(l->name, sizeof(l->name), "%s", cfg->sandbox_name);
+    } else {
+        uint32_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+            error_set(err, errno, "getrandom");
+            goto fail;
+        }
+        snprintf(l->name, sizeof(l->name), "cordon-%d-%08x", getpid(), rnd);
+    }
+
+    if (cfg->protected_paths.count > LAUNCH_MAX_PROTECTED) {
+        error_set(err, E2BIG, "protected_paths: more than %d entries", LAUNCH_MAX_PROTECTED);
         goto fail;
     }
-    snprintf(l->name, sizeof(l->name), "cordon-%d-%08x", getpid(), rnd);
+    for (size_t i = 0; i < cfg->protected_paths.count; i++)
+        l->protected_paths[i] = cfg->protected_paths.items[i];
+    l->protected_paths[cfg->protected_paths.count] = NULL;
 
-    const char *const *prot = o->protected_paths ? o->protected_paths : default_protected;
-    size_t n = 0;
-    for (; prot[n] && n < LAUNCH_MAX_PROTECTED; n++)
-        l->protected_paths[n] = prot[n];
-    l->protected_paths[n] = NULL;
+    if (cfg->mounts.count > LAUNCH_MAX_MOUNTS) {
+        error_set(err, E2BIG, "mounts: more than %d entries", LAUNCH_MAX_MOUNTS);
+        goto fail;
+    }
+    for (size_t i = 0; i < cfg->mounts.count; i++)
+        l->mounts[i] =
+            (struct ns_extra_mount){cfg->mounts.items[i].host_path, cfg->mounts.items[i].guest_path,
+                                    cfg->mounts.items[i].readonly};
 
     /* A repository without .git/hooks would let the sandbox create it and
      * plant a hook the host's git runs: give it the directory git init
-     * makes, so it can be protected. */
-    if (l->ws.is_git && !o->workspace_readonly) {
+     * makes, so that it can be protected. */
+    if (l->ws.is_git && !cfg->workspace_readonly) {
         char hooks[PATH_MAX];
         struct stat st;
         snprintf(hooks, sizeof(hooks), "%s/.git", l->ws.root);
@@ -112,20 +260,35 @@ int launch_prepare(const struct launch_options *o, struct launch *l, struct cord
         l->git_dirs[g++] = l->ws.git_dir;
     l->git_dirs[g] = NULL;
 
+    if (launch_network(req, l, err) < 0)
+        goto fail;
+
     l->spec = (struct ns_spec){
         .workspace = l->ws.root,
         .workspace_view = l->ws.view_root,
         .cwd = l->ws.view_cwd,
         .home = l->home,
-        .workspace_readonly = o->workspace_readonly,
+        .workspace_readonly = cfg->workspace_readonly,
         .protected_paths = l->protected_paths,
         .git_dirs = l->git_dirs,
-        .limits = o->limits,
+        .mounts = l->mounts,
+        .nmounts = cfg->mounts.count,
+        .limits =
+            {
+                .pids = cfg->limits.pids,
+                .memory_mib = cfg->limits.memory_mib,
+                .file_size_mib = cfg->limits.file_size_mib,
+                .open_files = cfg->limits.open_files,
+                .cpu_seconds = cfg->limits.cpu_seconds,
+                .cpus = cfg->limits.cpus,
+            },
         .agent_path = l->agent_path,
         .envp = l->env,
         .stdio = {0, 1, 2},
         .control_fd = -1,
         .name = l->name,
+        .on_namespaces_ready = net_on_namespaces_ready,
+        .on_namespaces_ready_ctx = &l->net_session,
     };
     log_debug("workspace %s (seen inside as %s), cwd %s%s", l->ws.root, l->ws.view_root,
               l->ws.view_cwd, l->ws.is_git ? ", git" : "");
@@ -137,7 +300,11 @@ fail:
 
 void launch_free(struct launch *l)
 {
+    if (l->net_session.policy)
+        net_session_stop(&l->net_session);
+    free(l->net_audit_log);
     workspace_free(&l->ws);
+    cfg_free(&l->cfg);
     env_free(l->env);
     free(l->agent_path);
     free(l->home);

@@ -1,36 +1,53 @@
-/* Turning "this workspace, these options" into an ns_spec: workspace
- * detection, environment, home, protected paths, git metadata, the agent
- * binary and the sandbox's name. Host context; shared by `cordon run`,
- * `cordon shell` and the session layer. */
+/* Turning "this workspace, this configuration" into an ns_spec: workspace
+ * detection, configuration (every layer, resolved before any sandbox
+ * exists), environment, home, protected paths, git metadata, extra mounts,
+ * the agent binary and the sandbox's name. Host context; shared by
+ * `cordon run`, `cordon shell`, `cordon tool` and `cordon mcp`. */
 #pragma once
 
 #include "backend/ns/ns.h"
+#include "config/config.h"
+#include "net/net.h"
 #include "supervisor/environ.h"
 #include "supervisor/workspace.h"
 
 #define LAUNCH_MAX_PROTECTED 64
+#define LAUNCH_MAX_MOUNTS    64
 
-struct launch_options {
-    struct ns_limits limits;
-    bool workspace_readonly;
-    enum env_mode env_mode;
-    const char *const *env_allow;
-    const char *const *protected_paths; /* NULL: the built-in list */
+/* What the caller asks for: configuration flags, and the network's
+ * per-run settings that are not configuration. */
+struct launch_request {
+    const char *const *session_sets; /* "key=value", NULL-terminated; may be NULL */
+    const char *net_audit_log;       /* NULL: $XDG_STATE_HOME/cordon/network-audit.jsonl */
+    const char *net_hosts_file;      /* NULL: the system resolver */
 };
 
 struct launch {
     struct workspace ws;
+    struct cordon_config cfg;
     char **env;
     char *agent_path;
     char *home;
-    char name[64];
+    char name[128];
     const char *protected_paths[LAUNCH_MAX_PROTECTED + 1];
     const char *git_dirs[3];
+    struct ns_extra_mount mounts[LAUNCH_MAX_MOUNTS];
+    const char *env_allow[256];
+    struct net_policy net;
+    struct net_session net_session; /* proxy / pasta, started with the sandbox */
+    char *net_audit_log;
     struct ns_spec spec; /* argv, stdio and control_fd are the caller's to fill */
 };
 
-/* Built-in limits: generous for builds, tight enough that a runaway cannot
- * take the machine down. */
-void launch_default_options(struct launch_options *o);
-int launch_prepare(const struct launch_options *o, struct launch *l, struct cordon_error *err);
+/* Where /etc/cordon is: a test build honours CORDON_ETC_DIR. */
+const char *launch_etc_dir(void);
+/* Resolves the configuration for a workspace root (warnings are logged). */
+int launch_resolve_config(const char *workspace, const char *const *session_sets,
+                          struct cordon_config *cfg, struct cordon_error *err);
+
+/* Detects the workspace of the current directory, resolves the
+ * configuration with the given session settings ("key=value", may be NULL),
+ * and prepares the sandbox's spec. Any error means nothing may run. */
+int launch_prepare(const struct launch_request *req, struct launch *l, struct cordon_error *err);
+/* Stops the network helpers and frees everything (after the sandbox ended). */
 void launch_free(struct launch *l);

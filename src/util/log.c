@@ -3,8 +3,12 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 
 bool log_debug_enabled = false;
+
+static void log_vprint(const char *level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 static void log_vprint(const char *level, const char *fmt, va_list ap)
 {
@@ -39,4 +43,11 @@ void log_debug(const char *fmt, ...)
     va_start(ap, fmt);
     log_vprint("debug: ", fmt, ap);
     va_end(ap);
+}
+
+long long log_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }

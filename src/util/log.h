@@ -9,3 +9,6 @@ extern bool log_debug_enabled;
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Microseconds on CLOCK_MONOTONIC, for --debug timings. */
+long long log_now_us(void);

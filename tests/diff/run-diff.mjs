@@ -24,6 +24,7 @@
 //   "normalize": [{"pattern": "regex", "flags": "g", "replace": "X"}],
 //                            // applied to both outputs: values that legitimately differ
 //   "user": "root" | "unprivileged",   // run only as that kind of user
+//   "outsideWorkspace": true,          // reads outside cwd: skipped when sandboxed
 //   "timeout": 30,           // seconds for each side
 //   "git": true              // `git init` the fixture root first (find/grep
 //                            // ignore rules depend on it)
@@ -269,6 +270,9 @@ function firstDifference(a, b) {
 
 const isRoot = process.getuid?.() === 0;
 const filter = process.env.DIFF_FILTER ? new RegExp(process.env.DIFF_FILTER) : null;
+// Set when the runner is `cordon tool` (a real sandbox) rather than the
+// host-side tool-run.
+const sandboxed = process.env.CORDON_DIFF_SANDBOX === "1";
 const caseDir = path.join(here, "cases");
 const caseFiles = fs.readdirSync(caseDir).filter((f) => f.endsWith(".json")).sort();
 const seen = new Set();
@@ -293,6 +297,17 @@ for (const file of caseFiles) {
         }
         if (testCase.user === "root" && !isRoot) {
             tapSkip(label, "needs root");
+            continue;
+        }
+        // Through `cordon tool` the call runs in a sandbox of the fixture:
+        // paths outside the workspace are hidden and $HOME is the sandbox's
+        // own (both asserted by the security suite instead).
+        if (sandboxed && testCase.home) {
+            tapSkip(label, "sets $HOME inside the workspace; the sandbox's home is its own");
+            continue;
+        }
+        if (sandboxed && testCase.outsideWorkspace) {
+            tapSkip(label, "reaches outside the workspace, which the sandbox hides");
             continue;
         }
         const base = fs.mkdtempSync(path.join(os.tmpdir(), "cordon-diff-"));

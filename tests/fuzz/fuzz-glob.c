@@ -4,9 +4,11 @@
  * pattern (or ignore-file text) up to the first NUL, then subject paths
  * separated by '\n'. Flag bits: 1 literal separator, 2 case-insensitive,
  * 4 treat the pattern as ignore-file text, 8 subjects are directories,
- * 16 treat the pattern as an rg --glob override. Host, test-only. */
+ * 16 treat the pattern as an rg --glob override, 32 run the pattern
+ * through grep's Rust regex syntax pass instead. Host, test-only. */
 #include "agent/tools/glob.h"
 #include "agent/tools/ignore.h"
+#include "agent/tools/rxsyntax.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,6 +31,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(pattern, rest, pattern_len);
     pattern[pattern_len] = '\0';
 
+    if (flags & 32) {
+        char *translated = NULL;
+        free(rx_check_rust_syntax(pattern, flags & 1, &translated));
+        free(translated);
+        free(pattern);
+        return 0;
+    }
     struct tool_glob *glob = NULL;
     struct ignore_rules *rules = NULL;
     struct cordon_error err;

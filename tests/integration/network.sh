@@ -144,7 +144,7 @@ fi
 
 cordon_run "$ws" --network allowlist --allow-host 'a.*.test' -- true
 is "allowlist: a bad pattern stops the start" "$rc" 125
-like "allowlist: the error names the pattern" "$out" "allow_hosts 'a.\*.test'"
+like "allowlist: the error names the key and the pattern" "$out" 'network.allow_hosts: "a\.\*\.test" not a host name'
 
 # The proxy and its namespace socket factory die with the session, also
 # when the supervisor is killed with SIGKILL.

@@ -245,10 +245,6 @@ static void output_finish(struct bash_output *o)
         ensure_temp_file(o);
 }
 
-struct bash_snapshot {
-    struct truncation t;
-};
-
 /* snapshot(): pi's truncation of the tail, with the totals of the whole
  * output. t.content points into o->tail. */
 static void output_snapshot(struct bash_output *o, bool persist, struct truncation *t)
@@ -489,11 +485,16 @@ child_exec_shell(const char *cwd, int out_fd, int null_fd, char *const argv[], c
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
+    /* exec keeps ignored signals ignored; the command gets the defaults. */
+    static const int reset[] = {SIGPIPE, SIGCHLD, SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
+        signal(reset[i], SIG_DFL);
     if (chdir(cwd) < 0)
         _exit(126);
     if (dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
         _exit(126);
+    /* Nothing of the agent's leaks into the command, CLOEXEC or not. */
+    close_range(3, ~0U, 0);
     execve(argv[0], argv, envp);
     _exit(127);
 }
@@ -557,8 +558,9 @@ int tool_bash_start(const struct tool_env *env, json_t *args, struct tool_bash_c
     if (pid == 0)
         child_exec_shell(env->cwd, write_end, null_fd, argv, envp);
     call->pid = pid;
-    /* Both sides set the group, so a kill right after fork reaches it. */
-    setpgid(pid, pid);
+    /* No setpgid(pid, pid) here: a group leader cannot setsid(). A kill
+     * that comes before the child's setsid() finds no group and falls back
+     * to the shell alone, which has no children yet. */
     fcntl(call->out_fd, F_SETFL, fcntl(call->out_fd, F_GETFL) | O_NONBLOCK);
 #ifdef SYS_pidfd_open
     call->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);

@@ -213,165 +213,177 @@ int tool_edit(const struct tool_env *env, json_t *args, struct tool_result *res)
                 goto free_texts;
             }
         }
-        for (size_t i = 0; i < n_edits; i++)
-            if (!find_bytes(norm, norm_len, olds[i], old_lens[i]))
-                any_fuzzy = true;
-        /* Matching once fuzzy: fuzzyFindText on normalised content still tries
+        /* The rest is a block of its own: the gotos to free_texts above must
+         * not jump into the scope of its cleanup variables. */
+        {
+            for (size_t i = 0; i < n_edits; i++)
+                if (!find_bytes(norm, norm_len, olds[i], old_lens[i]))
+                    any_fuzzy = true;
+            /* Matching once fuzzy: fuzzyFindText on normalised content still tries
          * exact first, then the normalised oldText. */
-        const char *base = norm;
-        size_t base_len = norm_len;
-        if (any_fuzzy) {
-            /* Only switch to the normalised content when some edit matches fuzzily. */
-            bool fuzzy_found = false;
-            fuzzy = edit_fuzzy_normalize(norm, norm_len, &fuzzy_len);
-            for (size_t i = 0; fuzzy && i < n_edits; i++) {
-                if (find_bytes(norm, norm_len, olds[i], old_lens[i]))
-                    continue;
-                size_t fl;
-                _cleanup_free_ char *fo = edit_fuzzy_normalize(olds[i], old_lens[i], &fl);
-                if (fo && memmem(fuzzy, fuzzy_len, fo, fl))
-                    fuzzy_found = true;
-            }
-            if (fuzzy_found) {
-                base = fuzzy;
-                base_len = fuzzy_len;
-            }
-        }
-        _cleanup_free_ char *base_fuzzy = NULL;
-        size_t base_fuzzy_len = 0;
-        for (size_t i = 0; i < n_edits; i++) {
-            const char *at = find_bytes(base, base_len, olds[i], old_lens[i]);
-            size_t match_len = old_lens[i];
-            _cleanup_free_ char *fo = NULL;
-            size_t fl = 0;
-            fo = edit_fuzzy_normalize(olds[i], old_lens[i], &fl);
-            if (!at) {
-                if (!base_fuzzy)
-                    base_fuzzy = edit_fuzzy_normalize(base, base_len, &base_fuzzy_len);
-                const char *fat =
-                    fo && base_fuzzy ? memmem(base_fuzzy, base_fuzzy_len, fo, fl) : NULL;
-                /* pi matches in the normalised space of base; base is already
-                 * normalised whenever a fuzzy match was needed. */
-                if (fat && base_fuzzy_len == base_len && memcmp(base_fuzzy, base, base_len) == 0) {
-                    at = base + (fat - base_fuzzy);
-                    match_len = fl;
+            const char *base = norm;
+            size_t base_len = norm_len;
+            if (any_fuzzy) {
+                /* Only switch to the normalised content when some edit matches fuzzily. */
+                bool fuzzy_found = false;
+                fuzzy = edit_fuzzy_normalize(norm, norm_len, &fuzzy_len);
+                for (size_t i = 0; fuzzy && i < n_edits; i++) {
+                    if (find_bytes(norm, norm_len, olds[i], old_lens[i]))
+                        continue;
+                    size_t fl;
+                    _cleanup_free_ char *fo = edit_fuzzy_normalize(olds[i], old_lens[i], &fl);
+                    if (fo && memmem(fuzzy, fuzzy_len, fo, fl))
+                        fuzzy_found = true;
+                }
+                if (fuzzy_found) {
+                    base = fuzzy;
+                    base_len = fuzzy_len;
                 }
             }
-            if (!at) {
+            _cleanup_free_ char *base_fuzzy = NULL;
+            size_t base_fuzzy_len = 0;
+            for (size_t i = 0; i < n_edits; i++) {
+                const char *at = find_bytes(base, base_len, olds[i], old_lens[i]);
+                size_t match_len = old_lens[i];
+                _cleanup_free_ char *fo = NULL;
+                size_t fl = 0;
+                fo = edit_fuzzy_normalize(olds[i], old_lens[i], &fl);
+                if (!at) {
+                    if (!base_fuzzy)
+                        base_fuzzy = edit_fuzzy_normalize(base, base_len, &base_fuzzy_len);
+                    const char *fat =
+                        fo && base_fuzzy ? memmem(base_fuzzy, base_fuzzy_len, fo, fl) : NULL;
+                    /* pi matches in the normalised space of base; base is already
+                 * normalised whenever a fuzzy match was needed. */
+                    if (fat && base_fuzzy_len == base_len &&
+                        memcmp(base_fuzzy, base, base_len) == 0) {
+                        at = base + (fat - base_fuzzy);
+                        match_len = fl;
+                    }
+                }
+                if (!at) {
+                    if (n_edits == 1)
+                        r = tool_result_error(res,
+                                              "Could not find the exact text in %s. The old text "
+                                              "must match exactly including all whitespace and "
+                                              "newlines.",
+                                              path);
+                    else
+                        r = tool_result_error(
+                            res,
+                            "Could not find edits[%zu] in %s. The oldText must "
+                            "match exactly including all whitespace and newlines.",
+                            i, path);
+                    goto free_texts;
+                }
+                if (!base_fuzzy)
+                    base_fuzzy = edit_fuzzy_normalize(base, base_len, &base_fuzzy_len);
+                size_t occurrences = fo && base_fuzzy && fl
+                                         ? count_occurrences(base_fuzzy, base_fuzzy_len, fo, fl)
+                                         : 1;
+                if (occurrences > 1) {
+                    if (n_edits == 1)
+                        r = tool_result_error(
+                            res,
+                            "Found %zu occurrences of the text in %s. The text must "
+                            "be unique. Please provide more context to make it "
+                            "unique.",
+                            occurrences, path);
+                    else
+                        r = tool_result_error(res,
+                                              "Found %zu occurrences of edits[%zu] in %s. Each "
+                                              "oldText must be unique. Please provide more context "
+                                              "to make it unique.",
+                                              occurrences, i, path);
+                    goto free_texts;
+                }
+                matches[i] =
+                    (struct edit_match){(size_t)(at - base), i, match_len, news[i], new_lens[i]};
+            }
+            qsort(matches, n_edits, sizeof(*matches), compare_matches);
+            for (size_t i = 1; i < n_edits; i++) {
+                if (matches[i - 1].index + matches[i - 1].length > matches[i].index) {
+                    r = tool_result_error(
+                        res,
+                        "edits[%zu] and edits[%zu] overlap in %s. Merge them into "
+                        "one edit or target disjoint regions.",
+                        matches[i - 1].edit, matches[i].edit, path);
+                    goto free_texts;
+                }
+            }
+            size_t cap = base_len + 1;
+            for (size_t i = 0; i < n_edits; i++)
+                cap += matches[i].new_len;
+            _cleanup_free_ char *result = malloc(cap);
+            size_t rl = 0, pos = 0;
+            for (size_t i = 0; result && i < n_edits; i++) {
+                memcpy(result + rl, base + pos, matches[i].index - pos);
+                rl += matches[i].index - pos;
+                memcpy(result + rl, matches[i].new_text, matches[i].new_len);
+                rl += matches[i].new_len;
+                pos = matches[i].index + matches[i].length;
+            }
+            if (!result) {
+                r = tool_result_error(res, "out of memory");
+                goto free_texts;
+            }
+            memcpy(result + rl, base + pos, base_len - pos);
+            rl += base_len - pos;
+            if (rl == base_len && memcmp(result, base, rl) == 0) {
                 if (n_edits == 1)
-                    r = tool_result_error(res,
-                                          "Could not find the exact text in %s. The old text "
-                                          "must match exactly including all whitespace and "
-                                          "newlines.",
-                                          path);
+                    r = tool_result_error(
+                        res,
+                        "No changes made to %s. The replacement produced identical "
+                        "content. This might indicate an issue with special "
+                        "characters or the text not existing as expected.",
+                        path);
                 else
-                    r = tool_result_error(res,
-                                          "Could not find edits[%zu] in %s. The oldText must "
-                                          "match exactly including all whitespace and newlines.",
-                                          i, path);
+                    r = tool_result_error(
+                        res, "No changes made to %s. The replacements produced identical content.",
+                        path);
                 goto free_texts;
             }
-            if (!base_fuzzy)
-                base_fuzzy = edit_fuzzy_normalize(base, base_len, &base_fuzzy_len);
-            size_t occurrences =
-                fo && base_fuzzy && fl ? count_occurrences(base_fuzzy, base_fuzzy_len, fo, fl) : 1;
-            if (occurrences > 1) {
-                if (n_edits == 1)
-                    r = tool_result_error(res,
-                                          "Found %zu occurrences of the text in %s. The text must "
-                                          "be unique. Please provide more context to make it "
-                                          "unique.",
-                                          occurrences, path);
-                else
-                    r = tool_result_error(res,
-                                          "Found %zu occurrences of edits[%zu] in %s. Each "
-                                          "oldText must be unique. Please provide more context "
-                                          "to make it unique.",
-                                          occurrences, i, path);
+            /* BOM + content with the original line ending restored. */
+            size_t lf_count = 0;
+            for (size_t i = 0; i < rl; i++)
+                lf_count += result[i] == '\n';
+            _cleanup_free_ char *final = malloc(rl + (use_crlf ? lf_count : 0) + 4);
+            size_t fl2 = 0;
+            if (!final) {
+                r = tool_result_error(res, "out of memory");
                 goto free_texts;
             }
-            matches[i] =
-                (struct edit_match){(size_t)(at - base), i, match_len, news[i], new_lens[i]};
-        }
-        qsort(matches, n_edits, sizeof(*matches), compare_matches);
-        for (size_t i = 1; i < n_edits; i++) {
-            if (matches[i - 1].index + matches[i - 1].length > matches[i].index) {
-                r = tool_result_error(res,
-                                      "edits[%zu] and edits[%zu] overlap in %s. Merge them into "
-                                      "one edit or target disjoint regions.",
-                                      matches[i - 1].edit, matches[i].edit, path);
+            if (bom) {
+                memcpy(final, "\xef\xbb\xbf", 3);
+                fl2 = 3;
+            }
+            for (size_t i = 0; i < rl; i++) {
+                if (use_crlf && result[i] == '\n')
+                    final[fl2++] = '\r';
+                final[fl2++] = result[i];
+            }
+            const char *syscall = "open";
+            if (tool_write_file(abs_path, final, fl2, &syscall) < 0) {
+                char msg[8192];
+                r = tool_result_error(res, "%s",
+                                      tool_node_error(errno, syscall, abs_path, msg, sizeof(msg)));
                 goto free_texts;
             }
+            size_t first_changed = 0;
+            _cleanup_free_ char *diff =
+                edit_diff_string(base, base_len, result, rl, &first_changed);
+            _cleanup_free_ char *msg_text = NULL;
+            if (asprintf(&msg_text, "Successfully replaced %zu block(s) in %s.", n_edits, path) <
+                0) {
+                r = -1;
+                goto free_texts;
+            }
+            json_t *details = json_pack("{s:s}", "diff", diff ? diff : "");
+            if (first_changed)
+                json_object_set_new(details, "firstChangedLine",
+                                    json_integer((json_int_t)first_changed));
+            r = tool_result_text(res, msg_text, details);
         }
-        size_t cap = base_len + 1;
-        for (size_t i = 0; i < n_edits; i++)
-            cap += matches[i].new_len;
-        _cleanup_free_ char *result = malloc(cap);
-        size_t rl = 0, pos = 0;
-        for (size_t i = 0; result && i < n_edits; i++) {
-            memcpy(result + rl, base + pos, matches[i].index - pos);
-            rl += matches[i].index - pos;
-            memcpy(result + rl, matches[i].new_text, matches[i].new_len);
-            rl += matches[i].new_len;
-            pos = matches[i].index + matches[i].length;
-        }
-        if (!result) {
-            r = tool_result_error(res, "out of memory");
-            goto free_texts;
-        }
-        memcpy(result + rl, base + pos, base_len - pos);
-        rl += base_len - pos;
-        if (rl == base_len && memcmp(result, base, rl) == 0) {
-            if (n_edits == 1)
-                r = tool_result_error(res,
-                                      "No changes made to %s. The replacement produced identical "
-                                      "content. This might indicate an issue with special "
-                                      "characters or the text not existing as expected.",
-                                      path);
-            else
-                r = tool_result_error(
-                    res, "No changes made to %s. The replacements produced identical content.",
-                    path);
-            goto free_texts;
-        }
-        /* BOM + content with the original line ending restored. */
-        size_t lf_count = 0;
-        for (size_t i = 0; i < rl; i++)
-            lf_count += result[i] == '\n';
-        _cleanup_free_ char *final = malloc(rl + (use_crlf ? lf_count : 0) + 4);
-        size_t fl2 = 0;
-        if (!final) {
-            r = tool_result_error(res, "out of memory");
-            goto free_texts;
-        }
-        if (bom) {
-            memcpy(final, "\xef\xbb\xbf", 3);
-            fl2 = 3;
-        }
-        for (size_t i = 0; i < rl; i++) {
-            if (use_crlf && result[i] == '\n')
-                final[fl2++] = '\r';
-            final[fl2++] = result[i];
-        }
-        const char *syscall = "open";
-        if (tool_write_file(abs_path, final, fl2, &syscall) < 0) {
-            char msg[8192];
-            r = tool_result_error(res, "%s",
-                                  tool_node_error(errno, syscall, abs_path, msg, sizeof(msg)));
-            goto free_texts;
-        }
-        size_t first_changed = 0;
-        _cleanup_free_ char *diff = edit_diff_string(base, base_len, result, rl, &first_changed);
-        _cleanup_free_ char *msg_text = NULL;
-        if (asprintf(&msg_text, "Successfully replaced %zu block(s) in %s.", n_edits, path) < 0) {
-            r = -1;
-            goto free_texts;
-        }
-        json_t *details = json_pack("{s:s}", "diff", diff ? diff : "");
-        if (first_changed)
-            json_object_set_new(details, "firstChangedLine",
-                                json_integer((json_int_t)first_changed));
-        r = tool_result_text(res, msg_text, details);
     free_texts:
         for (size_t i = 0; i < n_edits; i++) {
             free(olds[i]);

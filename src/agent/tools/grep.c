@@ -108,7 +108,6 @@ static void file_lines_clear(struct file_lines *fl)
 }
 
 struct grep_state {
-    const struct tool_env *env;
     pcre2_code *re;
     pcre2_match_data *md;
     pcre2_match_context *mctx;
@@ -280,6 +279,15 @@ static int format_block(struct grep_state *g, double line_number)
     return 0;
 }
 
+static void record_error(struct grep_state *g, const char *path, int errnum)
+{
+    if (g->errors.len > GREP_ERRORS_MAX)
+        return;
+    if (g->errors.len)
+        mb_append(&g->errors, "\n", 1);
+    mb_printf(&g->errors, "%s: %s (os error %d)", path, strerror(errnum), errnum);
+}
+
 /* One line (without its '\n'); returns 1 when the match limit stops the
  * search. */
 static int search_line(struct grep_state *g, const char *line, size_t len, size_t line_number)
@@ -324,15 +332,6 @@ static int search_line(struct grep_state *g, const char *line, size_t len, size_
     return g->output_overflow ? 1 : 0;
 }
 
-static void record_error(struct grep_state *g, const char *path, int errnum)
-{
-    if (g->errors.len > GREP_ERRORS_MAX)
-        return;
-    if (g->errors.len)
-        mb_append(&g->errors, "\n", 1);
-    mb_printf(&g->errors, "%s: %s (os error %d)", path, strerror(errnum), errnum);
-}
-
 /* Searches one open file line by line. quit_on_nul: ripgrep's binary
  * detection for files found by the walk. Returns 1 to stop everything. */
 static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read_max)
@@ -344,17 +343,30 @@ static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read
     size_t line_number = 1, total = 0;
     bool line_clipped = false;
     int ret = 0;
+    bool binary = false;
     for (;;) {
-        ssize_t n = read(fd, chunk, GREP_CHUNK);
+        /* rg's 64 KiB buffer keeps the unfinished line and reads only what
+         * fits after it; its NUL check covers exactly what one read added.
+         * (For lines longer than the buffer rg grows it; here the reads
+         * stay 64 KiB, so binary detection there can differ.) */
+        size_t want = line.len < GREP_CHUNK ? GREP_CHUNK - line.len : GREP_CHUNK;
+        ssize_t n = read(fd, chunk, want);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
             break;
-        if (n <= 0)
+        if (n < 0) {
+            /* rg reports the failed read and goes on with other files. */
+            record_error(g, g->file_abs, errno);
+            break;
+        }
+        if (n == 0)
             break;
         total += (size_t)n;
-        if (quit_on_nul && memchr(chunk, '\0', (size_t)n))
+        if (quit_on_nul && memchr(chunk, '\0', (size_t)n)) {
+            binary = true;
             break;
+        }
         const char *p = chunk, *end = chunk + n;
         while (p < end) {
             const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -383,8 +395,8 @@ static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read
         if (total >= read_max)
             break;
     }
-    /* A last line without '\n'. */
-    if (line.len > 0)
+    /* A last line without '\n' (not when binary data stopped the read). */
+    if (line.len > 0 && !binary)
         ret = search_line(g, line.data, line.len, line_number);
 out:
     free(line.data);
@@ -407,7 +419,12 @@ static int search_file(struct grep_state *g, int dirfd, const char *name, const 
     }
     if (S_ISDIR(st.st_mode))
         return 0;
-    size_t read_max = S_ISREG(st.st_mode) ? SIZE_MAX : GREP_SPECIAL_READ_MAX;
+    /* Termination whatever the file does: devices and pseudo-files that say
+     * size 0 (/proc/self/pagemap) are read GREP_SPECIAL_READ_MAX far, a file
+     * growing under us (a live log) up to that much past its size. */
+    size_t read_max = GREP_SPECIAL_READ_MAX;
+    if (S_ISREG(st.st_mode) && st.st_size > 0)
+        read_max = (size_t)st.st_size + GREP_SPECIAL_READ_MAX;
     g->file_abs = abs;
     g->file_display = display;
     g->lines_loaded = false;
@@ -554,7 +571,6 @@ int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
     js_arg_boolean(args, "literal", &literal);
 
     struct grep_state g = {
-        .env = env,
         .context = context > 0 ? context : 0,
         .limit = fmax(1, limit),
     };

@@ -59,10 +59,13 @@ static int rules_push(struct ignore_rules *r, struct ignore_rule rule)
     return 0;
 }
 
-/* One line, already without its newline. Returns <0 only on allocation
- * failure; unusable lines are skipped. */
-static int add_line(struct ignore_rules *r, const char *line, size_t len)
+/* One line, already without its newline. Returns -1 on allocation
+ * failure; a line whose glob does not compile is skipped, or, when err is
+ * given, is -2 with ripgrep's "error parsing glob" text in err. */
+static int add_line(struct ignore_rules *r, const char *line, size_t len, struct cordon_error *err)
 {
+    const char *original = line;
+    size_t original_len = len;
     if (len > 0 && line[len - 1] == '\r')
         len--;
     if (len == 0 || line[0] == '#')
@@ -113,9 +116,14 @@ static int add_line(struct ignore_rules *r, const char *line, size_t len)
     }
     memcpy(glob + n, line, len);
     n += len;
-    struct cordon_error err;
-    if (tool_glob_compile(glob, n, TOOL_GLOB_LITERAL_SEPARATOR, &rule.glob, &err) < 0)
-        return 0;
+    struct cordon_error glob_err;
+    if (tool_glob_compile(glob, n, TOOL_GLOB_LITERAL_SEPARATOR, &rule.glob, &glob_err) < 0) {
+        if (!err)
+            return 0;
+        error_set(err, 0, "error parsing glob '%.*s': %s", (int)original_len, original,
+                  glob_err.message);
+        return -2;
+    }
     if (rules_push(r, rule) < 0) {
         tool_glob_free(rule.glob);
         return -1;
@@ -132,7 +140,7 @@ struct ignore_rules *ignore_rules_parse(const char *text, size_t len, size_t max
     while (pos < len && r->count < max_rules) {
         const char *nl = memchr(text + pos, '\n', len - pos);
         size_t end = nl ? (size_t)(nl - text) : len;
-        if (add_line(r, text + pos, end - pos) < 0) {
+        if (add_line(r, text + pos, end - pos, NULL) < 0) {
             ignore_rules_free(r);
             return NULL;
         }
@@ -149,9 +157,11 @@ struct ignore_rules *ignore_rules_parse_override(const char *glob, struct cordon
         return NULL;
     }
     r->is_override = true;
-    if (add_line(r, glob, strlen(glob)) < 0) {
+    int ret = add_line(r, glob, strlen(glob), err);
+    if (ret < 0) {
         ignore_rules_free(r);
-        error_set(err, 0, "out of memory");
+        if (ret == -1)
+            error_set(err, 0, "out of memory");
         return NULL;
     }
     return r;

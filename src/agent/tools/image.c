@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #if CORDON_HAVE_GD
-#include <gd.h>
+#include "agent/tools/gd-lazy.h"
 #endif
 
 #define IMAGE_MAX_DIMENSION 2000
@@ -91,15 +91,16 @@ static int image_omitted(struct tool_result *res, const char *mime)
 }
 
 #if CORDON_HAVE_GD
-static gdImagePtr image_decode(const char *mime, unsigned char *data, size_t len)
+static gdImagePtr image_decode(const struct gd_api *gd, const char *mime, unsigned char *data,
+                               size_t len)
 {
     if (strcmp(mime, "image/png") == 0)
-        return gdImageCreateFromPngPtr((int)len, data);
+        return gd->create_from_png((int)len, data);
     if (strcmp(mime, "image/jpeg") == 0)
-        return gdImageCreateFromJpegPtr((int)len, data);
+        return gd->create_from_jpeg((int)len, data);
     if (strcmp(mime, "image/gif") == 0)
-        return gdImageCreateFromGifPtr((int)len, data);
-    return gdImageCreateFromWebpPtr((int)len, data);
+        return gd->create_from_gif((int)len, data);
+    return gd->create_from_webp((int)len, data);
 }
 #endif
 
@@ -127,13 +128,14 @@ int image_read_result(int fd, const struct stat *st, const char *mime, struct to
         return tool_result_error(res, "out of memory");
     char note[512];
 #if CORDON_HAVE_GD
-    gdImagePtr im = image_decode(mime, data, len);
+    const struct gd_api *gd = gd_api_get();
+    gdImagePtr im = gd ? image_decode(gd, mime, data, len) : NULL;
     if (!im)
         return image_omitted(res, mime);
     int width = gdImageSX(im), height = gdImageSY(im);
     if (width <= IMAGE_MAX_DIMENSION && height <= IMAGE_MAX_DIMENSION &&
         (double)b64_len < IMAGE_MAX_BASE64) {
-        gdImageDestroy(im);
+        gd->destroy(im);
         snprintf(note, sizeof(note), "Read image file [%s]", mime);
         return image_set(res, note, b64, mime);
     }
@@ -148,31 +150,31 @@ int image_read_result(int fd, const struct stat *st, const char *mime, struct to
     }
     static const int qualities[] = {80, 85, 70, 55, 40};
     for (;;) {
-        gdImagePtr scaled = gdImageCreateTrueColor(tw, th);
+        gdImagePtr scaled = gd->create_true_color(tw, th);
         if (!scaled)
             break;
-        gdImageCopyResampled(scaled, im, 0, 0, 0, 0, tw, th, width, height);
+        gd->copy_resampled(scaled, im, 0, 0, 0, 0, tw, th, width, height);
         for (int c = -1; c < (int)(sizeof(qualities) / sizeof(qualities[0])); c++) {
             int size = 0;
             void *enc =
-                c < 0 ? gdImagePngPtr(scaled, &size) : gdImageJpegPtr(scaled, &size, qualities[c]);
+                c < 0 ? gd->png_ptr(scaled, &size) : gd->jpeg_ptr(scaled, &size, qualities[c]);
             if (!enc)
                 continue;
             size_t out_len;
             _cleanup_free_ char *out = base64_encode(enc, (size_t)size, &out_len);
-            gdFree(enc);
+            gd->free(enc);
             if (out && (double)out_len < IMAGE_MAX_BASE64) {
                 const char *out_mime = c < 0 ? "image/png" : "image/jpeg";
                 snprintf(note, sizeof(note),
                          "Read image file [%s]\n[Image: original %dx%d, displayed at %dx%d. "
                          "Multiply coordinates by %.2f to map to original image.]",
                          out_mime, width, height, tw, th, (double)width / tw);
-                gdImageDestroy(scaled);
-                gdImageDestroy(im);
+                gd->destroy(scaled);
+                gd->destroy(im);
                 return image_set(res, note, out, out_mime);
             }
         }
-        gdImageDestroy(scaled);
+        gd->destroy(scaled);
         if (tw == 1 && th == 1)
             break;
         int nw = tw == 1 ? 1 : (tw * 3 / 4 > 1 ? tw * 3 / 4 : 1);
@@ -182,7 +184,7 @@ int image_read_result(int fd, const struct stat *st, const char *mime, struct to
         tw = nw;
         th = nh;
     }
-    gdImageDestroy(im);
+    gd->destroy(im);
     return image_omitted(res, mime);
 #else
     if ((double)b64_len >= IMAGE_MAX_BASE64)

@@ -180,6 +180,33 @@ static char *escape(struct rx *r)
                        false);
 }
 
+/* Rust's POSIX classes are ASCII; PCRE2 with UCP makes them Unicode, so
+ * the positive ones are spelled out as ASCII ranges. ("[:^alpha:]" stays
+ * PCRE2's, Unicode-aware.) */
+static const char *posix_ascii(const char *name, size_t len)
+{
+    static const char *const table[][2] = {
+        {"alnum", "0-9A-Za-z"},
+        {"alpha", "A-Za-z"},
+        {"ascii", "\\x00-\\x7F"},
+        {"blank", "\\t "},
+        {"cntrl", "\\x00-\\x1F\\x7F"},
+        {"digit", "0-9"},
+        {"graph", "!-~"},
+        {"lower", "a-z"},
+        {"print", " -~"},
+        {"punct", "!-/:-@\\[-`{-~"},
+        {"space", "\\t\\n\\x0B\\f\\r "},
+        {"upper", "A-Z"},
+        {"word", "0-9A-Za-z_"},
+        {"xdigit", "0-9A-Fa-f"},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (strlen(table[i][0]) == len && memcmp(table[i][0], name, len) == 0)
+            return table[i][1];
+    return NULL;
+}
+
 /* A character class at r->pos ('['), copied through. */
 static char *char_class(struct rx *r)
 {
@@ -206,7 +233,11 @@ static char *char_class(struct rx *r)
             const char *end = strstr(p + r->pos, ":]");
             if (end) {
                 size_t n = (size_t)(end - (p + r->pos)) + 2;
-                emit(r, p + r->pos, n);
+                const char *ascii = posix_ascii(p + r->pos + 2, n - 4);
+                if (ascii)
+                    emit(r, ascii, strlen(ascii));
+                else
+                    emit(r, p + r->pos, n);
                 r->pos += n;
                 continue;
             }

@@ -35,7 +35,6 @@ struct walker {
     const struct walk_options *opt;
     struct walk_frame *frames; /* ancestors of root, then root and below */
     size_t nframes, cap;
-    size_t root_len;
     size_t first_walked; /* index of the root's frame */
     size_t override_whitelists;
 };
@@ -288,11 +287,6 @@ static int add_ancestors(struct walker *w, const char *root)
     return 0;
 }
 
-static enum walk_type entry_type(const struct walk_dirent *d)
-{
-    return d->type;
-}
-
 int walk_tree(const char *root, const struct walk_options *options, struct cordon_error *err)
 {
     struct walker w = {.opt = options};
@@ -301,7 +295,6 @@ int walk_tree(const char *root, const struct walk_options *options, struct cordo
     size_t root_len = strlen(root);
     while (root_len > 1 && root[root_len - 1] == '/')
         root_len--;
-    w.root_len = root_len;
     if (add_ancestors(&w, root) < 0) {
         ret = error_set(err, ENOMEM, "walk");
         goto out;
@@ -332,7 +325,7 @@ int walk_tree(const char *root, const struct walk_options *options, struct cordo
             continue;
         }
         struct walk_dirent *d = &f->entries[f->next++];
-        enum walk_type type = entry_type(d);
+        enum walk_type type = d->type;
         _cleanup_free_ char *abs = join_path(f->path, f->path_len, d->name);
         if (!abs) {
             ret = error_set(err, ENOMEM, "walk");

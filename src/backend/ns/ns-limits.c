@@ -109,7 +109,7 @@ static int cgroup_v1(struct ns_sandbox *sb, int slot, const char *controller, co
 static int cgroup_v2(const struct ns_spec *spec, struct ns_sandbox *sb, pid_t pid,
                      struct cordon_error *err)
 {
-    char own[512] = "";
+    char own[640] = "";
     _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
     if (!f)
         return 0;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -143,14 +144,24 @@ static int plan_symlink(struct ns_mount_plan *plan, const char *host, const char
                     plan_str(plan, NEWROOT "%s", view), NULL, 0, 0);
 }
 
-/* Binds a host path, a symlink copied as a symlink. */
-static int plan_system_entry(struct ns_mount_plan *plan, const char *host, unsigned long attr)
+/* Small files of the curated /etc are copied into its tmpfs rather than
+ * bound: a copy costs a few file syscalls, a bind three mount syscalls under
+ * the namespace lock, and the view stays with fewer mounts. */
+#define NS_COPY_MAX (1u << 20)
+
+/* Binds a host path, a symlink copied as a symlink; with may_copy, a small
+ * regular file is copied. */
+static int plan_system_entry(struct ns_mount_plan *plan, const char *host, unsigned long attr,
+                             bool may_copy)
 {
     struct stat st;
     if (lstat(host, &st) < 0)
         return errno == ENOENT ? 0 : -1;
     if (S_ISLNK(st.st_mode))
         return plan_symlink(plan, host, host);
+    if (may_copy && S_ISREG(st.st_mode) && st.st_size <= NS_COPY_MAX)
+        return plan_add(plan, NS_OP_COPY, plan_str(plan, OLDROOT "%s", host),
+                        plan_str(plan, NEWROOT "%s", host), NULL, st.st_mode & 0755, 0);
     return plan_bind(plan, host, host, attr, NS_OP_OPTIONAL);
 }
 
@@ -197,12 +208,13 @@ static int plan_etc(struct ns_mount_plan *plan)
             continue;
         char host[PATH_MAX];
         snprintf(host, sizeof(host), "/etc/%s", de->d_name);
-        if (plan_system_entry(plan, host, ro) < 0)
+        if (plan_system_entry(plan, host, ro, true) < 0)
             return -1;
     }
     /* TLS roots without /etc/ssl/private. */
-    if (plan_mkdir_p(plan, "/etc/ssl") < 0 || plan_system_entry(plan, "/etc/ssl/certs", ro) < 0 ||
-        plan_system_entry(plan, "/etc/ssl/openssl.cnf", ro) < 0)
+    if (plan_mkdir_p(plan, "/etc/ssl") < 0 ||
+        plan_system_entry(plan, "/etc/ssl/certs", ro, false) < 0 ||
+        plan_system_entry(plan, "/etc/ssl/openssl.cnf", ro, true) < 0)
         return -1;
     return plan_add(plan, NS_OP_REMOUNT_RO, NULL, NEWROOT "/etc", NULL, 0, 0);
 }
@@ -290,11 +302,11 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
     const unsigned long rw = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     *plan = (struct ns_mount_plan){0};
 
-    if (plan_system_entry(plan, "/usr", ro) < 0)
+    if (plan_system_entry(plan, "/usr", ro, false) < 0)
         goto fail;
     static const char *const links[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
     for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
-        if (plan_system_entry(plan, links[i], ro) < 0)
+        if (plan_system_entry(plan, links[i], ro, false) < 0)
             goto fail;
     }
     if (plan_etc(plan) < 0 || plan_dev(plan) < 0)
@@ -305,6 +317,8 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
         plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/var/tmp", "mode=1777", 0, 0) < 0 ||
         plan_mkdir_p(plan, "/run") < 0 ||
         plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/run", "mode=0755", 0, 0) < 0)
+        goto fail;
+    if (plan_bind(plan, spec->agent_path, NS_AGENT_VIEW_PATH, ro, 0) < 0)
         goto fail;
 
     /* An empty home of the sandbox's own; the workspace may sit below it. */
@@ -342,6 +356,12 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
                      0) < 0 ||
             plan_protect(plan, *g, "hooks") < 0 || plan_protect(plan, *g, "config") < 0 ||
             plan_protect(plan, *g, "config.worktree") < 0)
+            goto fail;
+    }
+
+    for (size_t i = 0; i < spec->nmounts; i++) {
+        const struct ns_extra_mount *m = &spec->mounts[i];
+        if (plan_bind(plan, m->host_path, m->guest_path, m->readonly ? ro : rw, 0) < 0)
             goto fail;
     }
 
@@ -540,6 +560,35 @@ static int op_protect_in_child(const struct ns_op *op, struct cordon_error *err)
     }
 }
 
+static int op_copy_in_child(const struct ns_op *op, struct cordon_error *err)
+{
+    int in = open(op->source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (in < 0)
+        return errno == ENOENT ? 0 : error_set_raw(err, errno, "copy: open", op->source);
+    int out = open(op->dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                   (mode_t)op->attr);
+    if (out < 0) {
+        int e = errno;
+        close(in);
+        return error_set_raw(err, e, "copy: create", op->dest);
+    }
+    for (size_t copied = 0; copied <= NS_COPY_MAX;) {
+        ssize_t n = sendfile(out, in, NULL, NS_COPY_MAX);
+        if (n < 0) {
+            int e = errno;
+            close(in);
+            close(out);
+            return error_set_raw(err, e, "copy", op->source);
+        }
+        if (n == 0)
+            break;
+        copied += (size_t)n;
+    }
+    close(in);
+    close(out);
+    return 0;
+}
+
 static int apply_op_in_child(const struct ns_op *op, struct cordon_error *err)
 {
     switch (op->kind) {
@@ -594,6 +643,8 @@ static int apply_op_in_child(const struct ns_op *op, struct cordon_error *err)
     }
     case NS_OP_PROTECT:
         return op_protect_in_child(op, err);
+    case NS_OP_COPY:
+        return op_copy_in_child(op, err);
     }
     return error_set_raw(err, EINVAL, "unknown mount operation", op->dest);
 }

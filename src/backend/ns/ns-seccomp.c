@@ -106,6 +106,9 @@ int ns_seccomp_build(struct sock_fprog *prog, struct cordon_error *err)
         return error_set(err, ENOMEM, "seccomp: init");
     int rc = 0;
     const char *failed = "attributes";
+    /* Declared before the first goto: the cleanup must never see an
+     * uninitialised fd. */
+    _cleanup_close_ int memfd = -1;
     /* Anything not x86_64 (the int 0x80 entry, x32) is killed, not allowed:
      * those entry points would bypass every rule below. */
     if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS)) < 0 ||
@@ -159,7 +162,7 @@ int ns_seccomp_build(struct sock_fprog *prog, struct cordon_error *err)
 
     /* Export to memory: the child only loads the finished program. */
     failed = "export";
-    _cleanup_close_ int memfd = memfd_create("cordon-seccomp", MFD_CLOEXEC);
+    memfd = memfd_create("cordon-seccomp", MFD_CLOEXEC);
     if (memfd < 0) {
         rc = -errno;
         goto out;

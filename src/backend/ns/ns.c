@@ -29,7 +29,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -54,36 +53,9 @@ struct ns_child {
     struct ns_rlimits rlimits;
     int landlock_abi;
     const char *landlock_writable[8];
-    int sync_fd;  /* child's end of the sync socketpair */
-    int agent_fd; /* sealed memfd holding cordon-agent */
+    int sync_fd; /* child's end of the sync socketpair */
     struct cordon_error err;
 };
-
-/* A sealed, in-memory copy of cordon-agent. Executing it (not the file on
- * disk) means /proc/<pid>/exe inside the sandbox points at an object nobody
- * can write: the CVE-2019-5736 class has nothing to overwrite. */
-static int agent_memfd(const char *path, struct cordon_error *err)
-{
-    _cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
-    if (src < 0)
-        return error_set(err, errno, "opening the agent %s", path);
-    struct stat st;
-    if (fstat(src, &st) < 0)
-        return error_set(err, errno, "stat %s", path);
-    _cleanup_close_ int mfd = memfd_create("cordon-agent", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (mfd < 0)
-        return error_set(err, errno, "memfd_create for the agent");
-    off_t off = 0;
-    while (off < st.st_size) {
-        ssize_t n = sendfile(mfd, src, &off, (size_t)(st.st_size - off));
-        if (n <= 0)
-            return error_set(err, n < 0 ? errno : EIO, "copying the agent %s", path);
-    }
-    if (fchmod(mfd, 0555) < 0 ||
-        fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
-        return error_set(err, errno, "sealing the agent copy");
-    return TAKE_FD(mfd);
-}
 
 static int write_proc_file(pid_t pid, const char *name, const char *value, struct cordon_error *err)
 {
@@ -142,7 +114,7 @@ static int drop_privileges_in_child(struct cordon_error *err)
 }
 
 /* Child: fds 0-2 from spec->stdio, the control socket as 3, and nothing else
- * survives exec (the sync socket and the agent memfd are CLOEXEC). */
+ * survives exec (the sync socket is CLOEXEC). */
 static int arrange_fds_in_child(struct ns_child *c, struct cordon_error *err)
 {
     int wanted[4] = {c->spec->stdio[0], c->spec->stdio[1], c->spec->stdio[2], c->spec->control_fd};
@@ -157,11 +129,9 @@ static int arrange_fds_in_child(struct ns_child *c, struct cordon_error *err)
             return error_set_raw(err, errno, "dup stdio", NULL);
     }
     int sync_fd = fcntl(c->sync_fd, F_DUPFD_CLOEXEC, 10);
-    int agent_fd = fcntl(c->agent_fd, F_DUPFD_CLOEXEC, 10);
-    if (sync_fd < 0 || agent_fd < 0)
-        return error_set_raw(err, errno, "dup sync fds", NULL);
+    if (sync_fd < 0)
+        return error_set_raw(err, errno, "dup sync fd", NULL);
     c->sync_fd = sync_fd;
-    c->agent_fd = agent_fd;
     for (int i = 0; i < 4; i++) {
         if (moved[i] < 0)
             continue;
@@ -190,15 +160,12 @@ static void child_setup_and_exec(struct ns_child *c)
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    /* First word from the parent: the id maps are written. The parent then
+     * sets up cgroups and networking while we build the view (two cores do
+     * the two halves at once). */
     char go;
     if (read(c->sync_fd, &go, 1) != 1)
         _exit(CORDON_EXIT_FAILURE);
-    /* The parent has written the id maps and placed us in our cgroups: the
-     * cgroup namespace's root is that cgroup. */
-    if (unshare(CLONE_NEWCGROUP) < 0) {
-        error_set_raw(err, errno, "unshare cgroup namespace", NULL);
-        return;
-    }
     if (sethostname(c->spec->name ? "cordon" : "cordon", 6) < 0) {
         error_set_raw(err, errno, "sethostname", NULL);
         return;
@@ -211,6 +178,14 @@ static void child_setup_and_exec(struct ns_child *c)
         return;
     if (arrange_fds_in_child(c, err) < 0)
         return;
+    /* Second word: we are in our cgroups, so the cgroup namespace's root is
+     * that cgroup, and the network is ready before anything runs. */
+    if (read(c->sync_fd, &go, 1) != 1)
+        _exit(CORDON_EXIT_FAILURE);
+    if (unshare(CLONE_NEWCGROUP) < 0) {
+        error_set_raw(err, errno, "unshare cgroup namespace", NULL);
+        return;
+    }
     /* A session of its own: the sandbox has no controlling terminal, so it
      * cannot reach the user's (TIOCSTI needs one too). */
     if (setsid() < 0) {
@@ -227,8 +202,12 @@ static void child_setup_and_exec(struct ns_child *c)
         return;
     }
 #endif
-    syscall(SYS_execveat, c->agent_fd, "", c->spec->argv, c->spec->envp, AT_EMPTY_PATH);
-    error_set_raw(err, errno, "exec cordon-agent", c->spec->agent_path);
+    /* The agent is bound read-only into the view (ns-mount.c): its
+     * /proc/<pid>/exe leads to a read-only mount, so nothing inside can
+     * overwrite it (the CVE-2019-5736 class), without copying the binary
+     * into memory at every start. */
+    execve(NS_AGENT_VIEW_PATH, c->spec->argv, c->spec->envp);
+    error_set_raw(err, errno, "exec cordon-agent", NS_AGENT_VIEW_PATH);
 }
 
 void ns_probe_report(void)
@@ -245,16 +224,19 @@ void ns_probe_report(void)
 int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct cordon_error *err)
 {
     *sb = (struct ns_sandbox){.pid = -1, .pidfd = -1};
-    struct ns_child c = {.spec = spec, .sync_fd = -1, .agent_fd = -1};
+    struct ns_child c = {.spec = spec, .sync_fd = -1};
     int rc = -1;
     int sync[2] = {-1, -1};
     uid_t uid = geteuid();
     gid_t gid = getegid();
 
+    long long t0 = log_now_us();
     if (ns_mount_plan_build(spec, uid, gid, &c.plan, err) < 0)
         return -1;
+    long long t1 = log_now_us();
     if (ns_seccomp_build(&c.seccomp, err) < 0)
         goto out;
+    long long t2 = log_now_us();
     ns_limits_prepare(&spec->limits, &c.rlimits);
     c.landlock_abi = ns_landlock_abi();
     {
@@ -267,9 +249,7 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
             c.landlock_writable[n++] = spec->workspace_view;
         c.landlock_writable[n] = NULL;
     }
-    c.agent_fd = agent_memfd(spec->agent_path, err);
-    if (c.agent_fd < 0)
-        goto out;
+    long long t3 = log_now_us();
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
         error_set(err, errno, "socketpair");
         goto out;
@@ -314,11 +294,18 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
     if (write_proc_file(pid, "gid_map", map, err) < 0)
         goto fail_child;
+    if (write(sync[0], "m", 1) != 1) {
+        error_set(err, errno, "starting the sandbox");
+        goto fail_child;
+    }
+    long long tc = log_now_us();
     if (ns_cgroups_attach(spec, pid, sb, err) < 0)
         goto fail_child;
+    log_debug("timing: cgroups %lld us", log_now_us() - tc);
     if (spec->on_namespaces_ready &&
         spec->on_namespaces_ready(pid, spec->on_namespaces_ready_ctx, err) < 0)
         goto fail_child;
+    long long t4 = log_now_us();
     if (write(sync[0], "g", 1) != 1) {
         error_set(err, errno, "starting the sandbox");
         goto fail_child;
@@ -330,6 +317,9 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     } while (n < 0 && errno == EINTR);
     if (n == 0) {
         rc = 0; /* exec closed the socket: the agent is running */
+        log_debug("timing: plan %lld us (%zu operations), seccomp %lld us, "
+                  "clone+maps+cgroups %lld us, view+exec %lld us",
+                  t1 - t0, c.plan.count, t2 - t1, t4 - t3, log_now_us() - t4);
         goto out;
     }
     if (n == (ssize_t)sizeof(child_err)) {
@@ -349,8 +339,6 @@ out:
         close(sync[0]);
     if (sync[1] >= 0)
         close(sync[1]);
-    if (c.agent_fd >= 0)
-        close(c.agent_fd);
     free(c.seccomp.filter);
     ns_mount_plan_free(&c.plan);
     return rc;

@@ -20,6 +20,16 @@ struct ns_limits {
     double cpus;        /* CPU quota in cores; 0 = unlimited */
 };
 
+/* Where cordon-agent appears inside the sandbox: a read-only bind of the
+ * host binary, executed from there as PID 1. */
+#define NS_AGENT_VIEW_PATH "/run/cordon/agent"
+
+struct ns_extra_mount {
+    const char *host_path;
+    const char *guest_path;
+    bool readonly;
+};
+
 struct ns_spec {
     const char *workspace;      /* canonical host path of the workspace root */
     const char *workspace_view; /* where it appears inside (lexical path) */
@@ -32,6 +42,9 @@ struct ns_spec {
      * with their hooks/ and config kept read-only: the git metadata of linked
      * worktrees and submodules (NULL-terminated, may be NULL). */
     const char *const *git_dirs;
+    /* [[mounts]] from configuration (already validated), count entries. */
+    const struct ns_extra_mount *mounts;
+    size_t nmounts;
     struct ns_limits limits;
     const char *agent_path; /* host path of cordon-agent */
     char *const *argv;      /* agent argv (argv[0] is the agent's name) */

@@ -127,6 +127,24 @@ static void test_deadline_kills_group(void)
     ok(dead, "the background child died with its group");
 }
 
+/* The command runs in its own session with only fds 0-2, even when the
+ * caller holds an fd without O_CLOEXEC. */
+static void test_isolation(void)
+{
+    int leaked = dup(2); /* no CLOEXEC */
+    struct tool_env e = env();
+    json_t *args = json_loads("{\"command\":\"ls /proc/$$/fd | tr '\\\\n' ' '; test "
+                              "$(ps -o sid= -p $$) -eq $$ && echo own-session; "
+                              "readlink /proc/$$/fd/0\"}",
+                              0, NULL);
+    struct tool_result res = {0};
+    tool_bash_run(&e, args, &res);
+    json_decref(args);
+    is_str(text_of(&res), "0 1 2 own-session\n/dev/null\n", "fds, session and stdin");
+    tool_result_clear(&res);
+    close(leaked);
+}
+
 static void test_start_errors(void)
 {
     struct tool_env e = env();
@@ -201,6 +219,7 @@ int main(void)
     test_partial_and_cancel();
     test_deadline_kills_group();
     test_start_errors();
+    test_isolation();
     test_huge_output();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);

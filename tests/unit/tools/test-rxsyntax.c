@@ -39,7 +39,8 @@ int main(void)
     accepts("(?iu)a", "(?i)a");
     accepts("(?P<n>x)", "(?P<n>x)");
     accepts("[]a]", "[]a]");
-    accepts("[[:alpha:]_]", "[[:alpha:]_]");
+    accepts("[[:alpha:]_]", "[A-Za-z_]");
+    accepts("[[:^alpha:]]", "[[:^alpha:]]");
     accepts("x{2,3}?", "x{2,3}?");
     rejects("(", "regex parse error:\n    (\n    ^\nerror: unclosed group");
     rejects("é(", "regex parse error:\n    é(\n     ^\nerror: unclosed group");

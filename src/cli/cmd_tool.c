@@ -1,0 +1,242 @@
+/* `cordon tool NAME 'JSON-ARGS'` and `cordon tool --batch`: the seven tools
+ * run in a sandbox of the current workspace, results printed as JSON
+ * ({content, details, isError}, pi's bytes). Host context. */
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "supervisor/session.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BATCH_LINE_MAX  (64u << 20)
+#define BATCH_IN_FLIGHT 64
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: cordon tool [OPTIONS] NAME 'JSON-ARGS'\n"
+            "       cordon tool [OPTIONS] --batch < calls.jsonl\n\n"
+            "Runs one of the tools read, write, edit, ls, find, grep, bash in a sandbox\n"
+            "of the current workspace and prints {content, details, isError} as JSON.\n"
+            "--batch reads one call per line ({\"id\":..., \"tool\":..., \"args\":{...}})\n"
+            "and prints one result per line ({\"id\":..., \"content\":..., ...}) as each\n"
+            "completes, all in one sandbox.\n\n%s",
+            cli_config_flags_help);
+}
+
+static void print_result(json_t *id, const struct tool_result *res)
+{
+    _cleanup_free_ char *body = tool_result_to_json(res);
+    if (!body)
+        return;
+    if (!id) {
+        printf("%s\n", body);
+    } else {
+        _cleanup_free_ char *idtxt = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+        printf("{\"id\":%s,%s\n", idtxt ? idtxt : "null", body + 1);
+    }
+    fflush(stdout);
+}
+
+struct batch {
+    struct session *s;
+    json_t *ids[BATCH_IN_FLIGHT + 1]; /* slot -> caller's id */
+    int in_flight;
+};
+
+static void batch_event(void *ctx, const struct session_event *ev)
+{
+    struct batch *b = ctx;
+    if (ev->id <= 0 || ev->id > BATCH_IN_FLIGHT || !b->ids[ev->id])
+        return;
+    if (ev->kind == SESSION_UPDATE)
+        return;
+    if (ev->kind == SESSION_RESULT) {
+        print_result(b->ids[ev->id], ev->result);
+    } else {
+        json_t *line = json_pack("{s:O, s:s}", "id", b->ids[ev->id], "error", ev->message);
+        _cleanup_free_ char *txt = json_dumps(line, JSON_COMPACT);
+        printf("%s\n", txt);
+        json_decref(line);
+    }
+    json_decref(b->ids[ev->id]);
+    b->ids[ev->id] = NULL;
+    b->in_flight--;
+}
+
+static int batch_submit(struct batch *b, const char *line, size_t len, long lineno)
+{
+    json_error_t jerr;
+    json_t *call = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    const char *tool = call ? json_string_value(json_object_get(call, "tool")) : NULL;
+    json_t *args = call ? json_object_get(call, "args") : NULL;
+    if (!call || !tool || (args && !json_is_object(args))) {
+        printf("{\"id\":null,\"error\":\"line %ld: expected {\\\"tool\\\":NAME, "
+               "\\\"args\\\":{...}}%s\"}\n",
+               lineno, call ? "" : " (invalid JSON)");
+        json_decref(call);
+        return 0;
+    }
+    int slot = 1;
+    while (slot <= BATCH_IN_FLIGHT && b->ids[slot])
+        slot++;
+    json_t *id = json_object_get(call, "id");
+    b->ids[slot] = id ? json_incref(id) : json_integer(lineno);
+    b->in_flight++;
+    struct cordon_error err;
+    int rc = session_send_call(b->s, slot, tool, args, &err);
+    json_decref(call);
+    if (rc < 0) {
+        log_error("%s", err.message);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_batch(struct session *s)
+{
+    struct batch b = {.s = s};
+    struct cordon_error err;
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0, cap = 0;
+    bool in_eof = false;
+    long lineno = 0;
+    int sfd = session_channel_fd(s);
+    while (!in_eof || b.in_flight > 0) {
+        bool can_read = !in_eof && b.in_flight < BATCH_IN_FLIGHT;
+        struct pollfd p[2] = {{sfd, POLLIN | (session_wants_write(s) ? POLLOUT : 0), 0},
+                              {can_read ? 0 : -1, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return CORDON_EXIT_FAILURE;
+        }
+        if ((p[0].revents & POLLOUT) && session_on_writable(s, &err) < 0)
+            goto fail;
+        if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
+            session_on_readable(s, batch_event, &b, &err) < 0)
+            goto fail;
+        if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+            if (len + 65536 > cap) {
+                if (cap >= BATCH_LINE_MAX + 65536) {
+                    log_error("batch: a line is longer than %u bytes", BATCH_LINE_MAX);
+                    return CORDON_EXIT_FAILURE;
+                }
+                cap = cap ? cap * 2 : 131072;
+                char *grown = realloc(buf, cap);
+                if (!grown)
+                    return CORDON_EXIT_FAILURE;
+                buf = grown;
+            }
+            ssize_t n = read(0, buf + len, cap - len);
+            if (n <= 0) {
+                in_eof = true;
+                if (len > 0 && batch_submit(&b, buf, len, ++lineno) < 0)
+                    return CORDON_EXIT_FAILURE;
+                len = 0;
+            } else {
+                len += (size_t)n;
+                char *start = buf, *nl;
+                while (b.in_flight < BATCH_IN_FLIGHT &&
+                       (nl = memchr(start, '\n', len - (size_t)(start - buf)))) {
+                    lineno++;
+                    if (nl > start && batch_submit(&b, start, (size_t)(nl - start), lineno) < 0)
+                        return CORDON_EXIT_FAILURE;
+                    start = nl + 1;
+                }
+                len -= (size_t)(start - buf);
+                memmove(buf, start, len);
+            }
+        }
+    }
+    return 0;
+fail:
+    log_error("%s", err.message);
+    return CORDON_EXIT_FAILURE;
+}
+
+int cmd_tool(int argc, char **argv)
+{
+    struct cli_sets sets = {0};
+    bool batch = false;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        int flag = cli_config_flag(argc, argv, &i, &sets);
+        if (flag < 0) {
+            cli_sets_free(&sets);
+            return CORDON_EXIT_FAILURE;
+        }
+        if (flag > 0)
+            continue;
+        if (strcmp(argv[i], "--batch") == 0) {
+            batch = true;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "cordon: tool: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            cli_sets_free(&sets);
+            return CORDON_EXIT_FAILURE;
+        }
+    }
+    json_t *args = NULL;
+    const char *name = NULL;
+    if (!batch) {
+        if (argc - i < 1 || argc - i > 2) {
+            usage(stderr);
+            cli_sets_free(&sets);
+            return CORDON_EXIT_FAILURE;
+        }
+        name = argv[i];
+        json_error_t jerr;
+        args =
+            argc - i == 2 ? json_loads(argv[i + 1], JSON_REJECT_DUPLICATES, &jerr) : json_object();
+        if (!args || !json_is_object(args)) {
+            fprintf(stderr, "cordon: tool: the arguments must be a JSON object%s%s\n",
+                    args ? "" : ": ", args ? "" : jerr.text);
+            json_decref(args);
+            cli_sets_free(&sets);
+            return CORDON_EXIT_FAILURE;
+        }
+    }
+    struct cordon_error err = {0};
+    struct session *s;
+    int started = cli_sets_finish(&sets);
+    if (started == 0) {
+        struct launch_request req = {(const char *const *)sets.items, sets.net_audit_log,
+                                     sets.net_hosts_file};
+        started = session_start(&req, &s, &err);
+    } else {
+        error_set(&err, ENOMEM, "options");
+    }
+    cli_sets_free(&sets);
+    if (started < 0) {
+        log_error("%s", err.message);
+        json_decref(args);
+        return CORDON_EXIT_FAILURE;
+    }
+    int rc = 0;
+    if (batch) {
+        rc = run_batch(s);
+    } else {
+        struct tool_result res = {0};
+        if (session_call_sync(s, name, args, &res, &err) < 0) {
+            log_error("%s", err.message);
+            rc = CORDON_EXIT_FAILURE;
+        } else {
+            print_result(NULL, &res);
+            tool_result_clear(&res);
+        }
+    }
+    json_decref(args);
+    session_stop(s);
+    return rc;
+}

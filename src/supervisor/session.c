@@ -1,0 +1,283 @@
+/* Session: start a sandbox serving the agent protocol and talk to it. Host
+ * context, unprivileged supervisor. The agent is not trusted: every frame is
+ * bounded by the reader, and its messages are checked for shape before use. */
+#include "supervisor/session.h"
+#include "agent/protocol.h"
+#include "backend/ns/ns.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HELLO_TIMEOUT_MS 15000
+
+struct session {
+    struct launch launch;
+    struct ns_sandbox sb;
+    int channel;
+    int devnull;
+    struct frame_reader in;
+    struct frame_writer out;
+    bool started;
+};
+
+int session_channel_fd(const struct session *s)
+{
+    return s->channel;
+}
+
+int session_pidfd(const struct session *s)
+{
+    return s->sb.pidfd;
+}
+
+const char *session_name(const struct session *s)
+{
+    return s->launch.name;
+}
+
+const struct launch *session_launch(const struct session *s)
+{
+    return &s->launch;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int wait_hello(struct session *s, struct cordon_error *err)
+{
+    int64_t deadline = now_ms() + HELLO_TIMEOUT_MS;
+    for (;;) {
+        int status;
+        json_t *msg = frame_reader_next(&s->in, &status, err);
+        if (status < 0)
+            return -1;
+        if (msg) {
+            const char *t = json_string_value(json_object_get(msg, "t"));
+            json_int_t version = json_integer_value(json_object_get(msg, "version"));
+            bool ok = t && strcmp(t, "hello") == 0 && version == AGENT_PROTOCOL_VERSION;
+            json_decref(msg);
+            if (!ok)
+                return error_set(
+                    err, 0, "the sandbox's agent speaks another protocol (expected version %d)",
+                    AGENT_PROTOCOL_VERSION);
+            return 0;
+        }
+        if (s->in.eof)
+            return error_set(err, 0, "the sandbox's agent exited before it was ready");
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return error_set(err, ETIMEDOUT, "waiting for the sandbox's agent");
+        struct pollfd p = {s->channel, POLLIN, 0};
+        if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+            return error_set(err, errno, "waiting for the sandbox's agent");
+        if (frame_reader_fill(&s->in, s->channel, err) < 0)
+            return -1;
+    }
+}
+
+int session_start(const struct launch_request *req, struct session **out, struct cordon_error *err)
+{
+    struct session *s = calloc(1, sizeof(*s));
+    if (!s)
+        return error_set(err, ENOMEM, "session");
+    s->channel = -1;
+    s->devnull = -1;
+    s->sb.pidfd = -1;
+    if (launch_prepare(req, &s->launch, err) < 0) {
+        free(s);
+        return -1;
+    }
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+        error_set(err, errno, "socketpair");
+        goto fail;
+    }
+    s->channel = pair[0];
+    s->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    static char *const agent_argv[] = {"cordon-agent", "serve", NULL};
+    s->launch.spec.argv = agent_argv;
+    s->launch.spec.stdio[0] = s->devnull;
+    s->launch.spec.stdio[1] = s->devnull;
+    s->launch.spec.stdio[2] = 2;
+    s->launch.spec.control_fd = pair[1];
+    int rc = ns_sandbox_start(&s->launch.spec, &s->sb, err);
+    close(pair[1]);
+    if (rc < 0)
+        goto fail;
+    s->started = true;
+    fcntl(s->channel, F_SETFL, fcntl(s->channel, F_GETFL) | O_NONBLOCK);
+    if (frame_reader_fill(&s->in, s->channel, err) < 0 || wait_hello(s, err) < 0)
+        goto fail;
+    log_debug("session %s: agent ready (pid %d); limits: %s", s->launch.name, s->sb.pid,
+              s->sb.limits_applied);
+    *out = s;
+    return 0;
+fail:
+    session_stop(s);
+    return -1;
+}
+
+static int queue(struct session *s, json_t *msg, struct cordon_error *err)
+{
+    int rc = frame_writer_queue(&s->out, msg, err);
+    json_decref(msg);
+    if (rc < 0)
+        return -1;
+    return frame_writer_flush(&s->out, s->channel, err) < 0 ? -1 : 0;
+}
+
+int session_send_call(struct session *s, json_int_t id, const char *tool, json_t *args,
+                      struct cordon_error *err)
+{
+    return queue(s,
+                 json_pack("{s:s, s:I, s:s, s:O}", "t", "call", "id", id, "tool", tool, "args",
+                           args ? args : json_object()),
+                 err);
+}
+
+int session_send_cancel(struct session *s, json_int_t id, struct cordon_error *err)
+{
+    return queue(s, json_pack("{s:s, s:I}", "t", "cancel", "id", id), err);
+}
+
+bool session_wants_write(const struct session *s)
+{
+    return frame_writer_pending(&s->out);
+}
+
+int session_on_writable(struct session *s, struct cordon_error *err)
+{
+    return frame_writer_flush(&s->out, s->channel, err) < 0 ? -1 : 0;
+}
+
+int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struct cordon_error *err)
+{
+    if (frame_reader_fill(&s->in, s->channel, err) < 0)
+        return -1;
+    for (;;) {
+        int status;
+        json_t *msg = frame_reader_next(&s->in, &status, err);
+        if (status < 0)
+            return -1;
+        if (!msg)
+            break;
+        const char *t = json_string_value(json_object_get(msg, "t"));
+        json_int_t id = json_integer_value(json_object_get(msg, "id"));
+        json_t *content = json_object_get(msg, "content");
+        if (t && (strcmp(t, "result") == 0 || strcmp(t, "update") == 0) && json_is_array(content)) {
+            json_t *details = json_object_get(msg, "details");
+            struct tool_result res = {
+                .content = content,
+                .details = json_is_object(details) ? details : NULL,
+                .is_error = json_is_true(json_object_get(msg, "isError")),
+            };
+            struct session_event ev = {
+                .kind = t[0] == 'r' ? SESSION_RESULT : SESSION_UPDATE, .id = id, .result = &res};
+            fn(ctx, &ev);
+        } else if (t && strcmp(t, "error") == 0) {
+            const char *m = json_string_value(json_object_get(msg, "message"));
+            struct session_event ev = {
+                .kind = SESSION_CALL_ERROR, .id = id, .message = m ? m : "agent error"};
+            fn(ctx, &ev);
+        } else if (!t || strcmp(t, "pong") != 0) {
+            log_warn("session %s: ignoring an unexpected frame from the agent", s->launch.name);
+        }
+        json_decref(msg);
+    }
+    if (s->in.eof)
+        return error_set(err, 0, "the sandbox's agent closed the channel");
+    return 0;
+}
+
+struct sync_ctx {
+    json_int_t id;
+    bool done;
+    struct tool_result *res;
+    char message[256];
+};
+
+static void sync_event(void *ctx, const struct session_event *ev)
+{
+    struct sync_ctx *c = ctx;
+    if (ev->id != c->id)
+        return;
+    if (ev->kind == SESSION_RESULT) {
+        c->res->content = json_incref(ev->result->content);
+        c->res->details = json_incref(ev->result->details);
+        c->res->is_error = ev->result->is_error;
+        c->done = true;
+    } else if (ev->kind == SESSION_CALL_ERROR) {
+        snprintf(c->message, sizeof(c->message), "%s", ev->message);
+        c->done = true;
+    }
+}
+
+int session_call_sync(struct session *s, const char *tool, json_t *args, struct tool_result *res,
+                      struct cordon_error *err)
+{
+    static json_int_t next_id = 1;
+    struct sync_ctx c = {.id = next_id++, .res = res};
+    *res = (struct tool_result){0};
+    if (session_send_call(s, c.id, tool, args, err) < 0)
+        return -1;
+    while (!c.done) {
+        struct pollfd p = {s->channel, POLLIN | (session_wants_write(s) ? POLLOUT : 0), 0};
+        if (poll(&p, 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return error_set(err, errno, "poll");
+        }
+        if ((p.revents & POLLOUT) && session_on_writable(s, err) < 0)
+            return -1;
+        if ((p.revents & (POLLIN | POLLHUP | POLLERR)) &&
+            session_on_readable(s, sync_event, &c, err) < 0 && !c.done)
+            return -1;
+    }
+    if (c.message[0])
+        return error_set(err, 0, "the sandbox's agent refused the call: %s", c.message);
+    return 0;
+}
+
+void session_stop(struct session *s)
+{
+    if (!s)
+        return;
+    if (s->started && s->channel >= 0) {
+        struct cordon_error err;
+        json_t *bye = json_pack("{s:s}", "t", "shutdown");
+        if (frame_writer_queue(&s->out, bye, &err) == 0)
+            frame_writer_flush(&s->out, s->channel, &err);
+        json_decref(bye);
+    }
+    if (s->channel >= 0)
+        close(s->channel);
+    if (s->started && s->sb.pidfd >= 0) {
+        struct pollfd p = {s->sb.pidfd, POLLIN, 0};
+        if (poll(&p, 1, 1000) <= 0)
+            kill(s->sb.pid, SIGKILL);
+        while (waitpid(s->sb.pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    if (s->started)
+        ns_sandbox_release(&s->sb);
+    if (s->devnull >= 0)
+        close(s->devnull);
+    frame_reader_free(&s->in);
+    frame_writer_free(&s->out);
+    launch_free(&s->launch);
+    free(s);
+}

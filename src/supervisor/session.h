@@ -1,0 +1,49 @@
+/* A sandbox session as the supervisor sees it: one sandbox running
+ * cordon-agent serve, many tool calls over the agent protocol, then stop.
+ * Non-blocking, for an event loop (cordon mcp), plus a blocking call for the
+ * CLI. Host context. */
+#pragma once
+
+#include "agent/tools/tool.h"
+#include "supervisor/launch.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+struct session;
+
+enum session_event_kind { SESSION_UPDATE, SESSION_RESULT, SESSION_CALL_ERROR };
+
+struct session_event {
+    enum session_event_kind kind;
+    json_int_t id;
+    /* UPDATE/RESULT: content, details (may be NULL), is_error; borrowed. */
+    const struct tool_result *result;
+    const char *message; /* CALL_ERROR */
+};
+
+typedef void (*session_event_fn)(void *ctx, const struct session_event *ev);
+
+/* Starts the sandbox and waits for the agent's hello. */
+int session_start(const struct launch_request *req, struct session **out, struct cordon_error *err);
+
+int session_channel_fd(const struct session *s);
+int session_pidfd(const struct session *s);
+const char *session_name(const struct session *s);
+const struct launch *session_launch(const struct session *s);
+
+int session_send_call(struct session *s, json_int_t id, const char *tool, json_t *args,
+                      struct cordon_error *err);
+int session_send_cancel(struct session *s, json_int_t id, struct cordon_error *err);
+bool session_wants_write(const struct session *s);
+int session_on_writable(struct session *s, struct cordon_error *err);
+/* Reads frames and reports them; < 0 when the channel failed or closed. */
+int session_on_readable(struct session *s, session_event_fn fn, void *ctx,
+                        struct cordon_error *err);
+
+/* One call, waiting for its result (updates are dropped). */
+int session_call_sync(struct session *s, const char *tool, json_t *args, struct tool_result *res,
+                      struct cordon_error *err);
+
+/* Asks the agent to leave, waits briefly, then kills; releases everything. */
+void session_stop(struct session *s);
