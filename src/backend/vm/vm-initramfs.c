@@ -3,13 +3,15 @@
  * the host's symlink chains, so the dynamic loader finds them before any
  * share is mounted), the kernel modules the guest needs for virtio, the
  * console and 9p (with their modules.dep dependencies, in load order, listed
- * in /cordon/modules), and the host's top-level merged-/usr symlinks.
+ * in /cordon/modules; stored under /cordon/lib/modules, clear of the /lib
+ * symlink), and the host's top-level merged-/usr symlinks.
  *
- * The agent carries its libraries rather than mounting /usr first because a
- * dynamically linked /init cannot run at all until its loader and libc exist
- * in the root filesystem; carrying them costs a few MiB per image and keeps
- * one binary as init (no separate static stub). Once /usr is mounted over
- * 9p the guest's commands use the host's (same) files.
+ * A dynamically linked agent (test builds) carries its libraries rather than
+ * mounting /usr first, because a dynamically linked /init cannot run at all
+ * until its loader and libc exist in the root filesystem; carrying them costs
+ * a few MiB per image and keeps one binary as init (no separate static
+ * stub). The release agent is static and carries nothing. Once /usr is
+ * mounted over 9p the guest's commands use the host's (same) files.
  *
  * The image is cached under a name derived from everything it holds (agent
  * contents, each library's identity, the kernel version), so a rebuilt agent
@@ -18,6 +20,7 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -162,10 +165,35 @@ static int plan_add_host_path(struct cpio_plan *p, const char *path, int depth,
     return 0;
 }
 
+/* Whether the ELF file at path names a program interpreter (is dynamically
+ * linked); a release agent is static and needs no libraries. */
+static int elf_is_dynamic(const char *path, struct cordon_error *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return error_set(err, errno, "initramfs: %s", path);
+    Elf64_Ehdr eh;
+    if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_phentsize != sizeof(Elf64_Phdr))
+        return error_set(err, ENOEXEC, "initramfs: %s is not a 64-bit ELF file", path);
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
+            return error_set(err, EIO, "initramfs: reading %s", path);
+        if (ph.p_type == PT_INTERP)
+            return 1;
+    }
+    return 0;
+}
+
 /* The libraries agent_path links, as the host's dynamic loader resolves them
  * (`ld.so --list`, what ldd does), each added with plan_add_host_path. */
 static int plan_add_libraries(struct cpio_plan *p, const char *agent_path, struct cordon_error *err)
 {
+    int dynamic = elf_is_dynamic(agent_path, err);
+    if (dynamic <= 0)
+        return dynamic;
     static const char *const loaders[] = {"/lib64/ld-linux-x86-64.so.2",
                                           "/lib/ld-linux-aarch64.so.1"};
     const char *loader = NULL;
@@ -261,7 +289,9 @@ static int plan_add_module_path(struct cpio_plan *p, FILE *dep, const struct vm_
     if (depth > 16)
         return error_set(err, ELOOP, "initramfs: module dependencies of %s", relpath);
     char guest[PATH_MAX];
-    snprintf(guest, sizeof(guest), "lib/modules/%s/%s", k->version, relpath);
+    if (snprintf(guest, sizeof(guest), "cordon/lib/modules/%s/%s", k->version, relpath) >=
+        (int)sizeof(guest))
+        return error_set(err, ENAMETOOLONG, "initramfs: module %s", relpath);
     if (plan_has(p, guest))
         return 0;
     /* Find this module's own line to learn its dependencies. */
