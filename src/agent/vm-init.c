@@ -294,6 +294,15 @@ static void set_limit(int resource, json_int_t value, rlim_t unit)
     setrlimit(resource, &rl);
 }
 
+/* The limits the ns backend applies to its sandbox, from the boot spec. */
+static void apply_limits(json_t *r)
+{
+    set_limit(RLIMIT_NOFILE, json_integer_value(json_object_get(r, "nofile")), 1);
+    set_limit(RLIMIT_FSIZE, json_integer_value(json_object_get(r, "fsize_mib")), 1 << 20);
+    set_limit(RLIMIT_CPU, json_integer_value(json_object_get(r, "cpu")), 1);
+    set_limit(RLIMIT_NPROC, json_integer_value(json_object_get(r, "nproc")), 1);
+}
+
 /* In the forked child: the host user's identity, the limits the ns backend
  * applies, then exec. */
 static void exec_guest_command(const struct guest_command *c, int in, int out, int errfd)
@@ -305,11 +314,7 @@ static void exec_guest_command(const struct guest_command *c, int in, int out, i
     dup2(in, 0);
     dup2(out, 1);
     dup2(errfd, 2);
-    json_t *r = c->rlimits;
-    set_limit(RLIMIT_NOFILE, json_integer_value(json_object_get(r, "nofile")), 1);
-    set_limit(RLIMIT_FSIZE, json_integer_value(json_object_get(r, "fsize_mib")), 1 << 20);
-    set_limit(RLIMIT_CPU, json_integer_value(json_object_get(r, "cpu")), 1);
-    set_limit(RLIMIT_NPROC, json_integer_value(json_object_get(r, "nproc")), 1);
+    apply_limits(c->rlimits);
     if (c->uid != 0) {
         if (setgroups(0, NULL) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0) {
             fprintf(stderr, "cordon: switching to uid %u: %s\n", c->uid, strerror(errno));
@@ -543,11 +548,16 @@ int vm_init_main(int argc, char **argv)
         c.argv = cmd + 1;
         run_relayed(&c);
     }
-    /* Other modes: the agent itself, PID 1 still, the channel as fd 3. */
+    /* Other modes: the agent itself, PID 1 still, the channel as fd 3,
+     * with the user's identity and limits (as the ns backend's agent has):
+     * nothing it runs needs the guest's root. */
     if (dup2(channel, CHANNEL_FD) < 0)
         guest_fail("dup2: %s", strerror(errno));
     if (c.cwd && chdir(c.cwd) < 0)
         guest_fail("chdir %s: %s", c.cwd, strerror(errno));
+    apply_limits(c.rlimits);
+    if (c.uid != 0 && (setgroups(0, NULL) < 0 || setgid(c.gid) < 0 || setuid(c.uid) < 0))
+        guest_fail("switching to uid %u: %s", c.uid, strerror(errno));
     execve("/init", c.argv, c.env);
     guest_fail("exec /init: %s", strerror(errno));
 }

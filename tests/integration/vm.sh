@@ -96,7 +96,18 @@ like "CORDON_BACKEND=vm selects the vm backend" "$out" "vm: booted in"
 is "missing command exits 127" "$rc" 127
 like "missing command is named" "$out" "no-such-command-xyz: No such file or directory"
 
-# --- boot 4: kill -9 of cordon takes QEMU down ---
+# --- boot 4: the agent protocol over the virtio-serial channel (serve mode) ---
+out=$(cd "$ws" && printf '%s\n' \
+    '{"id":1,"tool":"bash","args":{"command":"uname -r; id -u; echo tool > tool.txt"}}' \
+    '{"id":2,"tool":"read","args":{"path":"hello.txt"}}' |
+    "$CORDON" tool --backend vm --batch 2>&1)
+rc=$?
+is "cordon tool --batch on the vm backend exits 0" "$rc" 0
+like "bash runs in the guest kernel, as the invoking user" "$out" "\"id\":1,.*$guest_kernel\\\\n$(id -u)\\\\n"
+like "read is served by the guest's agent" "$out" "\"id\":2,\"content\":\[\{\"type\":\"text\",\"text\":\"hello\\\\n\"\}\]"
+is "a tool's write lands on the host" "$(cat "$ws/tool.txt" 2>&1)" "tool"
+
+# --- boot 5: kill -9 of cordon takes QEMU down ---
 (cd "$ws" && exec "$CORDON" run --backend vm -- sleep 300) </dev/null >/dev/null 2>&1 &
 pid=$!
 cleanup_pids+=("$pid")
