@@ -85,14 +85,23 @@ static void send_msg(struct agent *a, json_t *msg)
     epoll_ctl(a->epfd, EPOLL_CTL_MOD, a->channel, &ev);
 }
 
-static void send_result(struct agent *a, json_int_t id, struct tool_result *res)
+static void send_result_status(struct agent *a, json_int_t id, struct tool_result *res,
+                               int exit_code)
 {
     json_t *msg = json_pack("{s:s, s:I, s:O, s:b}", "t", "result", "id", id, "content",
                             res->content ? res->content : json_array(), "isError", res->is_error);
     if (res->details)
         json_object_set(msg, "details", res->details);
+    /* For the supervisor's audit log; not part of pi's result. */
+    if (exit_code >= 0)
+        json_object_set_new(msg, "exitCode", json_integer(exit_code));
     send_msg(a, msg);
     tool_result_clear(res);
+}
+
+static void send_result(struct agent *a, json_int_t id, struct tool_result *res)
+{
+    send_result_status(a, id, res, -1);
 }
 
 static void send_error(struct agent *a, json_int_t id, const char *message)
@@ -297,9 +306,11 @@ static void finish_bash(struct agent *a, struct call *c)
     if (fd >= 0)
         epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL);
     struct tool_result res = {0};
-    tool_bash_finish(c->bash, c->status, &res);
+    int status = c->status;
+    tool_bash_finish(c->bash, status, &res);
     c->bash = NULL;
-    send_result(a, c->id, &res);
+    send_result_status(a, c->id, &res,
+                       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     call_release(a, c);
 }
 

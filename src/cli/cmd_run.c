@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "supervisor/launch.h"
+#include "supervisor/lifecycle.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -254,6 +255,13 @@ static int run_common(int argc, char **argv, bool shell)
     }
     if (!vm)
         ns_probe_report();
+    /* Ownership of the name before any sandbox mutation. */
+    struct lifecycle lc;
+    if (lifecycle_begin(&l, &lc, &err) < 0) {
+        log_error("%s", err.message);
+        launch_free(&l);
+        return CORDON_EXIT_FAILURE;
+    }
 
     /* argv for the agent: init [--pty] [--memory-mib N] -- CMD... */
     size_t ncmd = 0;
@@ -276,6 +284,7 @@ static int run_common(int argc, char **argv, bool shell)
     l.spec.argv = agent_argv;
     if (vm) {
         int status = cli_run_vm(&l, agent_argv);
+        lifecycle_end(&lc);
         launch_free(&l);
         return status;
     }
@@ -283,6 +292,7 @@ static int run_common(int argc, char **argv, bool shell)
     int control[2] = {-1, -1};
     if (pty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) < 0) {
         log_error("socketpair: %s", strerror(errno));
+        lifecycle_end(&lc);
         launch_free(&l);
         return CORDON_EXIT_FAILURE;
     }
@@ -307,10 +317,20 @@ static int run_common(int argc, char **argv, bool shell)
         log_error("%s", err.message);
         if (control[0] >= 0)
             close(control[0]);
+        lifecycle_end(&lc);
         launch_free(&l);
         return CORDON_EXIT_FAILURE;
     }
     log_debug("sandbox %s started (pid %d); limits: %s", l.name, sb.pid, sb.limits_applied);
+    if (lifecycle_started(&lc, &l, &sb, &err) < 0) {
+        log_error("%s", err.message);
+        kill(sb.pid, SIGKILL);
+        waitid(P_PIDFD, (id_t)sb.pidfd, NULL, WEXITED);
+        ns_sandbox_release(&sb);
+        lifecycle_end(&lc);
+        launch_free(&l);
+        return CORDON_EXIT_FAILURE;
+    }
 
     struct supervise s = {.sb = &sb, .sigfd = sigfd, .master = -1};
     struct termios saved;
@@ -334,6 +354,11 @@ static int run_common(int argc, char **argv, bool shell)
     if (s.master >= 0)
         close(s.master);
     ns_sandbox_release(&sb);
+    if (l.net_session.policy) {
+        net_session_stop(&l.net_session);
+        l.net_session.policy = NULL;
+    }
+    lifecycle_end(&lc);
     launch_free(&l);
     return status;
 }

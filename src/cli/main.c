@@ -17,6 +17,9 @@ static const struct cli_command commands[] = {
     {"untrust", cmd_untrust, "stop trusting this workspace's .cordon.toml"},
     {"tool", cmd_tool, "run one of the seven agent tools in a sandbox"},
     {"mcp", cmd_mcp, "serve the tools over MCP (stdio) from one sandbox"},
+    {"ls", cmd_ls, "list the sandboxes cordon made (running and stopped)"},
+    {"rm", cmd_rm, "remove a stopped sandbox's state"},
+    {"gc", cmd_gc, "remove stale sandboxes (not running, older than gc_hours)"},
 };
 
 static void usage(FILE *out)

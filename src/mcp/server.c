@@ -28,6 +28,8 @@ static const char *const supported_versions[] = {"2025-11-25", "2025-06-18", "20
 
 struct pending {
     bool used;
+    char tool[16];
+    long long started_us;
     json_int_t call_id; /* on the agent channel */
     json_t *request_id; /* the client's id */
     json_t *progress_token;
@@ -194,6 +196,12 @@ static void on_session_event(void *ctx, const struct session_event *ev)
         else
             reply_tool_error(s, p->request_id, "cordon: %s", ev->message);
     }
+    const char *outcome = p->cancelled                 ? "cancelled"
+                          : ev->kind != SESSION_RESULT ? "failed"
+                          : ev->result->is_error       ? "error"
+                                                       : "ok";
+    session_audit(s->session, p->tool, "sandbox", outcome,
+                  (double)(log_now_us() - p->started_us) / 1000.0, ev->exit_code);
     /* A cancelled request gets no response at all (MCP cancellation). */
     pending_release(p);
 }
@@ -249,11 +257,13 @@ static void on_tools_call(struct server *s, json_t *id, json_t *params)
     json_t *token = meta ? json_object_get(meta, "progressToken") : NULL;
     *p = (struct pending){
         .used = true,
+        .started_us = log_now_us(),
         .call_id = ++s->next_call_id,
         .request_id = json_incref(id),
         .progress_token =
             (json_is_string(token) || json_is_integer(token)) ? json_incref(token) : NULL,
     };
+    snprintf(p->tool, sizeof(p->tool), "%s", name);
     struct cordon_error err;
     if (session_send_call(s->session, p->call_id, name, args ? args : json_object(), &err) < 0) {
         pending_release(p);

@@ -4,7 +4,6 @@
 #include "util/cleanup.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +24,10 @@ static const char *const protected_patterns[] = {
 bool env_name_is_protected(const char *name)
 {
     for (size_t i = 0; i < ARRAY_SIZE(protected_patterns); i++) {
-        if (fnmatch(protected_patterns[i], name, 0) == 0)
+        const char *pattern = protected_patterns[i];
+        size_t n = strlen(pattern);
+        /* Patterns are exact names or "PREFIX*". */
+        if (pattern[n - 1] == '*' ? strncmp(pattern, name, n - 1) == 0 : strcmp(pattern, name) == 0)
             return true;
     }
     return false;

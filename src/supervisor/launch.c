@@ -2,6 +2,7 @@
  * configuration. Host context, before any sandbox exists: every failure here
  * stops cordon with nothing started. */
 #include "supervisor/launch.h"
+#include "supervisor/state.h"
 #include "config.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -212,6 +213,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         goto fail;
 
     if (cfg->sandbox_name) {
+        if (state_check_name(cfg->sandbox_name, err) < 0)
+            goto fail;
         snprintf(l->name, sizeof(l->name), "%s", cfg->sandbox_name);
     } else {
         uint32_t rnd = 0;
@@ -300,8 +303,10 @@ fail:
 
 void launch_free(struct launch *l)
 {
-    if (l->net_session.policy)
+    if (l->net_session.policy) {
         net_session_stop(&l->net_session);
+        l->net_session.policy = NULL;
+    }
     free(l->net_audit_log);
     workspace_free(&l->ws);
     cfg_free(&l->cfg);

@@ -2,6 +2,7 @@
  * context, unprivileged supervisor. The agent is not trusted: every frame is
  * bounded by the reader, and its messages are checked for shape before use. */
 #include "supervisor/session.h"
+#include "supervisor/lifecycle.h"
 #include "agent/protocol.h"
 #include "backend/ns/ns.h"
 #include "backend/vm/vm.h"
@@ -23,6 +24,8 @@
 
 struct session {
     struct launch launch;
+    struct lifecycle lifecycle;
+    bool owned;
     struct ns_sandbox sb;
     struct sandbox vm; /* the vm backend's sandbox, when is_vm */
     bool is_vm;
@@ -104,10 +107,23 @@ int session_start(const struct launch_request *req, struct session **out, struct
         free(s);
         return -1;
     }
+    /* Ownership before any sandbox mutation. */
+    if (lifecycle_begin(&s->launch, &s->lifecycle, err) < 0) {
+        launch_free(&s->launch);
+        free(s);
+        return -1;
+    }
+    s->owned = true;
     static char *const agent_argv[] = {"cordon-agent", "serve", NULL};
     if (s->launch.cfg.backend == CFG_BACKEND_VM) {
         /* The agent serves on the guest's virtio-serial channel; the
          * session reads and writes its own duplicate of the host end. */
+        if (s->launch.net.mode != NET_MODE_DENY || s->launch.net.publish_count > 0) {
+            error_set(err, 0,
+                      "the vm backend has no network yet: only network deny, no "
+                      "published ports");
+            goto fail;
+        }
         s->is_vm = true;
         s->vm.pidfd = -1;
         if (vm_backend_ops.start(&s->launch, agent_argv, &s->vm, err) < 0) {
@@ -140,6 +156,8 @@ int session_start(const struct launch_request *req, struct session **out, struct
     if (rc < 0)
         goto fail;
     s->started = true;
+    if (lifecycle_started(&s->lifecycle, &s->launch, &s->sb, err) < 0)
+        goto fail;
 started:
     fcntl(s->channel, F_SETFL, fcntl(s->channel, F_GETFL) | O_NONBLOCK);
     if (frame_reader_fill(&s->in, s->channel, err) < 0 || wait_hello(s, err) < 0)
@@ -210,8 +228,13 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struc
                 .details = json_is_object(details) ? details : NULL,
                 .is_error = json_is_true(json_object_get(msg, "isError")),
             };
+            json_t *code = json_object_get(msg, "exitCode");
             struct session_event ev = {
-                .kind = t[0] == 'r' ? SESSION_RESULT : SESSION_UPDATE, .id = id, .result = &res};
+                .kind = t[0] == 'r' ? SESSION_RESULT : SESSION_UPDATE,
+                .id = id,
+                .result = &res,
+                .exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1,
+            };
             fn(ctx, &ev);
         } else if (t && strcmp(t, "error") == 0) {
             const char *m = json_string_value(json_object_get(msg, "message"));
@@ -231,6 +254,7 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struc
 struct sync_ctx {
     json_int_t id;
     bool done;
+    int exit_code;
     struct tool_result *res;
     char message[256];
 };
@@ -244,6 +268,7 @@ static void sync_event(void *ctx, const struct session_event *ev)
         c->res->content = json_incref(ev->result->content);
         c->res->details = json_incref(ev->result->details);
         c->res->is_error = ev->result->is_error;
+        c->exit_code = ev->exit_code;
         c->done = true;
     } else if (ev->kind == SESSION_CALL_ERROR) {
         snprintf(c->message, sizeof(c->message), "%s", ev->message);
@@ -255,8 +280,9 @@ int session_call_sync(struct session *s, const char *tool, json_t *args, struct 
                       struct cordon_error *err)
 {
     static json_int_t next_id = 1;
-    struct sync_ctx c = {.id = next_id++, .res = res};
+    struct sync_ctx c = {.id = next_id++, .res = res, .exit_code = -1};
     *res = (struct tool_result){0};
+    long long started = log_now_us();
     if (session_send_call(s, c.id, tool, args, err) < 0)
         return -1;
     while (!c.done) {
@@ -272,6 +298,11 @@ int session_call_sync(struct session *s, const char *tool, json_t *args, struct 
             session_on_readable(s, sync_event, &c, err) < 0 && !c.done)
             return -1;
     }
+    session_audit(s, tool, "sandbox",
+                  c.message[0]    ? "failed"
+                  : res->is_error ? "error"
+                                  : "ok",
+                  (double)(log_now_us() - started) / 1000.0, c.exit_code);
     if (c.message[0])
         return error_set(err, 0, "the sandbox's agent refused the call: %s", c.message);
     return 0;
@@ -309,6 +340,18 @@ void session_stop(struct session *s)
         close(s->devnull);
     frame_reader_free(&s->in);
     frame_writer_free(&s->out);
+    if (s->launch.net_session.policy) {
+        net_session_stop(&s->launch.net_session);
+        s->launch.net_session.policy = NULL;
+    }
+    if (s->owned)
+        lifecycle_end(&s->lifecycle);
     launch_free(&s->launch);
     free(s);
+}
+
+void session_audit(struct session *s, const char *tool, const char *target, const char *outcome,
+                   double duration_ms, int exit_code)
+{
+    state_audit(&s->lifecycle.owner, tool, target, outcome, duration_ms, exit_code);
 }

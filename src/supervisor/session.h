@@ -20,6 +20,7 @@ struct session_event {
     /* UPDATE/RESULT: content, details (may be NULL), is_error; borrowed. */
     const struct tool_result *result;
     const char *message; /* CALL_ERROR */
+    int exit_code;       /* RESULT of bash: the command's status; else -1 */
 };
 
 typedef void (*session_event_fn)(void *ctx, const struct session_event *ev);
@@ -44,6 +45,10 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx,
 /* One call, waiting for its result (updates are dropped). */
 int session_call_sync(struct session *s, const char *tool, json_t *args, struct tool_result *res,
                       struct cordon_error *err);
+
+/* One line in the session's audit log (exit_code < 0: none). */
+void session_audit(struct session *s, const char *tool, const char *target, const char *outcome,
+                   double duration_ms, int exit_code);
 
 /* Asks the agent to leave, waits briefly, then kills; releases everything. */
 void session_stop(struct session *s);

@@ -10,6 +10,7 @@
 #include "backend/vm/vm.h"
 #include "backend/vm/vm-frame.h"
 #include "supervisor/launch.h"
+#include "supervisor/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -53,47 +54,29 @@ struct vm_state {
 
 /* ---- the state directory ---- */
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *s = buf + 1;; s++) {
-        if (*s == '/' || *s == '\0') {
-            char saved = *s;
-            *s = '\0';
-            if (mkdir(buf, mode) < 0 && errno != EEXIST)
-                return -1;
-            *s = saved;
-            if (!saved)
-                break;
-        }
-    }
-    return 0;
-}
+/* <state root>/<name>/vm: inside the session's state directory, which the
+ * lifecycle layer owns (lock, teardown); this backend's part is removed by
+ * stop(). Left over from a crashed session of the same name, it is
+ * replaced: the caller holds the name's lock. */
+static void remove_tree(int parent, const char *name);
 
-/* $XDG_RUNTIME_DIR/cordon/<name>, else $XDG_STATE_HOME/cordon/<name>
- * (DESIGN.md "Lifecycle"). */
 static int state_dir_make(const char *name, char *out, size_t size, struct cordon_error *err)
 {
-    const char *runtime = getenv("XDG_RUNTIME_DIR");
-    const char *state = getenv("XDG_STATE_HOME");
-    const char *home = getenv("HOME");
-    if (runtime && runtime[0] == '/')
-        snprintf(out, size, "%s/cordon/%s", runtime, name);
-    else if (state && state[0] == '/')
-        snprintf(out, size, "%s/cordon/%s", state, name);
-    else if (home && home[0] == '/')
-        snprintf(out, size, "%s/.local/state/cordon/%s", home, name);
-    else
-        return error_set(err, ENOENT, "vm: no XDG_RUNTIME_DIR, XDG_STATE_HOME or HOME for state");
-    if (strlen(out) + sizeof("/con") > size || strlen(out) + sizeof("/con") > 100)
-        return error_set(err, ENAMETOOLONG, "vm: state directory %s is too long for sockets", out);
-    char parent[PATH_MAX];
-    snprintf(parent, sizeof(parent), "%s", out);
-    *strrchr(parent, '/') = '\0';
-    if (mkdir_p(parent, 0700) < 0)
-        return error_set(err, errno, "vm: creating %s", parent);
-    if (mkdir(out, 0700) < 0)
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, err) < 0)
+        return -1;
+    char session[PATH_MAX];
+    if (snprintf(session, sizeof(session), "%s/%s", root, name) >= (int)sizeof(session) ||
+        snprintf(out, size, "%s/vm", session) >= (int)size || strlen(out) + sizeof("/con") > 100)
+        return error_set(err, ENAMETOOLONG, "vm: state directory %s/%s/vm is too long for sockets",
+                         root, name);
+    if (mkdir(session, 0700) < 0 && errno != EEXIST)
+        return error_set(err, errno, "vm: creating %s", session);
+    _cleanup_close_ int sfd = open(session, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sfd < 0)
+        return error_set(err, errno, "vm: opening %s", session);
+    remove_tree(sfd, "vm");
+    if (mkdirat(sfd, "vm", 0700) < 0)
         return error_set(err, errno, "vm: creating %s", out);
     return 0;
 }

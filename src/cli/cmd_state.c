@@ -1,0 +1,130 @@
+/* `cordon ls`, `cordon rm NAME`, `cordon gc [--hours N]`: the sandboxes
+ * cordon made, as recorded under the state root. Host context. */
+#include "cli/commands.h"
+#include "supervisor/launch.h"
+#include "supervisor/state.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void format_age(time_t started, char *buf, size_t len)
+{
+    double age = difftime(time(NULL), started);
+    if (age < 120)
+        snprintf(buf, len, "%.0fs", age);
+    else if (age < 7200)
+        snprintf(buf, len, "%.0fm", age / 60);
+    else if (age < 172800)
+        snprintf(buf, len, "%.0fh", age / 3600);
+    else
+        snprintf(buf, len, "%.0fd", age / 86400);
+}
+
+int cmd_ls(int argc, char **argv)
+{
+    bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
+    if (argc > 1 && !json) {
+        fprintf(stderr, "usage: cordon ls [--json]\n");
+        return CORDON_EXIT_FAILURE;
+    }
+    struct cordon_error err = {0};
+    struct state_entry *entries;
+    size_t n;
+    if (state_list(&entries, &n, &err) < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    if (json) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:i, s:I}", "name",
+                                                 entries[i].name, "state", entries[i].status,
+                                                 "backend", entries[i].backend, "workspace",
+                                                 entries[i].workspace, "owner_pid",
+                                                 entries[i].locked ? (int)entries[i].owner_pid : 0,
+                                                 "started", (json_int_t)entries[i].started));
+        char *text = json_dumps(arr, JSON_INDENT(2));
+        puts(text ? text : "[]");
+        free(text);
+        json_decref(arr);
+    } else {
+        printf("%-32s %-9s %-7s %-8s %-5s %s\n", "NAME", "STATE", "BACKEND", "OWNER", "AGE",
+               "WORKSPACE");
+        for (size_t i = 0; i < n; i++) {
+            char age[16], owner[16] = "-";
+            format_age(entries[i].started, age, sizeof(age));
+            if (entries[i].locked)
+                snprintf(owner, sizeof(owner), "%d", entries[i].owner_pid);
+            printf("%-32s %-9s %-7s %-8s %-5s %s\n", entries[i].name, entries[i].status,
+                   entries[i].backend, owner, age, entries[i].workspace);
+        }
+    }
+    free(entries);
+    return 0;
+}
+
+int cmd_rm(int argc, char **argv)
+{
+    if (argc < 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: cordon rm NAME...\n");
+        return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : CORDON_EXIT_FAILURE;
+    }
+    int status = 0;
+    for (int i = 1; i < argc; i++) {
+        struct cordon_error err = {0};
+        if (state_remove(argv[i], &err) < 0) {
+            log_error("%s", err.message);
+            status = CORDON_EXIT_FAILURE;
+        } else {
+            printf("%s\n", argv[i]);
+        }
+    }
+    return status;
+}
+
+int cmd_gc(int argc, char **argv)
+{
+    double hours = -1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--hours") == 0 && i + 1 < argc) {
+            char *end;
+            hours = strtod(argv[++i], &end);
+            if (*end || hours < 0) {
+                fprintf(stderr, "cordon: gc: --hours expects a non-negative number\n");
+                return CORDON_EXIT_FAILURE;
+            }
+        } else {
+            fprintf(stderr, "usage: cordon gc [--hours N]\n\n"
+                            "Removes cordon sandboxes that are not running, whose lock can be\n"
+                            "taken and that are older than N hours (default: gc_hours).\n");
+            return strcmp(argv[i], "--help") == 0 ? 0 : CORDON_EXIT_FAILURE;
+        }
+    }
+    struct cordon_error err = {0};
+    if (hours < 0) {
+        struct workspace ws;
+        struct cordon_config cfg;
+        if (workspace_detect(NULL, &ws, &err) == 0) {
+            if (launch_resolve_config(ws.root, NULL, &cfg, &err) == 0) {
+                hours = (double)cfg.gc_hours;
+                cfg_free(&cfg);
+            }
+            workspace_free(&ws);
+        }
+        if (hours < 0)
+            hours = 24;
+    }
+    size_t removed = 0;
+    if (state_gc(hours, NULL, &removed, &err) < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    printf("removed %zu sandbox(es) older than %g hours\n", removed, hours);
+    return 0;
+}

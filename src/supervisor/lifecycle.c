@@ -1,0 +1,208 @@
+/* Lifecycle: lock, watchdog, teardown. Host context, unprivileged.
+ *
+ * The watchdog is a detached grandchild in a session of its own (a process
+ * group kill of the client does not reach it). It holds a pidfd for the
+ * supervisor, the sandbox's pidfd, and a copy of the lock, so the session
+ * stays "owned" until its teardown is complete. */
+#include "supervisor/lifecycle.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define WATCHDOG_KILL_TRIES 5
+
+static int pidfd_open_(pid_t pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int pidfd_kill(int pidfd, int sig)
+{
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error *err)
+{
+    *lc = (struct lifecycle){.watchdog_pid = -1, .watchdog_pidfd = -1, .disarm_fd = -1};
+    const struct cordon_config *cfg = &l->cfg;
+    switch (cfg->teardown) {
+    case CFG_TEARDOWN_STOP:
+        lc->teardown = TEARDOWN_STOP;
+        break;
+    case CFG_TEARDOWN_NONE:
+        lc->teardown = TEARDOWN_NONE;
+        break;
+    default:
+        lc->teardown = TEARDOWN_REMOVE;
+        break;
+    }
+    /* Explicitly named sandboxes default to "none": their record stays. */
+    if (cfg->sandbox_name && cfg->origin[CFG_TEARDOWN].layer == CFG_LAYER_DEFAULT)
+        lc->teardown = TEARDOWN_NONE;
+    if (state_acquire(l->name, l->ws.root, cfg_enum_name(CFG_BACKEND, cfg->backend), &lc->owner,
+                      err) < 0)
+        return -1;
+    size_t removed = 0;
+    struct cordon_error gc_err;
+    if (state_gc((double)cfg->gc_hours, l->name, &removed, &gc_err) < 0)
+        log_warn("garbage collection: %s", gc_err.message);
+    else if (removed)
+        log_debug("garbage collection removed %zu stale sandbox(es)", removed);
+    return 0;
+}
+
+/* The watchdog's body (grandchild, own session). Returns never. */
+static void watchdog_run(int supervisor_pidfd, int sandbox_pidfd, int disarm_fd,
+                         struct lifecycle *lc, const struct ns_sandbox *sb, const struct launch *l)
+{
+    prctl(PR_SET_NAME, "cordon-watchdog");
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    int proxy_pidfd = l->net_session.proxy_pid > 0 ? pidfd_open_(l->net_session.proxy_pid) : -1;
+    int pasta_pidfd = l->net_session.pasta_pid > 0 ? pidfd_open_(l->net_session.pasta_pid) : -1;
+    struct pollfd p[2] = {{supervisor_pidfd, POLLIN, 0}, {disarm_fd, POLLIN, 0}};
+    for (;;) {
+        if (poll(p, 2, -1) < 0 && errno == EINTR)
+            continue;
+        break;
+    }
+    /* A graceful supervisor writes a byte before closing the pipe; a dying
+     * one only closes it (the kernel closes its files before its pidfd
+     * becomes readable, so EOF alone means death, not a disarm). */
+    if (!(p[0].revents & POLLIN)) {
+        char byte;
+        if (read(disarm_fd, &byte, 1) == 1)
+            _exit(0);
+    }
+    /* The supervisor died without tearing down. */
+    for (int tries = 0; tries < WATCHDOG_KILL_TRIES; tries++) {
+        pidfd_kill(sandbox_pidfd, SIGKILL);
+        struct pollfd s = {sandbox_pidfd, POLLIN, 0};
+        if (poll(&s, 1, 200) > 0)
+            break;
+    }
+    if (proxy_pidfd >= 0)
+        pidfd_kill(proxy_pidfd, SIGKILL);
+    if (pasta_pidfd >= 0)
+        pidfd_kill(pasta_pidfd, SIGKILL);
+    /* cgroups empty out once the processes are gone. */
+    for (size_t i = 0; i < ARRAY_SIZE(sb->cgroup_paths); i++) {
+        for (int tries = 0; sb->cgroup_paths[i] && tries < 50; tries++) {
+            if (rmdir(sb->cgroup_paths[i]) == 0 || errno != EBUSY)
+                break;
+            usleep(20000);
+        }
+    }
+    struct cordon_error err;
+    state_set_status(&lc->owner, "stopped", 0, &err);
+    state_release(&lc->owner, lc->teardown == TEARDOWN_REMOVE);
+    _exit(0);
+}
+
+int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct ns_sandbox *sb,
+                      struct cordon_error *err)
+{
+    if (state_set_status(&lc->owner, "running", sb->pid, err) < 0)
+        return -1;
+    _cleanup_close_ int self = pidfd_open_(getpid());
+    if (self < 0)
+        return error_set(err, errno, "watchdog: pidfd_open");
+    int disarm[2];
+    if (pipe2(disarm, O_CLOEXEC) < 0)
+        return error_set(err, errno, "watchdog: pipe");
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) < 0) {
+        close(disarm[0]);
+        close(disarm[1]);
+        return error_set(err, errno, "watchdog: pipe");
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        int e = errno;
+        close(disarm[0]);
+        close(disarm[1]);
+        close(report[0]);
+        close(report[1]);
+        return error_set(err, e, "watchdog: fork");
+    }
+    if (child == 0) {
+        close(disarm[1]);
+        close(report[0]);
+        if (setsid() < 0)
+            _exit(1);
+        pid_t grandchild = fork();
+        if (grandchild != 0) {
+            ssize_t w = write(report[1], &grandchild, sizeof(grandchild));
+            (void)w;
+            _exit(grandchild < 0 ? 1 : 0);
+        }
+        close(report[1]);
+        /* Nothing of the supervisor's but what the watchdog needs: holding
+         * the client's pipes or the agent channel would keep them open. */
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int fd = 0; fd < 3 && devnull >= 0; fd++)
+            dup2(devnull, fd);
+        const int keep[] = {self, sb->pidfd, disarm[0], lc->owner.lock_fd, lc->owner.dir_fd};
+        for (int fd = 3; fd < 4096; fd++) {
+            bool kept = false;
+            for (size_t k = 0; k < ARRAY_SIZE(keep); k++)
+                kept |= keep[k] == fd;
+            if (!kept)
+                close(fd);
+        }
+        watchdog_run(self, sb->pidfd, disarm[0], lc, sb, l);
+    }
+    close(disarm[0]);
+    close(report[1]);
+    pid_t grandchild = -1;
+    ssize_t r = read(report[0], &grandchild, sizeof(grandchild));
+    close(report[0]);
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+        ;
+    if (r != sizeof(grandchild) || grandchild <= 0) {
+        close(disarm[1]);
+        return error_set(err, 0, "watchdog: could not start");
+    }
+    lc->watchdog_pid = grandchild;
+    lc->watchdog_pidfd = pidfd_open_(grandchild);
+    lc->disarm_fd = disarm[1];
+    log_debug("watchdog %d armed for sandbox %s", grandchild, l->name);
+    return 0;
+}
+
+void lifecycle_end(struct lifecycle *lc)
+{
+    if (lc->disarm_fd >= 0) {
+        ssize_t w = write(lc->disarm_fd, "d", 1);
+        (void)w;
+        close(lc->disarm_fd);
+        lc->disarm_fd = -1;
+        /* Wait for the watchdog to let go of its copy of the lock, so the
+         * name is free the moment we return. */
+        if (lc->watchdog_pidfd >= 0) {
+            struct pollfd p = {lc->watchdog_pidfd, POLLIN, 0};
+            poll(&p, 1, 2000);
+        }
+    }
+    if (lc->watchdog_pidfd >= 0)
+        close(lc->watchdog_pidfd);
+    lc->watchdog_pidfd = -1;
+    struct cordon_error err;
+    if (lc->owner.lock_fd >= 0) {
+        state_set_status(&lc->owner, "stopped", 0, &err);
+        state_release(&lc->owner, lc->teardown == TEARDOWN_REMOVE);
+    }
+}

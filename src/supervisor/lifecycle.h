@@ -1,0 +1,28 @@
+/* A sandbox's life on the host: ownership lock first, then the sandbox, then
+ * a watchdog that tears it down the moment the supervisor dies (SIGKILL
+ * included), and the teardown policy at the end. Host context. */
+#pragma once
+
+#include "backend/ns/ns.h"
+#include "supervisor/launch.h"
+#include "supervisor/state.h"
+
+enum lifecycle_teardown { TEARDOWN_REMOVE, TEARDOWN_STOP, TEARDOWN_NONE };
+
+struct lifecycle {
+    struct state_owner owner;
+    enum lifecycle_teardown teardown;
+    pid_t watchdog_pid;
+    int watchdog_pidfd;
+    int disarm_fd; /* write end: closing it tells the watchdog to stand down */
+};
+
+/* Takes ownership of the launch's sandbox name (before anything is
+ * created) and sweeps stale sandboxes (gc_hours). */
+int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error *err);
+/* Records the running sandbox and arms the watchdog. */
+int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct ns_sandbox *sb,
+                      struct cordon_error *err);
+/* After the sandbox is gone (graceful): disarm the watchdog, apply teardown,
+ * release the lock. */
+void lifecycle_end(struct lifecycle *lc);

@@ -1,0 +1,371 @@
+/* Session state directories, ownership locks, the audit log, ls/rm/gc.
+ * Host context, unprivileged. Every path below the root is walked with
+ * O_NOFOLLOW from directory fds: a planted symlink in the state tree cannot
+ * redirect a removal. */
+#include "supervisor/state.h"
+#include "util/cleanup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOCK_FILE  "lock"
+#define AUDIT_FILE "audit.jsonl"
+
+static int mkdir_p(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0700) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+int state_root(char **ret_path, struct cordon_error *err)
+{
+    const char *runtime = getenv("XDG_RUNTIME_DIR");
+    const char *state = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char *path = NULL;
+    int n;
+    if (runtime && runtime[0] == '/' && access(runtime, W_OK) == 0)
+        n = asprintf(&path, "%s/cordon", runtime);
+    else if (state && state[0] == '/')
+        n = asprintf(&path, "%s/cordon", state);
+    else if (home && home[0] == '/')
+        n = asprintf(&path, "%s/.local/state/cordon", home);
+    else
+        return error_set(err, 0, "state: none of XDG_RUNTIME_DIR, XDG_STATE_HOME, HOME is set");
+    if (n < 0)
+        return error_set(err, ENOMEM, "state");
+    if (mkdir_p(path) < 0) {
+        error_set(err, errno, "state: creating %s", path);
+        free(path);
+        return -1;
+    }
+    struct stat st;
+    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & 0077)) {
+        /* A state root someone else can write would let them forge locks. */
+        if (chmod(path, 0700) < 0 || lstat(path, &st) < 0 || st.st_uid != geteuid()) {
+            error_set(err, 0, "state: %s must be a directory owned by you with mode 0700", path);
+            free(path);
+            return -1;
+        }
+    }
+    *ret_path = path;
+    return 0;
+}
+
+int state_check_name(const char *name, struct cordon_error *err)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > STATE_NAME_MAX)
+        return error_set(err, 0, "sandbox name '%.120s': must be 1 to %d characters", name,
+                         STATE_NAME_MAX);
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  (i > 0 && (c == '-' || c == '_' || c == '.'));
+        if (!ok)
+            return error_set(
+                err, 0, "sandbox name '%.120s': only letters, digits and - _ . (not first)", name);
+    }
+    return 0;
+}
+
+static int write_record(int fd, json_t *record)
+{
+    char *text = json_dumps(record, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!text)
+        return -1;
+    size_t len = strlen(text);
+    int rc = ftruncate(fd, 0) == 0 && pwrite(fd, text, len, 0) == (ssize_t)len ? 0 : -1;
+    free(text);
+    return rc;
+}
+
+static json_t *read_record(int fd)
+{
+    char buf[16384];
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    if (n <= 0)
+        return NULL;
+    json_t *rec = json_loadb(buf, (size_t)n, 0, NULL);
+    if (rec && !json_is_integer(json_object_get(rec, "cordon"))) {
+        json_decref(rec);
+        return NULL;
+    }
+    return rec;
+}
+
+int state_acquire(const char *name, const char *workspace, const char *backend,
+                  struct state_owner *out, struct cordon_error *err)
+{
+    *out = (struct state_owner){.lock_fd = -1, .dir_fd = -1};
+    if (state_check_name(name, err) < 0)
+        return -1;
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, err) < 0)
+        return -1;
+    _cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (root_fd < 0)
+        return error_set(err, errno, "state: %s", root);
+    if (mkdirat(root_fd, name, 0700) < 0 && errno != EEXIST)
+        return error_set(err, errno, "state: creating %s/%s", root, name);
+    _cleanup_close_ int dir_fd =
+        openat(root_fd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (dir_fd < 0)
+        return error_set(err, errno, "state: %s/%s", root, name);
+    _cleanup_close_ int lock_fd =
+        openat(dir_fd, LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lock_fd < 0)
+        return error_set(err, errno, "state: opening the lock of %s", name);
+    if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EWOULDBLOCK) {
+            error_set(err, 0, "sandbox %s: another process owns this session", name);
+            err->errnum = EBUSY;
+            return -1;
+        }
+        /* Any other lock failure fails closed: ownership is never guessed. */
+        return error_set(err, errno, "sandbox %s: taking the session lock", name);
+    }
+    json_t *rec =
+        json_pack("{s:i, s:s, s:s, s:s, s:i, s:I, s:s}", "cordon", 1, "name", name, "workspace",
+                  workspace ? workspace : "", "backend", backend ? backend : "ns", "pid",
+                  (int)getpid(), "started", (json_int_t)time(NULL), "status", "starting");
+    int rc = write_record(lock_fd, rec);
+    json_decref(rec);
+    if (rc < 0)
+        return error_set(err, errno, "sandbox %s: writing the lock record", name);
+    snprintf(out->name, sizeof(out->name), "%s", name);
+    if (asprintf(&out->dir, "%s/%s", root, name) < 0 ||
+        asprintf(&out->audit_path, "%s/%s", out->dir, AUDIT_FILE) < 0)
+        return error_set(err, ENOMEM, "state");
+    out->lock_fd = TAKE_FD(lock_fd);
+    out->dir_fd = TAKE_FD(dir_fd);
+    return 0;
+}
+
+int state_set_status(struct state_owner *o, const char *status, pid_t sandbox_pid,
+                     struct cordon_error *err)
+{
+    if (o->lock_fd < 0)
+        return 0;
+    json_t *rec = read_record(o->lock_fd);
+    if (!rec)
+        return error_set(err, 0, "sandbox %s: the lock record is unreadable", o->name);
+    json_object_set_new(rec, "status", json_string(status));
+    if (sandbox_pid > 0)
+        json_object_set_new(rec, "sandbox_pid", json_integer(sandbox_pid));
+    int rc = write_record(o->lock_fd, rec);
+    json_decref(rec);
+    return rc < 0 ? error_set(err, errno, "sandbox %s: writing the lock record", o->name) : 0;
+}
+
+/* Removes the entries of a state directory (no recursion beyond one level of
+ * our own files; anything else is left and reported by rmdir). */
+static int clear_dir(int dir_fd)
+{
+    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno == EISDIR) {
+            int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+            if (sub >= 0) {
+                clear_dir(sub);
+                close(sub);
+            }
+            unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+        }
+    }
+    closedir(d);
+    return 0;
+}
+
+void state_release(struct state_owner *o, bool remove)
+{
+    if (remove && o->dir_fd >= 0 && o->dir) {
+        /* Delete while still holding the lock, so nobody takes a half-removed
+         * session. */
+        clear_dir(o->dir_fd);
+        rmdir(o->dir);
+    }
+    if (o->lock_fd >= 0)
+        close(o->lock_fd);
+    if (o->dir_fd >= 0)
+        close(o->dir_fd);
+    free(o->dir);
+    free(o->audit_path);
+    *o = (struct state_owner){.lock_fd = -1, .dir_fd = -1};
+}
+
+void state_audit(struct state_owner *o, const char *tool, const char *target, const char *outcome,
+                 double duration_ms, int exit_code)
+{
+    if (o->dir_fd < 0)
+        return;
+    int fd =
+        openat(o->dir_fd, AUDIT_FILE, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[64];
+    snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+    json_t *line =
+        json_pack("{s:s, s:s, s:s, s:s, s:s, s:f}", "time", when, "session", o->name, "tool", tool,
+                  "target", target, "outcome", outcome, "duration_ms", duration_ms);
+    if (exit_code >= 0)
+        json_object_set_new(line, "exit_code", json_integer(exit_code));
+    char *text = json_dumps(line, JSON_COMPACT);
+    json_decref(line);
+    if (text) {
+        size_t n = strlen(text);
+        text[n] = '\n';
+        ssize_t w = write(fd, text, n + 1);
+        (void)w;
+        free(text);
+    }
+    close(fd);
+}
+
+static bool entry_read(int root_fd, const char *name, struct state_entry *e)
+{
+    _cleanup_close_ int dir_fd =
+        openat(root_fd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (dir_fd < 0)
+        return false;
+    _cleanup_close_ int fd = openat(dir_fd, LOCK_FILE, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return false;
+    json_t *rec = read_record(fd);
+    if (!rec)
+        return false; /* not made by cordon: never touched */
+    *e = (struct state_entry){0};
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    const char *s = json_string_value(json_object_get(rec, "workspace"));
+    snprintf(e->workspace, sizeof(e->workspace), "%s", s ? s : "");
+    s = json_string_value(json_object_get(rec, "status"));
+    snprintf(e->status, sizeof(e->status), "%s", s ? s : "unknown");
+    s = json_string_value(json_object_get(rec, "backend"));
+    snprintf(e->backend, sizeof(e->backend), "%s", s ? s : "ns");
+    e->owner_pid = (pid_t)json_integer_value(json_object_get(rec, "pid"));
+    e->started = (time_t)json_integer_value(json_object_get(rec, "started"));
+    json_decref(rec);
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        e->locked = errno == EWOULDBLOCK;
+    } else {
+        flock(fd, LOCK_UN);
+        e->locked = false;
+    }
+    if (!e->locked && (strcmp(e->status, "running") == 0 || strcmp(e->status, "starting") == 0))
+        snprintf(e->status, sizeof(e->status), "%s", "stopped");
+    return true;
+}
+
+int state_list(struct state_entry **ret, size_t *n, struct cordon_error *err)
+{
+    *ret = NULL;
+    *n = 0;
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, err) < 0)
+        return -1;
+    _cleanup_closedir_ DIR *d = opendir(root);
+    if (!d)
+        return error_set(err, errno, "state: %s", root);
+    size_t cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        struct state_entry e;
+        if (!entry_read(dirfd(d), de->d_name, &e))
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct state_entry *grown = realloc(*ret, cap * sizeof(*grown));
+            if (!grown) {
+                free(*ret);
+                *ret = NULL;
+                return error_set(err, ENOMEM, "state");
+            }
+            *ret = grown;
+        }
+        (*ret)[(*n)++] = e;
+    }
+    return 0;
+}
+
+int state_remove(const char *name, struct cordon_error *err)
+{
+    if (state_check_name(name, err) < 0)
+        return -1;
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, err) < 0)
+        return -1;
+    _cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    struct state_entry e;
+    if (root_fd < 0 || !entry_read(root_fd, name, &e))
+        return error_set(err, ENOENT, "no cordon sandbox named %s", name);
+    struct state_owner o;
+    if (state_acquire(name, NULL, NULL, &o, err) < 0)
+        return -1; /* busy: another process owns it; nothing touched */
+    state_release(&o, true);
+    return 0;
+}
+
+int state_gc(double hours, const char *keep, size_t *removed, struct cordon_error *err)
+{
+    *removed = 0;
+    struct state_entry *entries;
+    size_t n;
+    if (state_list(&entries, &n, err) < 0)
+        return -1;
+    time_t now = time(NULL);
+    for (size_t i = 0; i < n; i++) {
+        struct state_entry *e = &entries[i];
+        if (e->locked || (keep && strcmp(e->name, keep) == 0))
+            continue;
+        if (difftime(now, e->started) < hours * 3600.0)
+            continue;
+        struct cordon_error ignored;
+        struct state_owner o;
+        if (state_acquire(e->name, NULL, NULL, &o, &ignored) < 0)
+            continue; /* taken meanwhile: someone owns it now */
+        state_release(&o, true);
+        (*removed)++;
+    }
+    free(entries);
+    return 0;
+}

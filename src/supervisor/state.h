@@ -1,0 +1,64 @@
+/* Session state on the host (DESIGN.md "Lifecycle"): one directory per
+ * sandbox under $XDG_RUNTIME_DIR/cordon/ (else $XDG_STATE_HOME/cordon/),
+ * directories 0700, files 0600, holding the ownership lock (a JSON record),
+ * the audit log and the status. Ownership is a non-blocking flock on the lock
+ * file, taken before any sandbox mutation; there is no PID-based fallback.
+ * Host context. */
+#pragma once
+
+#include "util/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define STATE_NAME_MAX 100
+
+struct state_owner {
+    int lock_fd; /* holds the flock; -1 when not owned */
+    int dir_fd;  /* the sandbox's state directory */
+    char name[STATE_NAME_MAX + 1];
+    char *dir; /* its path */
+    char *audit_path;
+};
+
+/* The state root, created (0700) when missing. malloc'd. */
+int state_root(char **ret_path, struct cordon_error *err);
+
+/* Validates a sandbox name: [A-Za-z0-9][A-Za-z0-9_.-]*, at most
+ * STATE_NAME_MAX bytes (it becomes a directory and a cgroup name). */
+int state_check_name(const char *name, struct cordon_error *err);
+
+/* Takes ownership of NAME: creates its directory, locks it (busy: "another
+ * process owns this session", errno EBUSY, nothing touched) and writes the
+ * lock record. */
+int state_acquire(const char *name, const char *workspace, const char *backend,
+                  struct state_owner *out, struct cordon_error *err);
+/* Records the sandbox's status ("running", "stopped") in the lock record. */
+int state_set_status(struct state_owner *o, const char *status, pid_t sandbox_pid,
+                     struct cordon_error *err);
+/* Gives up ownership; with remove, deletes the directory first. */
+void state_release(struct state_owner *o, bool remove);
+
+/* Appends one JSON line to the session's audit log. */
+void state_audit(struct state_owner *o, const char *tool, const char *target, const char *outcome,
+                 double duration_ms, int exit_code);
+
+struct state_entry {
+    char name[STATE_NAME_MAX + 1];
+    char workspace[4096];
+    char status[32]; /* from the record */
+    char backend[16];
+    bool locked; /* an owner holds it now */
+    pid_t owner_pid;
+    time_t started;
+};
+
+/* Lists cordon's state directories (NULL-free array, count in *n). */
+int state_list(struct state_entry **ret, size_t *n, struct cordon_error *err);
+/* Removes NAME unless another process owns it. */
+int state_remove(const char *name, struct cordon_error *err);
+/* Removes sandboxes that are not running, not `keep`, whose lock can be
+ * taken and that are older than hours; returns how many. */
+int state_gc(double hours, const char *keep, size_t *removed, struct cordon_error *err);

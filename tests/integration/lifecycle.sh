@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Lifecycle (DESIGN.md "Lifecycle"): ownership locks, the watchdog, teardown
+# policies, `cordon ls/rm/gc`, the audit log.
+. "$CORDON_SRC/tests/lib/tap.sh"
+. "$CORDON_SRC/tests/lib/cordon.sh"
+export XDG_RUNTIME_DIR="$TEST_TMP/runtime" XDG_STATE_HOME="$TEST_TMP/state"
+mkdir -p "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+root="$XDG_RUNTIME_DIR/cordon"
+ws=$(new_ws ws)
+py() { PYTHONPATH="$CORDON_SRC/tests/lib" python3 -c "$@"; }
+
+# --- state directory and lock record ---
+cordon_run "$ws" --name rec -- true
+is "a run with an explicit name exits 0" "$rc" 0
+ok "state directories are 0700" test "$(stat -c %a "$root")" = 700 -a "$(stat -c %a "$root/rec")" = 700
+ok "the lock file is 0600" test "$(stat -c %a "$root/rec/lock")" = 600
+like "the lock record names session, workspace, pid and start" "$(cat "$root/rec/lock")" '"name":"rec".*"pid":[0-9]+.*"started":[0-9]+.*"workspace":"'"$ws"'"'
+out=$(cd "$ws" && "$CORDON" ls)
+like "cordon ls lists a stopped named sandbox" "$out" "rec +stopped +ns +- +[0-9]+s +$ws"
+
+# --- teardown policies ---
+cordon_run "$ws" -- true
+n=$(ls "$root" | grep -c '^cordon-' || true)
+is "teardown remove (default for session names) leaves no state" "$n" 0
+cordon_run "$ws" --name kept --teardown stop -- true
+ok "teardown stop keeps the state" test -f "$root/kept/lock"
+cordon_run "$ws" --name gone --teardown remove -- true
+ok "teardown remove on a named sandbox removes it" test ! -e "$root/gone"
+
+# --- ownership ---
+(cd "$ws" && exec "$CORDON" run --name owned -- sleep 5) &
+pid=$!
+cleanup_pids+=("$pid")
+for _ in $(seq 100); do grep -q '"status":"running"' "$root/owned/lock" 2>/dev/null && break; sleep 0.05; done
+cordon_run "$ws" --name owned -- touch should-not-exist
+is "a second session on the same name is refused (125)" "$rc" 125
+like "... with \"another process owns this session\"" "$out" "another process owns this session"
+ok "... and nothing ran" test ! -e "$ws/should-not-exist"
+out=$(cd "$ws" && "$CORDON" ls)
+like "cordon ls shows the running owner" "$out" "owned +running +ns +$pid "
+out=$(cd "$ws" && "$CORDON" rm owned 2>&1)
+like "cordon rm refuses a sandbox another process owns" "$out" "another process owns this session"
+kill "$pid"; wait "$pid" 2>/dev/null
+cordon_run "$ws" --name owned -- true
+is "the name is free once the owner is gone" "$rc" 0
+out=$(cd "$ws" && "$CORDON" rm owned kept)
+is "cordon rm removes stopped sandboxes" "$out" "owned
+kept"
+ok "... and their state" test ! -e "$root/owned" -a ! -e "$root/kept"
+
+# --- MCP: second session refused, kill -9 leaves nothing ---
+out=$(py "
+import sys, time
+from mcp_client import Mcp, text_of
+a = Mcp('$CORDON', '$ws', '--name', 'mcpsess')
+a.initialize()
+print(text_of(a.call(1, 'bash', {'command': 'echo first'})).strip())
+b = Mcp('$CORDON', '$ws', '--name', 'mcpsess')
+b.initialize()
+r = b.call(1, 'bash', {'command': 'echo second'})
+print(r['result']['isError'], text_of(r))
+b.close()
+a.close()
+c = Mcp('$CORDON', '$ws', '--name', 'mcpsess')
+c.initialize()
+print(text_of(c.call(1, 'bash', {'command': 'echo third'})).strip())
+c.close()
+")
+like "mcp: the first session runs" "$out" "^first"
+like "mcp: a second session on the name is blocked with the reason" "$out" "True cordon: the bash tool is blocked: sandbox mcpsess: another process owns this session"
+like "mcp: it succeeds after the first ends" "$out" "third"
+
+tag="cordon-lifecycle-$$-$RANDOM"
+py "
+import os, time, signal
+from mcp_client import Mcp
+m = Mcp('$CORDON', '$ws')
+m.initialize()
+m.send({'jsonrpc': '2.0', 'id': 5, 'method': 'tools/call', 'params': {'name': 'bash', 'arguments': {'command': 'exec -a $tag sleep 300'}}})
+time.sleep(1.0)
+os.kill(m.proc.pid, signal.SIGKILL)
+m.proc.wait()
+"
+gone=no
+for _ in $(seq 100); do pgrep -f "$tag" >/dev/null || { gone=yes; break; }; sleep 0.05; done
+is "kill -9 of the supervisor mid-call leaves no sandbox process within 5 s" "$gone" yes
+left=yes
+for _ in $(seq 100); do [ -z "$(ls "$root" | grep '^cordon-')" ] && { left=no; break; }; sleep 0.05; done
+is "the watchdog removed the session's state" "$left" no
+
+# --- audit log ---
+(cd "$ws" && "$CORDON" tool --name audited --teardown stop bash '{"command":"exit 3"}' >/dev/null)
+(cd "$ws" && "$CORDON" tool --name audited --teardown stop read '{"path":"nope"}' >/dev/null)
+audit=$(cat "$root/audited/audit.jsonl" 2>/dev/null)
+like "audit: bash call recorded with its exit code" "$audit" '"exit_code":3.*"outcome":"error".*"target":"sandbox".*"tool":"bash"|"tool":"bash".*"exit_code":3'
+like "audit: every call is a JSON line with time and duration" "$audit" '"duration_ms":[0-9.]+.*"time":"20[0-9-]+T'
+is "audit: one line per call" "$(wc -l < "$root/audited/audit.jsonl")" 2
+
+# --- gc ---
+mk_state() { # name started running?
+    mkdir -p "$root/$1"; chmod 700 "$root/$1"
+    printf '{"backend":"ns","cordon":1,"name":"%s","pid":1,"started":%s,"status":"stopped","workspace":"/x"}' "$1" "$2" > "$root/$1/lock"
+}
+old=$(( $(date +%s) - 7200 ))
+mk_state stale "$old"
+mk_state fresh "$(date +%s)"
+mk_state held "$old"
+mkdir -p "$root/not-cordon"; echo '{"something":"else"}' > "$root/not-cordon/lock"
+flock "$root/held/lock" sleep 30 &
+cleanup_pids+=($!)
+sleep 0.3
+out=$(cd "$ws" && "$CORDON" gc --hours 1)
+is "gc reports what it removed" "$out" "removed 1 sandbox(es) older than 1 hours"
+ok "gc removed the stale, unlocked sandbox" test ! -e "$root/stale"
+ok "gc kept the fresh one" test -e "$root/fresh"
+ok "gc kept the one whose lock is held (running)" test -e "$root/held"
+ok "gc never touches what cordon did not make" test -e "$root/not-cordon"
+tap_done
