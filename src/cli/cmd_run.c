@@ -288,6 +288,7 @@ static int run_common(int argc, char **argv, bool shell)
         launch_free(&l);
         return status;
     }
+    l.spec.init_in_process = true;
 
     int control[2] = {-1, -1};
     if (pty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) < 0) {

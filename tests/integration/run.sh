@@ -75,6 +75,11 @@ else
     skip "shell pty" "script(1) not installed"
 fi
 
+out=$(python3 "$CORDON_SRC/tests/integration/pty_resize.py" "$CORDON" "$ws" 2>&1)
+is "shell: the terminal's size, and a resize, reach the shell inside" "$out" "initial
+resized
+exit 4"
+
 # --- signals ---
 (cd "$ws" && exec "$CORDON" run -- bash -c 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done') >"$TEST_TMP/sig.out" 2>&1 &
 pid=$!
@@ -92,6 +97,14 @@ for _ in $(seq 100); do grep -q ready "$TEST_TMP/int.out" 2>/dev/null && break; 
 kill -INT "$pid"
 wait "$pid"
 is "SIGINT reaches the command" "$?" 9
+
+(cd "$ws" && exec "$CORDON" run -- bash -c 'trap "echo got-hup; exit 11" HUP; echo ready; while :; do sleep 0.05; done') >"$TEST_TMP/hup.out" 2>&1 &
+pid=$!
+cleanup_pids+=("$pid")
+for _ in $(seq 100); do grep -q ready "$TEST_TMP/hup.out" 2>/dev/null && break; sleep 0.05; done
+kill -HUP "$pid"
+wait "$pid"
+is "SIGHUP reaches the command" "$?" 11
 
 # --- the sandbox dies with its parent ---
 tag="cordon-orphan-$$-$RANDOM"

@@ -25,7 +25,22 @@ mkdir -p "$stage/build"
 probe=
 [ -n "${CORDON_PROBE:-}" ] && cp "$CORDON_PROBE" "$stage/build/syscall-probe" && probe="$stage/build/syscall-probe"
 mkdir -p "$stage/src"
-cp -r "$CORDON_SRC/tests" "$stage/src/tests"
+# node_modules (pi, the MCP SDK) is large: link it when the test user can
+# read it where it is, copy it otherwise.
+mkdir -p "$stage/src/tests"
+for entry in "$CORDON_SRC"/tests/*; do
+    [ "$(basename "$entry")" = pi ] && continue
+    cp -r "$entry" "$stage/src/tests/"
+done
+mkdir -p "$stage/src/tests/pi"
+cp "$CORDON_SRC"/tests/pi/package*.json "$stage/src/tests/pi/" 2>/dev/null
+if [ -d "$CORDON_SRC/tests/pi/node_modules" ]; then
+    if runuser -u "$user" -- test -r "$CORDON_SRC/tests/pi/node_modules/@mariozechner/pi-coding-agent/package.json"; then
+        ln -s "$CORDON_SRC/tests/pi/node_modules" "$stage/src/tests/pi/node_modules"
+    else
+        cp -r "$CORDON_SRC/tests/pi/node_modules" "$stage/src/tests/pi/node_modules"
+    fi
+fi
 [ -d "$CORDON_SRC/src" ] && cp -r "$CORDON_SRC/src" "$stage/src/src"
 chmod -R a+rX "$stage"
 rel=${script#"$CORDON_SRC"/}

@@ -82,11 +82,16 @@ sh_in "$ws" 'readlink /proc/1/exe || echo no-access; exec 3>>/proc/self/exe 2>&1
 like "case 12: PID 1's exe link is closed to the sandbox (not dumpable)" "$out" "no-access"
 like "case 12: /proc/self/exe cannot be opened for writing" "$out" "(Text file busy|Permission denied|Read-only file system).*refused"
 tag="cordon-exe-$$-$RANDOM"
-(cd "$ws" && exec "$CORDON" run -- bash -c "exec -a $tag sleep 30") &
+(cd "$ws" && exec "$CORDON" tool bash "{\"command\":\"exec -a $tag sleep 30\"}") >/dev/null &
 exe_pid=$!
 cleanup_pids+=("$exe_pid")
-for _ in $(seq 100); do agent=$(pgrep -f "cordon-agent init .*$tag" | head -1); [ -n "$agent" ] && break; sleep 0.05; done
-like "case 12: PID 1 runs from a sealed memfd, not the file on disk" "$(readlink "/proc/$agent/exe" 2>&1)" "memfd:cordon-agent"
+agent=
+for _ in $(seq 100); do
+    sleeper=$(pgrep -f "^$tag" | head -1)
+    [ -n "$sleeper" ] && agent=$(awk '{print $4}' "/proc/$sleeper/stat") && break
+    sleep 0.05
+done
+is "case 12: the tools' PID 1 runs from the read-only bind of the agent" "$(readlink "/proc/$agent/exe" 2>&1)" "/run/cordon/agent"
 kill "$exe_pid" 2>/dev/null
 is "case 12: the agent binary on the host is unchanged" "$(sha256sum < "${CORDON_AGENT:-$(dirname "$CORDON")/cordon-agent}")" "$agent_sum"
 

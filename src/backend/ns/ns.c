@@ -6,6 +6,7 @@
  * step, path and errno; a clean exec closes the socket (CLOEXEC), which the
  * parent reads as success. */
 #include "backend/ns/ns.h"
+#include "agent/init.h"
 #include "backend/ns/ns-landlock.h"
 #include "backend/ns/ns-limits.h"
 #include "backend/ns/ns-mount.h"
@@ -202,6 +203,22 @@ static void child_setup_and_exec(struct ns_child *c)
         return;
     }
 #endif
+    if (c->spec->init_in_process) {
+        /* PID 1 stays this process: it was never anything but cordon's own
+         * code, is not dumpable, and is under the same filter as the
+         * command. Nothing of the host is reachable from its memory. */
+        int argc = 0;
+        while (c->spec->argv[argc])
+            argc++;
+        /* No exec will close the supervisor's descriptors for us: close
+         * them now. This closes the sync socket too, which the parent reads
+         * as "started". */
+        if (close_range(c->spec->control_fd >= 0 ? 4 : 3, ~0U, 0) < 0) {
+            error_set_raw(err, errno, "close_range", NULL);
+            return;
+        }
+        agent_init_run(argc, (char **)c->spec->argv, c->spec->envp);
+    }
     /* The agent is bound read-only into the view (ns-mount.c): its
      * /proc/<pid>/exe leads to a read-only mount, so nothing inside can
      * overwrite it (the CVE-2019-5736 class), without copying the binary
@@ -294,10 +311,9 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
     if (write_proc_file(pid, "gid_map", map, err) < 0)
         goto fail_child;
-    if (write(sync[0], "m", 1) != 1) {
-        error_set(err, errno, "starting the sandbox");
-        goto fail_child;
-    }
+    /* A child that failed already has closed its end: its error is then
+     * waiting to be read, and a failed send only means "go and read it". */
+    bool child_alive = send(sync[0], "m", 1, MSG_NOSIGNAL) == 1;
     long long tc = log_now_us();
     if (ns_cgroups_attach(spec, pid, sb, err) < 0)
         goto fail_child;
@@ -306,10 +322,8 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
         spec->on_namespaces_ready(pid, spec->on_namespaces_ready_ctx, err) < 0)
         goto fail_child;
     long long t4 = log_now_us();
-    if (write(sync[0], "g", 1) != 1) {
-        error_set(err, errno, "starting the sandbox");
-        goto fail_child;
-    }
+    if (child_alive)
+        send(sync[0], "g", 1, MSG_NOSIGNAL);
     struct cordon_error child_err;
     ssize_t n;
     do {

@@ -48,10 +48,13 @@ struct ns_spec {
     struct ns_limits limits;
     const char *agent_path; /* host path of cordon-agent */
     char *const *argv;      /* agent argv (argv[0] is the agent's name) */
-    char *const *envp;      /* agent environment */
-    int stdio[3];           /* become fds 0, 1, 2 inside */
-    int control_fd;         /* becomes fd 3 inside, or -1 */
-    const char *name;       /* sandbox name (cgroup and hostname) */
+    /* For "init" argv: run the init in the set-up child itself instead of
+     * exec'ing cordon-agent (no second binary to load at start). */
+    bool init_in_process;
+    char *const *envp; /* agent environment */
+    int stdio[3];      /* become fds 0, 1, 2 inside */
+    int control_fd;    /* becomes fd 3 inside, or -1 */
+    const char *name;  /* sandbox name (cgroup and hostname) */
     /* Called on the host once the sandbox's namespaces exist and its id maps
      * are written, before anything runs inside (network set-up: joining the
      * sandbox's network namespace, starting pasta). May be NULL. */
