@@ -9,8 +9,10 @@ build_pkgs=(meson ninja-build gcc pkg-config libseccomp-dev libjansson-dev
     libpcre2-dev libutf8proc-dev libgd-dev git passt)
 # passt provides pasta, which `--network open` runs.
 test_pkgs=(clang clang-format libclang-rt-14-dev bubblewrap ripgrep fd-find
-    hyperfine util-linux procps iproute2 strace python3 curl netcat-openbsd time socat)
-# socat is a relay in the network tests.
+    hyperfine util-linux procps iproute2 strace python3 curl netcat-openbsd time socat
+    qemu-system-x86 kmod)
+# socat is a relay in the network tests; qemu-system-x86 and kmod (depmod)
+# are for the vm backend.
 
 want=("${build_pkgs[@]}")
 mode=build
@@ -45,6 +47,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     "${sudo[@]}" apt-get update -qq >&2
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# The vm backend's guest kernel (Debian's, through apt; see vm-kernel.sh).
+if [ "$mode" = test ]; then
+    "$(dirname "$0")/vm-kernel.sh" >/dev/null
 fi
 
 # npm packages for the differential and end-to-end tests (pi 0.73.1 and the

@@ -12,6 +12,7 @@
  *     (docs/agent-protocol.md), reaping orphans as init. */
 #include "agent/init.h"
 #include "agent/serve.h"
+#include "agent/vm-init.h"
 #include "util/error.h"
 
 #include <errno.h>
@@ -34,6 +35,8 @@
 
 int main(int argc, char **argv)
 {
+    if (vm_init_is_guest(argc, argv))
+        return vm_init_main(argc, argv);
     /* Executed from a memfd, the kernel names us "memfd:cordon-ag". */
     prctl(PR_SET_NAME, "cordon-agent");
     if (argc >= 2 && strcmp(argv[1], "init") == 0)

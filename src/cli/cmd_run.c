@@ -239,7 +239,22 @@ static int run_common(int argc, char **argv, bool shell)
         log_error("%s", err.message);
         return CORDON_EXIT_FAILURE;
     }
-    ns_probe_report();
+    bool vm = l.cfg.backend == CFG_BACKEND_VM;
+    if (vm && (l.net.mode != NET_MODE_DENY || l.net.publish_count > 0)) {
+        log_error("the vm backend has no network yet: only network deny, no published ports");
+        launch_free(&l);
+        return CORDON_EXIT_FAILURE;
+    }
+    if (vm && pty) {
+        if (want_pty == 1) {
+            log_error("--pty is not available on the vm backend yet");
+            launch_free(&l);
+            return CORDON_EXIT_FAILURE;
+        }
+        pty = false; /* cordon shell on the vm backend reads commands from stdin */
+    }
+    if (!vm)
+        ns_probe_report();
     /* Ownership of the name before any sandbox mutation. */
     struct lifecycle lc;
     if (lifecycle_begin(&l, &lc, &err) < 0) {
@@ -267,6 +282,12 @@ static int run_common(int argc, char **argv, bool shell)
         agent_argv[a++] = cmd[c];
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
+    if (vm) {
+        int status = cli_run_vm(&l, agent_argv);
+        lifecycle_end(&lc);
+        launch_free(&l);
+        return status;
+    }
     l.spec.init_in_process = true;
 
     int control[2] = {-1, -1};

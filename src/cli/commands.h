@@ -2,6 +2,8 @@
  * exit status. */
 #pragma once
 
+struct launch;
+
 struct cli_command {
     const char *name;
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
@@ -18,3 +20,7 @@ int cmd_gc(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_trust(int argc, char **argv);
 int cmd_untrust(int argc, char **argv);
+
+/* `cordon run` on the vm backend (cli/run-vm.c): boots, relays, returns the
+ * command's exit status. */
+int cli_run_vm(const struct launch *l, char **agent_argv);

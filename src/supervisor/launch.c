@@ -190,7 +190,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         goto fail;
     log_debug("timing: workspace %lld us, configuration %lld us", t1 - t0, log_now_us() - t1);
     const struct cordon_config *cfg = &l->cfg;
-    if (cfg->backend != CFG_BACKEND_NS) {
+    if (cfg->backend == CFG_BACKEND_DOCKER) {
         error_set(err, 0, "backend \"%s\" is not available in this build (set by %s)",
                   cfg_enum_name(CFG_BACKEND, cfg->backend),
                   cfg->origin[CFG_BACKEND].file ? cfg->origin[CFG_BACKEND].file

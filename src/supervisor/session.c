@@ -5,6 +5,7 @@
 #include "supervisor/lifecycle.h"
 #include "agent/protocol.h"
 #include "backend/ns/ns.h"
+#include "backend/vm/vm.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -26,6 +27,8 @@ struct session {
     struct lifecycle lifecycle;
     bool owned;
     struct ns_sandbox sb;
+    struct sandbox vm; /* the vm backend's sandbox, when is_vm */
+    bool is_vm;
     int channel;
     int devnull;
     struct frame_reader in;
@@ -40,7 +43,7 @@ int session_channel_fd(const struct session *s)
 
 int session_pidfd(const struct session *s)
 {
-    return s->sb.pidfd;
+    return s->is_vm ? s->vm.pidfd : s->sb.pidfd;
 }
 
 const char *session_name(const struct session *s)
@@ -111,6 +114,31 @@ int session_start(const struct launch_request *req, struct session **out, struct
         return -1;
     }
     s->owned = true;
+    static char *const agent_argv[] = {"cordon-agent", "serve", NULL};
+    if (s->launch.cfg.backend == CFG_BACKEND_VM) {
+        /* The agent serves on the guest's virtio-serial channel; the
+         * session reads and writes its own duplicate of the host end. */
+        if (s->launch.net.mode != NET_MODE_DENY || s->launch.net.publish_count > 0) {
+            error_set(err, 0,
+                      "the vm backend has no network yet: only network deny, no "
+                      "published ports");
+            goto fail;
+        }
+        s->is_vm = true;
+        s->vm.pidfd = -1;
+        if (vm_backend_ops.start(&s->launch, agent_argv, &s->vm, err) < 0) {
+            vm_backend_ops.stop(&s->vm);
+            s->is_vm = false;
+            goto fail;
+        }
+        s->started = true;
+        s->channel = fcntl(s->vm.channel_fd, F_DUPFD_CLOEXEC, 3);
+        if (s->channel < 0) {
+            error_set(err, errno, "dup");
+            goto fail;
+        }
+        goto started;
+    }
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
         error_set(err, errno, "socketpair");
@@ -118,7 +146,6 @@ int session_start(const struct launch_request *req, struct session **out, struct
     }
     s->channel = pair[0];
     s->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    static char *const agent_argv[] = {"cordon-agent", "serve", NULL};
     s->launch.spec.argv = agent_argv;
     s->launch.spec.stdio[0] = s->devnull;
     s->launch.spec.stdio[1] = s->devnull;
@@ -131,11 +158,15 @@ int session_start(const struct launch_request *req, struct session **out, struct
     s->started = true;
     if (lifecycle_started(&s->lifecycle, &s->launch, &s->sb, err) < 0)
         goto fail;
+started:
     fcntl(s->channel, F_SETFL, fcntl(s->channel, F_GETFL) | O_NONBLOCK);
     if (frame_reader_fill(&s->in, s->channel, err) < 0 || wait_hello(s, err) < 0)
         goto fail;
-    log_debug("session %s: agent ready (pid %d); limits: %s", s->launch.name, s->sb.pid,
-              s->sb.limits_applied);
+    if (s->is_vm)
+        log_debug("session %s: agent ready in %s", s->launch.name, s->vm.description);
+    else
+        log_debug("session %s: agent ready (pid %d); limits: %s", s->launch.name, s->sb.pid,
+                  s->sb.limits_applied);
     *out = s;
     return 0;
 fail:
@@ -290,14 +321,20 @@ void session_stop(struct session *s)
     }
     if (s->channel >= 0)
         close(s->channel);
-    if (s->started && s->sb.pidfd >= 0) {
+    if (s->is_vm) {
+        /* The agent leaving ends the guest (its init); QEMU then exits. */
+        struct pollfd p = {s->vm.pidfd, POLLIN, 0};
+        if (s->started && s->vm.pidfd >= 0)
+            poll(&p, 1, 1000);
+        vm_backend_ops.stop(&s->vm);
+    } else if (s->started && s->sb.pidfd >= 0) {
         struct pollfd p = {s->sb.pidfd, POLLIN, 0};
         if (poll(&p, 1, 1000) <= 0)
             kill(s->sb.pid, SIGKILL);
         while (waitpid(s->sb.pid, NULL, 0) < 0 && errno == EINTR)
             ;
     }
-    if (s->started)
+    if (s->started && !s->is_vm)
         ns_sandbox_release(&s->sb);
     if (s->devnull >= 0)
         close(s->devnull);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Start-up cost of a sandbox: wall time from `cordon run` to the first
+# command's result (`uname -r` printed, cordon exited), ns vs vm backend, in
+# the same run and workspace. Usage: bench/vm-start.sh [RUNS] (default 5);
+# CORDON=path/to/cordon (default: build-test/cordon, then build/cordon).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-5}
+cordon=${CORDON:-}
+for c in build-test/cordon build/cordon; do
+    [ -z "$cordon" ] && [ -x "$c" ] && cordon=$PWD/$c
+done
+[ -x "${cordon:-}" ] || { echo "vm-start: build cordon first (make)" >&2; exit 1; }
+ws=$(mktemp -d "${TMPDIR:-/tmp}/cordon-bench.XXXXXX")
+trap 'rm -rf "$ws"' EXIT
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# measure BACKEND: prints the sorted times in ms, one per line
+measure() {
+    local backend=$1 i t0 out
+    for ((i = 0; i < runs; i++)); do
+        t0=$(now_ms)
+        out=$(cd "$ws" && "$cordon" run --backend "$backend" -- uname -r 2>/dev/null </dev/null)
+        [ -n "$out" ] || { echo "vm-start: $backend run failed" >&2; exit 1; }
+        echo $(( $(now_ms) - t0 ))
+    done | sort -n
+}
+
+summary() { # summary NAME TIMES...
+    local name=$1; shift
+    local n=$# min=$1 max=${!#} med
+    local sorted=("$@")
+    med=${sorted[$(( n / 2 ))]}
+    printf '%-4s  runs %-3d  min %6d ms  median %6d ms  max %6d ms\n' "$name" "$n" "$min" "$med" "$max"
+}
+
+# One warm-up each: the vm backend builds and caches its initramfs and learns
+# which accelerator works on the first run.
+(cd "$ws" && "$cordon" run --backend ns -- true && "$cordon" run --backend vm -- true) </dev/null >/dev/null 2>&1 || true
+accel=$(cd "$ws" && "$cordon" --debug run --backend vm -- true 2>&1 </dev/null |
+    sed -n 's/.*booted in [0-9]* ms: //p')
+mapfile -t ns < <(measure ns)
+mapfile -t vm < <(measure vm)
+echo "cordon run -- uname -r, start to result ($(nproc) host CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
+summary ns "${ns[@]}"
+summary vm "${vm[@]}"
+echo "vm: $accel"

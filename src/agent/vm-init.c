@@ -1,0 +1,563 @@
+/* cordon-agent as the microVM's init (PID 1 of the guest, root in the guest,
+ * started by the kernel from the initramfs as /init). Early boot: devtmpfs,
+ * /proc, /sys, the modules listed in /cordon/modules, the virtio-serial
+ * channel; then the boot spec from the supervisor (first frame on the
+ * channel) says what to build: the 9p shares at the same paths as on the
+ * host (read-only or read-write), fresh tmpfs /tmp /run /var/tmp
+ * /var/lib/docker and home, protected paths bound read-only, loopback up,
+ * the root made read-only. It answers {"t":"booted"} and continues into the
+ * requested mode:
+ *   - "init -- CMD...": runs CMD as the host user with its stdin/stdout on
+ *     the virtio console (hvc0) and stderr on its own port, reports
+ *     {"t":"exit","status":N} on the channel and powers off;
+ *   - anything else: re-executes the agent with that argv, the channel as
+ *     fd 3 (the agent protocol's stream).
+ * A failure before the channel exists ends in a kernel panic (QEMU exits,
+ * -no-reboot); after, it is reported as {"t":"error","message":...}. */
+#include "agent/vm-init.h"
+#include "backend/vm/vm-frame.h"
+#include "backend/vm/vm.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHANNEL_FD   3
+#define PORT_WAIT_MS 10000
+
+extern char **environ;
+
+static int channel = -1;
+
+static void guest_poweroff(void) __attribute__((noreturn));
+
+static void guest_poweroff(void)
+{
+    sync();
+    /* reboot=t and QEMU's -no-reboot: a reset ends QEMU. */
+    reboot(RB_AUTOBOOT);
+    for (;;)
+        pause();
+}
+
+static void guest_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void guest_fail(const char *fmt, ...)
+{
+    char msg[CORDON_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "cordon-agent (vm init): %s\n", msg);
+    if (channel >= 0) {
+        json_t *m = json_pack("{s:s,s:s}", "t", "error", "message", msg);
+        if (m)
+            vm_frame_write(channel, m);
+        json_decref(m);
+    }
+    guest_poweroff();
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *s = buf + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char saved = *s;
+            *s = '\0';
+            if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return -1;
+            *s = saved;
+            if (!saved)
+                break;
+        }
+    }
+    return 0;
+}
+
+static void mount_or_fail(const char *src, const char *dst, const char *type, unsigned long flags,
+                          const char *data)
+{
+    if (mkdir_p(dst, 0755) < 0)
+        guest_fail("mkdir %s: %s", dst, strerror(errno));
+    if (mount(src, dst, type, flags, data) < 0)
+        guest_fail("mount %s on %s (%s): %s", src, dst, type, strerror(errno));
+}
+
+static void load_modules(void)
+{
+    _cleanup_fclose_ FILE *f = fopen("/cordon/modules", "re");
+    if (!f)
+        return;
+    char line[PATH_MAX];
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!line[0])
+            continue;
+        _cleanup_close_ int fd = open(line, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            guest_fail("module %s: %s", line, strerror(errno));
+        if (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST)
+            guest_fail("loading %s: %s", line, strerror(errno));
+    }
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* /dev/vportNpM of the port called name (no udev here to make the
+ * /dev/virtio-ports/ links); the device may appear a moment after its
+ * module is loaded. */
+static int open_port(const char *name)
+{
+    long long deadline = now_ms() + PORT_WAIT_MS;
+    for (;;) {
+        _cleanup_closedir_ DIR *d = opendir("/sys/class/virtio-ports");
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            if (de->d_name[0] == '.')
+                continue;
+            char path[PATH_MAX], got[128] = "";
+            snprintf(path, sizeof(path), "/sys/class/virtio-ports/%s/name", de->d_name);
+            _cleanup_fclose_ FILE *f = fopen(path, "re");
+            if (!f || !fgets(got, sizeof(got), f))
+                continue;
+            got[strcspn(got, "\n")] = '\0';
+            if (strcmp(got, name) != 0)
+                continue;
+            snprintf(path, sizeof(path), "/dev/%s", de->d_name);
+            int fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+            if (fd >= 0)
+                return fd;
+        }
+        if (now_ms() > deadline)
+            guest_fail("virtio port %s did not appear", name);
+        usleep(5000);
+    }
+}
+
+static void loopback_up(void)
+{
+    _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr = {0};
+    memcpy(ifr.ifr_name, "lo", 3);
+    if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+        guest_fail("loopback: %s", strerror(errno));
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+        guest_fail("loopback up: %s", strerror(errno));
+}
+
+static bool is_under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+static int share_depth_cmp(const void *a, const void *b)
+{
+    const char *pa = json_string_value(json_object_get(*(json_t *const *)a, "path"));
+    const char *pb = json_string_value(json_object_get(*(json_t *const *)b, "path"));
+    size_t la = pa ? strlen(pa) : 0, lb = pb ? strlen(pb) : 0;
+    return (la > lb) - (la < lb);
+}
+
+/* The view (DESIGN.md "The sandbox view"), built from the boot spec. */
+static void build_view(json_t *spec, uid_t uid, gid_t gid)
+{
+    const unsigned long nosuid = MS_NOSUID | MS_NODEV;
+    mount_or_fail("tmpfs", "/tmp", "tmpfs", nosuid, "mode=1777");
+    mount_or_fail("tmpfs", "/var/tmp", "tmpfs", nosuid, "mode=1777");
+    mount_or_fail("tmpfs", "/run", "tmpfs", nosuid, "mode=0755");
+    mount_or_fail("tmpfs", "/var/lib/docker", "tmpfs", MS_NODEV, "mode=0711");
+    mount_or_fail("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+                  "newinstance,ptmxmode=0666,mode=0620");
+    mount_or_fail("tmpfs", "/dev/shm", "tmpfs", nosuid, "mode=1777");
+
+    const char *home = json_string_value(json_object_get(spec, "home"));
+    if (home && home[0] == '/' && !is_under(home, "/tmp") && !is_under(home, "/var/tmp") &&
+        !is_under(home, "/run")) {
+        char opts[64];
+        snprintf(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u", uid, gid);
+        mount_or_fail("tmpfs", home, "tmpfs", nosuid, opts);
+    } else if (home && home[0] == '/') {
+        if (mkdir_p(home, 0700) < 0 || chown(home, uid, gid) < 0)
+            guest_fail("home %s: %s", home, strerror(errno));
+    }
+
+    /* Outer paths first: /usr, then the workspace (which may sit below the
+     * home just mounted). */
+    json_t *shares = json_object_get(spec, "shares");
+    size_t n = json_array_size(shares);
+    json_t **sorted = calloc(n + 1, sizeof(*sorted));
+    if (!sorted)
+        guest_fail("out of memory");
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = json_array_get(shares, i);
+    qsort(sorted, n, sizeof(*sorted), share_depth_cmp);
+    for (size_t i = 0; i < n; i++) {
+        const char *tag = json_string_value(json_object_get(sorted[i], "tag"));
+        const char *path = json_string_value(json_object_get(sorted[i], "path"));
+        bool ro = json_is_true(json_object_get(sorted[i], "ro"));
+        if (!tag || !path || path[0] != '/')
+            guest_fail("bad share in the boot spec");
+        /* System directories do not change under a session: let the guest
+         * cache them (exec from /usr over 9p is otherwise slow). */
+        bool system = strcmp(path, "/usr") == 0 || strcmp(path, "/etc") == 0;
+        const char *opts = system ? "trans=virtio,version=9p2000.L,msize=524288,cache=loose"
+                                  : "trans=virtio,version=9p2000.L,msize=524288";
+        mount_or_fail(tag, path, "9p", nosuid | (ro ? MS_RDONLY : 0), opts);
+    }
+    free(sorted);
+
+    /* Protected paths: read-only binds over themselves. Only a defence
+     * against mistakes while the guest's root could undo it; see
+     * docs/vm-backend.md. */
+    json_t *prot = json_object_get(spec, "protected");
+    for (size_t i = 0; i < json_array_size(prot); i++) {
+        const char *p = json_string_value(json_array_get(prot, i));
+        struct stat st;
+        if (!p || lstat(p, &st) < 0 || S_ISLNK(st.st_mode))
+            continue;
+        if (mount(p, p, NULL, MS_BIND, NULL) < 0 ||
+            mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | nosuid, NULL) < 0)
+            guest_fail("protecting %s: %s", p, strerror(errno));
+    }
+
+    if (sethostname("cordon", 6) < 0)
+        guest_fail("sethostname: %s", strerror(errno));
+    loopback_up();
+    /* The initramfs root itself becomes read-only, as the ns view's root. */
+    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
+        fprintf(stderr, "cordon-agent (vm init): root stays writable: %s\n", strerror(errno));
+}
+
+static char **json_strv(json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    char **v = calloc(n + 1, sizeof(char *));
+    if (!v)
+        guest_fail("out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const char *s = json_string_value(json_array_get(arr, i));
+        if (!s)
+            guest_fail("bad string array in the boot spec");
+        v[i] = (char *)s;
+    }
+    return v;
+}
+
+struct guest_command {
+    char **argv;
+    char **env;
+    const char *cwd;
+    uid_t uid;
+    gid_t gid;
+    json_t *rlimits;
+};
+
+static void set_limit(int resource, json_int_t value, rlim_t unit)
+{
+    if (value <= 0)
+        return;
+    struct rlimit rl = {(rlim_t)value * unit, (rlim_t)value * unit};
+    setrlimit(resource, &rl);
+}
+
+/* The limits the ns backend applies to its sandbox, from the boot spec. */
+static void apply_limits(json_t *r)
+{
+    set_limit(RLIMIT_NOFILE, json_integer_value(json_object_get(r, "nofile")), 1);
+    set_limit(RLIMIT_FSIZE, json_integer_value(json_object_get(r, "fsize_mib")), 1 << 20);
+    set_limit(RLIMIT_CPU, json_integer_value(json_object_get(r, "cpu")), 1);
+    set_limit(RLIMIT_NPROC, json_integer_value(json_object_get(r, "nproc")), 1);
+}
+
+/* In the forked child: the host user's identity, the limits the ns backend
+ * applies, then exec. */
+static void exec_guest_command(const struct guest_command *c, int in, int out, int errfd)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setsid();
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(errfd, 2);
+    apply_limits(c->rlimits);
+    if (c->uid != 0) {
+        if (setgroups(0, NULL) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0) {
+            fprintf(stderr, "cordon: switching to uid %u: %s\n", c->uid, strerror(errno));
+            _exit(CORDON_EXIT_FAILURE);
+        }
+    }
+    if (c->cwd && chdir(c->cwd) < 0) {
+        fprintf(stderr, "cordon: chdir %s: %s\n", c->cwd, strerror(errno));
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    environ = c->env;
+    execvp(c->argv[0], c->argv);
+    int e = errno;
+    fprintf(stderr, "cordon: %s: %s\n", c->argv[0], strerror(e));
+    _exit(e == ENOENT ? CORDON_EXIT_NOT_FOUND : CORDON_EXIT_CANNOT_EXEC);
+}
+
+static ssize_t write_some(int fd, const char *buf, size_t len)
+{
+    ssize_t n;
+    do {
+        n = write(fd, buf, len);
+    } while (n < 0 && errno == EINTR);
+    return n;
+}
+
+static void write_all_blocking(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write_some(fd, buf, len);
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd p = {fd, POLLOUT, 0};
+            poll(&p, 1, 100);
+            continue;
+        }
+        if (n <= 0)
+            return;
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+/* "init" mode: the command with its stdio relayed over the console and the
+ * stderr port; control messages (stdin EOF, signals) on the channel. */
+static void run_relayed(const struct guest_command *c) __attribute__((noreturn));
+
+static void run_relayed(const struct guest_command *c)
+{
+    int console = open("/dev/hvc0", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (console < 0)
+        guest_fail("open /dev/hvc0: %s", strerror(errno));
+    struct termios t;
+    if (tcgetattr(console, &t) == 0) {
+        cfmakeraw(&t);
+        tcsetattr(console, TCSANOW, &t);
+    }
+    /* Input the host sent before the line discipline was raw would have
+     * been echoed back: the host relays stdin only after this message. */
+    json_t *ready = json_pack("{s:s}", "t", "stdin-ready");
+    if (!ready || vm_frame_write(channel, ready) < 0)
+        guest_fail("channel: %s", strerror(errno));
+    json_decref(ready);
+    int errport = open_port(VM_PORT_STDERR);
+    int in[2], out[2], errp[2];
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
+        guest_fail("pipe: %s", strerror(errno));
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    pid_t child = fork();
+    if (child < 0)
+        guest_fail("fork: %s", strerror(errno));
+    if (child == 0)
+        exec_guest_command(c, in[0], out[1], errp[1]);
+    close(in[0]);
+    close(out[1]);
+    close(errp[1]);
+    fcntl(in[1], F_SETFL, O_NONBLOCK);
+
+    char inbuf[16384];
+    size_t inlen = 0, inoff = 0;
+    bool stdin_open = true;
+    int status = -1;
+    long long exited_at = 0;
+    int outfd = out[0], errfd = errp[0];
+    for (;;) {
+        if (status >= 0 && ((outfd < 0 && errfd < 0) || now_ms() - exited_at > 500))
+            break;
+        struct pollfd p[5] = {
+            {stdin_open && inlen == 0 ? console : -1, POLLIN, 0},
+            {stdin_open && inlen > 0 ? in[1] : -1, POLLOUT, 0},
+            {outfd, POLLIN, 0},
+            {errfd, POLLIN, 0},
+            {channel, POLLIN, 0},
+        };
+        struct pollfd ps = {sigfd, POLLIN, 0};
+        struct pollfd all[6] = {p[0], p[1], p[2], p[3], p[4], ps};
+        if (poll(all, 6, status >= 0 ? 100 : -1) < 0 && errno != EINTR)
+            guest_fail("poll: %s", strerror(errno));
+        if (all[0].revents & POLLIN) {
+            ssize_t n = read(console, inbuf, sizeof(inbuf));
+            if (n > 0) {
+                inlen = (size_t)n;
+                inoff = 0;
+            }
+        }
+        if (inlen > 0 && (all[1].revents & (POLLOUT | POLLERR))) {
+            ssize_t n = write_some(in[1], inbuf + inoff, inlen);
+            if (n > 0) {
+                inoff += (size_t)n;
+                inlen -= (size_t)n;
+            } else if (n < 0 && errno != EAGAIN) {
+                inlen = 0; /* the command closed its stdin */
+            }
+        }
+        char buf[16384];
+        if (all[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = read(outfd, buf, sizeof(buf));
+            if (n > 0)
+                write_all_blocking(console, buf, (size_t)n);
+            else if (n == 0 || errno != EINTR)
+                close(outfd), outfd = -1;
+        }
+        if (all[3].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = read(errfd, buf, sizeof(buf));
+            if (n > 0)
+                write_all_blocking(errport, buf, (size_t)n);
+            else if (n == 0 || errno != EINTR)
+                close(errfd), errfd = -1;
+        }
+        if (all[4].revents & POLLIN) {
+            json_t *m = vm_frame_read(channel, 1000);
+            if (!m)
+                guest_fail("the channel failed: %s", strerror(errno));
+            const char *type = json_string_value(json_object_get(m, "t"));
+            if (type && strcmp(type, "stdin-eof") == 0) {
+                stdin_open = false;
+                /* What was read is still delivered before the EOF. */
+                fcntl(in[1], F_SETFL, 0);
+                if (inlen > 0)
+                    write_all_blocking(in[1], inbuf + inoff, inlen);
+                inlen = 0;
+                close(in[1]);
+                in[1] = -1;
+            } else if (type && strcmp(type, "signal") == 0) {
+                int sig = (int)json_integer_value(json_object_get(m, "signal"));
+                if (sig > 0 && sig < 65)
+                    kill(-child, sig);
+            }
+            json_decref(m);
+        }
+        if (all[5].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sigfd, &si, sizeof(si)) == sizeof(si))
+                ;
+            int ws;
+            pid_t pid;
+            while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+                if (pid == child && status < 0) {
+                    status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+                    exited_at = now_ms();
+                }
+            }
+        }
+    }
+    tcdrain(console);
+    json_t *m = json_pack("{s:s,s:i}", "t", "exit", "status", status);
+    if (m)
+        vm_frame_write(channel, m);
+    json_decref(m);
+    guest_poweroff();
+}
+
+bool vm_init_is_guest(int argc, char **argv)
+{
+    return argc >= 1 && strcmp(argv[0], "/init") == 0 && getpid() == 1;
+}
+
+int vm_init_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    if (mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755") < 0 && errno != EBUSY)
+        guest_poweroff();
+    int console = open("/dev/console", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (console >= 0) {
+        for (int fd = 0; fd < 3; fd++)
+            dup2(console, fd);
+        if (console > 2)
+            close(console);
+    }
+    mount_or_fail("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    mount_or_fail("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    load_modules();
+    channel = open_port(VM_PORT_CHANNEL);
+
+    json_t *spec = vm_frame_read(channel, -1);
+    if (!spec)
+        guest_fail("reading the boot spec: %s", strerror(errno));
+    const char *t = json_string_value(json_object_get(spec, "t"));
+    if (!t || strcmp(t, "boot") != 0)
+        guest_fail("expected the boot spec, got another frame");
+    struct guest_command c = {
+        .argv = json_strv(json_object_get(spec, "argv")),
+        .env = json_strv(json_object_get(spec, "env")),
+        .cwd = json_string_value(json_object_get(spec, "cwd")),
+        .uid = (uid_t)json_integer_value(json_object_get(spec, "uid")),
+        .gid = (gid_t)json_integer_value(json_object_get(spec, "gid")),
+        .rlimits = json_object_get(spec, "rlimits"),
+    };
+    if (!c.argv[0])
+        guest_fail("empty argv in the boot spec");
+    build_view(spec, c.uid, c.gid);
+
+    struct utsname u;
+    uname(&u);
+    json_t *booted = json_pack("{s:s,s:s}", "t", "booted", "kernel", u.release);
+    if (!booted || vm_frame_write(channel, booted) < 0)
+        guest_fail("reporting the boot: %s", strerror(errno));
+    json_decref(booted);
+
+    if (c.argv[1] && strcmp(c.argv[1], "init") == 0) {
+        /* Skip init's own options up to "--". */
+        char **cmd = c.argv + 2;
+        while (*cmd && strcmp(*cmd, "--") != 0)
+            cmd++;
+        if (!*cmd || !cmd[1])
+            guest_fail("init: no command given");
+        c.argv = cmd + 1;
+        run_relayed(&c);
+    }
+    /* Other modes: the agent itself, PID 1 still, the channel as fd 3,
+     * with the user's identity and limits (as the ns backend's agent has):
+     * nothing it runs needs the guest's root. */
+    if (dup2(channel, CHANNEL_FD) < 0)
+        guest_fail("dup2: %s", strerror(errno));
+    if (c.cwd && chdir(c.cwd) < 0)
+        guest_fail("chdir %s: %s", c.cwd, strerror(errno));
+    apply_limits(c.rlimits);
+    if (c.uid != 0 && (setgroups(0, NULL) < 0 || setgid(c.gid) < 0 || setuid(c.uid) < 0))
+        guest_fail("switching to uid %u: %s", c.uid, strerror(errno));
+    execve("/init", c.argv, c.env);
+    guest_fail("exec /init: %s", strerror(errno));
+}

@@ -1,0 +1,18 @@
+/* The table of backends, looked up by name. Host context. */
+#include "backend/backend.h"
+#include "backend/vm/vm.h"
+
+#include <string.h>
+
+static const struct backend_ops *const backends[] = {
+    &vm_backend_ops,
+};
+
+const struct backend_ops *backend_lookup(const char *name)
+{
+    for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+        if (strcmp(backends[i]->name, name) == 0)
+            return backends[i];
+    }
+    return NULL;
+}

@@ -1,0 +1,751 @@
+/* The vm backend's start and stop: prepares the session's state directory
+ * (sockets 0600 in a 0700 directory, the curated /etc), starts QEMU as a
+ * child that dies with the supervisor (PR_SET_PDEATHSIG), accepts its three
+ * virtio-serial connections, sends the guest its boot spec and waits until
+ * the guest's init reports the view is built. When KVM is chosen but cannot
+ * boot a stock guest (this host's paravirtual KVM), the boot is retried under
+ * TCG and the verdict cached. Host context (supervisor, unprivileged or
+ * root); QEMU runs with the supervisor's credentials and its own seccomp
+ * sandbox. */
+#include "backend/vm/vm.h"
+#include "backend/vm/vm-frame.h"
+#include "supervisor/launch.h"
+#include "supervisor/state.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define QEMU_BINARY "qemu-system-x86_64"
+/* A TCG boot takes 2.5-4 s here; a KVM boot that has not reported by this
+ * time is taken as KVM failing on this host. */
+#define KVM_BOOT_TIMEOUT_MS   8000
+#define TCG_BOOT_TIMEOUT_MS   60000
+#define VM_DEFAULT_MEMORY_MIB 2048
+#define VM_MAX_ARGS           128
+
+enum { SOCK_CHANNEL, SOCK_CONSOLE, SOCK_STDERR, SOCK_COUNT };
+static const char *const sock_names[SOCK_COUNT] = {"ch", "con", "err"};
+
+struct vm_state {
+    char dir[256];          /* the session's state directory (socket paths must fit 108 bytes) */
+    char accel[8];          /* "kvm" or "tcg" */
+    int fds[SOCK_COUNT];    /* connected streams to QEMU's chardevs */
+    int listen[SOCK_COUNT]; /* listening sockets, closed once accepted */
+};
+
+/* ---- the state directory ---- */
+
+/* <state root>/<name>/vm: inside the session's state directory, which the
+ * lifecycle layer owns (lock, teardown); this backend's part is removed by
+ * stop(). Left over from a crashed session of the same name, it is
+ * replaced: the caller holds the name's lock. */
+static void remove_tree(int parent, const char *name);
+
+static int state_dir_make(const char *name, char *out, size_t size, struct cordon_error *err)
+{
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, err) < 0)
+        return -1;
+    char session[PATH_MAX];
+    if (snprintf(session, sizeof(session), "%s/%s", root, name) >= (int)sizeof(session) ||
+        snprintf(out, size, "%s/vm", session) >= (int)size || strlen(out) + sizeof("/con") > 100)
+        return error_set(err, ENAMETOOLONG, "vm: state directory %s/%s/vm is too long for sockets",
+                         root, name);
+    if (mkdir(session, 0700) < 0 && errno != EEXIST)
+        return error_set(err, errno, "vm: creating %s", session);
+    _cleanup_close_ int sfd = open(session, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sfd < 0)
+        return error_set(err, errno, "vm: opening %s", session);
+    remove_tree(sfd, "vm");
+    if (mkdirat(sfd, "vm", 0700) < 0)
+        return error_set(err, errno, "vm: creating %s", out);
+    return 0;
+}
+
+static void remove_tree(int parent, const char *name)
+{
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        DIR *d = fdopendir(fd);
+        if (d) {
+            struct dirent *de;
+            while ((de = readdir(d))) {
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                    remove_tree(dirfd(d), de->d_name);
+            }
+            closedir(d);
+        } else {
+            close(fd);
+        }
+        unlinkat(parent, name, AT_REMOVEDIR);
+    } else {
+        unlinkat(parent, name, 0);
+    }
+}
+
+/* ---- the curated /etc, copied (never shared) ---- */
+
+/* The guest's root could read anything QEMU exports, so only a copy of the
+ * allowed entries is shared, never the host's /etc itself. */
+static const char *const etc_allowlist[] = {
+    "passwd",      "group",         "hosts",           "hostname",
+    "host.conf",   "nsswitch.conf", "resolv.conf",     "gai.conf",
+    "protocols",   "services",      "networks",        "rpc",
+    "ethertypes",  "ld.so.cache",   "ld.so.conf",      "ld.so.conf.d",
+    "localtime",   "timezone",      "os-release",      "debian_version",
+    "lsb-release", "alternatives",  "ca-certificates", "ca-certificates.conf",
+    "bash.bashrc", "profile",       "profile.d",       "inputrc",
+    "terminfo",    "mime.types",    "magic",           "magic.mime",
+    "gitconfig",   "locale.alias",  "locale.conf",     "shells",
+    "nanorc",      "vim",           "python3*",        "perl",
+    "java-*",      "wgetrc",        "mailcap",         "manpath.config",
+    "environment", "login.defs",    "xattr.conf",      "fonts",
+    "subversion",
+};
+
+#define ETC_COPY_MAX_BYTES (16 << 20)
+
+static int copy_entry(int srcdir, int dstdir, const char *name, size_t *budget, int depth)
+{
+    struct stat st;
+    if (depth > 8 || fstatat(srcdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    if (S_ISLNK(st.st_mode)) {
+        char target[PATH_MAX];
+        ssize_t n = readlinkat(srcdir, name, target, sizeof(target) - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            if (symlinkat(target, dstdir, name) < 0)
+                return -1;
+        }
+        return 0;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        if (mkdirat(dstdir, name, 0755) < 0)
+            return -1;
+        int s = openat(srcdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (s < 0)
+            return 0; /* unreadable: stays empty */
+        _cleanup_close_ int d = openat(dstdir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *dir = fdopendir(s);
+        if (!dir) {
+            close(s);
+            return -1;
+        }
+        struct dirent *de;
+        int rc = 0;
+        while (rc == 0 && (de = readdir(dir))) {
+            if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                rc = copy_entry(dirfd(dir), d, de->d_name, budget, depth + 1);
+        }
+        closedir(dir);
+        return rc;
+    }
+    if (!S_ISREG(st.st_mode) || (size_t)st.st_size > *budget)
+        return 0;
+    _cleanup_close_ int in = openat(srcdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0)
+        return 0; /* unreadable to us: not in the copy either */
+    _cleanup_close_ int out =
+        openat(dstdir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0755);
+    if (out < 0)
+        return -1;
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof(buf))) > 0) {
+        if (write(out, buf, (size_t)n) != n)
+            return -1;
+        *budget -= (size_t)n < *budget ? (size_t)n : *budget;
+    }
+    return 0;
+}
+
+static int etc_copy(const char *state, struct cordon_error *err)
+{
+    char dst[PATH_MAX];
+    snprintf(dst, sizeof(dst), "%s/etc", state);
+    if (mkdir(dst, 0755) < 0)
+        return error_set(err, errno, "vm: creating %s", dst);
+    _cleanup_close_ int d = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_closedir_ DIR *etc = opendir("/etc");
+    if (d < 0 || !etc)
+        return error_set(err, errno, "vm: copying /etc");
+    size_t budget = ETC_COPY_MAX_BYTES;
+    struct dirent *de;
+    while ((de = readdir(etc))) {
+        bool allowed = false;
+        for (size_t i = 0; i < ARRAY_SIZE(etc_allowlist) && !allowed; i++)
+            allowed = fnmatch(etc_allowlist[i], de->d_name, 0) == 0;
+        if (de->d_name[0] == '.' || !allowed)
+            continue;
+        if (copy_entry(dirfd(etc), d, de->d_name, &budget, 0) < 0)
+            return error_set(err, errno, "vm: copying /etc/%s", de->d_name);
+    }
+    /* TLS roots without /etc/ssl/private. */
+    _cleanup_close_ int ssl = open("/etc/ssl", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ssl >= 0 && mkdirat(d, "ssl", 0755) == 0) {
+        _cleanup_close_ int dssl = openat(d, "ssl", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (copy_entry(ssl, dssl, "certs", &budget, 0) < 0 ||
+            copy_entry(ssl, dssl, "openssl.cnf", &budget, 0) < 0)
+            return error_set(err, errno, "vm: copying /etc/ssl");
+    }
+    return 0;
+}
+
+/* ---- sockets ---- */
+
+static int listen_at(const char *dir, const char *name, struct cordon_error *err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name) >= (int)sizeof(sa.sun_path))
+        return error_set(err, ENAMETOOLONG, "vm: socket path %s/%s", dir, name);
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return error_set(err, errno, "vm: socket");
+    /* The directory is 0700 already; 0600 on the socket as well. */
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0600) < 0 ||
+        listen(fd, 1) < 0)
+        return error_set(err, errno, "vm: listening on %s", sa.sun_path);
+    return TAKE_FD(fd);
+}
+
+/* ---- QEMU ---- */
+
+struct argv_builder {
+    char *args[VM_MAX_ARGS];
+    size_t n;
+    bool failed;
+};
+
+static void arg_add(struct argv_builder *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void arg_add(struct argv_builder *b, const char *fmt, ...)
+{
+    if (b->n + 1 >= VM_MAX_ARGS) {
+        b->failed = true;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&b->args[b->n], fmt, ap) < 0)
+        b->failed = true;
+    else
+        b->n++;
+    va_end(ap);
+}
+
+static void argv_free(struct argv_builder *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        free(b->args[i]);
+    b->n = 0;
+}
+
+struct share {
+    const char *host;
+    const char *guest;
+    bool readonly;
+};
+
+static long vm_memory_mib(const struct launch *l)
+{
+    long mib = l->spec.limits.memory_mib;
+    return mib > 0 ? mib : VM_DEFAULT_MEMORY_MIB;
+}
+
+/* vCPUs from the CPU limit; without one, a single vCPU under TCG (each is
+ * a host thread spinning through translated code: a second one slows a
+ * boot on a small host) and two under KVM. */
+static long vm_cpus(const struct launch *l, const char *accel)
+{
+    double c = l->spec.limits.cpus;
+    long whole = (long)c;
+    if (c > 0)
+        return whole + ((double)whole < c);
+    return strcmp(accel, "kvm") == 0 ? 2 : 1;
+}
+
+/* Under TCG the guest's TSC runs at the host's rate; telling the guest that
+ * rate skips its calibration (see the kernel parameters below) and keeps its
+ * clock in step with the host's. */
+static long host_tsc_khz(void)
+{
+    _cleanup_fclose_ FILE *f = fopen("/proc/cpuinfo", "re");
+    char line[256];
+    double mhz = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        const char *colon = strchr(line, ':');
+        if (strncmp(line, "cpu MHz", 7) == 0 && colon && sscanf(colon + 1, "%lf", &mhz) == 1)
+            break;
+    }
+    return mhz > 100 ? (long)(mhz * 1000) : 2000000;
+}
+
+static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, const char *initrd,
+                           const struct vm_state *st, const struct share *shares, size_t nshares,
+                           struct argv_builder *b)
+{
+    arg_add(b, QEMU_BINARY);
+    arg_add(b, "-M");
+    /* microvm: virtio-mmio devices, described to the guest by ACPI (Debian's
+     * kernel lacks VIRTIO_MMIO_CMDLINE_DEVICES); no PCI, no firmware ROMs. */
+    arg_add(b, "microvm,x-option-roms=off,isa-serial=on,rtc=on,acpi=on,pcie=off");
+    arg_add(b, "-accel");
+    arg_add(b, "%s", st->accel);
+    if (strcmp(st->accel, "kvm") == 0) {
+        arg_add(b, "-cpu");
+        arg_add(b, "host");
+    } else {
+        arg_add(b, "-cpu");
+        arg_add(b, "max");
+    }
+    arg_add(b, "-m");
+    arg_add(b, "%ld", vm_memory_mib(l));
+    arg_add(b, "-smp");
+    arg_add(b, "%ld", vm_cpus(l, st->accel));
+    arg_add(b, "-nodefaults");
+    arg_add(b, "-no-user-config");
+    arg_add(b, "-nographic");
+    arg_add(b, "-no-reboot");
+    /* Deny mode: no network device at all. */
+    arg_add(b, "-nic");
+    arg_add(b, "none");
+    /* QEMU's own seccomp filter: no exec, no privilege changes. */
+    arg_add(b, "-sandbox");
+    arg_add(b, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
+    arg_add(b, "-kernel");
+    arg_add(b, "%s", k->vmlinuz);
+    arg_add(b, "-initrd");
+    arg_add(b, "%s", initrd);
+    arg_add(b, "-append");
+    /* panic=-1 + reboot=t + -no-reboot: a dying init ends QEMU at once.
+     * Under TCG the PIT-based TSC calibration fails at random and the boot
+     * hangs; the host's TSC rate and loops-per-jiffy given here skip it. */
+    long khz = host_tsc_khz();
+    arg_add(b,
+            "console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init tsc=reliable "
+            "tsc_early_khz=%ld lpj=%ld "
+            "no_timer_check i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests "
+            "random.trust_cpu=on",
+            khz, khz * 4 /* loops per jiffy at Debian's HZ=250 */);
+    /* Extra guest kernel parameters, for debugging a boot. */
+    const char *extra = getenv("CORDON_VM_APPEND");
+    if (extra && extra[0]) {
+        char *last = b->args[b->n - 1];
+        if (asprintf(&b->args[b->n - 1], "%s %s", last, extra) < 0)
+            b->failed = true;
+        else
+            free(last);
+    }
+    arg_add(b, "-serial");
+    arg_add(b, "file:%s/console.log", st->dir);
+    arg_add(b, "-device");
+    arg_add(b, "virtio-serial-device,max_ports=4");
+    for (int i = 0; i < SOCK_COUNT; i++) {
+        arg_add(b, "-chardev");
+        arg_add(b, "socket,id=%s,path=%s/%s,server=off", sock_names[i], st->dir, sock_names[i]);
+    }
+    arg_add(b, "-device");
+    arg_add(b, "virtconsole,chardev=con,nr=0");
+    arg_add(b, "-device");
+    arg_add(b, "virtserialport,chardev=ch,name=" VM_PORT_CHANNEL ",nr=1");
+    arg_add(b, "-device");
+    arg_add(b, "virtserialport,chardev=err,name=" VM_PORT_STDERR ",nr=2");
+    for (size_t i = 0; i < nshares; i++) {
+        /* security_model=none: files are created with QEMU's (the
+         * supervisor's) credentials and ownership changes are ignored. */
+        arg_add(b, "-fsdev");
+        arg_add(b, "local,id=fs%zu,path=%s,security_model=none%s", i, shares[i].host,
+                shares[i].readonly ? ",readonly=on" : "");
+        arg_add(b, "-device");
+        arg_add(b, "virtio-9p-device,fsdev=fs%zu,mount_tag=s%zu", i, i);
+    }
+    b->args[b->n] = NULL;
+    return b->failed ? -1 : 0;
+}
+
+static pid_t spawn_qemu(char *const *argv, const char *dir, int *pidfd_out,
+                        struct cordon_error *err)
+{
+    char log[PATH_MAX];
+    snprintf(log, sizeof(log), "%s/qemu.log", dir);
+    _cleanup_close_ int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    _cleanup_close_ int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (logfd < 0 || null < 0)
+        return error_set(err, errno, "vm: opening %s", log);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return error_set(err, errno, "vm: fork");
+    if (pid == 0) {
+        /* QEMU dies with the supervisor, including on SIGKILL. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+            _exit(127);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        /* Its own process group: a terminal's ^C reaches cordon, which
+         * decides, not QEMU. */
+        setpgid(0, 0);
+        dup2(null, 0);
+        dup2(logfd, 1);
+        dup2(logfd, 2);
+        execvp(argv[0], argv);
+        dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return error_set(err, errno, "vm: pidfd_open");
+    }
+    *pidfd_out = pidfd;
+    return pid;
+}
+
+/* The last lines of a log file, for an error message. */
+static void log_tail(const char *path, char *out, size_t size)
+{
+    out[0] = '\0';
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    off_t end = lseek(fd, 0, SEEK_END);
+    off_t start = end > (off_t)size - 1 ? end - (off_t)size + 1 : 0;
+    ssize_t n = pread(fd, out, size - 1, start);
+    if (n <= 0)
+        return;
+    out[n] = '\0';
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        out[--n] = '\0';
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Accepts QEMU's three connections; fails when QEMU exits first. */
+static int accept_all(struct vm_state *st, int pidfd, long long deadline, struct cordon_error *err)
+{
+    for (;;) {
+        struct pollfd p[SOCK_COUNT + 1];
+        int pending = 0;
+        for (int i = 0; i < SOCK_COUNT; i++) {
+            p[i] = (struct pollfd){st->fds[i] < 0 ? st->listen[i] : -1, POLLIN, 0};
+            pending += st->fds[i] < 0;
+        }
+        if (!pending)
+            return 0;
+        p[SOCK_COUNT] = (struct pollfd){pidfd, POLLIN, 0};
+        long long left = deadline - now_ms();
+        if (left <= 0)
+            return error_set(err, ETIMEDOUT, "vm: QEMU did not connect its serial ports");
+        int r = poll(p, SOCK_COUNT + 1, (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return error_set(err, errno, "vm: poll");
+        if (p[SOCK_COUNT].revents)
+            return error_set(err, 0, "vm: QEMU exited during start");
+        for (int i = 0; i < SOCK_COUNT; i++) {
+            if (p[i].revents & POLLIN) {
+                st->fds[i] = accept4(st->listen[i], NULL, NULL, SOCK_CLOEXEC);
+                if (st->fds[i] < 0)
+                    return error_set(err, errno, "vm: accept");
+                close(st->listen[i]);
+                st->listen[i] = -1;
+            }
+        }
+    }
+}
+
+static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
+                         const struct share *shares, size_t nshares)
+{
+    json_t *argv = json_array(), *env = json_array(), *sh = json_array(), *prot = json_array();
+    for (size_t i = 0; agent_argv[i]; i++)
+        json_array_append_new(argv, json_string(agent_argv[i]));
+    for (size_t i = 0; l->env && l->env[i]; i++)
+        json_array_append_new(env, json_string(l->env[i]));
+    for (size_t i = 0; i < nshares; i++) {
+        char tag[32];
+        snprintf(tag, sizeof(tag), "s%zu", i); /* the mount_tag given to QEMU */
+        json_array_append_new(sh, json_pack("{s:s,s:s,s:b}", "tag", tag, "path", shares[i].guest,
+                                            "ro", shares[i].readonly));
+    }
+    for (size_t i = 0; l->spec.protected_paths && l->spec.protected_paths[i]; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", l->spec.workspace_view, l->spec.protected_paths[i]);
+        json_array_append_new(prot, json_string(path));
+    }
+    const struct ns_limits *lim = &l->spec.limits;
+    return json_pack("{s:s,s:o,s:o,s:s,s:s,s:I,s:I,s:o,s:o,s:b,s:{s:I,s:I,s:I,s:I}}", "t", "boot",
+                     "argv", argv, "env", env, "cwd", l->spec.cwd, "home", l->spec.home, "uid",
+                     (json_int_t)getuid(), "gid", (json_int_t)getgid(), "shares", sh, "protected",
+                     prot, "workspace_readonly", l->spec.workspace_readonly, "rlimits", "nofile",
+                     (json_int_t)lim->open_files, "fsize_mib", (json_int_t)lim->file_size_mib,
+                     "cpu", (json_int_t)lim->cpu_seconds, "nproc", (json_int_t)lim->pids);
+}
+
+static void state_close(struct vm_state *st)
+{
+    for (int i = 0; i < SOCK_COUNT; i++) {
+        if (st->fds[i] >= 0)
+            close(st->fds[i]);
+        if (st->listen[i] >= 0)
+            close(st->listen[i]);
+        st->fds[i] = st->listen[i] = -1;
+    }
+}
+
+static void kill_qemu(struct sandbox *sb)
+{
+    if (sb->pid > 0) {
+        kill(sb->pid, SIGKILL);
+        while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    if (sb->pidfd >= 0)
+        close(sb->pidfd);
+    sb->pid = -1;
+    sb->pidfd = -1;
+}
+
+/* One boot attempt with st->accel. On failure QEMU is gone again. */
+static int boot_once(const struct launch *l, char *const *agent_argv, const struct vm_kernel *k,
+                     const char *initrd, struct vm_state *st, const struct share *shares,
+                     size_t nshares, struct sandbox *sb, struct cordon_error *err)
+{
+    for (int i = 0; i < SOCK_COUNT; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", st->dir, sock_names[i]);
+        unlink(path);
+        st->listen[i] = listen_at(st->dir, sock_names[i], err);
+        if (st->listen[i] < 0)
+            return -1;
+    }
+    struct argv_builder b = {0};
+    if (build_qemu_argv(l, k, initrd, st, shares, nshares, &b) < 0) {
+        argv_free(&b);
+        return error_set(err, E2BIG, "vm: QEMU command line");
+    }
+    if (log_debug_enabled) {
+        char line[4096] = "";
+        size_t pos = 0;
+        for (size_t i = 0; i < b.n && pos < sizeof(line) - 2; i++)
+            pos += (size_t)snprintf(line + pos, sizeof(line) - pos, "%s ", b.args[i]);
+        log_debug("vm: %s", line);
+    }
+    int pidfd = -1;
+    pid_t pid = spawn_qemu(b.args, st->dir, &pidfd, err);
+    argv_free(&b);
+    if (pid < 0)
+        return -1;
+    sb->pid = pid;
+    sb->pidfd = pidfd;
+
+    long long timeout = strcmp(st->accel, "kvm") == 0 ? KVM_BOOT_TIMEOUT_MS : TCG_BOOT_TIMEOUT_MS;
+    long long deadline = now_ms() + timeout;
+    json_t *spec = NULL, *reply = NULL;
+    if (accept_all(st, pidfd, deadline, err) < 0)
+        goto fail;
+    spec = boot_spec(l, agent_argv, shares, nshares);
+    if (!spec || vm_frame_write(st->fds[SOCK_CHANNEL], spec) < 0) {
+        error_set(err, errno, "vm: sending the boot spec");
+        goto fail;
+    }
+    long long left = deadline - now_ms();
+    reply = vm_frame_read(st->fds[SOCK_CHANNEL], left > 0 ? (int)left : 0);
+    if (!reply) {
+        int e = errno;
+        if (e == ETIMEDOUT)
+            error_set(err, 0, "vm: the guest did not finish booting within %lld s (%s)",
+                      timeout / 1000, st->accel);
+        else
+            error_set(err, e, "vm: the guest's channel closed during boot");
+        goto fail;
+    }
+    const char *t = json_string_value(json_object_get(reply, "t"));
+    if (t && strcmp(t, "booted") == 0) {
+        snprintf(sb->description, sizeof(sb->description), "vm (%s, %ld vCPU, %ld MiB, kernel %s)",
+                 st->accel, vm_cpus(l, st->accel), vm_memory_mib(l),
+                 json_string_value(json_object_get(reply, "kernel"))
+                     ? json_string_value(json_object_get(reply, "kernel"))
+                     : "?");
+        json_decref(spec);
+        json_decref(reply);
+        return 0;
+    }
+    const char *msg = json_string_value(json_object_get(reply, "message"));
+    error_set(err, 0, "vm: guest setup failed: %s", msg ? msg : "(no message)");
+fail:
+    json_decref(spec);
+    json_decref(reply);
+    kill_qemu(sb);
+    state_close(st);
+    /* What QEMU and the guest's console said last, for the user. */
+    static const char *const logs[][2] = {{"qemu.log", "QEMU"}, {"console.log", "guest console"}};
+    for (size_t i = 0; i < ARRAY_SIZE(logs); i++) {
+        char path[PATH_MAX], tail[300];
+        snprintf(path, sizeof(path), "%s/%s", st->dir, logs[i][0]);
+        log_tail(path, tail, sizeof(tail));
+        if (tail[0]) {
+            size_t len = strlen(err->message);
+            snprintf(err->message + len, sizeof(err->message) - len, " (%s: %s)", logs[i][1], tail);
+        }
+    }
+    return -1;
+}
+
+static int qemu_find(struct cordon_error *err)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/bin:/bin";
+    _cleanup_free_ char *copy = strdup(path);
+    char *save = NULL;
+    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
+        char bin[PATH_MAX];
+        if (snprintf(bin, sizeof(bin), "%s/" QEMU_BINARY, d) < (int)sizeof(bin) &&
+            access(bin, X_OK) == 0)
+            return 0;
+    }
+    return error_set(err, ENOENT,
+                     "vm: " QEMU_BINARY
+                     " not found in PATH (Debian: apt-get install qemu-system-x86)");
+}
+
+static int vm_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
+                    struct cordon_error *err)
+{
+    *sb = (struct sandbox){.ops = &vm_backend_ops, .pid = -1, .pidfd = -1, .channel_fd = -1};
+    if (qemu_find(err) < 0)
+        return -1;
+    struct vm_kernel k;
+    if (vm_kernel_find(&k, true, err) < 0)
+        return -1;
+    char initrd[PATH_MAX];
+    if (vm_initramfs_get(&k, l->agent_path, initrd, sizeof(initrd), err) < 0)
+        return -1;
+    struct vm_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return error_set(err, ENOMEM, "vm");
+    for (int i = 0; i < SOCK_COUNT; i++)
+        st->fds[i] = st->listen[i] = -1;
+    sb->priv = st;
+    if (state_dir_make(l->name, st->dir, sizeof(st->dir), err) < 0) {
+        st->dir[0] = '\0';
+        return -1;
+    }
+    if (etc_copy(st->dir, err) < 0)
+        return -1;
+
+    char etc[PATH_MAX];
+    snprintf(etc, sizeof(etc), "%s/etc", st->dir);
+    struct share shares[8];
+    size_t n = 0;
+    shares[n++] = (struct share){"/usr", "/usr", true};
+    shares[n++] = (struct share){etc, "/etc", true};
+    shares[n++] =
+        (struct share){l->spec.workspace, l->spec.workspace_view, l->spec.workspace_readonly};
+    for (size_t i = 0; l->spec.git_dirs && l->spec.git_dirs[i] && n < ARRAY_SIZE(shares); i++)
+        shares[n++] =
+            (struct share){l->spec.git_dirs[i], l->spec.git_dirs[i], l->spec.workspace_readonly};
+
+    snprintf(st->accel, sizeof(st->accel), "%s", vm_accel_choose(&k));
+    int rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, err);
+    if (rc < 0 && strcmp(st->accel, "kvm") == 0) {
+        /* Whatever failed under KVM (this host's paravirtual KVM makes QEMU
+         * abort at its first vCPU register write) is retried under TCG; KVM
+         * is marked broken only when TCG then boots the same guest. */
+        struct cordon_error kvm_err = *err;
+        log_warn("vm: KVM did not boot the guest (%s); trying TCG", kvm_err.message);
+        snprintf(st->accel, sizeof(st->accel), "tcg");
+        rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, err);
+        if (rc == 0)
+            vm_accel_mark_kvm_broken(&k, kvm_err.message);
+    }
+    if (rc < 0)
+        return -1;
+    sb->channel_fd = st->fds[SOCK_CHANNEL];
+    log_debug("vm: %s booted (%s)", l->name, sb->description);
+    return 0;
+}
+
+static void vm_stop(struct sandbox *sb)
+{
+    struct vm_state *st = sb->priv;
+    kill_qemu(sb);
+    if (st) {
+        state_close(st);
+        if (st->dir[0] && !getenv("CORDON_VM_KEEP_STATE")) {
+            char parent[PATH_MAX];
+            snprintf(parent, sizeof(parent), "%s", st->dir);
+            char *slash = strrchr(parent, '/');
+            *slash = '\0';
+            _cleanup_close_ int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (pfd >= 0)
+                remove_tree(pfd, slash + 1);
+        }
+        free(st);
+    }
+    sb->priv = NULL;
+    sb->channel_fd = -1;
+}
+
+static int vm_probe(struct cordon_error *err)
+{
+    struct vm_kernel k;
+    if (qemu_find(err) < 0 || vm_kernel_find(&k, false, err) < 0)
+        return -1;
+    return 0;
+}
+
+int vm_sandbox_console_fd(const struct sandbox *sb)
+{
+    const struct vm_state *st = sb->priv;
+    return st ? st->fds[SOCK_CONSOLE] : -1;
+}
+
+int vm_sandbox_stderr_fd(const struct sandbox *sb)
+{
+    const struct vm_state *st = sb->priv;
+    return st ? st->fds[SOCK_STDERR] : -1;
+}
+
+const char *vm_sandbox_accel(const struct sandbox *sb)
+{
+    const struct vm_state *st = sb->priv;
+    return st ? st->accel : "?";
+}
+
+const struct backend_ops vm_backend_ops = {
+    .name = "vm",
+    .probe = vm_probe,
+    .start = vm_start,
+    .stop = vm_stop,
+};

@@ -1,0 +1,50 @@
+/* The microVM backend (DESIGN.md, backend `vm`): a QEMU microvm with Debian's
+ * kernel, an initramfs cordon builds itself with cordon-agent as /init, the
+ * host's system directories and the workspace shared over virtio-9p, and the
+ * agent's channel on a virtio-serial port. Host context (supervisor) unless
+ * a comment says otherwise. */
+#pragma once
+
+#include "backend/backend.h"
+#include "util/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* virtio-serial port names, seen in the guest under
+ * /sys/class/virtio-ports/vport*p* /name. */
+#define VM_PORT_CHANNEL "cordon.channel"
+#define VM_PORT_STDERR  "cordon.stderr"
+
+/* Where the kernel, its modules and the built initramfs live. */
+struct vm_kernel {
+    char dir[512];       /* .../vm/<version> */
+    char version[128];   /* uname -r of the guest */
+    char vmlinuz[640];   /* dir/vmlinuz */
+    char modules[768];   /* dir/modules/<version> */
+    char cache_dir[512]; /* writable: where initramfs images are written */
+};
+
+/* Finds the unpacked Debian kernel; when there is none, runs
+ * scripts/vm-kernel.sh once (which needs apt, and root the first time). */
+int vm_kernel_find(struct vm_kernel *k, bool fetch, struct cordon_error *err);
+
+/* Builds (or reuses from the cache) the initramfs holding agent_path as
+ * /init, the libraries it links, and the modules the guest needs; writes its
+ * path to out. Rebuilt whenever the agent, a library or the kernel changes. */
+int vm_initramfs_get(const struct vm_kernel *k, const char *agent_path, char *out, size_t out_size,
+                     struct cordon_error *err);
+
+/* Which accelerator to use: "kvm" when /dev/kvm works for a stock guest (a
+ * cached verdict of an earlier boot), else "tcg". */
+const char *vm_accel_choose(const struct vm_kernel *k);
+/* Records that KVM failed to boot a stock guest on this host. */
+void vm_accel_mark_kvm_broken(const struct vm_kernel *k, const char *why);
+
+/* The sandbox's console and stderr sockets (host side), for `cordon run`. */
+int vm_sandbox_console_fd(const struct sandbox *sb);
+int vm_sandbox_stderr_fd(const struct sandbox *sb);
+/* The accelerator the running VM uses ("kvm" or "tcg"). */
+const char *vm_sandbox_accel(const struct sandbox *sb);
+
+extern const struct backend_ops vm_backend_ops;

@@ -1,0 +1,206 @@
+/* `cordon run` on the vm backend: boots the microVM with the agent's "init"
+ * mode and relays the command's stdio (stdin/stdout on the guest's virtio
+ * console hvc0, stderr on its own virtio-serial port); control travels on
+ * the channel as frames: stdin EOF and signals to the guest, the exit status
+ * back. Host context, unprivileged supervisor, one poll loop. */
+#include "backend/backend.h"
+#include "backend/vm/vm-frame.h"
+#include "backend/vm/vm.h"
+#include "cli/commands.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* After the guest reported its exit, QEMU gets this long to power off. */
+#define VM_POWEROFF_GRACE_MS 5000
+
+static const int relayed_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd p = {fd, POLLOUT, 0};
+            poll(&p, 1, 100);
+            continue;
+        }
+        if (n <= 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Copies what is readable now; returns false at EOF or error. */
+static bool pump(int from, int to)
+{
+    char buf[16384];
+    ssize_t n = read(from, buf, sizeof(buf));
+    if (n > 0) {
+        write_all(to, buf, (size_t)n);
+        return true;
+    }
+    return n < 0 && (errno == EINTR || errno == EAGAIN);
+}
+
+static void send_message(int channel, json_t *m)
+{
+    if (m && vm_frame_write(channel, m) < 0)
+        log_debug("vm: channel write: %s", strerror(errno));
+    json_decref(m);
+}
+
+struct relay {
+    struct sandbox *sb;
+    int sigfd;
+    int console, errport, channel;
+    bool stdin_open;
+    bool stdin_ready; /* the guest's console is raw: input may flow */
+    int status;       /* -1 until the guest reports */
+};
+
+/* Drains the output streams once QEMU is gone (EOF ends each). */
+static void drain(struct relay *r)
+{
+    fcntl(r->console, F_SETFL, O_NONBLOCK);
+    fcntl(r->errport, F_SETFL, O_NONBLOCK);
+    while (pump(r->console, 1)) {
+        struct pollfd p = {r->console, POLLIN, 0};
+        if (poll(&p, 1, 20) <= 0)
+            break;
+    }
+    while (pump(r->errport, 2)) {
+        struct pollfd p = {r->errport, POLLIN, 0};
+        if (poll(&p, 1, 20) <= 0)
+            break;
+    }
+}
+
+static int relay_loop(struct relay *r)
+{
+    long long reported_at = 0;
+    for (;;) {
+        struct pollfd p[6] = {
+            {r->sigfd, POLLIN, 0},
+            {r->sb->pidfd, POLLIN, 0},
+            {r->stdin_open && r->stdin_ready ? 0 : -1, POLLIN, 0},
+            {r->console, POLLIN, 0},
+            {r->errport, POLLIN, 0},
+            {r->status < 0 ? r->channel : -1, POLLIN, 0},
+        };
+        int timeout = -1;
+        if (r->status >= 0) {
+            long long left = reported_at + VM_POWEROFF_GRACE_MS - now_ms();
+            if (left <= 0) {
+                log_debug("vm: the guest did not power off; stopping QEMU");
+                return r->status;
+            }
+            timeout = (int)left;
+        }
+        if (poll(p, 6, timeout) < 0) {
+            if (errno == EINTR)
+                continue;
+            return CORDON_EXIT_FAILURE;
+        }
+        if (p[0].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            if (read(r->sigfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGPIPE)
+                send_message(r->channel,
+                             json_pack("{s:s,s:i}", "t", "signal", "signal", (int)si.ssi_signo));
+        }
+        if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+            char buf[16384];
+            ssize_t n = read(0, buf, sizeof(buf));
+            if (n > 0) {
+                write_all(r->console, buf, (size_t)n);
+            } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+                r->stdin_open = false;
+                send_message(r->channel, json_pack("{s:s}", "t", "stdin-eof"));
+            }
+        }
+        if (p[3].revents & (POLLIN | POLLHUP | POLLERR))
+            pump(r->console, 1);
+        if (p[4].revents & (POLLIN | POLLHUP | POLLERR))
+            pump(r->errport, 2);
+        if (p[5].revents & (POLLIN | POLLHUP | POLLERR)) {
+            json_t *m = vm_frame_read(r->channel, 2000);
+            const char *t = json_string_value(json_object_get(m, "t"));
+            if (t && strcmp(t, "stdin-ready") == 0) {
+                r->stdin_ready = true;
+            } else if (t && strcmp(t, "exit") == 0) {
+                r->status = (int)json_integer_value(json_object_get(m, "status"));
+                reported_at = now_ms();
+            } else if (t && strcmp(t, "error") == 0) {
+                log_error("vm: %s", json_string_value(json_object_get(m, "message")));
+                r->status = CORDON_EXIT_FAILURE;
+                reported_at = now_ms();
+            } else if (!m) {
+                r->channel = -1; /* closed: QEMU is going */
+            }
+            json_decref(m);
+        }
+        if (p[1].revents & POLLIN) {
+            drain(r);
+            if (r->status < 0) {
+                log_error("vm: the guest stopped without reporting an exit status");
+                return CORDON_EXIT_FAILURE;
+            }
+            return r->status;
+        }
+    }
+}
+
+int cli_run_vm(const struct launch *l, char **agent_argv)
+{
+    const struct backend_ops *ops = backend_lookup("vm");
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (size_t i = 0; i < ARRAY_SIZE(relayed_signals); i++)
+        sigaddset(&mask, relayed_signals[i]);
+    sigaddset(&mask, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    _cleanup_close_ int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+
+    struct cordon_error err = {0};
+    struct sandbox sb;
+    long long t0 = now_ms();
+    if (ops->start(l, agent_argv, &sb, &err) < 0) {
+        log_error("%s", err.message);
+        ops->stop(&sb);
+        return CORDON_EXIT_FAILURE;
+    }
+    log_debug("vm: booted in %lld ms: %s", now_ms() - t0, sb.description);
+    struct relay r = {
+        .sb = &sb,
+        .sigfd = sigfd,
+        .console = vm_sandbox_console_fd(&sb),
+        .errport = vm_sandbox_stderr_fd(&sb),
+        .channel = sb.channel_fd,
+        .stdin_open = true,
+        .status = -1,
+    };
+    int status = relay_loop(&r);
+    ops->stop(&sb);
+    return status;
+}
