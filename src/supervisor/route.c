@@ -361,8 +361,8 @@ static int open_in_tree(const struct route_skill *k, const char *rel, struct cor
             *slash = '\0';
         else
             dir[0] = '\0';
-        _cleanup_close_ int dirfd =
-            dir[0] ? openat_beneath(root, dir, O_PATH | O_DIRECTORY) : fcntl(root, F_DUPFD_CLOEXEC, 0);
+        _cleanup_close_ int dirfd = dir[0] ? openat_beneath(root, dir, O_PATH | O_DIRECTORY)
+                                           : fcntl(root, F_DUPFD_CLOEXEC, 0);
         struct stat st;
         if (dirfd >= 0 && fstatat(dirfd, "SKILL.md", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISREG(st.st_mode)) {

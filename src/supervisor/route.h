@@ -41,9 +41,9 @@ struct route_inputs {
     enum route_state state;
     const char *blocked_reason; /* for ROUTE_BLOCKED */
     const char *tool;
-    json_t *args;             /* the call's arguments (execution_target is read here) */
+    json_t *args; /* the call's arguments (execution_target is read here) */
     bool allow_host_execution;
-    bool interactive;         /* the client can ask the user (elicitation), not headless */
+    bool interactive; /* the client can ask the user (elicitation), not headless */
 };
 
 /* Decides where a call goes. On ROUTE_REFUSE the reason is in reason. */
@@ -60,7 +60,7 @@ json_t *route_strip_target(json_t *args);
 #define ROUTE_MAX_APPROVALS 64
 
 struct route_approval {
-    uint64_t id;      /* 0: free slot */
+    uint64_t id; /* 0: free slot */
     char *fingerprint;
     bool answered;
     bool granted;
