@@ -44,6 +44,7 @@ struct pending {
     json_t *progress_token;
     double progress;
     bool cancelled;
+    enum route_state state; /* when it was routed */
     /* AT_ASKING: the call waiting for the user's answer */
     char tool[16];
     json_t *args;
@@ -105,23 +106,24 @@ static void reply_error(struct server *s, json_t *id, int code, const char *fmt,
 }
 
 /* Every tools/call result says where it ran and in which state. */
-static json_t *route_meta(const struct server *s, const char *route)
+static json_t *route_meta(const struct server *s, const char *route, enum route_state state)
 {
     json_t *meta =
-        json_pack("{s:s, s:s}", "cordon/route", route, "cordon/state", route_state_name(s->state));
-    if (s->state == ROUTE_BLOCKED && s->blocked[0])
+        json_pack("{s:s, s:s}", "cordon/route", route, "cordon/state", route_state_name(state));
+    if (state == ROUTE_BLOCKED && s->blocked[0])
         json_object_set_new(meta, "cordon/reason", json_string(s->blocked));
     return meta;
 }
 
+/* state: the one the call was routed in (it may change while it runs). */
 static json_t *tool_result_json(const struct server *s, const struct tool_result *res,
-                                const char *route)
+                                const char *route, enum route_state state)
 {
     json_t *result = json_pack("{s:O, s:b}", "content", res->content ? res->content : json_array(),
                                "isError", res->is_error);
     if (res->details && json_is_object(res->details))
         json_object_set(result, "structuredContent", res->details);
-    json_object_set_new(result, "_meta", route_meta(s, route));
+    json_object_set_new(result, "_meta", route_meta(s, route, state));
     return result;
 }
 
@@ -138,7 +140,7 @@ static void reply_tool_error(struct server *s, json_t *id, const char *route, co
     struct tool_result res = {0};
     tool_result_text(&res, message, NULL);
     res.is_error = true;
-    send_msg(s, rpc_result(json_incref(id), tool_result_json(s, &res, route)));
+    send_msg(s, rpc_result(json_incref(id), tool_result_json(s, &res, route, s->state)));
     tool_result_clear(&res);
 }
 
@@ -305,8 +307,9 @@ static void on_session_event(void *ctx, const struct session_event *ev)
     }
     if (!p->cancelled) {
         if (ev->kind == SESSION_RESULT)
-            send_msg(s, rpc_result(json_incref(p->request_id),
-                                   tool_result_json(s, ev->result, where_route(p->where))));
+            send_msg(s,
+                     rpc_result(json_incref(p->request_id),
+                                tool_result_json(s, ev->result, where_route(p->where), p->state)));
         else
             reply_tool_error(s, p->request_id, where_route(p->where), "cordon: %s", ev->message);
     }
@@ -341,6 +344,7 @@ static void dispatch(struct server *s, struct pending *p, enum pending_where whe
 {
     struct cordon_error err = {0};
     p->where = where;
+    p->state = s->state;
     p->call_id = ++s->next_call_id;
     if (where == AT_HOST && start_host(s, &err) < 0) {
         reply_tool_error(s, p->request_id, "host", "cordon: %s", err.message);
@@ -391,7 +395,7 @@ static int try_skill_read(struct server *s, json_t *id, json_t *args)
     struct tool_result res = {0};
     if (tool_read_fd(fd, abs_path, stripped, &res) < 0)
         tool_result_error(&res, "out of memory");
-    send_msg(s, rpc_result(json_incref(id), tool_result_json(s, &res, "skill")));
+    send_msg(s, rpc_result(json_incref(id), tool_result_json(s, &res, "skill", s->state)));
     tool_result_clear(&res);
     return 1;
 }
