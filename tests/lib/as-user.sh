@@ -27,6 +27,7 @@ probe=
 mkdir -p "$stage/src"
 cp -r "$CORDON_SRC/tests" "$stage/src/tests"
 [ -d "$CORDON_SRC/src" ] && cp -r "$CORDON_SRC/src" "$stage/src/src"
+[ -d "$CORDON_SRC/integrations" ] && cp -r "$CORDON_SRC/integrations" "$stage/src/integrations"
 chmod -R a+rX "$stage"
 rel=${script#"$CORDON_SRC"/}
 home=$(getent passwd "$user" | cut -d: -f6)
