@@ -201,6 +201,10 @@ export default function cordon(pi: ExtensionAPI) {
 		setState(status.state);
 	}
 
+	// Known once cordon answered; until then (or when it failed) every
+	// tool counts as routed, so it is blocked rather than run unsandboxed.
+	const routed = (name: string) => !Array.isArray(status.routeTools) || status.routeTools.includes(name);
+
 	function textOf(result: Json): string {
 		return (result?.content ?? [])
 			.filter((c: Json) => c.type === "text")
@@ -247,7 +251,12 @@ export default function cordon(pi: ExtensionAPI) {
 		pi.registerTool({
 			...def,
 			parameters,
-			async execute(_id: string, params: Json, signal?: AbortSignal, onUpdate?: (u: Json) => void) {
+			async execute(id: string, params: Json, signal?: AbortSignal, onUpdate?: (u: Json) => void, ctx?: ExtensionContext) {
+				if (!routed(name)) {
+					// Not in route_tools: cordon does not run it; pi's own tool does.
+					const { execution_target: _target, ...rest } = params ?? {};
+					return def.execute(id, rest, signal, onUpdate, ctx);
+				}
 				const progress =
 					name === "bash" && onUpdate
 						? (m: string) => onUpdate({ content: m ? [{ type: "text", text: m }] : [], details: undefined })
@@ -260,7 +269,7 @@ export default function cordon(pi: ExtensionAPI) {
 	}
 
 	// The user's `!` commands run in the sandbox too.
-	pi.on("user_bash", () => ({
+	pi.on("user_bash", () => (!routed("bash") ? undefined : {
 		operations: {
 			async exec(commandLine: string, _cwd: string, options: { onData: (d: Buffer) => void; signal?: AbortSignal; timeout?: number }) {
 				let shown = "";

@@ -114,6 +114,20 @@ try {
     }
     ok(/blocked/.test(threw), "after session shutdown cordon is stopped and the tools are blocked", threw);
 
+    // A tool left out of route_tools is pi's own again.
+    process.env.CORDON_ROUTE_TOOLS = "read,bash";
+    pi = load(process.env.CORDON, false);
+    await pi.handlers.session_start({ reason: "startup" }, pi.ctx);
+    delete process.env.CORDON_ROUTE_TOOLS;
+    const own = ws + "-own";
+    r = await pi.tools.write.execute("t4", { path: own, content: "pi's own" }, undefined, undefined, pi.ctx);
+    const viaCordon = await pi.tools.bash.execute("t5", { command: "cat /proc/1/comm" }, undefined, undefined, pi.ctx);
+    ok(r.content[0].text === `Successfully wrote 8 bytes to ${own}` && fs.readFileSync(own, "utf8") === "pi's own" &&
+       viaCordon.content[0].text === "cordon-agent\n",
+       "route_tools without write: pi's own write runs it, bash stays in the sandbox", [r, viaCordon]);
+    fs.rmSync(own, { force: true });
+    await pi.handlers.session_shutdown({ reason: "quit" }, pi.ctx);
+
     pi = load(path.join(ws, "no-such-cordon"), true);
     await pi.handlers.session_start({ reason: "startup" }, pi.ctx);
     threw = "";
