@@ -175,6 +175,7 @@ int session_start_host(struct session **out, struct cordon_error *err)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL); /* the supervisor ignores it; exec keeps that */
         execv(agent, argv);
         _exit(CORDON_EXIT_CANNOT_EXEC);
     }
