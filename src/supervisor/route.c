@@ -247,7 +247,8 @@ static void skill_free(struct route_skill *k)
     free(k->canonical);
 }
 
-static int skill_add(struct route_skills *s, const char *given, const char *workspace)
+static int skill_add(struct route_skills *s, const char *given, const char *workspace,
+                     bool allow_directory)
 {
     if (s->count >= ROUTE_MAX_SKILLS)
         return 0;
@@ -265,7 +266,7 @@ static int skill_add(struct route_skills *s, const char *given, const char *work
     if (stat(canonical, &st) < 0)
         return 0;
     bool tree = S_ISDIR(st.st_mode);
-    if (!tree && !S_ISREG(st.st_mode))
+    if ((tree && !allow_directory) || (!tree && !S_ISREG(st.st_mode)))
         return 0;
     const char *base = strrchr(path, '/') + 1;
     if (!tree && strcmp(base, "SKILL.md") == 0) {
@@ -298,9 +299,9 @@ int route_skills_set(struct route_skills *s, const char *const *paths, size_t np
     route_skills_free(s);
     int n = 0;
     for (size_t i = 0; i < nconfig; i++)
-        n += skill_add(s, config_paths[i], workspace);
+        n += skill_add(s, config_paths[i], workspace, true);
     for (size_t i = 0; i < npaths; i++)
-        n += skill_add(s, paths[i], workspace);
+        n += skill_add(s, paths[i], workspace, false);
     return n;
 }
 

@@ -102,8 +102,9 @@ struct route_skills {
 
 #define ROUTE_MAX_SKILLS 1024
 
-/* Replaces the client's grants with paths (absolute; others are skipped),
- * keeping config_paths. Paths under workspace (the sandbox sees those) and
+/* Replaces the client's grants with paths (absolute files; others are
+ * skipped: a directory grant, which reaches every SKILL.md tree below it,
+ * comes only from configuration), keeping config_paths. Paths under workspace (the sandbox sees those) and
  * paths that do not exist are skipped. Returns the number of grants. */
 int route_skills_set(struct route_skills *s, const char *const *paths, size_t npaths,
                      const char *const *config_paths, size_t nconfig, const char *workspace);

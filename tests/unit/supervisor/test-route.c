@@ -202,6 +202,13 @@ static void test_skills(void)
     snprintf(link, sizeof(link), "%s/secret", tmp);
     symlink(link, p);
     is_int(route_skill_open(&s, one, &err), -2, "an exact file swapped for a symlink is refused");
+    const char *dirs[] = {skill, "/"};
+    is_int(route_skills_set(&s, dirs, ARRAY_SIZE(dirs), NULL, 0, ws), 0,
+           "a client cannot grant directories (only configuration can)");
+    is_int(route_skills_set(&s, NULL, 0, dirs, 1, ws), 1, "configuration can");
+    snprintf(p, sizeof(p), "%s/ref.md", sub);
+    is_int(read_all(route_skill_open(&s, p, &err), buf, sizeof(buf)), 0,
+           "a file below a SKILL.md directory under a configured directory opens");
     const char *none[] = {NULL};
     is_int(route_skills_set(&s, none, 0, NULL, 0, ws), 0, "an empty list replaces the grants");
     is_int(route_skill_open(&s, skill_md, &err), -1, "nothing is granted any more");
