@@ -47,10 +47,15 @@ function piArgs(mode) {
         "--tools", "read,write,edit,ls,find,grep,bash", "--mode", mode];
     return mode === "rpc" ? a : [...a, "-p", "go"];
 }
+const agentDir = path.join(tmp, "agent");
+const skillDir = path.join(agentDir, "skills", "demo");
+fs.mkdirSync(skillDir, { recursive: true });
+fs.writeFileSync(path.join(skillDir, "SKILL.md"), "---\nname: demo\ndescription: A demo skill for the cordon test.\n---\n# demo skill\n");
+fs.writeFileSync(path.join(skillDir, "notes.md"), "skill notes\n");
+fs.writeFileSync(path.join(agentDir, "secret.txt"), "agent secret\n");
 function piEnv(steps, cordonBin) {
     const script = path.join(tmp, `script-${n}-${Math.random()}.json`);
     fs.writeFileSync(script, JSON.stringify(steps));
-    const agentDir = fs.mkdtempSync(path.join(tmp, "agent-"));
     return { ...process.env, PI_OFFLINE: "1", PI_CODING_AGENT_DIR: agentDir, CORDON_BIN: cordonBin, CORDON_FAUX_SCRIPT: script };
 }
 function runJson(steps, cordonBin = cordon) {
@@ -90,6 +95,16 @@ try {
         "bash cannot write outside the workspace; the home is empty", e[8]);
     const updates = r.events.filter((x) => x.type === "tool_execution_update" && x.toolName === "bash");
     ok(updates.length >= 1, "bash streams partial results", updates.length);
+
+    // --- pi's discovered skills are readable from the host, nothing else
+    r = runJson([
+        one("read", { path: path.join(skillDir, "SKILL.md") }),
+        one("read", { path: path.join(skillDir, "notes.md") }),
+        one("read", { path: path.join(agentDir, "secret.txt") }),
+    ]);
+    ok(text(r.ends[0]?.result).includes("# demo skill") && text(r.ends[1]?.result) === "skill notes\n",
+        "pi's discovered skill (SKILL.md and a file below it) is read from the host", r.ends);
+    ok(r.ends[2]?.isError && !text(r.ends[2].result).includes("agent secret"), "a file next to the skills is not", r.ends[2]);
 
     // --- cordon missing: the tools are blocked, pi keeps working
     r = runJson([one("read", { path: "hello.txt" }), one("bash", { command: "echo ran" })], path.join(tmp, "no-such-cordon"));
