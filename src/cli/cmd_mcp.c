@@ -11,11 +11,14 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: cordon mcp [--lazy] [OPTIONS]\n\n"
+            "usage: cordon mcp [--lazy] [--off] [--headless] [OPTIONS]\n\n"
             "Serves the seven tools (read, write, edit, ls, find, grep, bash) over MCP on\n"
             "stdio, all running in one sandbox of the current workspace for the whole\n"
             "session. --lazy starts the sandbox at the first tool call instead of at\n"
-            "initialize.\n\n%s",
+            "initialize. --off starts in host mode: tools run ON THE HOST, unsandboxed,\n"
+            "until the client sends cordon/setMode {\"mode\":\"on\"}. --headless: nobody\n"
+            "can approve a call's execution_target \"host\", so it is refused.\n"
+            "See docs/routing.md.\n\n%s",
             cli_config_flags_help);
 }
 
@@ -33,6 +36,10 @@ int cmd_mcp(int argc, char **argv)
             continue;
         if (strcmp(argv[i], "--lazy") == 0) {
             o.lazy_start = true;
+        } else if (strcmp(argv[i], "--off") == 0) {
+            o.start_off = true;
+        } else if (strcmp(argv[i], "--headless") == 0) {
+            o.headless = true;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             cli_sets_free(&sets);

@@ -1,18 +1,26 @@
-/* The MCP server: JSON-RPC dispatch, the session's sandbox, tool calls in
- * flight, progress and cancellation. Host context, unprivileged, one epoll
- * loop over stdin, stdout, the agent channel, the sandbox's pidfd and a
- * signalfd. The client is untrusted input: every message is checked for
- * shape before use, and nothing runs before initialize. */
+/* The MCP server: JSON-RPC dispatch, the session's sandbox, routing (sandbox,
+ * host with exact approval, off, host fallback, blocked, the skill read
+ * exception), tool calls in flight, progress and cancellation. Host context,
+ * unprivileged, one epoll loop over stdin, stdout, the sandbox's and the host
+ * agent's channels and pidfds, and a signalfd. The client is untrusted
+ * input: every message is checked for shape before use, and nothing runs
+ * before initialize. docs/routing.md describes the behaviour. */
 #include "mcp/server.h"
 #include "config.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tools-list.h"
+#include "agent/tools/path.h"
+#include "agent/tools/registry.h"
+#include "supervisor/route.h"
+#include "supervisor/workspace.h"
 #include "supervisor/session.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,15 +34,23 @@
 
 static const char *const supported_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 
+enum pending_where { AT_SANDBOX, AT_HOST, AT_ASKING };
+
 struct pending {
     bool used;
-    char tool[16];
-    long long started_us;
-    json_int_t call_id; /* on the agent channel */
-    json_t *request_id; /* the client's id */
+    enum pending_where where;
+    long long started_us; /* for the audit log */
+    json_int_t call_id;   /* on the agent channel */
+    json_t *request_id;   /* the client's id */
     json_t *progress_token;
     double progress;
     bool cancelled;
+    enum route_state state; /* when it was routed */
+    /* AT_ASKING: the call waiting for the user's answer */
+    char tool[16];
+    json_t *args;
+    uint64_t approval;
+    json_t *elicit_id; /* our elicitation/create request's id */
 };
 
 struct server {
@@ -44,15 +60,31 @@ struct server {
     struct out_queue out;
     bool initialized;
     bool stopping;
-    struct session *session;
-    char blocked[1024]; /* why the tools cannot run, or "" */
+    struct session *session; /* the sandbox */
+    struct session *host;    /* cordon-agent on the host, started on demand */
+    char blocked[1024];      /* why the tools cannot run, or "" */
     bool session_tried;
     json_t *tools;
+    enum route_state state;
+    struct cordon_config cfg;
+    bool have_cfg;
+    bool client_elicitation; /* declared the elicitation (form) capability */
+    struct route_approvals approvals;
+    struct route_skills skills;
+    char cwd[PATH_MAX];
     struct pending pending[MAX_PENDING];
     json_int_t next_call_id;
 };
 
-enum { TAG_STDIN = 1, TAG_STDOUT, TAG_CHANNEL, TAG_SANDBOX, TAG_SIGNAL };
+enum {
+    TAG_STDIN = 1,
+    TAG_STDOUT,
+    TAG_CHANNEL,
+    TAG_SANDBOX,
+    TAG_SIGNAL,
+    TAG_HOST_CHANNEL,
+    TAG_HOST
+};
 
 static void send_msg(struct server *s, json_t *msg)
 {
@@ -74,19 +106,32 @@ static void reply_error(struct server *s, json_t *id, int code, const char *fmt,
     send_msg(s, rpc_error(json_incref(id), code, message));
 }
 
-static json_t *tool_result_json(const struct tool_result *res)
+/* Every tools/call result says where it ran and in which state. */
+static json_t *route_meta(const struct server *s, const char *route, enum route_state state)
+{
+    json_t *meta =
+        json_pack("{s:s, s:s}", "cordon/route", route, "cordon/state", route_state_name(state));
+    if (state == ROUTE_BLOCKED && s->blocked[0])
+        json_object_set_new(meta, "cordon/reason", json_string(s->blocked));
+    return meta;
+}
+
+/* state: the one the call was routed in (it may change while it runs). */
+static json_t *tool_result_json(const struct server *s, const struct tool_result *res,
+                                const char *route, enum route_state state)
 {
     json_t *result = json_pack("{s:O, s:b}", "content", res->content ? res->content : json_array(),
                                "isError", res->is_error);
     if (res->details && json_is_object(res->details))
         json_object_set(result, "structuredContent", res->details);
+    json_object_set_new(result, "_meta", route_meta(s, route, state));
     return result;
 }
 
-static void reply_tool_error(struct server *s, json_t *id, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void reply_tool_error(struct server *s, json_t *id, const char *route, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-static void reply_tool_error(struct server *s, json_t *id, const char *fmt, ...)
+static void reply_tool_error(struct server *s, json_t *id, const char *route, const char *fmt, ...)
 {
     char message[1200];
     va_list ap;
@@ -96,7 +141,7 @@ static void reply_tool_error(struct server *s, json_t *id, const char *fmt, ...)
     struct tool_result res = {0};
     tool_result_text(&res, message, NULL);
     res.is_error = true;
-    send_msg(s, rpc_result(json_incref(id), tool_result_json(&res)));
+    send_msg(s, rpc_result(json_incref(id), tool_result_json(s, &res, route, s->state)));
     tool_result_clear(&res);
 }
 
@@ -118,11 +163,23 @@ static struct pending *pending_by_request(struct server *s, json_t *request_id)
     return NULL;
 }
 
-static void pending_release(struct pending *p)
+static void pending_release(struct server *s, struct pending *p)
 {
+    if (p->where == AT_ASKING && p->approval) {
+        struct cordon_error err;
+        /* Consuming with no fingerprint always fails: it ends the approval. */
+        route_approval_consume(&s->approvals, p->approval, NULL, &err);
+    }
     json_decref(p->request_id);
     json_decref(p->progress_token);
+    json_decref(p->args);
+    json_decref(p->elicit_id);
     *p = (struct pending){0};
+}
+
+static const char *where_route(enum pending_where where)
+{
+    return where == AT_SANDBOX ? "sandbox" : "host";
 }
 
 static void epoll_set(struct server *s, int fd, int tag, uint32_t events, int op)
@@ -131,18 +188,45 @@ static void epoll_set(struct server *s, int fd, int tag, uint32_t events, int op
     epoll_ctl(s->epfd, op, fd, &ev);
 }
 
+/* Every call in flight at that place ends with the reason; none ran to
+ * completion. */
+static void fail_pending(struct server *s, enum pending_where where, const char *what,
+                         const char *reason)
+{
+    for (int i = 0; i < MAX_PENDING; i++) {
+        struct pending *p = &s->pending[i];
+        if (!p->used || p->where != where)
+            continue;
+        if (!p->cancelled)
+            reply_tool_error(s, p->request_id, where_route(where), "cordon: %s is unavailable: %s",
+                             what, reason);
+        pending_release(s, p);
+    }
+}
+
+/* fallback_mode = "host" counts only from the user's own layers; the
+ * configuration refuses it from the workspace file already, and this is
+ * the second lock on that door. */
+static bool host_fallback_allowed(const struct server *s)
+{
+    return s->have_cfg && s->cfg.fallback_mode == CFG_FALLBACK_HOST &&
+           s->cfg.origin[CFG_FALLBACK_MODE].layer != CFG_LAYER_WORKSPACE;
+}
+
+/* The sandbox failed (at start or later). */
 static void block_tools(struct server *s, const char *reason)
 {
     snprintf(s->blocked, sizeof(s->blocked), "%s", reason);
-    log_error("tools blocked: %s", reason);
-    /* Every call in flight ends with the reason; none ran to completion. */
-    for (int i = 0; i < MAX_PENDING; i++) {
-        struct pending *p = &s->pending[i];
-        if (!p->used)
-            continue;
-        if (!p->cancelled)
-            reply_tool_error(s, p->request_id, "cordon: the sandbox is unavailable: %s", reason);
-        pending_release(p);
+    fail_pending(s, AT_SANDBOX, "the sandbox", reason);
+    if (s->state == ROUTE_OFF)
+        return; /* the user runs on the host already; on retries the sandbox */
+    if (host_fallback_allowed(s)) {
+        log_warn("the sandbox failed (%s): fallback_mode = \"host\": tools run ON THE HOST",
+                 reason);
+        s->state = ROUTE_HOST_FALLBACK;
+    } else {
+        log_error("tools blocked: %s", reason);
+        s->state = ROUTE_BLOCKED;
     }
 }
 
@@ -161,14 +245,46 @@ static void start_session(struct server *s)
     if (s->session_tried)
         return;
     s->session_tried = true;
+    if (!s->have_cfg)
+        return; /* blocked by the configuration error already */
     struct cordon_error err = {0};
+    enum route_state before = s->state;
+    s->state = ROUTE_STARTING;
     if (session_start(&s->opts->request, &s->session, &err) < 0) {
         s->session = NULL;
+        s->state = before == ROUTE_OFF ? ROUTE_OFF : ROUTE_STARTING;
         block_tools(s, err.message);
         return;
     }
+    s->blocked[0] = '\0';
+    s->state = before == ROUTE_OFF ? ROUTE_OFF : ROUTE_SANDBOXED;
     epoll_set(s, session_channel_fd(s->session), TAG_CHANNEL, EPOLLIN, EPOLL_CTL_ADD);
     epoll_set(s, session_pidfd(s->session), TAG_SANDBOX, EPOLLIN, EPOLL_CTL_ADD);
+}
+
+static void stop_host(struct server *s)
+{
+    if (!s->host)
+        return;
+    epoll_ctl(s->epfd, EPOLL_CTL_DEL, session_channel_fd(s->host), NULL);
+    if (session_pidfd(s->host) >= 0)
+        epoll_ctl(s->epfd, EPOLL_CTL_DEL, session_pidfd(s->host), NULL);
+    session_stop(s->host);
+    s->host = NULL;
+}
+
+static int start_host(struct server *s, struct cordon_error *err)
+{
+    if (s->host)
+        return 0;
+    if (session_start_host(&s->host, err) < 0) {
+        s->host = NULL;
+        return error_prefix(err, "host execution");
+    }
+    epoll_set(s, session_channel_fd(s->host), TAG_HOST_CHANNEL, EPOLLIN, EPOLL_CTL_ADD);
+    if (session_pidfd(s->host) >= 0)
+        epoll_set(s, session_pidfd(s->host), TAG_HOST, EPOLLIN, EPOLL_CTL_ADD);
+    return 0;
 }
 
 static void on_session_event(void *ctx, const struct session_event *ev)
@@ -192,18 +308,23 @@ static void on_session_event(void *ctx, const struct session_event *ev)
     }
     if (!p->cancelled) {
         if (ev->kind == SESSION_RESULT)
-            send_msg(s, rpc_result(json_incref(p->request_id), tool_result_json(ev->result)));
+            send_msg(s,
+                     rpc_result(json_incref(p->request_id),
+                                tool_result_json(s, ev->result, where_route(p->where), p->state)));
         else
-            reply_tool_error(s, p->request_id, "cordon: %s", ev->message);
+            reply_tool_error(s, p->request_id, where_route(p->where), "cordon: %s", ev->message);
     }
     const char *outcome = p->cancelled                 ? "cancelled"
                           : ev->kind != SESSION_RESULT ? "failed"
                           : ev->result->is_error       ? "error"
                                                        : "ok";
-    session_audit(s->session, p->tool, "sandbox", outcome,
-                  (double)(log_now_us() - p->started_us) / 1000.0, ev->exit_code);
+    /* Host calls are recorded in the sandbox session's log too, when there
+     * is one. */
+    if (s->session)
+        session_audit(s->session, p->tool, where_route(p->where), outcome,
+                      (double)(log_now_us() - p->started_us) / 1000.0, ev->exit_code);
     /* A cancelled request gets no response at all (MCP cancellation). */
-    pending_release(p);
+    pending_release(s, p);
 }
 
 static bool tool_known(struct server *s, const char *name)
@@ -215,6 +336,162 @@ static bool tool_known(struct server *s, const char *name)
             return true;
     }
     return false;
+}
+
+static struct pending *pending_new(struct server *s, json_t *id)
+{
+    for (int i = 0; i < MAX_PENDING; i++) {
+        if (!s->pending[i].used) {
+            s->pending[i] = (struct pending){.used = true, .request_id = json_incref(id)};
+            return &s->pending[i];
+        }
+    }
+    return NULL;
+}
+
+/* Sends the call to the sandbox's or the host's agent; args borrowed. */
+static void dispatch(struct server *s, struct pending *p, enum pending_where where, json_t *args)
+{
+    struct cordon_error err = {0};
+    p->where = where;
+    p->state = s->state;
+    p->call_id = ++s->next_call_id;
+    if (where == AT_HOST && start_host(s, &err) < 0) {
+        reply_tool_error(s, p->request_id, "host", "cordon: %s", err.message);
+        pending_release(s, p);
+        return;
+    }
+    struct session *target = where == AT_HOST ? s->host : s->session;
+    if (session_send_call(target, p->call_id, p->tool, args, &err) < 0) {
+        if (where == AT_HOST) {
+            reply_tool_error(s, p->request_id, "host", "cordon: host execution failed: %s",
+                             err.message);
+            pending_release(s, p);
+            stop_host(s);
+            return;
+        }
+        reply_tool_error(s, p->request_id, "none", "cordon: the %s tool is blocked: %s", p->tool,
+                         err.message);
+        pending_release(s, p);
+        stop_session(s);
+        block_tools(s, err.message);
+        return;
+    }
+    if (session_wants_write(target))
+        epoll_set(s, session_channel_fd(target), where == AT_HOST ? TAG_HOST_CHANNEL : TAG_CHANNEL,
+                  EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
+}
+
+/* The skill read exception: 1 when the call was answered here. */
+static int try_skill_read(struct server *s, json_t *id, json_t *args)
+{
+    const char *path = json_string_value(json_object_get(args, "path"));
+    if (!path || !s->skills.count || strlen(path) >= TOOL_PATH_MAX)
+        return 0;
+    struct tool_env env = {.cwd = s->cwd, .home = getenv("HOME") ? getenv("HOME") : "/"};
+    _cleanup_free_ char *abs_path = tool_resolve_path(path, &env);
+    if (!abs_path)
+        return 0;
+    struct cordon_error err = {0};
+    _cleanup_close_ int fd = route_skill_open(&s->skills, abs_path, &err);
+    if (fd == -1)
+        return 0;
+    if (fd < 0) {
+        reply_tool_error(s, id, "skill", "cordon: %s is not served by the skill exception: %s",
+                         abs_path, err.message);
+        return 1;
+    }
+    json_auto_t *stripped = route_strip_target(args);
+    struct tool_result res = {0};
+    if (tool_read_fd(fd, abs_path, stripped, &res) < 0)
+        tool_result_error(&res, "out of memory");
+    send_msg(s, rpc_result(json_incref(id), tool_result_json(s, &res, "skill", s->state)));
+    tool_result_clear(&res);
+    return 1;
+}
+
+static bool client_interactive(const struct server *s)
+{
+    return s->client_elicitation && !s->opts->headless;
+}
+
+/* Asks the user to approve this exact call through MCP elicitation. */
+static void ask_approval(struct server *s, struct pending *p, json_t *args)
+{
+    _cleanup_free_ char *fingerprint = route_fingerprint(p->tool, s->cwd, args);
+    p->where = AT_ASKING;
+    p->args = route_strip_target(args);
+    p->approval = fingerprint ? route_approval_ask(&s->approvals, fingerprint) : 0;
+    if (!p->approval || !p->args) {
+        reply_tool_error(s, p->request_id, "none",
+                         "cordon: too many host execution requests waiting for approval");
+        pending_release(s, p);
+        return;
+    }
+    _cleanup_free_ char *shown = json_dumps(p->args, JSON_COMPACT | JSON_SORT_KEYS);
+    /* Shown whole, never cut: the user approves exactly what they read. */
+    _cleanup_free_ char *message = NULL;
+    if (!shown || asprintf(&message,
+                           "WARNING: this call bypasses the sandbox and runs ON THE HOST with "
+                           "your permissions, your environment and your files.\n\n"
+                           "Tool: %s\nWorking directory: %s\nArguments: %s\n\n"
+                           "Approve this exact call once?",
+                           p->tool, s->cwd, shown) < 0) {
+        reply_tool_error(s, p->request_id, "none", "cordon: out of memory");
+        pending_release(s, p);
+        return;
+    }
+    char elicit_id[64];
+    snprintf(elicit_id, sizeof(elicit_id), "cordon-approval-%" PRIu64, p->approval);
+    p->elicit_id = json_string(elicit_id);
+    json_t *params = json_pack(
+        "{s:s, s:s, s:{s:s, s:{s:{s:s, s:s, s:s}}, s:[s]}, s:{s:{s:s, s:s, s:o, s:s}}}", "mode",
+        "form", "message", message, "requestedSchema", "type", "object", "properties", "approve",
+        "type", "boolean", "title", "Run this call on the host", "description",
+        "Only this exact call, once", "required", "approve", "_meta", "cordon/approval", "tool",
+        p->tool, "cwd", s->cwd, "arguments", json_incref(p->args), "fingerprint", fingerprint);
+    send_msg(s, json_pack("{s:s, s:O, s:s, s:o}", "jsonrpc", "2.0", "id", p->elicit_id, "method",
+                          "elicitation/create", "params", params));
+}
+
+/* The client answered one of our requests (only elicitation/create). */
+static void on_response(struct server *s, json_t *id, json_t *result)
+{
+    struct pending *p = NULL;
+    for (int i = 0; i < MAX_PENDING && !p; i++) {
+        if (s->pending[i].used && s->pending[i].where == AT_ASKING &&
+            json_equal(s->pending[i].elicit_id, id))
+            p = &s->pending[i];
+    }
+    if (!p)
+        return; /* unknown, answered already, or cancelled: a replay runs nothing */
+    const char *action = json_string_value(json_object_get(result, "action"));
+    json_t *content = json_object_get(result, "content");
+    bool granted = action && strcmp(action, "accept") == 0 &&
+                   json_is_true(json_object_get(content, "approve"));
+    route_approval_answer(&s->approvals, p->approval, granted);
+    /* The call that runs is identified again now: tool, the cwd it will run
+     * in, and its arguments; it must be the approved one, byte for byte. */
+    char cwd[PATH_MAX];
+    _cleanup_free_ char *fingerprint =
+        getcwd(cwd, sizeof(cwd)) ? route_fingerprint(p->tool, cwd, p->args) : NULL;
+    struct cordon_error err = {0};
+    uint64_t approval = p->approval;
+    p->approval = 0;
+    if (route_approval_consume(&s->approvals, approval, fingerprint, &err) < 0) {
+        if (!granted)
+            reply_tool_error(s, p->request_id, "none",
+                             "cordon: host execution of this %s call was declined by the user",
+                             p->tool);
+        else
+            reply_tool_error(s, p->request_id, "none", "cordon: host execution refused: %s",
+                             err.message);
+        pending_release(s, p);
+        return;
+    }
+    json_t *args = json_incref(p->args);
+    dispatch(s, p, AT_HOST, args);
+    json_decref(args);
 }
 
 static void on_tools_call(struct server *s, json_t *id, json_t *params)
@@ -237,43 +514,141 @@ static void on_tools_call(struct server *s, json_t *id, json_t *params)
         reply_error(s, id, RPC_INVALID_REQUEST, "a request with this id is already in flight");
         return;
     }
-    if (s->opts->lazy_start)
+    json_auto_t *call_args = args ? json_incref(args) : json_object();
+    if (s->opts->lazy_start && s->state == ROUTE_STARTING)
         start_session(s);
-    if (s->blocked[0] || !s->session) {
-        reply_tool_error(s, id, "cordon: the %s tool is blocked: %s", name,
+    if (s->state != ROUTE_BLOCKED && strcmp(name, "read") == 0 && try_skill_read(s, id, call_args))
+        return;
+    char reason[1200];
+    struct route_inputs in = {
+        .state = s->state,
+        .blocked_reason = s->blocked,
+        .tool = name,
+        .args = call_args,
+        .allow_host_execution = s->have_cfg && s->cfg.allow_host_execution,
+        .interactive = client_interactive(s),
+    };
+    enum route_target target = route_decide(&in, reason, sizeof(reason));
+    if (target == ROUTE_REFUSE) {
+        reply_tool_error(s, id, "none", "%s", reason);
+        return;
+    }
+    if (target == ROUTE_TO_SANDBOX && !s->session) {
+        reply_tool_error(s, id, "none", "cordon: the %s tool is blocked: %s", name,
                          s->blocked[0] ? s->blocked : "the sandbox is not running");
         return;
     }
-    struct pending *p = NULL;
-    for (int i = 0; i < MAX_PENDING && !p; i++) {
-        if (!s->pending[i].used)
-            p = &s->pending[i];
-    }
+    struct pending *p = pending_new(s, id);
     if (!p) {
-        reply_tool_error(s, id, "cordon: too many calls in flight (%d)", MAX_PENDING);
+        reply_tool_error(s, id, "none", "cordon: too many calls in flight (%d)", MAX_PENDING);
         return;
     }
+    snprintf(p->tool, sizeof(p->tool), "%s", name);
     json_t *meta = json_object_get(params, "_meta");
     json_t *token = meta ? json_object_get(meta, "progressToken") : NULL;
-    *p = (struct pending){
-        .used = true,
-        .started_us = log_now_us(),
-        .call_id = ++s->next_call_id,
-        .request_id = json_incref(id),
-        .progress_token =
-            (json_is_string(token) || json_is_integer(token)) ? json_incref(token) : NULL,
-    };
-    snprintf(p->tool, sizeof(p->tool), "%s", name);
-    struct cordon_error err;
-    if (session_send_call(s->session, p->call_id, name, args ? args : json_object(), &err) < 0) {
-        pending_release(p);
-        block_tools(s, err.message);
-        reply_tool_error(s, id, "cordon: the %s tool is blocked: %s", name, s->blocked);
+    p->started_us = log_now_us();
+    if (json_is_string(token) || json_is_integer(token))
+        p->progress_token = json_incref(token);
+    if (target == ROUTE_ASK) {
+        ask_approval(s, p, call_args);
         return;
     }
-    if (session_wants_write(s->session))
-        epoll_set(s, session_channel_fd(s->session), TAG_CHANNEL, EPOLLIN | EPOLLOUT,
-                  EPOLL_CTL_MOD);
+    json_auto_t *stripped = route_strip_target(call_args);
+    dispatch(s, p, target == ROUTE_TO_HOST ? AT_HOST : AT_SANDBOX, stripped);
+}
+
+/* tools/list: the routed tools only (a tool left out of route_tools is not
+ * cordon's to run: the client keeps its own), each with the optional
+ * execution_target parameter. */
+static json_t *build_tools(const struct server *s)
+{
+    json_error_t jerr;
+    json_t *all = json_loads(mcp_tools_json, 0, &jerr);
+    json_t *out = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach (all, i, t) {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        if (s->have_cfg && !cfg_routes_tool(&s->cfg, name))
+            continue;
+        json_t *props = json_object_get(json_object_get(t, "inputSchema"), "properties");
+        json_object_set_new(
+            props, "execution_target",
+            json_pack("{s:s, s:[s,s], s:s}", "type", "string", "enum", "sandbox", "host",
+                      "description",
+                      "Where to run. Omit it: the sandbox. \"host\" runs this one call outside "
+                      "the sandbox, only after the user approves this exact call."));
+        json_array_append(out, t);
+    }
+    json_decref(all);
+    return out;
+}
+
+static json_t *status_json(const struct server *s)
+{
+    json_t *st = json_pack(
+        "{s:s, s:o, s:o, s:o, s:s, s:b, s:i}", "state", route_state_name(s->state), "sandbox",
+        s->session ? json_string(session_name(s->session)) : json_null(), "workspace",
+        s->have_cfg && s->cfg.workspace ? json_string(s->cfg.workspace) : json_null(), "reason",
+        s->blocked[0] ? json_string(s->blocked) : json_null(), "cwd", s->cwd, "interactive",
+        client_interactive(s), "skills", (int)s->skills.count);
+    if (s->have_cfg) {
+        json_t *tools = json_array();
+        for (size_t i = 0; i < s->cfg.route_tools.count; i++)
+            json_array_append_new(tools, json_string(s->cfg.route_tools.items[i]));
+        json_object_set_new(st, "backend", json_string(cfg_enum_name(CFG_BACKEND, s->cfg.backend)));
+        json_object_set_new(st, "fallbackMode",
+                            json_string(cfg_enum_name(CFG_FALLBACK_MODE, s->cfg.fallback_mode)));
+        json_object_set_new(st, "allowHostExecution", json_boolean(s->cfg.allow_host_execution));
+        json_object_set_new(st, "routeTools", tools);
+    }
+    return st;
+}
+
+static void set_skills(struct server *s, json_t *paths)
+{
+    const char *given[ROUTE_MAX_SKILLS];
+    size_t n = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach (paths, i, v) {
+        if (json_is_string(v) && n < ROUTE_MAX_SKILLS)
+            given[n++] = json_string_value(v);
+    }
+    const char *const *config = NULL;
+    size_t nconfig = 0;
+    if (s->have_cfg) {
+        config = (const char *const *)s->cfg.skills_paths.items;
+        nconfig = s->cfg.skills_paths.count;
+    }
+    route_skills_set(&s->skills, given, n, config, nconfig, s->have_cfg ? s->cfg.workspace : NULL);
+}
+
+/* cordon/setMode: the user's switch, reachable only by the client's own
+ * code (a custom method, not a tool: the model cannot call it). */
+static void on_set_mode(struct server *s, json_t *id, json_t *params)
+{
+    const char *mode = json_string_value(json_object_get(params, "mode"));
+    if (!mode || (strcmp(mode, "on") != 0 && strcmp(mode, "off") != 0)) {
+        reply_error(s, id, RPC_INVALID_PARAMS, "cordon/setMode: mode must be \"on\" or \"off\"");
+        return;
+    }
+    if (strcmp(mode, "off") == 0) {
+        if (s->state != ROUTE_OFF)
+            log_warn("cordon is off: tools run ON THE HOST until it is switched on");
+        s->state = ROUTE_OFF;
+    } else if (s->session) {
+        s->state = ROUTE_SANDBOXED;
+    } else if (!s->have_cfg) {
+        s->state = ROUTE_BLOCKED;
+    } else {
+        /* Back on: (re)start the sandbox; a failure blocks or falls back as
+         * at start-up. */
+        s->state = ROUTE_STARTING;
+        s->session_tried = false;
+        start_session(s);
+    }
+    send_msg(s, rpc_result(json_incref(id), status_json(s)));
 }
 
 static void on_initialize(struct server *s, json_t *id, json_t *params)
@@ -284,6 +659,11 @@ static void on_initialize(struct server *s, json_t *id, json_t *params)
         if (strcmp(asked, supported_versions[i]) == 0)
             version = supported_versions[i];
     }
+    json_t *elicitation = json_object_get(json_object_get(params, "capabilities"), "elicitation");
+    /* Form mode is the default of an empty capability object. */
+    s->client_elicitation =
+        json_is_object(elicitation) &&
+        (json_object_size(elicitation) == 0 || json_object_get(elicitation, "form") != NULL);
     json_t *result = json_pack(
         "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities",
         "tools", "listChanged", 0, "serverInfo", "name", "cordon", "title", "cordon sandbox",
@@ -292,7 +672,27 @@ static void on_initialize(struct server *s, json_t *id, json_t *params)
         "home directory, no host secrets.");
     send_msg(s, rpc_result(json_incref(id), result));
     s->initialized = true;
-    if (!s->opts->lazy_start)
+
+    struct workspace ws = {0};
+    struct cordon_error err = {0};
+    if (workspace_detect(NULL, &ws, &err) < 0 ||
+        launch_resolve_config(ws.root, s->opts->request.session_sets, &s->cfg, &err) < 0) {
+        snprintf(s->blocked, sizeof(s->blocked), "%s", err.message);
+        s->state = ROUTE_BLOCKED;
+        log_error("tools blocked: %s", err.message);
+    } else {
+        s->have_cfg = true;
+    }
+    workspace_free(&ws);
+    json_decref(s->tools);
+    s->tools = build_tools(s);
+    set_skills(s, NULL);
+    if (s->opts->start_off) {
+        log_warn("cordon mcp --off: tools run ON THE HOST until it is switched on");
+        s->state = ROUTE_OFF;
+        return;
+    }
+    if (s->have_cfg && !s->opts->lazy_start)
         start_session(s);
 }
 
@@ -323,6 +723,19 @@ static void on_request(struct server *s, json_t *id, const char *method, json_t 
         send_msg(s, rpc_result(json_incref(id), json_pack("{s:O}", "tools", s->tools)));
     } else if (strcmp(method, "tools/call") == 0) {
         on_tools_call(s, id, params ? params : json_object());
+    } else if (strcmp(method, "cordon/status") == 0) {
+        send_msg(s, rpc_result(json_incref(id), status_json(s)));
+    } else if (strcmp(method, "cordon/setMode") == 0) {
+        on_set_mode(s, id, params);
+    } else if (strcmp(method, "cordon/setSkills") == 0) {
+        json_t *paths = params ? json_object_get(params, "paths") : NULL;
+        if (!json_is_array(paths)) {
+            reply_error(s, id, RPC_INVALID_PARAMS, "cordon/setSkills: paths must be an array");
+            return;
+        }
+        set_skills(s, paths);
+        send_msg(s,
+                 rpc_result(json_incref(id), json_pack("{s:i}", "skills", (int)s->skills.count)));
     } else {
         reply_error(s, id, RPC_METHOD_NOT_FOUND, "Method not found: %.200s", method);
     }
@@ -335,10 +748,15 @@ static void on_notification(struct server *s, const char *method, json_t *params
         struct pending *p = rid ? pending_by_request(s, rid) : NULL;
         if (!p || p->cancelled)
             return; /* unknown or finished: nothing to do, nothing to say */
+        if (p->where == AT_ASKING) {
+            pending_release(s, p); /* the approval dies with it */
+            return;
+        }
         p->cancelled = true;
         struct cordon_error err;
-        if (s->session)
-            session_send_cancel(s->session, p->call_id, &err);
+        struct session *target = p->where == AT_HOST ? s->host : s->session;
+        if (target)
+            session_send_cancel(target, p->call_id, &err);
     }
     /* notifications/initialized and anything else: no answer, ever. */
 }
@@ -386,6 +804,10 @@ static void on_line(void *ctx, const char *line, size_t len)
         on_request(s, id, method, json_object_get(msg, "params"));
     } else if (!json_object_get(msg, "result") && !json_object_get(msg, "error")) {
         reply_error(s, id_ok ? id : NULL, RPC_INVALID_REQUEST, "Invalid Request: no method");
+    } else if (id_ok && s->initialized) {
+        /* An error answer counts as a refusal. */
+        json_t *result = json_object_get(msg, "result");
+        on_response(s, id, json_is_object(result) ? result : NULL);
     }
     /* Responses from the client to requests we never sent are dropped. */
     json_decref(msg);
@@ -438,6 +860,22 @@ static void loop(struct server *s)
                 stop_session(s);
                 block_tools(s, "the sandbox exited unexpectedly");
                 break;
+            case TAG_HOST_CHANNEL:
+                if (!s->host)
+                    break;
+                if (((events[i].events & EPOLLOUT) && session_on_writable(s->host, &err) < 0) ||
+                    session_on_readable(s->host, on_session_event, s, &err) < 0) {
+                    stop_host(s);
+                    fail_pending(s, AT_HOST, "host execution", err.message);
+                    break;
+                }
+                epoll_set(s, session_channel_fd(s->host), TAG_HOST_CHANNEL,
+                          EPOLLIN | (session_wants_write(s->host) ? EPOLLOUT : 0), EPOLL_CTL_MOD);
+                break;
+            case TAG_HOST:
+                stop_host(s);
+                fail_pending(s, AT_HOST, "host execution", "the host agent exited unexpectedly");
+                break;
             case TAG_SIGNAL: {
                 struct signalfd_siginfo si;
                 if (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
@@ -456,6 +894,9 @@ int mcp_serve(const struct mcp_options *o)
     if (!s)
         return CORDON_EXIT_FAILURE;
     s->opts = o;
+    s->state = ROUTE_STARTING;
+    if (!getcwd(s->cwd, sizeof(s->cwd)))
+        snprintf(s->cwd, sizeof(s->cwd), "/");
     json_error_t jerr;
     s->tools = json_loads(mcp_tools_json, 0, &jerr);
     if (!s->tools) {
@@ -481,15 +922,19 @@ int mcp_serve(const struct mcp_options *o)
     loop(s);
 
     stop_session(s);
+    stop_host(s);
     fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
     out_queue_flush(&s->out, 1);
     for (int i = 0; i < MAX_PENDING; i++) {
         if (s->pending[i].used)
-            pending_release(&s->pending[i]);
+            pending_release(s, &s->pending[i]);
     }
     line_reader_free(&s->in);
     out_queue_free(&s->out);
     json_decref(s->tools);
+    route_approvals_free(&s->approvals);
+    route_skills_free(&s->skills);
+    cfg_free(&s->cfg);
     close(s->epfd);
     close(s->sigfd);
     free(s);

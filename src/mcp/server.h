@@ -10,6 +10,8 @@
 struct mcp_options {
     struct launch_request request; /* configuration flags and network settings */
     bool lazy_start;               /* start the sandbox on the first call */
+    bool start_off;                /* --off: host mode from the start (the user's choice) */
+    bool headless;                 /* nobody can approve: host calls are refused */
 };
 
 /* Serves stdin/stdout until the client closes stdin or a signal ends the

@@ -57,7 +57,7 @@ int launch_resolve_config(const char *workspace, const char *const *session_sets
 
 /* cordon-agent next to the cordon binary (build tree, tarball), else the
  * installed one. */
-static char *find_agent(struct cordon_error *err)
+char *launch_find_agent(struct cordon_error *err)
 {
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -198,7 +198,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         goto fail;
     }
     l->home = home_path();
-    l->agent_path = find_agent(err);
+    l->agent_path = launch_find_agent(err);
     if (!l->home || !l->agent_path)
         goto fail;
 

@@ -39,6 +39,9 @@ struct launch {
     struct ns_spec spec; /* argv, stdio and control_fd are the caller's to fill */
 };
 
+/* The cordon-agent binary: next to cordon, else the installed one.
+ * malloc'd; NULL with err filled when there is none. */
+char *launch_find_agent(struct cordon_error *err);
 /* Where /etc/cordon is: a test build honours CORDON_ETC_DIR. */
 const char *launch_etc_dir(void);
 /* Resolves the configuration for a workspace root (warnings are logged). */

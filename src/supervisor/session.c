@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@ struct session {
     struct frame_reader in;
     struct frame_writer out;
     bool started;
+    bool host; /* cordon-agent on the host, no sandbox (session_start_host) */
 };
 
 int session_channel_fd(const struct session *s)
@@ -172,6 +174,66 @@ started:
 fail:
     session_stop(s);
     return -1;
+}
+
+int session_start_host(struct session **out, struct cordon_error *err)
+{
+    struct session *s = calloc(1, sizeof(*s));
+    if (!s)
+        return error_set(err, ENOMEM, "host session");
+    s->host = true;
+    s->channel = -1;
+    s->devnull = -1;
+    s->sb.pidfd = -1;
+    snprintf(s->launch.name, sizeof(s->launch.name), "host");
+    _cleanup_free_ char *agent = launch_find_agent(err);
+    if (!agent) {
+        session_stop(s);
+        return -1;
+    }
+    s->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int pair[2];
+    if (s->devnull < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+        error_set(err, errno, "socketpair");
+        session_stop(s);
+        return -1;
+    }
+    s->channel = pair[0];
+    char *const argv[] = {"cordon-agent", "serve", NULL};
+    pid_t pid = fork();
+    if (pid < 0) {
+        error_set(err, errno, "fork");
+        close(pair[1]);
+        session_stop(s);
+        return -1;
+    }
+    if (pid == 0) {
+        /* Child, host context, between fork and exec: no allocation. The
+         * agent gets the user's cwd and environment as they are; stdout is
+         * the MCP stream's, so it gets /dev/null. */
+        int control = pair[1] == 3 ? 3 : dup2(pair[1], 3);
+        if (control != 3 || dup2(s->devnull, 0) < 0 || dup2(s->devnull, 1) < 0)
+            _exit(CORDON_EXIT_FAILURE);
+        fcntl(3, F_SETFD, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL); /* the supervisor ignores it; exec keeps that */
+        execv(agent, argv);
+        _exit(CORDON_EXIT_CANNOT_EXEC);
+    }
+    close(pair[1]);
+    s->sb.pid = pid;
+    s->sb.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    s->started = true;
+    fcntl(s->channel, F_SETFL, fcntl(s->channel, F_GETFL) | O_NONBLOCK);
+    if (frame_reader_fill(&s->in, s->channel, err) < 0 || wait_hello(s, err) < 0) {
+        session_stop(s);
+        return -1;
+    }
+    log_debug("host session: agent ready (pid %d)", pid);
+    *out = s;
+    return 0;
 }
 
 static int queue(struct session *s, json_t *msg, struct cordon_error *err)
@@ -327,15 +389,17 @@ void session_stop(struct session *s)
         if (s->started && s->vm.pidfd >= 0)
             poll(&p, 1, 1000);
         vm_backend_ops.stop(&s->vm);
-    } else if (s->started && s->sb.pidfd >= 0) {
+    } else if (s->started && s->sb.pid > 0) {
         struct pollfd p = {s->sb.pidfd, POLLIN, 0};
-        if (poll(&p, 1, 1000) <= 0)
+        if (s->sb.pidfd < 0 || poll(&p, 1, 1000) <= 0)
             kill(s->sb.pid, SIGKILL);
         while (waitpid(s->sb.pid, NULL, 0) < 0 && errno == EINTR)
             ;
     }
-    if (s->started && !s->is_vm)
+    if (s->started && !s->is_vm && !s->host)
         ns_sandbox_release(&s->sb);
+    else if (s->sb.pidfd >= 0)
+        close(s->sb.pidfd);
     if (s->devnull >= 0)
         close(s->devnull);
     frame_reader_free(&s->in);
@@ -346,12 +410,15 @@ void session_stop(struct session *s)
     }
     if (s->owned)
         lifecycle_end(&s->lifecycle);
-    launch_free(&s->launch);
+    if (!s->host)
+        launch_free(&s->launch);
     free(s);
 }
 
 void session_audit(struct session *s, const char *tool, const char *target, const char *outcome,
                    double duration_ms, int exit_code)
 {
+    if (!s->owned)
+        return;
     state_audit(&s->lifecycle.owner, tool, target, outcome, duration_ms, exit_code);
 }

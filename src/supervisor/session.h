@@ -28,6 +28,11 @@ typedef void (*session_event_fn)(void *ctx, const struct session_event *ev);
 /* Starts the sandbox and waits for the agent's hello. */
 int session_start(const struct launch_request *req, struct session **out, struct cordon_error *err);
 
+/* The same agent protocol served by cordon-agent on the host, without any
+ * sandbox: the user's cwd and environment (host execution, off, host
+ * fallback). session_pidfd may be -1 on kernels without pidfd_open. */
+int session_start_host(struct session **out, struct cordon_error *err);
+
 int session_channel_fd(const struct session *s);
 int session_pidfd(const struct session *s);
 const char *session_name(const struct session *s);

@@ -42,6 +42,7 @@ if [ -d "$CORDON_SRC/tests/pi/node_modules" ]; then
     fi
 fi
 [ -d "$CORDON_SRC/src" ] && cp -r "$CORDON_SRC/src" "$stage/src/src"
+[ -d "$CORDON_SRC/integrations" ] && cp -r "$CORDON_SRC/integrations" "$stage/src/integrations"
 chmod -R a+rX "$stage"
 rel=${script#"$CORDON_SRC"/}
 home=$(getent passwd "$user" | cut -d: -f6)

@@ -170,32 +170,30 @@ static int read_text(int fd, const char *path_arg, bool has_offset, double offse
     return 0;
 }
 
-int tool_read(const struct tool_env *env, json_t *args, struct tool_result *res)
+/* Arguments as pi checks them; 0 when valid, else res holds the error. */
+static int read_args(json_t *args, const char **path, double *offset, int *has_offset,
+                     double *limit, int *has_limit, struct tool_result *res)
 {
-    const char *path = NULL;
     size_t path_len = 0;
-    double offset = 0, limit = 0;
-    int has_offset, has_limit;
-    if (tool_arg_string("read", args, "path", true, &path, &path_len, res) < 0 ||
-        (has_offset = tool_arg_number("read", args, "offset", &offset, res)) < 0 ||
-        (has_limit = tool_arg_number("read", args, "limit", &limit, res)) < 0)
-        return 0;
-    if (strlen(path) != path_len)
-        return tool_result_error(res,
-                                 "The argument 'path' must be a string, Uint8Array, or URL "
-                                 "without null bytes. Received '%s\\x00...'",
-                                 path);
-    _cleanup_free_ char *abs_path = tool_resolve_read_path(path, env);
-    if (!abs_path)
-        return tool_result_error(res, "out of memory");
+    if (tool_arg_string("read", args, "path", true, path, &path_len, res) < 0 ||
+        (*has_offset = tool_arg_number("read", args, "offset", offset, res)) < 0 ||
+        (*has_limit = tool_arg_number("read", args, "limit", limit, res)) < 0)
+        return -1;
+    if (strlen(*path) != path_len) {
+        tool_result_error(res,
+                          "The argument 'path' must be a string, Uint8Array, or URL "
+                          "without null bytes. Received '%s\\x00...'",
+                          *path);
+        return -1;
+    }
+    return 0;
+}
 
+/* What was opened decides: no check-then-open race. */
+static int read_opened(int fd, const char *abs_path, const char *path, double offset,
+                       int has_offset, double limit, int has_limit, struct tool_result *res)
+{
     char msg[8192];
-    /* Open first, then look at what was opened: no check-then-open race.
-     * O_NONBLOCK so a FIFO with no writer does not hang the call. */
-    _cleanup_close_ int fd = open(abs_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
-        return tool_result_error(res, "%s",
-                                 tool_node_error(errno, "access", abs_path, msg, sizeof(msg)));
     struct stat st;
     if (fstat(fd, &st) < 0)
         return tool_result_error(res, "%s",
@@ -218,4 +216,34 @@ int tool_read(const struct tool_env *env, json_t *args, struct tool_result *res)
             return image_read_result(fd, &st, mime, res);
     }
     return read_text(fd, path, has_offset > 0, offset, has_limit > 0, limit, res);
+}
+
+int tool_read(const struct tool_env *env, json_t *args, struct tool_result *res)
+{
+    const char *path = NULL;
+    double offset = 0, limit = 0;
+    int has_offset = 0, has_limit = 0;
+    if (read_args(args, &path, &offset, &has_offset, &limit, &has_limit, res) < 0)
+        return 0;
+    _cleanup_free_ char *abs_path = tool_resolve_read_path(path, env);
+    if (!abs_path)
+        return tool_result_error(res, "out of memory");
+
+    char msg[8192];
+    /* O_NONBLOCK so a FIFO with no writer does not hang the call. */
+    _cleanup_close_ int fd = open(abs_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return tool_result_error(res, "%s",
+                                 tool_node_error(errno, "access", abs_path, msg, sizeof(msg)));
+    return read_opened(fd, abs_path, path, offset, has_offset, limit, has_limit, res);
+}
+
+int tool_read_fd(int fd, const char *abs_path, json_t *args, struct tool_result *res)
+{
+    const char *path = NULL;
+    double offset = 0, limit = 0;
+    int has_offset = 0, has_limit = 0;
+    if (read_args(args, &path, &offset, &has_offset, &limit, &has_limit, res) < 0)
+        return 0;
+    return read_opened(fd, abs_path, path, offset, has_offset, limit, has_limit, res);
 }

@@ -19,6 +19,9 @@ struct tool_entry {
 const struct tool_entry *tool_lookup(const char *name);
 
 int tool_read(const struct tool_env *env, json_t *args, struct tool_result *res);
+/* read on a file the caller opened already (the supervisor's skill read
+ * exception); abs_path is for messages only. */
+int tool_read_fd(int fd, const char *abs_path, json_t *args, struct tool_result *res);
 int tool_write(const struct tool_env *env, json_t *args, struct tool_result *res);
 int tool_edit(const struct tool_env *env, json_t *args, struct tool_result *res);
 int tool_ls(const struct tool_env *env, json_t *args, struct tool_result *res);

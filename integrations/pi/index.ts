@@ -1,0 +1,363 @@
+/**
+ * cordon for pi: runs pi's seven tools (read, write, edit, ls, find, grep,
+ * bash) and the user's `!` commands inside a cordon sandbox through
+ * `cordon mcp`. Host side, inside the pi process (trusted, the user's).
+ *
+ * - Fails closed: when cordon is missing or fails, the seven tools return an
+ *   error naming the reason; pi keeps working otherwise.
+ * - Keeps pi's tool schemas and renderers (pi's own definitions), adding one
+ *   optional parameter, execution_target ("sandbox" | "host").
+ * - Host execution of a call needs the user's approval of that exact call:
+ *   cordon asks through MCP elicitation, answered here with ctx.ui.confirm;
+ *   without a UI (print/JSON mode) the elicitation capability is not
+ *   declared, so cordon refuses.
+ * - /cordon status|on|off|verify|config; a footer status.
+ *
+ * A small hand-written MCP client (JSON-RPC, one message per line) over the
+ * child's stdio: no dependency, no network at run time.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import {
+	createBashToolDefinition,
+	createEditToolDefinition,
+	createFindToolDefinition,
+	createGrepToolDefinition,
+	createLsToolDefinition,
+	createReadToolDefinition,
+	createWriteToolDefinition,
+} from "@mariozechner/pi-coding-agent";
+import { Type } from "typebox";
+
+type Json = any;
+const TOOLS = ["read", "write", "edit", "ls", "find", "grep", "bash"] as const;
+
+class McpClient {
+	private child: ChildProcessWithoutNullStreams;
+	private buf = "";
+	private nextId = 1;
+	private waiting = new Map<number, { resolve: (v: Json) => void; reject: (e: Error) => void }>();
+	private progress = new Map<string, (message: string) => void>();
+	stderr = "";
+	closed = false;
+	onRequest: (method: string, params: Json) => Promise<Json> = async () => {
+		throw new Error("unsupported");
+	};
+
+	constructor(command: string, args: string[], cwd: string) {
+		this.child = spawn(command, args, { cwd, stdio: ["pipe", "pipe", "pipe"] });
+		this.child.stdout.setEncoding("utf8");
+		this.child.stdout.on("data", (d: string) => this.onData(d));
+		this.child.stderr.on("data", (d: Buffer) => {
+			this.stderr = (this.stderr + d.toString()).slice(-4000);
+		});
+		const fail = (why: string) => {
+			if (this.closed) return;
+			this.closed = true;
+			for (const w of this.waiting.values()) w.reject(new Error(why));
+			this.waiting.clear();
+		};
+		this.child.on("error", (e) => fail(`cannot start ${command}: ${e.message}`));
+		this.child.on("exit", (code, signal) =>
+			fail(`cordon mcp exited (${signal ?? code})${this.stderr ? `: ${this.stderr.trim().split("\n").pop()}` : ""}`),
+		);
+		this.child.stdin.on("error", () => {});
+	}
+
+	private send(msg: Json) {
+		if (!this.closed) this.child.stdin.write(`${JSON.stringify(msg)}\n`);
+	}
+
+	private onData(d: string) {
+		this.buf += d;
+		for (let i = this.buf.indexOf("\n"); i >= 0; i = this.buf.indexOf("\n")) {
+			const line = this.buf.slice(0, i);
+			this.buf = this.buf.slice(i + 1);
+			let msg: Json;
+			try {
+				msg = JSON.parse(line);
+			} catch {
+				continue;
+			}
+			if (msg.method && msg.id !== undefined) {
+				this.onRequest(msg.method, msg.params).then(
+					(result) => this.send({ jsonrpc: "2.0", id: msg.id, result }),
+					(e) => this.send({ jsonrpc: "2.0", id: msg.id, error: { code: -32603, message: String(e?.message ?? e) } }),
+				);
+			} else if (msg.method === "notifications/progress") {
+				this.progress.get(String(msg.params?.progressToken))?.(msg.params?.message ?? "");
+			} else if (msg.id !== undefined) {
+				const w = this.waiting.get(msg.id);
+				if (!w) continue;
+				this.waiting.delete(msg.id);
+				if (msg.error) w.reject(new Error(msg.error.message));
+				else w.resolve(msg.result);
+			}
+		}
+	}
+
+	request(method: string, params: Json = {}, opts: { signal?: AbortSignal; onProgress?: (m: string) => void } = {}): Promise<Json> {
+		if (this.closed) return Promise.reject(new Error("cordon mcp is not running"));
+		const id = this.nextId++;
+		if (opts.onProgress) {
+			params = { ...params, _meta: { progressToken: `p${id}` } };
+			this.progress.set(`p${id}`, opts.onProgress);
+		}
+		return new Promise<Json>((resolve, reject) => {
+			const done = () => {
+				this.progress.delete(`p${id}`);
+				opts.signal?.removeEventListener("abort", onAbort);
+			};
+			const onAbort = () => {
+				// MCP cancellation: cordon kills the call and sends no response.
+				this.waiting.delete(id);
+				this.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "aborted" } });
+				done();
+				reject(new Error("aborted"));
+			};
+			this.waiting.set(id, {
+				resolve: (v) => (done(), resolve(v)),
+				reject: (e) => (done(), reject(e)),
+			});
+			if (opts.signal?.aborted) return onAbort();
+			opts.signal?.addEventListener("abort", onAbort, { once: true });
+			this.send({ jsonrpc: "2.0", id, method, params });
+		});
+	}
+
+	notify(method: string, params: Json = {}) {
+		this.send({ jsonrpc: "2.0", method, params });
+	}
+
+	stop() {
+		if (this.closed) return;
+		this.closed = true;
+		this.child.stdin.end();
+		const timer = setTimeout(() => this.child.kill("SIGKILL"), 3000);
+		this.child.on("exit", () => clearTimeout(timer));
+		this.child.kill("SIGTERM");
+	}
+}
+
+export default function cordon(pi: ExtensionAPI) {
+	const command = process.env.CORDON_BIN || "cordon";
+	let client: McpClient | undefined;
+	let blocked = "cordon has not started yet";
+	let state = "starting";
+	let status: Json = {};
+	let ui: ExtensionContext["ui"] | undefined;
+
+	const footer = () => {
+		const text =
+			state === "sandboxed"
+				? "cordon: sandboxed"
+				: state === "off"
+					? "cordon: HOST"
+					: state === "host fallback"
+						? "cordon: host fallback"
+						: state === "starting"
+							? "cordon: starting"
+							: "cordon: blocked";
+		ui?.setStatus("cordon", text);
+	};
+	const setState = (s: string) => {
+		state = s;
+		footer();
+	};
+
+	async function start(ctx: ExtensionContext) {
+		ui = ctx.hasUI ? ctx.ui : undefined;
+		setState("starting");
+		const c = new McpClient(command, ["mcp"], ctx.cwd);
+		c.onRequest = async (method, params) => {
+			if (method !== "elicitation/create") throw new Error(`unsupported request ${method}`);
+			// Only reachable with a UI: without one, elicitation is not declared.
+			if (!ctx.hasUI) return { action: "decline" };
+			const yes = await ctx.ui.confirm("cordon: run on the HOST, outside the sandbox?", String(params?.message ?? ""));
+			return yes ? { action: "accept", content: { approve: true } } : { action: "decline" };
+		};
+		try {
+			await c.request("initialize", {
+				protocolVersion: "2025-06-18",
+				capabilities: ctx.hasUI ? { elicitation: { form: {} } } : {},
+				clientInfo: { name: "cordon-pi", version: "0.1.0" },
+			});
+			c.notify("notifications/initialized");
+			client = c;
+			await refresh();
+		} catch (e: any) {
+			c.stop();
+			client = undefined;
+			blocked = e?.message ?? String(e);
+			setState("blocked");
+			ctx.ui.notify(`cordon: tools are blocked: ${blocked}`, "error");
+		}
+	}
+
+	async function refresh() {
+		if (!client) return;
+		status = await client.request("cordon/status");
+		blocked = status.reason ?? "";
+		setState(status.state);
+	}
+
+	// Known once cordon answered; until then (or when it failed) every
+	// tool counts as routed, so it is blocked rather than run unsandboxed.
+	const routed = (name: string) => !Array.isArray(status.routeTools) || status.routeTools.includes(name);
+
+	function textOf(result: Json): string {
+		return (result?.content ?? [])
+			.filter((c: Json) => c.type === "text")
+			.map((c: Json) => c.text)
+			.join("");
+	}
+
+	async function call(name: string, args: Json, signal?: AbortSignal, onProgress?: (m: string) => void): Promise<Json> {
+		if (!client) throw new Error(`cordon: the ${name} tool is blocked: ${blocked}`);
+		let result: Json;
+		try {
+			result = await client.request("tools/call", { name, arguments: args }, { signal, onProgress });
+		} catch (e: any) {
+			if (signal?.aborted) throw new Error(name === "bash" ? "Command aborted" : "Operation aborted");
+			throw new Error(`cordon: the ${name} tool is blocked: ${e?.message ?? e}`);
+		}
+		const s = result?._meta?.["cordon/state"];
+		if (s && s !== state) setState(s);
+		return result;
+	}
+
+	const definitions: Record<string, any> = {
+		read: createReadToolDefinition,
+		write: createWriteToolDefinition,
+		edit: createEditToolDefinition,
+		ls: createLsToolDefinition,
+		find: createFindToolDefinition,
+		grep: createGrepToolDefinition,
+		bash: createBashToolDefinition,
+	};
+	for (const name of TOOLS) {
+		const def = definitions[name](process.cwd());
+		const parameters = Type.Object(
+			{
+				...def.parameters.properties,
+				execution_target: Type.Optional(
+					Type.Union([Type.Literal("sandbox"), Type.Literal("host")], {
+						description:
+							'Omit to run in the sandbox. "host" runs this one call outside the sandbox after the user approves it.',
+					}),
+				),
+			},
+		);
+		pi.registerTool({
+			...def,
+			parameters,
+			async execute(id: string, params: Json, signal?: AbortSignal, onUpdate?: (u: Json) => void, ctx?: ExtensionContext) {
+				if (!routed(name)) {
+					// Not in route_tools: cordon does not run it; pi's own tool does.
+					const { execution_target: _target, ...rest } = params ?? {};
+					return def.execute(id, rest, signal, onUpdate, ctx);
+				}
+				const progress =
+					name === "bash" && onUpdate
+						? (m: string) => onUpdate({ content: m ? [{ type: "text", text: m }] : [], details: undefined })
+						: undefined;
+				const result = await call(name, params, signal, progress);
+				if (result.isError) throw new Error(textOf(result));
+				return { content: result.content, details: result.structuredContent };
+			},
+		});
+	}
+
+	// The user's `!` commands run in the sandbox too.
+	pi.on("user_bash", () => (!routed("bash") ? undefined : {
+		operations: {
+			async exec(commandLine: string, _cwd: string, options: { onData: (d: Buffer) => void; signal?: AbortSignal; timeout?: number }) {
+				let shown = "";
+				const emit = (text: string) => {
+					// Progress carries the output so far: pass on what is new.
+					if (text.startsWith(shown)) {
+						options.onData(Buffer.from(text.slice(shown.length)));
+						shown = text;
+					}
+				};
+				let result: Json;
+				try {
+					result = await call("bash", { command: commandLine, ...(options.timeout ? { timeout: options.timeout } : {}) }, options.signal, emit);
+				} catch (e: any) {
+					if (options.signal?.aborted) return { exitCode: null };
+					options.onData(Buffer.from(`${e?.message ?? e}\n`));
+					return { exitCode: 1 };
+				}
+				let text = textOf(result);
+				let exitCode: number | null = 0;
+				const m = /\n\nCommand exited with code (\d+)$/.exec(text);
+				if (m) {
+					exitCode = Number(m[1]);
+					text = text.slice(0, m.index);
+				} else if (result.isError) {
+					exitCode = /timed out|aborted/.test(text) ? null : 1;
+				}
+				if (text === "(no output)") text = "";
+				emit(text);
+				if (!text.startsWith(shown)) options.onData(Buffer.from(text));
+				return { exitCode };
+			},
+		},
+	}));
+
+	pi.on("session_start", async (_event, ctx) => {
+		await start(ctx);
+	});
+
+	// pi's discovered skills, so cordon can serve their files from the host.
+	pi.on("before_agent_start", async (event) => {
+		const skills = (event.systemPromptOptions?.skills ?? []).map((s: Json) => s.filePath).filter(Boolean);
+		if (client) await client.request("cordon/setSkills", { paths: skills }).catch(() => {});
+	});
+
+	pi.on("session_shutdown", async () => {
+		client?.stop();
+		client = undefined;
+		blocked = "cordon stopped with the session";
+	});
+
+	pi.registerCommand("cordon", {
+		description: "cordon sandbox: status | on | off | verify | config",
+		getArgumentCompletions: (prefix: string) =>
+			["status", "on", "off", "verify", "config"].filter((v) => v.startsWith(prefix)).map((v) => ({ value: v, label: v })),
+		handler: async (args: string, ctx) => {
+			const sub = (args || "status").trim().split(/\s+/)[0];
+			const say = (m: string, level: "info" | "warning" | "error" = "info") => ctx.ui.notify(m, level);
+			if (!client && sub !== "status") return say(`cordon is not running: ${blocked}`, "error");
+			try {
+				if (sub === "status") {
+					if (client) await refresh();
+					const lines = [
+						`state: ${state}${blocked ? ` (${blocked})` : ""}`,
+						`sandbox: ${status.sandbox ?? "none"}`,
+						`workspace: ${status.workspace ?? "?"}`,
+						`backend: ${status.backend ?? "?"}`,
+					];
+					say(lines.join("\n"), state === "sandboxed" ? "info" : "warning");
+				} else if (sub === "on" || sub === "off") {
+					status = await client!.request("cordon/setMode", { mode: sub });
+					blocked = status.reason ?? "";
+					setState(status.state);
+					say(sub === "off" ? "cordon is OFF: tools run on the host, unsandboxed" : `cordon: ${state}`, sub === "off" ? "warning" : "info");
+				} else if (sub === "verify") {
+					const { tools } = await client!.request("tools/list");
+					if (!tools.some((t: Json) => t.name === "sandbox_verify")) return say("cordon: verify is not available in this cordon", "warning");
+					const r = await client!.request("tools/call", { name: "sandbox_verify", arguments: {} });
+					say(textOf(r), r.isError ? "error" : "info");
+				} else if (sub === "config") {
+					await refresh();
+					say(JSON.stringify(status, null, 2));
+				} else {
+					say(`usage: /cordon status|on|off|verify|config`, "error");
+				}
+			} catch (e: any) {
+				say(`cordon: ${e?.message ?? e}`, "error");
+			}
+		},
+	});
+}

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# The pi integration end-to-end (pi-cordon.mjs) under Node.
+command -v node >/dev/null || { echo "1..0 # SKIP node is not installed"; exit 0; }
+exec node "$(dirname "$0")/pi-cordon.mjs"

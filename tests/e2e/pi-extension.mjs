@@ -1,0 +1,149 @@
+// The cordon pi extension's own handlers, driven through a fake
+// ExtensionAPI (loaded with pi's jiti and pi's aliases): the user's `!`
+// commands (pi emits user_bash only in interactive mode), /cordon
+// status|off|on|verify|config, the footer status, fail-closed start, and
+// the approval dialog's answer. TAP on stdout.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { createRequire } from "node:module";
+
+const src = process.env.CORDON_SRC;
+const mods = path.join(src, "tests/pi/node_modules");
+if (!fs.existsSync(path.join(mods, "jiti"))) {
+    console.log("1..0 # SKIP pi is not installed (scripts/bootstrap.sh --test)");
+    process.exit(0);
+}
+const require = createRequire(path.join(mods, "x.js"));
+const { createJiti } = require("jiti");
+const jiti = createJiti(import.meta.url, {
+    alias: {
+        "@mariozechner/pi-coding-agent": path.join(mods, "@mariozechner/pi-coding-agent/dist/index.js"),
+        typebox: createRequire(path.join(mods, "@mariozechner/pi-coding-agent/dist/index.js")).resolve("typebox"),
+    },
+});
+const extension = (await jiti.import(path.join(src, "integrations/pi/index.ts"))).default;
+
+let n = 0;
+let failed = 0;
+function ok(cond, name, diag) {
+    n++;
+    console.log(`${cond ? "ok" : "not ok"} ${n} - ${name}`);
+    if (!cond) {
+        failed++;
+        if (diag !== undefined) console.log(`#   ${JSON.stringify(diag)}`);
+    }
+}
+
+function load(cordonBin, hasUI, confirmAnswer = false) {
+    process.env.CORDON_BIN = cordonBin;
+    const pi = { handlers: {}, tools: {}, commands: {} };
+    const api = {
+        on: (ev, h) => (pi.handlers[ev] = h),
+        registerTool: (t) => (pi.tools[t.name] = t),
+        registerCommand: (name, c) => (pi.commands[name] = c),
+    };
+    extension(api);
+    pi.notes = [];
+    pi.status = {};
+    pi.confirms = [];
+    pi.ctx = {
+        cwd: ws,
+        hasUI,
+        ui: {
+            notify: (m, level) => pi.notes.push({ m, level }),
+            setStatus: (k, v) => (pi.status[k] = v),
+            confirm: async (title, message) => (pi.confirms.push({ title, message }), confirmAnswer),
+        },
+    };
+    return pi;
+}
+async function userBash(pi, command) {
+    const { operations } = pi.handlers.user_bash({ type: "user_bash", command, cwd: ws }, pi.ctx);
+    let out = "";
+    const r = await operations.exec(command, ws, { onData: (d) => (out += d.toString()) });
+    return { out, exitCode: r.exitCode };
+}
+
+const ws = fs.mkdtempSync(path.join(os.tmpdir(), "cordon-piext-"));
+fs.chmodSync(ws, 0o755);
+const cwd0 = process.cwd();
+process.chdir(ws);
+try {
+    let pi = load(process.env.CORDON, true);
+    ok(Object.keys(pi.tools).sort().join(",") === "bash,edit,find,grep,ls,read,write", "the seven tools are registered", Object.keys(pi.tools));
+    const bashDef = pi.tools.bash;
+    ok(bashDef.parameters.properties.command && bashDef.parameters.properties.execution_target &&
+       JSON.stringify(bashDef.parameters.required) === '["command"]' && typeof bashDef.renderCall === "function",
+       "pi's schema (plus optional execution_target) and pi's renderer are kept", bashDef.parameters);
+    await pi.handlers.session_start({ reason: "startup" }, pi.ctx);
+    ok(pi.status.cordon === "cordon: sandboxed", "footer: sandboxed after start", pi.status);
+    let r = await userBash(pi, "cat /proc/1/comm");
+    ok(r.out === "cordon-agent\n" && r.exitCode === 0, "a ! command runs in the sandbox", r);
+    r = await userBash(pi, "echo partial; exit 3");
+    ok(r.out === "partial\n" && r.exitCode === 3, "a ! command's exit status comes through", r);
+    await pi.commands.cordon.handler("status", pi.ctx);
+    const st = pi.notes.pop()?.m ?? "";
+    ok(/state: sandboxed/.test(st) && /sandbox: cordon-/.test(st) && st.includes(`workspace: ${fs.realpathSync(ws)}`) && /backend: ns/.test(st),
+       "/cordon status: state, sandbox name, workspace, backend", st);
+    await pi.commands.cordon.handler("off", pi.ctx);
+    r = await userBash(pi, "cat /proc/1/comm");
+    ok(pi.status.cordon === "cordon: HOST" && r.out !== "cordon-agent\n", "/cordon off: footer says HOST, commands run on the host", [pi.status, r]);
+    await pi.commands.cordon.handler("on", pi.ctx);
+    r = await userBash(pi, "cat /proc/1/comm");
+    ok(pi.status.cordon === "cordon: sandboxed" && r.out === "cordon-agent\n", "/cordon on: back in the sandbox", [pi.status, r]);
+    await pi.commands.cordon.handler("verify", pi.ctx);
+    ok(/verify is not available|PASS|FAIL/.test(pi.notes.pop()?.m ?? ""), "/cordon verify answers (or says it is not available)");
+    await pi.commands.cordon.handler("config", pi.ctx);
+    ok(/"routeTools"/.test(pi.notes.pop()?.m ?? ""), "/cordon config shows the effective routing settings");
+    const marker = path.join(ws, "..", path.basename(ws) + "-marker");
+    let threw = "";
+    try {
+        await pi.tools.bash.execute("t1", { command: `touch ${marker}`, execution_target: "host" }, undefined, undefined, pi.ctx);
+    } catch (e) {
+        threw = e.message;
+    }
+    ok(pi.confirms.length === 1 && /declined/.test(threw) && !fs.existsSync(marker),
+       "a host call shows ctx.ui.confirm; declined, it is refused", [pi.confirms, threw]);
+    await pi.handlers.session_shutdown({ reason: "quit" }, pi.ctx);
+    threw = "";
+    try {
+        await pi.tools.read.execute("t2", { path: "x" }, undefined, undefined, pi.ctx);
+    } catch (e) {
+        threw = e.message;
+    }
+    ok(/blocked/.test(threw), "after session shutdown cordon is stopped and the tools are blocked", threw);
+
+    // A tool left out of route_tools is pi's own again.
+    process.env.CORDON_ROUTE_TOOLS = "read,bash";
+    pi = load(process.env.CORDON, false);
+    await pi.handlers.session_start({ reason: "startup" }, pi.ctx);
+    delete process.env.CORDON_ROUTE_TOOLS;
+    const own = ws + "-own";
+    r = await pi.tools.write.execute("t4", { path: own, content: "pi's own" }, undefined, undefined, pi.ctx);
+    const viaCordon = await pi.tools.bash.execute("t5", { command: "cat /proc/1/comm" }, undefined, undefined, pi.ctx);
+    ok(r.content[0].text === `Successfully wrote 8 bytes to ${own}` && fs.readFileSync(own, "utf8") === "pi's own" &&
+       viaCordon.content[0].text === "cordon-agent\n",
+       "route_tools without write: pi's own write runs it, bash stays in the sandbox", [r, viaCordon]);
+    fs.rmSync(own, { force: true });
+    await pi.handlers.session_shutdown({ reason: "quit" }, pi.ctx);
+
+    pi = load(path.join(ws, "no-such-cordon"), true);
+    await pi.handlers.session_start({ reason: "startup" }, pi.ctx);
+    threw = "";
+    try {
+        await pi.tools.bash.execute("t3", { command: "echo hi" }, undefined, undefined, pi.ctx);
+    } catch (e) {
+        threw = e.message;
+    }
+    ok(pi.status.cordon === "cordon: blocked" && /the bash tool is blocked: cannot start/.test(threw) &&
+       pi.notes.some((x) => x.level === "error"), "cordon missing: footer blocked, tools fail closed with the reason", [pi.status, threw]);
+    r = await userBash(pi, "echo hi");
+    ok(r.exitCode !== 0 && !r.out.startsWith("hi"), "cordon missing: ! commands do not run on the host either", r);
+} finally {
+    process.chdir(cwd0);
+    fs.rmSync(ws, { recursive: true, force: true });
+    fs.rmSync(ws + "-marker", { force: true });
+}
+console.log(`1..${n}`);
+process.exit(failed ? 1 : 0);
