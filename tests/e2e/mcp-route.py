@@ -214,7 +214,7 @@ try:
     ok(text(r) != "cordon-agent\n" and meta(r)["cordon/state"] == "off" and s.request("cordon/status")["result"]["sandbox"] is None,
        "cordon mcp --off: host mode without a sandbox", r)
     s.close()
-    s = Server(ws, args=["--set", "backend=vm"], elicitation=True)
+    s = Server(ws, args=["--set", "backend=docker"], elicitation=True)
     m3 = os.path.join(outside, "blocked")
     r = s.call("bash", {"command": f"touch {m3}"})
     r2 = s.call("bash", {"command": f"touch {m3}", "execution_target": "host"})
@@ -222,7 +222,7 @@ try:
        and meta(r).get("cordon/state") == "blocked" and "backend" in meta(r).get("cordon/reason", ""),
        "a sandbox failure blocks every call with the reason; nothing runs anywhere", [r, r2])
     s.close()
-    s = Server(ws, args=["--set", "backend=vm", "--fallback", "host"], elicitation=False)
+    s = Server(ws, args=["--set", "backend=docker", "--fallback", "host"], elicitation=False)
     r = s.call("bash", {"command": "cat /proc/1/comm"})
     ok(not r["isError"] and text(r) != "cordon-agent\n" and meta(r) == {"cordon/route": "host", "cordon/state": "host fallback"},
        "fallback_mode = host from the session: host fallback, shown in _meta", r)
