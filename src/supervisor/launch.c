@@ -12,6 +12,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,25 @@ const char *launch_etc_dir(void)
     return dir && dir[0] == '/' ? dir : NULL;
 }
 
+/* The same configuration is resolved more than once in one process (cordon
+ * mcp reads it for routing, then again for each sandbox): say each warning
+ * once. */
+static void warn_once(const char *message)
+{
+    static uint64_t seen[128];
+    static size_t nseen;
+    uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char *p = (const unsigned char *)message; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    for (size_t i = 0; i < nseen; i++) {
+        if (seen[i] == h)
+            return;
+    }
+    if (nseen < sizeof(seen) / sizeof(seen[0]))
+        seen[nseen++] = h;
+    log_warn("%s", message);
+}
+
 int launch_resolve_config(const char *workspace, const char *const *session_sets,
                           struct cordon_config *cfg, struct cordon_error *err)
 {
@@ -48,7 +68,7 @@ int launch_resolve_config(const char *workspace, const char *const *session_sets
     struct cfg_warnings warnings = {0};
     int rc = cfg_resolve(&in, cfg, &warnings, err);
     for (size_t i = 0; i < warnings.count; i++)
-        log_warn("%s", warnings.items[i]);
+        warn_once(warnings.items[i]);
     cfg_warnings_free(&warnings);
     if (rc < 0)
         return error_prefix(err, "configuration");

@@ -190,9 +190,10 @@ void lifecycle_end(struct lifecycle *lc)
         (void)w;
         close(lc->disarm_fd);
         lc->disarm_fd = -1;
-        /* Wait for the watchdog to let go of its copy of the lock, so the
-         * name is free the moment we return. */
-        if (lc->watchdog_pidfd >= 0) {
+        /* For a name someone may reuse at once, wait for the watchdog to let
+         * go of its copy of the lock, so the name is free when we return. A
+         * generated name is never reused: no need to wait. */
+        if (lc->watchdog_pidfd >= 0 && lc->teardown != TEARDOWN_REMOVE) {
             struct pollfd p = {lc->watchdog_pidfd, POLLIN, 0};
             poll(&p, 1, 2000);
         }

@@ -345,6 +345,32 @@ int state_remove(const char *name, struct cordon_error *err)
     return 0;
 }
 
+/* Empty cgroups left by sandboxes whose supervisor was killed before it
+ * could remove them. rmdir only ever succeeds on an empty cgroup, so a
+ * running sandbox's is never touched. */
+static void gc_cgroups(const struct state_entry *entries, size_t n)
+{
+    static const char *const bases[] = {"/sys/fs/cgroup/memory/cordon",
+                                        "/sys/fs/cgroup/pids/cordon", "/sys/fs/cgroup/cpu/cordon"};
+    for (size_t b = 0; b < ARRAY_SIZE(bases); b++) {
+        _cleanup_closedir_ DIR *d = opendir(bases[b]);
+        if (!d)
+            continue;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (strncmp(de->d_name, "cordon-", 7) != 0 && de->d_type != DT_DIR)
+                continue;
+            if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+                continue;
+            bool live = false;
+            for (size_t i = 0; i < n; i++)
+                live |= entries[i].locked && strcmp(entries[i].name, de->d_name) == 0;
+            if (!live)
+                unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+        }
+    }
+}
+
 int state_gc(double hours, const char *keep, size_t *removed, struct cordon_error *err)
 {
     *removed = 0;
@@ -366,6 +392,7 @@ int state_gc(double hours, const char *keep, size_t *removed, struct cordon_erro
         state_release(&o, true);
         (*removed)++;
     }
+    gc_cgroups(entries, n);
     free(entries);
     return 0;
 }
