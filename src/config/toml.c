@@ -678,6 +678,10 @@ int toml_parse(const char *data, size_t length, const char *name, struct toml_va
         return error_set(err, 0, "%s: file larger than %d bytes", p.name, TOML_MAX_INPUT);
     if (toml_validate_utf8(&p) < 0)
         return -1;
+    /* A UTF-8 byte order mark at the very start is not content (toml-test's
+     * valid/utf8-bom cases). */
+    if (length >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0)
+        p.pos = 3;
     struct toml_value *root = toml_value_new(&p, TOML_TABLE, 0);
     if (!root)
         return toml_oom(&p);
