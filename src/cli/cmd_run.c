@@ -7,6 +7,7 @@
 #include "cli/options.h"
 #include "supervisor/launch.h"
 #include "supervisor/lifecycle.h"
+#include "supervisor/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -29,10 +30,11 @@ static const int relayed_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 static void usage(FILE *out, bool shell)
 {
     if (shell)
-        fprintf(out, "usage: cordon shell [OPTIONS]\n\n"
+        fprintf(out, "usage: cordon shell [OPTIONS] [NAME]\n\n"
                      "Starts an interactive bash in a sandbox of the current workspace. On a\n"
                      "terminal it gets a terminal of its own; otherwise it reads commands from\n"
-                     "stdin (echo 'ls; id' | cordon shell).\n\n");
+                     "stdin (echo 'ls; id' | cordon shell). With NAME, it goes back into a\n"
+                     "sandbox kept by teardown \"stop\" or \"none\" (its home and /tmp).\n\n");
     else
         fprintf(out, "usage: cordon run [OPTIONS] [--] CMD [ARG...]\n\n"
                      "Runs CMD in a sandbox of the current workspace and exits with its status.\n"
@@ -211,10 +213,24 @@ static int run_common(int argc, char **argv, bool shell)
     char **cmd = argv + optind_local;
     char *shell_argv[] = {"/bin/bash", NULL};
     if (shell) {
-        if (optind_local < argc) {
-            fprintf(stderr, "cordon: shell: unexpected argument '%s'\n", argv[optind_local]);
+        if (optind_local + 1 < argc) {
+            fprintf(stderr, "cordon: shell: unexpected argument '%s'\n", argv[optind_local + 1]);
             cli_sets_free(&sets);
             return CORDON_EXIT_FAILURE;
+        }
+        if (optind_local < argc) {
+            /* `cordon shell NAME`: back into a kept sandbox's home and /tmp. */
+            const char *name = argv[optind_local];
+            char *set = NULL;
+            if (!state_exists(name)) {
+                fprintf(stderr, "cordon: shell: no sandbox named '%s' (see cordon ls)\n", name);
+                cli_sets_free(&sets);
+                return CORDON_EXIT_FAILURE;
+            }
+            if (asprintf(&set, "sandbox_name=\"%s\"", name) < 0 || cli_sets_push(&sets, set) < 0) {
+                cli_sets_free(&sets);
+                return CORDON_EXIT_FAILURE;
+            }
         }
         cmd = shell_argv;
     } else if (optind_local >= argc) {
@@ -232,7 +248,7 @@ static int run_common(int argc, char **argv, bool shell)
         return CORDON_EXIT_FAILURE;
     }
     struct launch_request req = {(const char *const *)sets.items, sets.net_audit_log,
-                                 sets.net_hosts_file};
+                                 sets.net_hosts_file, NULL};
     int prep = launch_prepare(&req, &l, &err);
     cli_sets_free(&sets);
     if (prep < 0) {
@@ -259,6 +275,12 @@ static int run_common(int argc, char **argv, bool shell)
     struct lifecycle lc;
     if (lifecycle_begin(&l, &lc, &err) < 0) {
         log_error("%s", err.message);
+        launch_free(&l);
+        return CORDON_EXIT_FAILURE;
+    }
+    if (lifecycle_persist(&lc, &l, &err) < 0) {
+        log_error("%s", err.message);
+        lifecycle_end(&lc);
         launch_free(&l);
         return CORDON_EXIT_FAILURE;
     }

@@ -212,7 +212,7 @@ int cmd_tool(int argc, char **argv)
     int started = cli_sets_finish(&sets);
     if (started == 0) {
         struct launch_request req = {(const char *const *)sets.items, sets.net_audit_log,
-                                     sets.net_hosts_file};
+                                     sets.net_hosts_file, NULL};
         started = session_start(&req, &s, &err);
     } else {
         error_set(&err, ENOMEM, "options");

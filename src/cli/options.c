@@ -177,6 +177,11 @@ int cli_config_flag(int argc, char **argv, int *i, struct cli_sets *sets)
     return 0;
 }
 
+int cli_sets_push(struct cli_sets *sets, char *item)
+{
+    return push(sets, item);
+}
+
 void cli_sets_free(struct cli_sets *sets)
 {
     for (size_t i = 0; i < sets->count; i++)

@@ -27,6 +27,8 @@ int cli_config_flag(int argc, char **argv, int *i, struct cli_sets *sets);
 /* Adds the settings of repeatable flags (--allow-host, --publish). */
 int cli_sets_finish(struct cli_sets *sets);
 void cli_sets_free(struct cli_sets *sets);
+/* Appends one "key=value" (taken). */
+int cli_sets_push(struct cli_sets *sets, char *item);
 
 /* Help text for those flags. */
 extern const char cli_config_flags_help[];

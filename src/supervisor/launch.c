@@ -202,6 +202,9 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     *l = (struct launch){0};
     l->net_session.proxy_pid = -1;
     l->net_session.pasta_pid = -1;
+    if (req && req->attach && !state_exists(req->attach))
+        return error_set(err, ENOENT, "no sandbox named %s to attach to (see cordon ls)",
+                         req->attach);
     long long t0 = log_now_us();
     if (workspace_detect(NULL, &l->ws, err) < 0)
         return -1;

@@ -20,6 +20,7 @@ struct launch_request {
     const char *const *session_sets; /* "key=value", NULL-terminated; may be NULL */
     const char *net_audit_log;       /* NULL: $XDG_STATE_HOME/cordon/network-audit.jsonl */
     const char *net_hosts_file;      /* NULL: the system resolver */
+    const char *attach;              /* an existing kept sandbox's name, or NULL */
 };
 
 struct launch {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,6 +60,26 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
         log_warn("garbage collection: %s", gc_err.message);
     else if (removed)
         log_debug("garbage collection removed %zu stale sandbox(es)", removed);
+    return 0;
+}
+
+int lifecycle_persist(struct lifecycle *lc, struct launch *l, struct cordon_error *err)
+{
+    if (lc->teardown == TEARDOWN_REMOVE)
+        return 0;
+    static const struct {
+        const char *name;
+        mode_t mode;
+    } dirs[] = {{"tmp", 01777}, {"home", 0700}};
+    for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+        if (mkdirat(lc->owner.dir_fd, dirs[i].name, dirs[i].mode) < 0 && errno != EEXIST)
+            return error_set(err, errno, "sandbox %s: creating its %s", l->name, dirs[i].name);
+        /* fchmodat: mkdir's mode is filtered by the umask. */
+        if (fchmodat(lc->owner.dir_fd, dirs[i].name, dirs[i].mode, AT_SYMLINK_NOFOLLOW) < 0 &&
+            errno != EOPNOTSUPP)
+            return error_set(err, errno, "sandbox %s: %s", l->name, dirs[i].name);
+    }
+    l->spec.persist_dir = lc->owner.dir;
     return 0;
 }
 

@@ -20,6 +20,9 @@ struct lifecycle {
 /* Takes ownership of the launch's sandbox name (before anything is
  * created) and sweeps stale sandboxes (gc_hours). */
 int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error *err);
+/* For a sandbox kept after its session (teardown stop/none): creates its
+ * tmp/ and home/ in the state directory and points the spec at them. */
+int lifecycle_persist(struct lifecycle *lc, struct launch *l, struct cordon_error *err);
 /* Records the running sandbox and arms the watchdog. */
 int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct ns_sandbox *sb,
                       struct cordon_error *err);

@@ -116,6 +116,8 @@ int session_start(const struct launch_request *req, struct session **out, struct
         return -1;
     }
     s->owned = true;
+    if (lifecycle_persist(&s->lifecycle, &s->launch, err) < 0)
+        goto fail;
     static char *const agent_argv[] = {"cordon-agent", "serve", NULL};
     if (s->launch.cfg.backend == CFG_BACKEND_VM) {
         /* The agent serves on the guest's virtio-serial channel; the

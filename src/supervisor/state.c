@@ -327,6 +327,17 @@ int state_list(struct state_entry **ret, size_t *n, struct cordon_error *err)
     return 0;
 }
 
+bool state_exists(const char *name)
+{
+    struct cordon_error err;
+    _cleanup_free_ char *root = NULL;
+    if (state_check_name(name, &err) < 0 || state_root(&root, &err) < 0)
+        return false;
+    _cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    struct state_entry e;
+    return root_fd >= 0 && entry_read(root_fd, name, &e);
+}
+
 int state_remove(const char *name, struct cordon_error *err)
 {
     if (state_check_name(name, err) < 0)

@@ -57,6 +57,8 @@ struct state_entry {
 
 /* Lists cordon's state directories (NULL-free array, count in *n). */
 int state_list(struct state_entry **ret, size_t *n, struct cordon_error *err);
+/* True when cordon made a sandbox named NAME (running or stopped). */
+bool state_exists(const char *name);
 /* Removes NAME unless another process owns it. */
 int state_remove(const char *name, struct cordon_error *err);
 /* Removes sandboxes that are not running, not `keep`, whose lock can be

@@ -28,6 +28,33 @@ ok "teardown stop keeps the state" test -f "$root/kept/lock"
 cordon_run "$ws" --name gone --teardown remove -- true
 ok "teardown remove on a named sandbox removes it" test ! -e "$root/gone"
 
+# --- a kept sandbox: home and /tmp come back; cordon shell NAME; mcp --attach ---
+cordon_run "$ws" --name keep --teardown stop -- bash -c 'echo in-home > ~/note; echo in-tmp > /tmp/note'
+cordon_run "$ws" --name keep -- bash -c 'cat ~/note /tmp/note'
+is "teardown stop keeps the sandbox's home and /tmp for the next session on the name" "$out" "in-home
+in-tmp"
+out=$(echo 'cat ~/note' | (cd "$ws" && "$CORDON" shell keep) 2>&1)
+is "cordon shell NAME goes back into a kept sandbox" "$out" "in-home"
+out=$(cd "$ws" && "$CORDON" shell no-such-sandbox 2>&1 </dev/null)
+like "cordon shell NAME refuses an unknown name" "$out" "no sandbox named 'no-such-sandbox'"
+out=$(py "
+from mcp_client import Mcp, text_of
+m = Mcp('$CORDON', '$ws', '--attach', 'keep')
+m.initialize()
+print(text_of(m.call(1, 'bash', {'command': 'cat ~/note'})).strip())
+m.close()
+n = Mcp('$CORDON', '$ws', '--attach', 'nothing-here')
+n.initialize()
+r = n.call(1, 'bash', {'command': 'true'})
+print(r['result']['isError'], text_of(r))
+n.close()
+")
+like "cordon mcp --attach NAME serves from the kept sandbox" "$out" "^in-home"
+like "cordon mcp --attach of an unknown name blocks the tools with the reason" "$out" "True .*no sandbox named nothing-here to attach to"
+cordon_run "$ws" -- bash -c 'ls -A ~ | wc -l'
+is "a session sandbox's home starts empty (nothing kept)" "$out" "0"
+(cd "$ws" && "$CORDON" rm keep >/dev/null)
+
 # --- ownership ---
 (cd "$ws" && exec "$CORDON" run --name owned -- sleep 5) &
 pid=$!

@@ -314,9 +314,18 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
     }
     if (plan_etc(plan) < 0 || plan_dev(plan) < 0)
         goto fail;
-    if (plan_mkdir_p(plan, "/tmp") < 0 ||
-        plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/tmp", "mode=1777", 0, 0) < 0 ||
-        plan_mkdir_p(plan, "/var/tmp") < 0 ||
+    /* A sandbox that outlives its session (teardown stop/none) keeps /tmp
+     * and home in its state directory; otherwise they are fresh tmpfs. */
+    char persist[PATH_MAX];
+    if (spec->persist_dir) {
+        snprintf(persist, sizeof(persist), "%s/tmp", spec->persist_dir);
+        if (plan_bind(plan, persist, "/tmp", rw, 0) < 0)
+            goto fail;
+    } else if (plan_mkdir_p(plan, "/tmp") < 0 ||
+               plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/tmp", "mode=1777", 0, 0) < 0) {
+        goto fail;
+    }
+    if (plan_mkdir_p(plan, "/var/tmp") < 0 ||
         plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/var/tmp", "mode=1777", 0, 0) < 0 ||
         plan_mkdir_p(plan, "/run") < 0 ||
         plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/run", "mode=0755", 0, 0) < 0)
@@ -329,9 +338,15 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
                          !is_under(spec->home, "/run");
     if (plan_mkdir_p(plan, spec->home) < 0)
         goto fail;
-    if (home_is_tmpfs && plan_add(plan, NS_OP_TMPFS, NULL, plan_str(plan, NEWROOT "%s", spec->home),
-                                  plan_str(plan, "mode=0700,uid=%u,gid=%u", uid, gid), 0, 0) < 0)
+    if (spec->persist_dir && home_is_tmpfs) {
+        snprintf(persist, sizeof(persist), "%s/home", spec->persist_dir);
+        if (plan_bind(plan, persist, spec->home, rw, 0) < 0)
+            goto fail;
+    } else if (home_is_tmpfs &&
+               plan_add(plan, NS_OP_TMPFS, NULL, plan_str(plan, NEWROOT "%s", spec->home),
+                        plan_str(plan, "mode=0700,uid=%u,gid=%u", uid, gid), 0, 0) < 0) {
         goto fail;
+    }
 
     /* The workspace at its lexical path. */
     if (plan_mkdir_p(plan, spec->workspace_view) < 0 ||

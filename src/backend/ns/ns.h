@@ -35,6 +35,9 @@ struct ns_spec {
     const char *workspace_view; /* where it appears inside (lexical path) */
     const char *cwd;            /* starting directory inside the sandbox */
     const char *home;           /* HOME inside (an empty writable tmpfs) */
+    /* When set, /tmp and home are this host directory's tmp/ and home/
+     * (a sandbox kept by teardown stop/none), not fresh tmpfs. */
+    const char *persist_dir;
     bool workspace_readonly;
     /* Workspace-relative paths kept read-only (NULL-terminated). */
     const char *const *protected_paths;
