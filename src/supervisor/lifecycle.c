@@ -176,14 +176,26 @@ int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct
         int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         for (int fd = 0; fd < 3 && devnull >= 0; fd++)
             dup2(devnull, fd);
-        const int keep[] = {self, sb->pidfd, disarm[0], lc->owner.lock_fd, lc->owner.dir_fd};
-        for (int fd = 3; fd < 4096; fd++) {
-            bool kept = false;
-            for (size_t k = 0; k < ARRAY_SIZE(keep); k++)
-                kept |= keep[k] == fd;
-            if (!kept)
-                close(fd);
+        int keep[] = {self, sb->pidfd, disarm[0], lc->owner.lock_fd, lc->owner.dir_fd};
+        /* close_range over the gaps between the kept fds, in order. */
+        for (size_t a = 0; a < ARRAY_SIZE(keep); a++) {
+            for (size_t b = a + 1; b < ARRAY_SIZE(keep); b++) {
+                if (keep[b] < keep[a]) {
+                    int t = keep[a];
+                    keep[a] = keep[b];
+                    keep[b] = t;
+                }
+            }
         }
+        unsigned from = 3;
+        for (size_t k = 0; k < ARRAY_SIZE(keep); k++) {
+            if (keep[k] < 0 || (unsigned)keep[k] < from)
+                continue;
+            if ((unsigned)keep[k] > from)
+                close_range(from, (unsigned)keep[k] - 1, 0);
+            from = (unsigned)keep[k] + 1;
+        }
+        close_range(from, ~0U, 0);
         watchdog_run(self, sb->pidfd, disarm[0], lc, sb, l);
     }
     close(disarm[0]);
