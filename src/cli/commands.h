@@ -12,6 +12,7 @@ int cmd_run(int argc, char **argv);
 int cmd_shell(int argc, char **argv);
 int cmd_tool(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_trust(int argc, char **argv);
 int cmd_untrust(int argc, char **argv);

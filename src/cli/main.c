@@ -17,6 +17,7 @@ static const struct cli_command commands[] = {
     {"untrust", cmd_untrust, "stop trusting this workspace's .cordon.toml"},
     {"tool", cmd_tool, "run one of the seven agent tools in a sandbox"},
     {"mcp", cmd_mcp, "serve the tools over MCP (stdio) from one sandbox"},
+    {"verify", cmd_verify, "audit a sandbox: PASS/FAIL with evidence for each check"},
 };
 
 static void usage(FILE *out)
