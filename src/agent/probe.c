@@ -327,6 +327,44 @@ static json_t *tcp_attempts(json_t *req)
     return out;
 }
 
+/* Allowlist mode: asks cordon's proxy (inside, on loopback) to CONNECT to
+ * each target; the status line is the observation. */
+static json_t *proxy_attempts(json_t *req)
+{
+    json_t *out = json_array();
+    json_t *proxy = json_object_get(req, "proxy");
+    json_int_t port = json_integer_value(json_object_get(proxy, "port"));
+    size_t i;
+    json_t *t;
+    json_array_foreach (json_object_get(proxy, "targets"), i, t) {
+        const char *target = json_string_value(t);
+        if (!target || port <= 0)
+            continue;
+        json_t *o = json_pack("{s:s}", "target", target);
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int rc = fd < 0 ? -1 : connect_timeout(fd, (struct sockaddr *)&sa, sizeof(sa));
+        json_object_set_new(o, "connect", outcome(rc, errno));
+        char line[512] = "";
+        if (rc == 0) {
+            char msg[256];
+            int n = snprintf(msg, sizeof(msg), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target,
+                             target);
+            struct pollfd p = {fd, POLLIN, 0};
+            if (send(fd, msg, (size_t)n, MSG_NOSIGNAL) == n && poll(&p, 1, 3000) > 0) {
+                ssize_t m = recv(fd, line, sizeof(line) - 1, 0);
+                line[m > 0 ? m : 0] = '\0';
+                line[strcspn(line, "\r\n")] = '\0';
+            }
+        }
+        json_object_set_new(o, "status", json_string(line));
+        json_array_append_new(out, o);
+    }
+    return out;
+}
+
 /* Can a new file be made in a directory (or a file opened for writing)?
  * Nothing is left behind and no existing file is changed: O_WRONLY without
  * O_TRUNC writes nothing. */
@@ -446,6 +484,7 @@ int agent_probe(void)
     json_object_set_new(out, "host_paths", host_paths(req));
     json_object_set_new(out, "sockets", sockets(req));
     json_object_set_new(out, "tcp", tcp_attempts(req));
+    json_object_set_new(out, "proxy", proxy_attempts(req));
     json_object_set_new(out, "writable", write_attempts(json_object_get(req, "writable")));
     json_object_set_new(out, "readonly", write_attempts(json_object_get(req, "readonly")));
     json_object_set_new(out, "processes", processes(req));

@@ -8,6 +8,7 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/tools-list.h"
 #include "supervisor/session.h"
+#include "supervisor/verify.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -33,6 +34,7 @@ struct pending {
     json_t *progress_token;
     double progress;
     bool cancelled;
+    struct verify_run *verify; /* sandbox_verify: the probe's bash call */
 };
 
 struct server {
@@ -120,6 +122,7 @@ static void pending_release(struct pending *p)
 {
     json_decref(p->request_id);
     json_decref(p->progress_token);
+    verify_free(p->verify);
     *p = (struct pending){0};
 }
 
@@ -169,6 +172,19 @@ static void start_session(struct server *s)
     epoll_set(s, session_pidfd(s->session), TAG_SANDBOX, EPOLLIN, EPOLL_CTL_ADD);
 }
 
+/* sandbox_verify's probe answered: the report as text and as
+ * structuredContent. */
+static void reply_verify(struct server *s, struct pending *p, const struct session_event *ev)
+{
+    json_t *report = verify_finish(p->verify, ev->kind == SESSION_RESULT ? ev->result : NULL,
+                                   ev->kind == SESSION_RESULT ? NULL : ev->message);
+    _cleanup_free_ char *text = verify_report_text(report);
+    struct tool_result res = {0};
+    tool_result_text(&res, text ? text : "cordon verify: out of memory", report);
+    send_msg(s, rpc_result(json_incref(p->request_id), tool_result_json(&res)));
+    tool_result_clear(&res);
+}
+
 static void on_session_event(void *ctx, const struct session_event *ev)
 {
     struct server *s = ctx;
@@ -188,7 +204,9 @@ static void on_session_event(void *ctx, const struct session_event *ev)
         send_msg(s, rpc_notification("notifications/progress", params));
         return;
     }
-    if (!p->cancelled) {
+    if (!p->cancelled && p->verify) {
+        reply_verify(s, p, ev);
+    } else if (!p->cancelled) {
         if (ev->kind == SESSION_RESULT)
             send_msg(s, rpc_result(json_incref(p->request_id), tool_result_json(ev->result)));
         else
@@ -255,7 +273,24 @@ static void on_tools_call(struct server *s, json_t *id, json_t *params)
             (json_is_string(token) || json_is_integer(token)) ? json_incref(token) : NULL,
     };
     struct cordon_error err;
-    if (session_send_call(s->session, p->call_id, name, args ? args : json_object(), &err) < 0) {
+    if (strcmp(name, "sandbox_verify") == 0) {
+        /* Runs as a bash call of the probe; judged when it answers. */
+        json_t *probe_args = NULL;
+        if (verify_prepare(s->session, &p->verify, &probe_args, &err) < 0) {
+            pending_release(p);
+            reply_tool_error(s, id, "cordon: sandbox_verify: %s", err.message);
+            return;
+        }
+        int rc = session_send_call(s->session, p->call_id, "bash", probe_args, &err);
+        json_decref(probe_args);
+        if (rc < 0) {
+            pending_release(p);
+            block_tools(s, err.message);
+            reply_tool_error(s, id, "cordon: sandbox_verify is blocked: %s", s->blocked);
+            return;
+        }
+    } else if (session_send_call(s->session, p->call_id, name, args ? args : json_object(), &err) <
+               0) {
         pending_release(p);
         block_tools(s, err.message);
         reply_tool_error(s, id, "cordon: the %s tool is blocked: %s", name, s->blocked);
@@ -453,6 +488,7 @@ int mcp_serve(const struct mcp_options *o)
         free(s);
         return CORDON_EXIT_FAILURE;
     }
+    json_array_append_new(s->tools, verify_tool_definition());
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);

@@ -397,6 +397,15 @@ int verify_prepare(struct session *s, struct verify_run **out, json_t **bash_arg
                            sentinels, "probe_var", VERIFY_PROBE_VAR, "host_paths", host_paths(l),
                            "sockets", sockets, "tcp", tcp, "writable", l->ws.view_root, "readonly",
                            readonly, "policy", policy, "supervisor_pid", (int)getpid());
+    if (l->net.mode == NET_MODE_ALLOWLIST) {
+        json_t *targets = json_array();
+        for (size_t i = 0; i < r->nlisteners; i++) {
+            snprintf(path, sizeof(path), "%s:%d", r->listeners[i].addr, r->listeners[i].port);
+            json_array_append_new(targets, json_string(path));
+        }
+        json_object_set_new(r->request, "proxy",
+                            json_pack("{s:i, s:o}", "port", NET_PROXY_PORT, "targets", targets));
+    }
     r->host = json_pack("{s:o, s:o, s:o, s:o, s:i}", "self_status", read_status(0), "self_ns",
                         read_namespaces(0), "agent_status", read_status(r->agent_pid), "agent_ns",
                         read_namespaces(r->agent_pid), "agent_pid", (int)r->agent_pid);
@@ -473,8 +482,9 @@ static void check_env(struct verify_run *r, const json_t *p)
         scrub_rc < 0       ? "failed"
         : scrub_flagged[0] ? scrub_flagged
                            : "all removed");
-    add(ev, sizeof(ev), "; sentinels %s the environment this sandbox was built from",
-        sentinels_injected() ? "were in" : "were not in (sandbox started before verify)");
+    add(ev, sizeof(ev), "; the sandbox was built from an environment %s",
+        sentinels_injected() ? "holding the sentinels"
+                             : "without them (it started before verify ran)");
     add(ev, sizeof(ev), "; sandbox environment: %s",
         built_flagged[0] ? built_flagged : "no Docker/Compose/sentinel variables");
     if (agent_rc < 0)
@@ -732,6 +742,13 @@ static void check_network(struct verify_run *r, const json_t *p)
         add(ev, sizeof(ev), "; connect %s:%lld (host listener) -> %s", str(t, "addr"),
             (long long)json_integer_value(json_object_get(t, "port")), str(t, "connect"));
         if (strcmp(str(t, "connect"), "ok") == 0)
+            fail = true;
+    }
+    json_array_foreach (p ? json_object_get(p, "proxy") : NULL, i, t) {
+        const char *status = str(t, "status");
+        add(ev, sizeof(ev), "; proxy CONNECT %s (not allowlisted) -> %s", str(t, "target"),
+            status[0] ? status : str(t, "connect"));
+        if (strncmp(status, "HTTP/1.1 2", 10) == 0 || strncmp(status, "HTTP/1.0 2", 10) == 0)
             fail = true;
     }
     /* Evidence the sandbox cannot forge: nothing reached the listeners. */
