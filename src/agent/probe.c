@@ -254,7 +254,26 @@ static json_t *try_unix(const char *path)
 struct scan {
     size_t entries;
     json_t *found;
+    json_t *host_paths; /* [{path, dev, ino}]: host files to look for anywhere */
+    json_t *found_host; /* [{inside, host}] */
 };
+
+/* A host file seen at another path (a bind mount of ~/.ssh elsewhere):
+ * compared by device and inode, the one identity a mount cannot change. */
+static void match_host_identity(struct scan *sc, const char *path)
+{
+    struct stat st;
+    if (json_array_size(sc->found_host) >= PROBE_SOCKETS_MAX || lstat(path, &st) < 0)
+        return;
+    size_t i;
+    json_t *h;
+    json_array_foreach (sc->host_paths, i, h) {
+        if ((json_int_t)st.st_dev == json_integer_value(json_object_get(h, "dev")) &&
+            (json_int_t)st.st_ino == json_integer_value(json_object_get(h, "ino")))
+            json_array_append_new(sc->found_host, json_pack("{s:s, s:O}", "inside", path, "host",
+                                                            json_object_get(h, "path")));
+    }
+}
 
 static void scan_dir(struct scan *sc, const char *dir, int depth)
 {
@@ -275,7 +294,19 @@ static void scan_dir(struct scan *sc, const char *dir, int depth)
         if (de->d_type == DT_SOCK) {
             if (json_array_size(sc->found) < PROBE_SOCKETS_MAX)
                 json_array_append_new(sc->found, try_unix(path));
-        } else if (de->d_type == DT_DIR) {
+        } else if (de->d_type == DT_DIR || de->d_type == DT_REG) {
+            /* Directories are stat'ed (a mount point's d_ino is the
+             * covered directory's); files only when d_ino matches. */
+            bool candidate = de->d_type == DT_DIR;
+            size_t k;
+            json_t *h;
+            json_array_foreach (sc->host_paths, k, h) {
+                candidate |= (json_int_t)de->d_ino == json_integer_value(json_object_get(h, "ino"));
+            }
+            if (candidate)
+                match_host_identity(sc, path);
+        }
+        if (de->d_type == DT_DIR) {
             if (depth == 0 && (strcmp(de->d_name, "proc") == 0 || strcmp(de->d_name, "sys") == 0 ||
                                strcmp(de->d_name, "usr") == 0))
                 continue;
@@ -295,9 +326,12 @@ static json_t *sockets(json_t *req)
             json_array_append_new(known, try_unix(json_string_value(p)));
     }
     json_object_set_new(o, "known", known);
-    struct scan sc = {.found = json_array()};
+    struct scan sc = {.found = json_array(),
+                      .host_paths = json_object_get(req, "host_paths"),
+                      .found_host = json_array()};
     scan_dir(&sc, "/", 0);
     json_object_set_new(o, "found", sc.found);
+    json_object_set_new(o, "host_files_elsewhere", sc.found_host);
     json_object_set_new(o, "scanned", json_integer((json_int_t)sc.entries));
     json_object_set_new(o, "scan_complete", json_boolean(sc.entries < PROBE_SCAN_MAX));
     return o;

@@ -265,15 +265,18 @@ static bool path_is_ancestor_of(const char *dir, const char *path)
     return path && strncmp(dir, path, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-static void add_host_path(const struct launch *l, json_t *list, const char *path)
+/* secret: checked even when configuration mounts it (a mount of ~/.ssh is
+ * exactly what this check exists to catch). */
+static void add_host_path(const struct launch *l, json_t *list, const char *path, bool secret)
 {
     struct stat st;
     if (json_array_size(list) >= 48 || lstat(path, &st) < 0)
         return;
-    /* The workspace and configured mounts are meant to be seen inside. */
-    if (path_is_ancestor_of(path, l->ws.root))
+    /* The workspace and configured mounts are meant to be seen inside,
+     * and so are the directories above them. */
+    if (path_is_ancestor_of(path, l->ws.root) && !secret)
         return;
-    for (size_t i = 0; i < l->cfg.mounts.count; i++) {
+    for (size_t i = 0; i < l->cfg.mounts.count && !secret; i++) {
         if (path_is_ancestor_of(path, l->mounts[i].host_path))
             return;
     }
@@ -290,17 +293,17 @@ static json_t *host_paths(const struct launch *l)
     const char *home = getenv("HOME");
     char path[PATH_MAX];
     if (home && home[0] == '/') {
-        add_host_path(l, list, home);
+        add_host_path(l, list, home, false);
         static const char *const secrets[] = {".ssh",   ".docker", ".aws",
                                               ".gnupg", ".kube",   ".config/gcloud"};
         for (size_t i = 0; i < ARRAY_SIZE(secrets); i++) {
             snprintf(path, sizeof(path), "%s/%s", home, secrets[i]);
-            add_host_path(l, list, path);
+            add_host_path(l, list, path, true);
         }
     }
-    add_host_path(l, list, "/root");
-    add_host_path(l, list, "/etc/shadow");
-    add_host_path(l, list, "/etc/gshadow");
+    add_host_path(l, list, "/root", false);
+    add_host_path(l, list, "/etc/shadow", true);
+    add_host_path(l, list, "/etc/gshadow", true);
     if (home && home[0] == '/') {
         _cleanup_closedir_ DIR *d = opendir(home);
         struct dirent *de;
@@ -308,7 +311,7 @@ static json_t *host_paths(const struct launch *l)
             if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                 continue;
             snprintf(path, sizeof(path), "%s/%s", home, de->d_name);
-            add_host_path(l, list, path);
+            add_host_path(l, list, path, false);
         }
     }
     return list;
@@ -561,6 +564,15 @@ static void check_host_files(struct verify_run *r, const json_t *p)
         "/root, /etc/shadow, the home directory's entries): %zu absent inside, "
         "%zu present only as the sandbox's own files",
         json_array_size(json_object_get(p, "host_paths")), absent, other);
+    json_t *elsewhere = json_object_get(json_object_get(p, "sockets"), "host_files_elsewhere");
+    json_array_foreach (elsewhere, i, h) {
+        add(bad, sizeof(bad), "%s%s (the host's file, at %s inside)", bad[0] ? ", " : "",
+            str(h, "host"), str(h, "inside"));
+    }
+    add(ev, sizeof(ev),
+        "; the view (all but /proc, /sys, /usr) searched for the same files "
+        "under other paths: %zu found",
+        json_array_size(elsewhere));
     if (bad[0])
         add(ev, sizeof(ev), "; visible: %s", bad);
     row(r, "host-files", bad[0] ? "FAIL" : "PASS", "%s", ev);
