@@ -475,6 +475,36 @@ static void loop(struct server *s)
     }
 }
 
+/* The fuzzing seam (tests/fuzz/fuzz-mcp.c): the line reader and dispatch of
+ * a server that has no sandbox (every tool call is blocked), over input
+ * read from fd until end of file; responses go to fd 1 as in mcp_serve. */
+int mcp_dispatch_fd_for_fuzzing(int fd)
+{
+    static const struct mcp_options no_sandbox = {0};
+    struct server *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -1;
+    s->opts = &no_sandbox;
+    s->epfd = -1;
+    s->sigfd = -1;
+    s->session_tried = true;
+    snprintf(s->blocked, sizeof(s->blocked), "%s", "fuzzing: no sandbox");
+    s->tools = json_loads(mcp_tools_json, 0, NULL);
+    json_array_append_new(s->tools, verify_tool_definition());
+    while (!s->in.eof && !s->stopping && line_reader_fill(&s->in, fd, on_line, s) == 0)
+        ;
+    out_queue_flush(&s->out, 1);
+    for (int i = 0; i < MAX_PENDING; i++) {
+        if (s->pending[i].used)
+            pending_release(&s->pending[i]);
+    }
+    line_reader_free(&s->in);
+    out_queue_free(&s->out);
+    json_decref(s->tools);
+    free(s);
+    return 0;
+}
+
 int mcp_serve(const struct mcp_options *o)
 {
     struct server *s = calloc(1, sizeof(*s));
