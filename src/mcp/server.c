@@ -289,8 +289,7 @@ static void on_tools_call(struct server *s, json_t *id, json_t *params)
             reply_tool_error(s, id, "cordon: sandbox_verify is blocked: %s", s->blocked);
             return;
         }
-    } else if (session_send_call(s->session, p->call_id, name, args ? args : json_object(), &err) <
-               0) {
+    } else if (session_send_call(s->session, p->call_id, name, args, &err) < 0) {
         pending_release(p);
         block_tools(s, err.message);
         reply_tool_error(s, id, "cordon: the %s tool is blocked: %s", name, s->blocked);
@@ -347,7 +346,7 @@ static void on_request(struct server *s, json_t *id, const char *method, json_t 
     if (strcmp(method, "tools/list") == 0) {
         send_msg(s, rpc_result(json_incref(id), json_pack("{s:O}", "tools", s->tools)));
     } else if (strcmp(method, "tools/call") == 0) {
-        on_tools_call(s, id, params ? params : json_object());
+        on_tools_call(s, id, params); /* NULL params read as {} */
     } else {
         reply_error(s, id, RPC_METHOD_NOT_FOUND, "Method not found: %.200s", method);
     }

@@ -26,14 +26,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct cordon_error err;
     size_t off = 0;
     bool failed = false;
+    bool closed = false;
     while (!failed) {
         if (off < size) {
             size_t n = size - off < piece ? size - off : piece;
             if (write(sv[1], data + off, n) != (ssize_t)n)
                 abort();
             off += n;
-            if (off == size)
-                close(sv[1]);
+        }
+        if (off == size && !closed) {
+            close(sv[1]);
+            closed = true;
         }
         if (frame_reader_fill(&r, sv[0], &err) < 0)
             break;
@@ -53,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (r.eof)
             break;
     }
-    if (off < size)
+    if (!closed)
         close(sv[1]);
     close(sv[0]);
     frame_reader_free(&r);
