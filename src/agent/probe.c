@@ -254,7 +254,7 @@ static json_t *try_unix(const char *path)
 struct scan {
     size_t entries;
     json_t *found;
-    json_t *host_paths; /* [{path, dev, ino}]: host files to look for anywhere */
+    json_t *host_paths; /* [{id, dev, ino, path?}]: host files to look for anywhere */
     json_t *found_host; /* [{inside, host}] */
 };
 
@@ -271,7 +271,7 @@ static void match_host_identity(struct scan *sc, const char *path)
         if ((json_int_t)st.st_dev == json_integer_value(json_object_get(h, "dev")) &&
             (json_int_t)st.st_ino == json_integer_value(json_object_get(h, "ino")))
             json_array_append_new(sc->found_host, json_pack("{s:s, s:O}", "inside", path, "host",
-                                                            json_object_get(h, "path")));
+                                                            json_object_get(h, "id")));
     }
 }
 

@@ -57,6 +57,7 @@ struct verify_run {
     struct listener listeners[MAX_LISTENERS];
     size_t nlisteners;
     json_t *checks;
+    json_t *host_names; /* host path of each host_paths id */
 };
 
 void verify_inject_sentinels(void)
@@ -266,8 +267,11 @@ static bool path_is_ancestor_of(const char *dir, const char *path)
 }
 
 /* secret: checked even when configuration mounts it (a mount of ~/.ssh is
- * exactly what this check exists to catch). */
-static void add_host_path(const struct launch *l, json_t *list, const char *path, bool secret)
+ * exactly what this check exists to catch). named: the probe is told the
+ * path; otherwise only the identity and an index into names, so that the
+ * audit does not itself tell the sandbox what the host's home holds. */
+static void add_host_path(const struct launch *l, json_t *list, json_t *names, const char *path,
+                          bool secret, bool named)
 {
     struct stat st;
     if (json_array_size(list) >= 48 || lstat(path, &st) < 0)
@@ -280,30 +284,34 @@ static void add_host_path(const struct launch *l, json_t *list, const char *path
         if (path_is_ancestor_of(path, l->mounts[i].host_path))
             return;
     }
-    json_array_append_new(list, json_pack("{s:s, s:I, s:I}", "path", path, "dev",
-                                          (json_int_t)st.st_dev, "ino", (json_int_t)st.st_ino));
+    json_t *entry = json_pack("{s:I, s:I, s:I}", "id", (json_int_t)json_array_size(names), "dev",
+                              (json_int_t)st.st_dev, "ino", (json_int_t)st.st_ino);
+    if (named)
+        json_object_set_new(entry, "path", json_string(path));
+    json_array_append_new(list, entry);
+    json_array_append_new(names, json_string(path));
 }
 
 /* Home, its secrets, root's home and the shadow file; plus what the home
  * directory holds, by identity (device and inode): the sandbox's own home
  * at the same path is a different file. */
-static json_t *host_paths(const struct launch *l)
+static json_t *host_paths(const struct launch *l, json_t *names)
 {
     json_t *list = json_array();
     const char *home = getenv("HOME");
     char path[PATH_MAX];
     if (home && home[0] == '/') {
-        add_host_path(l, list, home, false);
+        add_host_path(l, list, names, home, false, true);
         static const char *const secrets[] = {".ssh",   ".docker", ".aws",
                                               ".gnupg", ".kube",   ".config/gcloud"};
         for (size_t i = 0; i < ARRAY_SIZE(secrets); i++) {
             snprintf(path, sizeof(path), "%s/%s", home, secrets[i]);
-            add_host_path(l, list, path, true);
+            add_host_path(l, list, names, path, true, true);
         }
     }
-    add_host_path(l, list, "/root", false);
-    add_host_path(l, list, "/etc/shadow", true);
-    add_host_path(l, list, "/etc/gshadow", true);
+    add_host_path(l, list, names, "/root", false, true);
+    add_host_path(l, list, names, "/etc/shadow", true, true);
+    add_host_path(l, list, names, "/etc/gshadow", true, true);
     if (home && home[0] == '/') {
         _cleanup_closedir_ DIR *d = opendir(home);
         struct dirent *de;
@@ -311,7 +319,7 @@ static json_t *host_paths(const struct launch *l)
             if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                 continue;
             snprintf(path, sizeof(path), "%s/%s", home, de->d_name);
-            add_host_path(l, list, path, false);
+            add_host_path(l, list, names, path, false, false);
         }
     }
     return list;
@@ -337,6 +345,7 @@ int verify_prepare(struct session *s, struct verify_run **out, json_t **bash_arg
     r->l = session_launch(s);
     r->agent_pid = pid_of_pidfd(session_pidfd(s));
     r->checks = json_array();
+    r->host_names = json_array();
     const struct launch *l = r->l;
 
     if (open_listener(r, "127.0.0.1") < 0) {
@@ -396,10 +405,11 @@ int verify_prepare(struct session *s, struct verify_run **out, json_t **bash_arg
         snprintf(path, sizeof(path), "%s/.config/cordon", getenv("HOME") ? getenv("HOME") : "");
     json_array_append_new(policy, json_string(path));
 
-    r->request = json_pack("{s:o, s:s, s:o, s:o, s:o, s:[s], s:o, s:o, s:i}", "sentinels",
-                           sentinels, "probe_var", VERIFY_PROBE_VAR, "host_paths", host_paths(l),
-                           "sockets", sockets, "tcp", tcp, "writable", l->ws.view_root, "readonly",
-                           readonly, "policy", policy, "supervisor_pid", (int)getpid());
+    r->request =
+        json_pack("{s:o, s:s, s:o, s:o, s:o, s:[s], s:o, s:o, s:i}", "sentinels", sentinels,
+                  "probe_var", VERIFY_PROBE_VAR, "host_paths", host_paths(l, r->host_names),
+                  "sockets", sockets, "tcp", tcp, "writable", l->ws.view_root, "readonly", readonly,
+                  "policy", policy, "supervisor_pid", (int)getpid());
     if (l->net.mode == NET_MODE_ALLOWLIST) {
         json_t *targets = json_array();
         for (size_t i = 0; i < r->nlisteners; i++) {
@@ -548,6 +558,7 @@ static void check_host_files(struct verify_run *r, const json_t *p)
     char ev[2048] = "", bad[1024] = "";
     size_t i, absent = 0, other = 0;
     json_t *h;
+    size_t named = json_array_size(json_object_get(p, "host_paths"));
     json_array_foreach (json_object_get(p, "host_paths"), i, h) {
         const char *stat_result = str(h, "stat");
         if (strcmp(stat_result, "ok") != 0) {
@@ -560,19 +571,20 @@ static void check_host_files(struct verify_run *r, const json_t *p)
         }
     }
     add(ev, sizeof(ev),
-        "%zu host paths probed by identity (home, ~/.ssh, ~/.docker, ~/.aws, "
-        "/root, /etc/shadow, the home directory's entries): %zu absent inside, "
-        "%zu present only as the sandbox's own files",
-        json_array_size(json_object_get(p, "host_paths")), absent, other);
+        "%zu host paths probed at their path (home, ~/.ssh, ~/.docker, ~/.aws, /root, "
+        "/etc/shadow ...): %zu absent inside, %zu present only as the sandbox's own files",
+        named, absent, other);
     json_t *elsewhere = json_object_get(json_object_get(p, "sockets"), "host_files_elsewhere");
     json_array_foreach (elsewhere, i, h) {
+        json_int_t id = json_integer_value(json_object_get(h, "host"));
+        const char *name = json_string_value(json_array_get(r->host_names, (size_t)id));
         add(bad, sizeof(bad), "%s%s (the host's file, at %s inside)", bad[0] ? ", " : "",
-            str(h, "host"), str(h, "inside"));
+            name ? name : "?", str(h, "inside"));
     }
     add(ev, sizeof(ev),
-        "; the view (all but /proc, /sys, /usr) searched for the same files "
-        "under other paths: %zu found",
-        json_array_size(elsewhere));
+        "; the view (all but /proc, /sys, /usr) searched for these and the home "
+        "directory's %zu entries (sent as device and inode only): %zu found",
+        json_array_size(r->host_names) - named, json_array_size(elsewhere));
     if (bad[0])
         add(ev, sizeof(ev), "; visible: %s", bad);
     row(r, "host-files", bad[0] ? "FAIL" : "PASS", "%s", ev);
@@ -939,6 +951,7 @@ void verify_free(struct verify_run *r)
     json_decref(r->host);
     json_decref(r->request);
     json_decref(r->checks);
+    json_decref(r->host_names);
     free(r);
 }
 
