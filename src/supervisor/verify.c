@@ -284,6 +284,14 @@ static void add_host_path(const struct launch *l, json_t *list, json_t *names, c
         if (path_is_ancestor_of(path, l->mounts[i].host_path))
             return;
     }
+    /* The agent binary and linked worktrees' git metadata are bound in on
+     * purpose too. */
+    if (!secret && path_is_ancestor_of(path, l->agent_path))
+        return;
+    for (size_t i = 0; l->git_dirs[i] && !secret; i++) {
+        if (path_is_ancestor_of(path, l->git_dirs[i]))
+            return;
+    }
     json_t *entry = json_pack("{s:I, s:I, s:I}", "id", (json_int_t)json_array_size(names), "dev",
                               (json_int_t)st.st_dev, "ino", (json_int_t)st.st_ino);
     if (named)
