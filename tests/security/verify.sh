@@ -59,6 +59,14 @@ verify "$ws" some-session
 is "verify NAME: refused until session lifecycle exists" "$rc" 125
 like "verify NAME: says why" "$err" "needs session lifecycle"
 
+# A host-owned policy directory that exists: not visible inside.
+etc=$(new_ws etc)
+printf 'limits.pids = 512\n' >"$etc/default.toml"
+chmod 755 "$etc"
+chmod 644 "$etc/default.toml"
+out=$(cd "$ws" && CORDON_ETC_DIR="$etc" "$CORDON" verify 2>&1)
+like "verify: the policy directory is not visible inside" "$(row policy-dir)" "^PASS +policy-dir +$etc: not visible"
+
 # --- protected paths and read-only mode ---
 repo=$(new_ws repo)
 git -C "$repo" -c init.defaultBranch=main init -q
