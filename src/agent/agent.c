@@ -9,8 +9,13 @@
  *
  *   cordon-agent serve
  *     serves the seven tools over the agent protocol on fd 3
- *     (docs/agent-protocol.md), reaping orphans as init. */
+ *     (docs/agent-protocol.md), reaping orphans as init.
+ *
+ *   cordon-agent probe
+ *     run by `cordon verify` through the bash tool: observations of the
+ *     sandbox from inside (probe.c). */
 #include "agent/init.h"
+#include "agent/probe.h"
 #include "agent/serve.h"
 #include "agent/vm-init.h"
 #include "util/error.h"
@@ -49,7 +54,14 @@ int main(int argc, char **argv)
         fflush(NULL);
         _exit(rc);
     }
+    if (argc >= 2 && strcmp(argv[1], "probe") == 0) {
+        /* Under seccomp the leak checker's exit-time ptrace is refused. */
+        int rc = agent_probe();
+        fflush(NULL);
+        _exit(rc);
+    }
     fprintf(stderr, "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n"
-                    "       cordon-agent serve   (agent protocol on fd 3)\n");
+                    "       cordon-agent serve   (agent protocol on fd 3)\n"
+                    "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n");
     return CORDON_EXIT_FAILURE;
 }

@@ -561,5 +561,23 @@ int agent_serve(int channel_fd)
             break;
         usleep(1000);
     }
+    /* Outside the sandbox (a host helper, or the leak test) the process
+     * goes on or exits normally: give back what the loop owns. */
+    for (int i = 0; i < MAX_CALLS; i++) {
+        struct call *c = &a->calls[i];
+        if (!c->used)
+            continue;
+        if (c->bash) {
+            tool_bash_cancel(c->bash);
+            tool_bash_free(c->bash);
+            c->bash = NULL;
+        }
+        call_release(a, c);
+    }
+    frame_reader_free(&a->in);
+    frame_writer_free(&a->out);
+    close(a->epfd);
+    close(a->sigfd);
+    free(a);
     return 0;
 }

@@ -100,6 +100,25 @@ static int batch_submit(struct batch *b, const char *line, size_t len, long line
     return 0;
 }
 
+/* Submits the complete lines in buf while there is room in flight; the
+ * rest waits in buf for a result to free a slot. */
+static int batch_drain(struct batch *b, char *buf, size_t *len, long *lineno)
+{
+    if (!buf || *len == 0)
+        return 0;
+    char *start = buf, *nl;
+    while (b->in_flight < BATCH_IN_FLIGHT &&
+           (nl = memchr(start, '\n', *len - (size_t)(start - buf)))) {
+        (*lineno)++;
+        if (nl > start && batch_submit(b, start, (size_t)(nl - start), *lineno) < 0)
+            return -1;
+        start = nl + 1;
+    }
+    *len -= (size_t)(start - buf);
+    memmove(buf, start, *len);
+    return 0;
+}
+
 static int run_batch(struct session *s)
 {
     struct batch b = {.s = s};
@@ -109,7 +128,18 @@ static int run_batch(struct session *s)
     bool in_eof = false;
     long lineno = 0;
     int sfd = session_channel_fd(s);
-    while (!in_eof || b.in_flight > 0) {
+    while (!in_eof || b.in_flight > 0 || len > 0) {
+        /* Lines read earlier but held back while 64 calls were in flight. */
+        if (batch_drain(&b, buf, &len, &lineno) < 0)
+            return CORDON_EXIT_FAILURE;
+        if (in_eof && len > 0 && b.in_flight < BATCH_IN_FLIGHT && !memchr(buf, '\n', len)) {
+            /* The last line, without a newline. */
+            if (batch_submit(&b, buf, len, ++lineno) < 0)
+                return CORDON_EXIT_FAILURE;
+            len = 0;
+        }
+        if (in_eof && b.in_flight == 0 && len == 0)
+            break;
         bool can_read = !in_eof && b.in_flight < BATCH_IN_FLIGHT;
         struct pollfd p[2] = {{sfd, POLLIN | (session_wants_write(s) ? POLLOUT : 0), 0},
                               {can_read ? 0 : -1, POLLIN, 0}};
@@ -136,24 +166,10 @@ static int run_batch(struct session *s)
                 buf = grown;
             }
             ssize_t n = read(0, buf + len, cap - len);
-            if (n <= 0) {
+            if (n <= 0)
                 in_eof = true;
-                if (len > 0 && batch_submit(&b, buf, len, ++lineno) < 0)
-                    return CORDON_EXIT_FAILURE;
-                len = 0;
-            } else {
+            else
                 len += (size_t)n;
-                char *start = buf, *nl;
-                while (b.in_flight < BATCH_IN_FLIGHT &&
-                       (nl = memchr(start, '\n', len - (size_t)(start - buf)))) {
-                    lineno++;
-                    if (nl > start && batch_submit(&b, start, (size_t)(nl - start), lineno) < 0)
-                        return CORDON_EXIT_FAILURE;
-                    start = nl + 1;
-                }
-                len -= (size_t)(start - buf);
-                memmove(buf, start, len);
-            }
         }
     }
     return 0;

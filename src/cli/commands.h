@@ -17,6 +17,7 @@ int cmd_mcp(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_trust(int argc, char **argv);
 int cmd_untrust(int argc, char **argv);

@@ -14,6 +14,7 @@
 #include "supervisor/route.h"
 #include "supervisor/workspace.h"
 #include "supervisor/session.h"
+#include "supervisor/verify.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -50,7 +51,8 @@ struct pending {
     char tool[16];
     json_t *args;
     uint64_t approval;
-    json_t *elicit_id; /* our elicitation/create request's id */
+    json_t *elicit_id;         /* our elicitation/create request's id */
+    struct verify_run *verify; /* sandbox_verify: the probe's bash call */
 };
 
 struct server {
@@ -174,6 +176,7 @@ static void pending_release(struct server *s, struct pending *p)
     json_decref(p->progress_token);
     json_decref(p->args);
     json_decref(p->elicit_id);
+    verify_free(p->verify);
     *p = (struct pending){0};
 }
 
@@ -287,6 +290,20 @@ static int start_host(struct server *s, struct cordon_error *err)
     return 0;
 }
 
+/* sandbox_verify's probe answered: the report as text and as
+ * structuredContent. */
+static void reply_verify(struct server *s, struct pending *p, const struct session_event *ev)
+{
+    json_t *report = verify_finish(p->verify, ev->kind == SESSION_RESULT ? ev->result : NULL,
+                                   ev->kind == SESSION_RESULT ? NULL : ev->message);
+    _cleanup_free_ char *text = verify_report_text(report);
+    struct tool_result res = {0};
+    tool_result_text(&res, text ? text : "cordon verify: out of memory", report);
+    send_msg(
+        s, rpc_result(json_incref(p->request_id), tool_result_json(s, &res, "sandbox", p->state)));
+    tool_result_clear(&res);
+}
+
 static void on_session_event(void *ctx, const struct session_event *ev)
 {
     struct server *s = ctx;
@@ -306,7 +323,9 @@ static void on_session_event(void *ctx, const struct session_event *ev)
         send_msg(s, rpc_notification("notifications/progress", params));
         return;
     }
-    if (!p->cancelled) {
+    if (!p->cancelled && p->verify) {
+        reply_verify(s, p, ev);
+    } else if (!p->cancelled) {
         if (ev->kind == SESSION_RESULT)
             send_msg(s,
                      rpc_result(json_incref(p->request_id),
@@ -494,6 +513,45 @@ static void on_response(struct server *s, json_t *id, json_t *result)
     json_decref(args);
 }
 
+/* sandbox_verify: the audit of the running sandbox, sent as a bash call of
+ * the probe and judged when it answers (reply_verify). Never routed to the
+ * host. */
+static void on_sandbox_verify(struct server *s, json_t *id, json_t *params)
+{
+    if (s->opts->lazy_start && s->state == ROUTE_STARTING)
+        start_session(s);
+    if (!s->session) {
+        reply_tool_error(s, id, "none", "cordon: sandbox_verify: no sandbox is running%s%s",
+                         s->blocked[0] ? ": " : "", s->blocked);
+        return;
+    }
+    struct pending *p = pending_new(s, id);
+    if (!p) {
+        reply_tool_error(s, id, "none", "cordon: too many calls in flight (%d)", MAX_PENDING);
+        return;
+    }
+    snprintf(p->tool, sizeof(p->tool), "%s", "verify");
+    p->started_us = log_now_us();
+    p->where = AT_SANDBOX;
+    p->state = s->state;
+    p->call_id = ++s->next_call_id;
+    struct cordon_error err;
+    json_t *probe_args = NULL;
+    if (verify_prepare(s->session, &p->verify, &probe_args, &err) < 0) {
+        pending_release(s, p);
+        reply_tool_error(s, id, "none", "cordon: sandbox_verify: %s", err.message);
+        return;
+    }
+    int rc = session_send_call(s->session, p->call_id, "bash", probe_args, &err);
+    json_decref(probe_args);
+    if (rc < 0) {
+        pending_release(s, p);
+        reply_tool_error(s, id, "none", "cordon: sandbox_verify: %s", err.message);
+        return;
+    }
+    (void)params;
+}
+
 static void on_tools_call(struct server *s, json_t *id, json_t *params)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
@@ -512,6 +570,10 @@ static void on_tools_call(struct server *s, json_t *id, json_t *params)
     }
     if (pending_by_request(s, id)) {
         reply_error(s, id, RPC_INVALID_REQUEST, "a request with this id is already in flight");
+        return;
+    }
+    if (strcmp(name, "sandbox_verify") == 0) {
+        on_sandbox_verify(s, id, params);
         return;
     }
     json_auto_t *call_args = args ? json_incref(args) : json_object();
@@ -581,6 +643,8 @@ static json_t *build_tools(const struct server *s)
         json_array_append(out, t);
     }
     json_decref(all);
+    /* cordon's own audit of the sandbox (never routed to the host). */
+    json_array_append_new(out, verify_tool_definition());
     return out;
 }
 
@@ -722,7 +786,7 @@ static void on_request(struct server *s, json_t *id, const char *method, json_t 
     if (strcmp(method, "tools/list") == 0) {
         send_msg(s, rpc_result(json_incref(id), json_pack("{s:O}", "tools", s->tools)));
     } else if (strcmp(method, "tools/call") == 0) {
-        on_tools_call(s, id, params ? params : json_object());
+        on_tools_call(s, id, params); /* NULL params read as {} */
     } else if (strcmp(method, "cordon/status") == 0) {
         send_msg(s, rpc_result(json_incref(id), status_json(s)));
     } else if (strcmp(method, "cordon/setMode") == 0) {
@@ -888,6 +952,36 @@ static void loop(struct server *s)
     }
 }
 
+/* The fuzzing seam (tests/fuzz/fuzz-mcp.c): the line reader and dispatch of
+ * a server that has no sandbox (every tool call is blocked), over input
+ * read from fd until end of file; responses go to fd 1 as in mcp_serve. */
+int mcp_dispatch_fd_for_fuzzing(int fd)
+{
+    static const struct mcp_options no_sandbox = {0};
+    struct server *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -1;
+    s->opts = &no_sandbox;
+    s->epfd = -1;
+    s->sigfd = -1;
+    s->session_tried = true;
+    snprintf(s->blocked, sizeof(s->blocked), "%s", "fuzzing: no sandbox");
+    s->tools = json_loads(mcp_tools_json, 0, NULL);
+    json_array_append_new(s->tools, verify_tool_definition());
+    while (!s->in.eof && !s->stopping && line_reader_fill(&s->in, fd, on_line, s) == 0)
+        ;
+    out_queue_flush(&s->out, 1);
+    for (int i = 0; i < MAX_PENDING; i++) {
+        if (s->pending[i].used)
+            pending_release(s, &s->pending[i]);
+    }
+    line_reader_free(&s->in);
+    out_queue_free(&s->out);
+    json_decref(s->tools);
+    free(s);
+    return 0;
+}
+
 int mcp_serve(const struct mcp_options *o)
 {
     struct server *s = calloc(1, sizeof(*s));
@@ -904,6 +998,7 @@ int mcp_serve(const struct mcp_options *o)
         free(s);
         return CORDON_EXIT_FAILURE;
     }
+    json_array_append_new(s->tools, verify_tool_definition());
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);

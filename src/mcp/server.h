@@ -17,3 +17,7 @@ struct mcp_options {
 /* Serves stdin/stdout until the client closes stdin or a signal ends the
  * session; returns the exit status. */
 int mcp_serve(const struct mcp_options *o);
+
+/* Test seam for the fuzzer: dispatches the lines read from fd (to end of
+ * file) with no sandbox behind the tools; responses on fd 1. */
+int mcp_dispatch_fd_for_fuzzing(int fd);

@@ -250,9 +250,10 @@ static int queue(struct session *s, json_t *msg, struct cordon_error *err)
 int session_send_call(struct session *s, json_int_t id, const char *tool, json_t *args,
                       struct cordon_error *err)
 {
+    /* "o" takes the reference made here: a fresh {} must not leak. */
     return queue(s,
-                 json_pack("{s:s, s:I, s:s, s:O}", "t", "call", "id", id, "tool", tool, "args",
-                           args ? args : json_object()),
+                 json_pack("{s:s, s:I, s:s, s:o}", "t", "call", "id", id, "tool", tool, "args",
+                           args ? json_incref(args) : json_object()),
                  err);
 }
 

@@ -47,15 +47,22 @@ try {
 
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort().join(",");
-    ok(names === "bash,edit,find,grep,ls,read,write", "tools/list has the seven tools", names);
+    ok(names === "bash,edit,find,grep,ls,read,sandbox_verify,write",
+       "tools/list has the seven tools and sandbox_verify", names);
     const ro = tools.filter((t) => t.annotations?.readOnlyHint).map((t) => t.name).sort().join(",");
-    ok(ro === "find,grep,ls,read", "readOnlyHint on read, ls, find, grep", ro);
+    ok(ro === "find,grep,ls,read,sandbox_verify", "readOnlyHint on read, ls, find, grep, sandbox_verify", ro);
     const readTool = tools.find((t) => t.name === "read");
     ok(JSON.stringify(readTool.inputSchema.required) === '["path"]' &&
        readTool.inputSchema.properties.offset.type === "number", "read keeps pi's parameter schema",
        JSON.stringify(readTool.inputSchema));
 
-    let r = await client.callTool({ name: "read", arguments: { path: "hello.txt" } });
+    let r = await client.callTool({ name: "sandbox_verify", arguments: {} });
+    ok(!r.isError && r.structuredContent?.result === "PASS" &&
+       r.structuredContent.checks.some((c) => c.check === "seccomp" && c.status === "PASS") &&
+       /^PASS +seccomp/m.test(text(r)),
+       "sandbox_verify: every check passes, as text and structuredContent", text(r));
+
+    r = await client.callTool({ name: "read", arguments: { path: "hello.txt" } });
     ok(text(r) === "hello\nworld\n" && !r.isError, "read returns the file", JSON.stringify(r));
     r = await client.callTool({ name: "write", arguments: { path: "new/dir/out.txt", content: "written by mcp" } });
     ok(text(r) === "Successfully wrote 14 bytes to new/dir/out.txt", "write reports pi's message", JSON.stringify(r));

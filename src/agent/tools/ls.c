@@ -161,8 +161,11 @@ int tool_ls(const struct tool_env *env, json_t *args, struct tool_result *res)
         uint32_t *key = name ? ls_collation_key(name) : NULL;
         struct stat est;
         bool ok = fstatat(dir_fd, de->d_name, &est, 0) == 0;
+        /* index: readdir order, the sort's tie-break (count is read once:
+         * reading and incrementing it in one expression is unsequenced). */
+        size_t index = count;
         entries[count++] = (struct ls_entry){
-            .name = name, .key = key, .index = count, .is_dir = ok && S_ISDIR(est.st_mode)};
+            .name = name, .key = key, .index = index, .is_dir = ok && S_ISDIR(est.st_mode)};
         if (!name || !key) {
             ls_entries_free(entries, count);
             return tool_result_error(res, "out of memory");

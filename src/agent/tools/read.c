@@ -68,8 +68,13 @@ static void read_feed(struct read_scan *s, const char *p, size_t n)
     }
 }
 
+/* A character or block device may never end (/dev/zero, /dev/urandom):
+ * Node would read 2 GiB before giving up; cordon stops much earlier
+ * (security case 10: bounded, never hangs). */
+#define READ_DEVICE_MAX ((size_t)64 << 20)
+
 static int read_text(int fd, const char *path_arg, bool has_offset, double offset, bool has_limit,
-                     double limit, struct tool_result *res)
+                     double limit, size_t max_bytes, struct tool_result *res)
 {
     size_t start = 0;
     if (has_offset && offset != 0)
@@ -85,7 +90,13 @@ static int read_text(int fd, const char *path_arg, bool has_offset, double offse
     struct read_scan s = {.start = start, .end = end, .keep = keep};
     size_t carry = 0;
     char msg[8192];
+    size_t total = 0;
     for (;;) {
+        if (total >= max_bytes)
+            return tool_result_error(res,
+                                     "File size (more than %zu bytes) is greater than the %zu MiB "
+                                     "cordon reads from a device",
+                                     total, max_bytes >> 20);
         ssize_t n = read(fd, buf + carry, READ_CHUNK);
         if (n < 0) {
             if (errno == EINTR)
@@ -93,6 +104,7 @@ static int read_text(int fd, const char *path_arg, bool has_offset, double offse
             return tool_result_error(res, "%s",
                                      tool_node_error(errno, "read", "", msg, sizeof(msg)));
         }
+        total += (size_t)n;
         size_t have = carry + (size_t)n;
         size_t tail = n == 0 ? 0 : utf8_incomplete_tail(buf, have);
         size_t clean_len;
@@ -215,7 +227,8 @@ static int read_opened(int fd, const char *abs_path, const char *path, double of
         if (mime)
             return image_read_result(fd, &st, mime, res);
     }
-    return read_text(fd, path, has_offset > 0, offset, has_limit > 0, limit, res);
+    return read_text(fd, path, has_offset > 0, offset, has_limit > 0, limit,
+                     S_ISREG(st.st_mode) ? SIZE_MAX : READ_DEVICE_MAX, res);
 }
 
 int tool_read(const struct tool_env *env, json_t *args, struct tool_result *res)

@@ -1,0 +1,51 @@
+/* `cordon verify` and the MCP tool sandbox_verify: an audit of a live
+ * sandbox. Host context, unprivileged supervisor. Needs only a session
+ * handle: the host-side facts come from the session's agent process
+ * (/proc/<pid> seen from the host) and its launch; the in-sandbox facts from
+ * `cordon-agent probe`, run through the session's bash tool. The probe's
+ * answers come from inside the sandbox and are therefore only as honest as
+ * the sandbox; the checks that matter most (seccomp, no_new_privs,
+ * capabilities, namespaces, egress) also use evidence the sandbox cannot
+ * forge: the agent's /proc status read from the host and a host listener
+ * that must accept nothing. */
+#pragma once
+
+#include "supervisor/session.h"
+
+#include <jansson.h>
+
+/* Names injected into the supervisor's environment before a fresh sandbox
+ * is built (and into the scrubber's input in every case): all must be
+ * absent inside. */
+#define VERIFY_SENTINEL_VALUE "cordon-verify-sentinel"
+/* Not allowlisted, not protected: present inside only in passthrough mode. */
+#define VERIFY_PROBE_VAR "ZZ_CORDON_VERIFY_PROBE"
+
+struct verify_run;
+
+/* Sets the sentinels and the probe variable in this process's environment:
+ * call before session_start() so that the sandbox is built from an
+ * environment that contains them. */
+void verify_inject_sentinels(void);
+
+/* Phase 1: host-side facts and the host listener; *bash_args is the bash
+ * tool call that runs the probe (caller owns it). */
+int verify_prepare(struct session *s, struct verify_run **out, json_t **bash_args,
+                   struct cordon_error *err);
+/* Phase 2: the bash tool's result (or call_error when the call failed)
+ * judged against the host's facts. Returns the report (caller owns):
+ * {"sandbox", "result": "PASS"|"FAIL", "failed", "warnings", "checks":
+ * [{"check", "status": "PASS"|"FAIL"|"WARN"|"SKIP", "evidence"}], "advice"}. */
+json_t *verify_finish(struct verify_run *r, const struct tool_result *probe,
+                      const char *call_error);
+void verify_free(struct verify_run *r);
+
+/* Both phases with a blocking call (the CLI). */
+int verify_session(struct session *s, json_t **report, struct cordon_error *err);
+
+/* One row per check, then the verdict and what to do. Caller frees. */
+char *verify_report_text(const json_t *report);
+int verify_report_failed(const json_t *report);
+
+/* The MCP tool definition of sandbox_verify (caller owns). */
+json_t *verify_tool_definition(void);
