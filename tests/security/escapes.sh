@@ -161,7 +161,8 @@ start=$(date +%s%N)
 out=$(cd "$ws" && timeout 60 "$CORDON" run --pids 64 -- bash -c 'bomb() { bomb | bomb & }; bomb; sleep 2; echo survived' 2>&1)
 rc=$?
 elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
-like "case 28: the fork bomb hits the process limit" "$out" "Resource temporarily unavailable"
+cordon_run "$ws" --pids 16 -- bash -c 'for i in $(seq 40); do sleep 30 & done 2>&1; wait'
+like "case 28: the process limit stops forks inside (EAGAIN)" "$out" "Resource temporarily unavailable"
 ok "case 28: the fork bomb ends with the session (${elapsed} ms)" test "$rc" -ne 124
 host_probe_start=$(date +%s%N); /bin/true; host_probe_ms=$(( ($(date +%s%N) - host_probe_start) / 1000000 ))
 ok "case 28: the host stays responsive (${host_probe_ms} ms for /bin/true)" test "$host_probe_ms" -lt 1000

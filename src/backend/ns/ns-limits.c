@@ -169,12 +169,23 @@ int ns_cgroups_attach(const struct ns_spec *spec, pid_t pid, struct ns_sandbox *
     if (rc != 0)
         return rc < 0 ? -1 : 0;
     char value[64];
-    /* No v1 pids cgroup: the sandbox is one uid in a user namespace of its
-     * own, where RLIMIT_NPROC already counts exactly the sandbox's
-     * processes, and every v1 cgroup costs a task migration (an RCU grace
-     * period, milliseconds under load) on the start path. */
-    if (l->pids > 0)
+    /* RLIMIT_NPROC is counted per user namespace, so for a sandbox of an
+     * ordinary user it bounds exactly the sandbox's processes. The kernel
+     * exempts kuid 0 from it, though: a sandbox of root needs the pids
+     * cgroup. Only then is the cgroup worth its cost on the start path (a
+     * v1 task migration waits for an RCU grace period). */
+    if (l->pids > 0 && geteuid() == 0) {
+        snprintf(value, sizeof(value), "%ld", l->pids);
+        rc = cgroup_v1(sb, 0, "pids", spec->name, pid, "pids.max", value, err);
+        if (rc < 0)
+            return -1;
+        if (rc > 0)
+            note(sb, "pids: cgroup v1");
+        else
+            note(sb, "pids: NO LIMIT (root, and no pids cgroup could be made)");
+    } else if (l->pids > 0) {
         note(sb, "pids: RLIMIT_NPROC (per user namespace)");
+    }
     if (l->memory_mib > 0) {
         snprintf(value, sizeof(value), "%ld", l->memory_mib << 20);
         rc = cgroup_v1(sb, 1, "memory", spec->name, pid, "memory.limit_in_bytes", value, err);

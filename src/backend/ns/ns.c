@@ -318,6 +318,9 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     if (ns_cgroups_attach(spec, pid, sb, err) < 0)
         goto fail_child;
     log_debug("timing: cgroups %lld us", log_now_us() - tc);
+    if (strstr(sb->limits_applied, "NO LIMIT"))
+        log_warn("running as root without a pids cgroup: the process limit cannot be enforced "
+                 "(the kernel exempts root from RLIMIT_NPROC)");
     if (spec->on_namespaces_ready &&
         spec->on_namespaces_ready(pid, spec->on_namespaces_ready_ctx, err) < 0)
         goto fail_child;
