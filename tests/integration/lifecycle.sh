@@ -61,7 +61,7 @@ pid=$!
 cleanup_pids+=("$pid")
 for _ in $(seq 100); do grep -q '"status":"running"' "$root/owned/lock" 2>/dev/null && break; sleep 0.05; done
 cordon_run "$ws" --name owned -- touch should-not-exist
-is "a second session on the same name is refused (125)" "$rc" 125
+is "case 44: a second session on the same name is refused (125)" "$rc" 125
 like "... with \"another process owns this session\"" "$out" "another process owns this session"
 ok "... and nothing ran" test ! -e "$ws/should-not-exist"
 out=$(cd "$ws" && "$CORDON" ls)
