@@ -418,6 +418,11 @@ void session_stop(struct session *s)
     free(s);
 }
 
+const char *session_state_dir(const struct session *s)
+{
+    return s->owned ? s->lifecycle.owner.dir : NULL;
+}
+
 void session_audit(struct session *s, const char *tool, const char *target, const char *outcome,
                    double duration_ms, int exit_code)
 {

@@ -51,6 +51,9 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx,
 int session_call_sync(struct session *s, const char *tool, json_t *args, struct tool_result *res,
                       struct cordon_error *err);
 
+/* The session's state directory (its lock and audit log), or NULL. */
+const char *session_state_dir(const struct session *s);
+
 /* One line in the session's audit log (exit_code < 0: none). */
 void session_audit(struct session *s, const char *tool, const char *target, const char *outcome,
                    double duration_ms, int exit_code);

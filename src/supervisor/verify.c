@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sys/file.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <limits.h>
@@ -905,6 +906,38 @@ static json_t *probe_answer(const struct tool_result *res, char *why, size_t siz
     return NULL;
 }
 
+/* The session's lock must be held (a fresh open file description cannot
+ * take it) and its record must name this supervisor. */
+static void check_ownership(struct verify_run *r)
+{
+    const char *dir = session_state_dir(r->s);
+    if (!dir) {
+        row(r, "ownership", "SKIP", "this session has no state directory (host session)");
+        return;
+    }
+    char path[PATH_MAX], evidence[PATH_MAX + 200];
+    snprintf(path, sizeof(path), "%s/lock", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        snprintf(evidence, sizeof(evidence), "%s: %s", path, strerror(errno));
+        row(r, "ownership", "FAIL", "%s", evidence);
+        return;
+    }
+    bool held = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+    if (!held)
+        flock(fd, LOCK_UN);
+    char buf[4096];
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    close(fd);
+    json_t *rec = n > 0 ? json_loadb(buf, (size_t)n, 0, NULL) : NULL;
+    json_int_t pid = rec ? json_integer_value(json_object_get(rec, "pid")) : 0;
+    json_decref(rec);
+    snprintf(evidence, sizeof(evidence),
+             "flock on %s: %s; the record names pid %lld, this supervisor is %d", path,
+             held ? "busy (held)" : "free", (long long)pid, (int)getpid());
+    row(r, "ownership", held && pid == getpid() ? "PASS" : "FAIL", "%s", evidence);
+}
+
 json_t *verify_finish(struct verify_run *r, const struct tool_result *probe, const char *call_error)
 {
     char why[512] = "";
@@ -922,9 +955,7 @@ json_t *verify_finish(struct verify_run *r, const struct tool_result *probe, con
     check_network(r, p);
     check_writes(r, p);
     check_landlock(r, p);
-    row(r, "ownership", "SKIP",
-        "session locks are not in this build yet: cannot check that the session's lock is "
-        "held by its supervisor");
+    check_ownership(r);
     json_decref(p);
 
     int failed = 0, warnings = 0;

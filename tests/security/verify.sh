@@ -30,7 +30,7 @@ done
 like "verify: landlock enforced or reported unavailable" "$(row landlock)" \
     "^(PASS .*-> EACCES|SKIP .*not available)"
 like "verify: published-ports skipped without ports" "$(row published-ports)" "^SKIP .*no ports published"
-like "verify: ownership skipped with the reason" "$(row ownership)" "^SKIP .*session locks are not in this build"
+like "verify: ownership: the session lock is held by this supervisor" "$(row ownership)" "^PASS .*busy \(held\); the record names pid ([0-9]+), this supervisor is \1"
 like "verify: env-scrub ran the scrubber on the sentinels" "$(row env-scrub)" \
     "CORDON_VERIFY_SENTINEL: all removed; the sandbox was built from an environment holding the sentinels"
 like "verify: seccomp evidence: a blocked syscall's errno and the filter count" "$(row seccomp)" \
@@ -51,7 +51,7 @@ c = {x["check"]: x["status"] for x in r["checks"]}
 assert r["result"] == "PASS" and r["failed"] == 0, r["result"]
 assert len(r["checks"]) == 16, len(r["checks"])
 assert all(x["evidence"] for x in r["checks"])
-assert c["seccomp"] == "PASS" and c["ownership"] == "SKIP"
+assert c["seccomp"] == "PASS" and c["ownership"] == "PASS"
 print("ok")' <<<"$out" 2>&1)
 is "verify --json: 16 checks with evidence, result PASS" "$json_ok" ok
 
