@@ -978,6 +978,9 @@ int mcp_dispatch_fd_for_fuzzing(int fd)
     line_reader_free(&s->in);
     out_queue_free(&s->out);
     json_decref(s->tools);
+    route_approvals_free(&s->approvals);
+    route_skills_free(&s->skills);
+    cfg_free(&s->cfg);
     free(s);
     return 0;
 }

@@ -115,7 +115,12 @@ env = dict(os.environ, CORDON_ROUTE_SENTINEL="sentinel-42")
 try:
     # --- sandboxed, a client without elicitation (case 54)
     s = Server(ws, elicitation=False, env=env)
-    tools = s.request("tools/list")["result"]["tools"]
+    listed = s.request("tools/list")["result"]["tools"]
+    # sandbox_verify is cordon's own audit: never routed, no execution_target.
+    tools = [t for t in listed if t["name"] != "sandbox_verify"]
+    ok(any(t["name"] == "sandbox_verify" for t in listed) and
+       "execution_target" not in json.dumps([t for t in listed if t["name"] == "sandbox_verify"]),
+       "tools/list: sandbox_verify is listed, without execution_target", json.dumps(listed)[-600:])
     et = [t["inputSchema"]["properties"].get("execution_target") for t in tools]
     ok(len(tools) == 7 and all(e and e["enum"] == ["sandbox", "host"] for e in et) and
        all("execution_target" not in t["inputSchema"].get("required", []) for t in tools),
@@ -232,7 +237,8 @@ try:
     ok(r["isError"] and "blocked" in text(r) and "limits.pids" in text(r), "a configuration error blocks the tools, naming the key", r)
     s.close()
     s = Server(ws, args=["--set", 'route_tools=["read","bash"]'], elicitation=False)
-    names = sorted(t["name"] for t in s.request("tools/list")["result"]["tools"])
+    names = sorted(t["name"] for t in s.request("tools/list")["result"]["tools"]
+                   if t["name"] != "sandbox_verify")
     r = s.request("tools/call", {"name": "write", "arguments": {"path": "x", "content": "y"}})
     ok(names == ["bash", "read"] and r.get("error", {}).get("code") == -32602,
        "route_tools: only routed tools are listed; others are unknown to cordon", [names, r])
