@@ -10,6 +10,7 @@
  * In the latter case it runs between clone() and the command's exec: no
  * allocation, no stdio. */
 #include "agent/init.h"
+#include "net/fdpass.h"
 #include "util/error.h"
 
 #include <errno.h>
@@ -51,25 +52,6 @@ static void agent_fail(const char *fmt, ...)
     ssize_t w = write(2, msg, n);
     (void)w;
     _exit(CORDON_EXIT_FAILURE);
-}
-
-static int send_fd(int sock, int fd)
-{
-    char byte = 'T';
-    struct iovec iov = {&byte, 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    memset(&u, 0, sizeof(u));
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
 struct init_options {
@@ -154,7 +136,7 @@ void agent_init_run(int argc, char **argv, char *const *envp)
         if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0 ||
             ptsname_r(master, slave, sizeof(slave)) != 0)
             agent_fail("creating a terminal: %s", strerror(errno));
-        if (send_fd(CONTROL_FD, master) < 0)
+        if (fdpass_send(CONTROL_FD, "T", 1, master) < 0)
             agent_fail("sending the terminal to cordon: %s", strerror(errno));
         close(master);
     }

@@ -5,6 +5,7 @@
 #include "backend/ns/ns.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "net/fdpass.h"
 #include "supervisor/launch.h"
 #include "supervisor/lifecycle.h"
 #include "supervisor/state.h"
@@ -50,26 +51,8 @@ static void usage(FILE *out, bool shell)
 static int recv_fd(int sock)
 {
     char byte;
-    struct iovec iov = {&byte, 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-    ssize_t n;
-    do {
-        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-    } while (n < 0 && errno == EINTR);
-    if (n <= 0)
-        return -1;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-        cm->cmsg_len != CMSG_LEN(sizeof(int)))
-        return -1;
-    int fd;
-    memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-    return fd;
+    int fd = -1;
+    return fdpass_recv(sock, &byte, 1, &fd) < 0 ? -1 : fd;
 }
 
 static int write_all(int fd, const char *buf, size_t len)

@@ -7,6 +7,7 @@
  * controls between sessions, are walked with openat2(RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS) from directory fds, never as strings. */
 #include "backend/ns/ns-mount.h"
+#include "backend/etc-allowlist.h"
 #include "util/cleanup.h"
 
 #include <dirent.h>
@@ -164,38 +165,6 @@ static int plan_system_entry(struct ns_mount_plan *plan, const char *host, unsig
     return plan_bind(plan, host, host, attr, NS_OP_OPTIONAL);
 }
 
-/* The curated /etc: what programs need to run (name service, loader, TLS
- * roots, terminal and locale data), nothing that holds a secret (shadow,
- * sudoers, ssh host keys, ssl/private, machine-id, docker, cordon's policy). */
-static const char *const etc_allowlist[] = {
-    "passwd",      "group",         "hosts",           "hostname",
-    "host.conf",   "nsswitch.conf", "resolv.conf",     "gai.conf",
-    "protocols",   "services",      "networks",        "rpc",
-    "ethertypes",  "ld.so.cache",   "ld.so.conf",      "ld.so.conf.d",
-    "localtime",   "timezone",      "os-release",      "debian_version",
-    "lsb-release", "alternatives",  "ca-certificates", "ca-certificates.conf",
-    "bash.bashrc", "profile",       "profile.d",       "inputrc",
-    "terminfo",    "mime.types",    "magic",           "magic.mime",
-    "gitconfig",   "locale.alias",  "locale.conf",     "shells",
-    "nanorc",      "vim",           "python3*",        "perl",
-    "java-*",      "wgetrc",        "mailcap",         "manpath.config",
-    "environment", "login.defs",    "xattr.conf",      "fonts",
-    "subversion",
-};
-
-static bool etc_allowed(const char *name)
-{
-    for (size_t i = 0; i < ARRAY_SIZE(etc_allowlist); i++) {
-        const char *star = strchr(etc_allowlist[i], '*');
-        /* Only "prefix*" patterns appear in the list: a prefix compare
-         * instead of fnmatch() for every /etc entry. */
-        if (star ? strncmp(etc_allowlist[i], name, (size_t)(star - etc_allowlist[i])) == 0
-                 : strcmp(etc_allowlist[i], name) == 0)
-            return true;
-    }
-    return false;
-}
-
 static int plan_etc(struct ns_mount_plan *plan)
 {
     const unsigned long ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -207,7 +176,7 @@ static int plan_etc(struct ns_mount_plan *plan)
         return -1;
     struct dirent *de;
     while ((de = readdir(dir))) {
-        if (de->d_name[0] == '.' || !etc_allowed(de->d_name))
+        if (de->d_name[0] == '.' || !etc_entry_allowed(de->d_name))
             continue;
         char host[PATH_MAX];
         snprintf(host, sizeof(host), "/etc/%s", de->d_name);

@@ -7,6 +7,7 @@
  * TCG and the verdict cached. Host context (supervisor, unprivileged or
  * root); QEMU runs with the supervisor's credentials and its own seccomp
  * sandbox. */
+#include "backend/etc-allowlist.h"
 #include "backend/vm/vm.h"
 #include "backend/vm/vm-frame.h"
 #include "supervisor/launch.h"
@@ -105,22 +106,8 @@ static void remove_tree(int parent, const char *name)
 /* ---- the curated /etc, copied (never shared) ---- */
 
 /* The guest's root could read anything QEMU exports, so only a copy of the
- * allowed entries is shared, never the host's /etc itself. */
-static const char *const etc_allowlist[] = {
-    "passwd",      "group",         "hosts",           "hostname",
-    "host.conf",   "nsswitch.conf", "resolv.conf",     "gai.conf",
-    "protocols",   "services",      "networks",        "rpc",
-    "ethertypes",  "ld.so.cache",   "ld.so.conf",      "ld.so.conf.d",
-    "localtime",   "timezone",      "os-release",      "debian_version",
-    "lsb-release", "alternatives",  "ca-certificates", "ca-certificates.conf",
-    "bash.bashrc", "profile",       "profile.d",       "inputrc",
-    "terminfo",    "mime.types",    "magic",           "magic.mime",
-    "gitconfig",   "locale.alias",  "locale.conf",     "shells",
-    "nanorc",      "vim",           "python3*",        "perl",
-    "java-*",      "wgetrc",        "mailcap",         "manpath.config",
-    "environment", "login.defs",    "xattr.conf",      "fonts",
-    "subversion",
-};
+ * allowed entries (etc-allowlist.c, the same list as the ns view) is shared,
+ * never the host's /etc itself. */
 
 #define ETC_COPY_MAX_BYTES (16 << 20)
 
@@ -192,10 +179,7 @@ static int etc_copy(const char *state, struct cordon_error *err)
     size_t budget = ETC_COPY_MAX_BYTES;
     struct dirent *de;
     while ((de = readdir(etc))) {
-        bool allowed = false;
-        for (size_t i = 0; i < ARRAY_SIZE(etc_allowlist) && !allowed; i++)
-            allowed = fnmatch(etc_allowlist[i], de->d_name, 0) == 0;
-        if (de->d_name[0] == '.' || !allowed)
+        if (de->d_name[0] == '.' || !etc_entry_allowed(de->d_name))
             continue;
         if (copy_entry(dirfd(etc), d, de->d_name, &budget, 0) < 0)
             return error_set(err, errno, "vm: copying /etc/%s", de->d_name);
