@@ -23,6 +23,17 @@ like "an edit that cannot be written is an error result" "$out" '"isError":true'
 is "... and the old file is whole" "$(cat "$ws/keep.txt")" "original content"
 is "... and no temporary file is left" "$(ls -A "$ws")" "keep.txt"
 
+# Calls in flight at once on one file: every edit lands (serialised, none lost).
+seq -f 'line %g' 1 20 > "$ws/many.txt"
+out=$(python3 -c '
+import json
+for i in range(1, 21):
+    print(json.dumps({"id": i, "tool": "edit", "args": {"path": "many.txt",
+        "edits": [{"oldText": "line %d\n" % i, "newText": "edited %d\n" % i}]}}))' | batch)
+is "20 edits of one file in flight at once: all succeed" "$(grep -c '"isError":false' <<<"$out")" 20
+is "... and every one of them is in the file" "$(grep -c '^edited ' "$ws/many.txt")" 20
+rm -f "$ws/many.txt"
+
 # 1 GB on stdout (case 31): a bounded result, the full output in a file
 # inside, and cordon's own memory bounded.
 "$CORDON" --version >/dev/null
