@@ -952,6 +952,23 @@ static void loop(struct server *s)
     }
 }
 
+/* Flushes what is queued for the client and frees everything the server
+ * owns except its fds. */
+static void server_free_state(struct server *s)
+{
+    out_queue_flush(&s->out, 1);
+    for (int i = 0; i < MAX_PENDING; i++) {
+        if (s->pending[i].used)
+            pending_release(s, &s->pending[i]);
+    }
+    line_reader_free(&s->in);
+    out_queue_free(&s->out);
+    json_decref(s->tools);
+    route_approvals_free(&s->approvals);
+    route_skills_free(&s->skills);
+    cfg_free(&s->cfg);
+}
+
 /* The fuzzing seam (tests/fuzz/fuzz-mcp.c): the line reader and dispatch of
  * a server that has no sandbox (every tool call is blocked), over input
  * read from fd until end of file; responses go to fd 1 as in mcp_serve. */
@@ -970,17 +987,7 @@ int mcp_dispatch_fd_for_fuzzing(int fd)
     json_array_append_new(s->tools, verify_tool_definition());
     while (!s->in.eof && !s->stopping && line_reader_fill(&s->in, fd, on_line, s) == 0)
         ;
-    out_queue_flush(&s->out, 1);
-    for (int i = 0; i < MAX_PENDING; i++) {
-        if (s->pending[i].used)
-            pending_release(s, &s->pending[i]);
-    }
-    line_reader_free(&s->in);
-    out_queue_free(&s->out);
-    json_decref(s->tools);
-    route_approvals_free(&s->approvals);
-    route_skills_free(&s->skills);
-    cfg_free(&s->cfg);
+    server_free_state(s);
     free(s);
     return 0;
 }
@@ -1022,17 +1029,7 @@ int mcp_serve(const struct mcp_options *o)
     stop_session(s);
     stop_host(s);
     fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
-    out_queue_flush(&s->out, 1);
-    for (int i = 0; i < MAX_PENDING; i++) {
-        if (s->pending[i].used)
-            pending_release(s, &s->pending[i]);
-    }
-    line_reader_free(&s->in);
-    out_queue_free(&s->out);
-    json_decref(s->tools);
-    route_approvals_free(&s->approvals);
-    route_skills_free(&s->skills);
-    cfg_free(&s->cfg);
+    server_free_state(s);
     close(s->epfd);
     close(s->sigfd);
     free(s);
