@@ -15,6 +15,7 @@
  * A failure before the channel exists ends in a kernel panic (QEMU exits,
  * -no-reboot); after, it is reported as {"t":"error","message":...}. */
 #include "agent/vm-init.h"
+#include "util/fs.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
 #include "util/cleanup.h"
@@ -83,28 +84,10 @@ static void guest_fail(const char *fmt, ...)
     guest_poweroff();
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *s = buf + 1;; s++) {
-        if (*s == '/' || *s == '\0') {
-            char saved = *s;
-            *s = '\0';
-            if (mkdir(buf, mode) < 0 && errno != EEXIST)
-                return -1;
-            *s = saved;
-            if (!saved)
-                break;
-        }
-    }
-    return 0;
-}
-
 static void mount_or_fail(const char *src, const char *dst, const char *type, unsigned long flags,
                           const char *data)
 {
-    if (mkdir_p(dst, 0755) < 0)
+    if (fs_mkdir_p(dst, 0755) < 0)
         guest_fail("mkdir %s: %s", dst, strerror(errno));
     if (mount(src, dst, type, flags, data) < 0)
         guest_fail("mount %s on %s (%s): %s", src, dst, type, strerror(errno));
@@ -211,7 +194,7 @@ static void build_view(json_t *spec, uid_t uid, gid_t gid)
         snprintf(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u", uid, gid);
         mount_or_fail("tmpfs", home, "tmpfs", nosuid, opts);
     } else if (home && home[0] == '/') {
-        if (mkdir_p(home, 0700) < 0 || chown(home, uid, gid) < 0)
+        if (fs_mkdir_p(home, 0700) < 0 || chown(home, uid, gid) < 0)
             guest_fail("home %s: %s", home, strerror(errno));
     }
 

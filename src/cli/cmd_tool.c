@@ -195,6 +195,7 @@ int cmd_tool(int argc, char **argv)
             batch = true;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
+            cli_sets_free(&sets);
             return 0;
         } else {
             fprintf(stderr, "cordon: tool: unknown option '%s'\n", argv[i]);

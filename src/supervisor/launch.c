@@ -5,6 +5,7 @@
 #include "supervisor/state.h"
 #include "config.h"
 #include "util/cleanup.h"
+#include "util/fs.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -135,16 +136,7 @@ static char *default_audit_log_path(void)
         n = snprintf(dir, sizeof(dir), "%s/.local/state/cordon", home);
     else
         return NULL;
-    if (n < 0 || (size_t)n >= sizeof(dir))
-        return NULL;
-    for (char *p = dir + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(dir, 0700);
-            *p = '/';
-        }
-    }
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+    if (n < 0 || (size_t)n >= sizeof(dir) || fs_mkdir_p(dir, 0700) < 0)
         return NULL;
     char *path;
     if (asprintf(&path, "%s/network-audit.jsonl", dir) < 0)

@@ -3,6 +3,7 @@
  * O_NOFOLLOW from directory fds: a planted symlink in the state tree cannot
  * redirect a removal. */
 #include "supervisor/state.h"
+#include "util/fs.h"
 #include "util/cleanup.h"
 
 #include <dirent.h>
@@ -21,24 +22,6 @@
 #define LOCK_FILE  "lock"
 #define AUDIT_FILE "audit.jsonl"
 
-static int mkdir_p(const char *path)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0700) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 int state_root(char **ret_path, struct cordon_error *err)
 {
     const char *runtime = getenv("XDG_RUNTIME_DIR");
@@ -56,7 +39,7 @@ int state_root(char **ret_path, struct cordon_error *err)
         return error_set(err, 0, "state: none of XDG_RUNTIME_DIR, XDG_STATE_HOME, HOME is set");
     if (n < 0)
         return error_set(err, ENOMEM, "state");
-    if (mkdir_p(path) < 0) {
+    if (fs_mkdir_p(path, 0700) < 0) {
         error_set(err, errno, "state: creating %s", path);
         free(path);
         return -1;

@@ -2,6 +2,7 @@
  * remembering which accelerator works on this host. Host context
  * (supervisor). */
 #include "backend/vm/vm.h"
+#include "util/fs.h"
 #include "config.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -17,24 +18,6 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *s = buf + 1;; s++) {
-        if (*s == '/' || *s == '\0') {
-            char saved = *s;
-            *s = '\0';
-            if (mkdir(buf, mode) < 0 && errno != EEXIST)
-                return -1;
-            *s = saved;
-            if (!saved)
-                break;
-        }
-    }
-    return 0;
-}
 
 /* Candidate cache directories, most specific first: $CORDON_VM_DIR, the
  * user's cache, the system cache (filled by bootstrap as root). */
@@ -150,7 +133,7 @@ int vm_kernel_find(struct vm_kernel *k, bool fetch, struct cordon_error *err)
     if (access(k->cache_dir, W_OK) != 0) {
         if (snprintf(k->cache_dir, sizeof(k->cache_dir), "%s/%s", dirs[0], k->version) >=
                 (int)sizeof(k->cache_dir) ||
-            mkdir_p(k->cache_dir, 0700) < 0)
+            fs_mkdir_p(k->cache_dir, 0700) < 0)
             return error_set(err, errno, "vm: creating %s", k->cache_dir);
     }
     return 0;
