@@ -281,6 +281,15 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     if (launch_network(req, l, err) < 0)
         goto fail;
 
+    /* The curated /etc is prepared once per content in the state root; a
+     * missing state root only costs speed (the view copies /etc). */
+    {
+        struct cordon_error ignored;
+        _cleanup_free_ char *root = NULL;
+        if (state_root(&root, &ignored) == 0 && asprintf(&l->etc_cache_root, "%s/.etc", root) < 0)
+            l->etc_cache_root = NULL;
+    }
+
     l->spec = (struct ns_spec){
         .workspace = l->ws.root,
         .workspace_view = l->ws.view_root,
@@ -305,6 +314,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         .stdio = {0, 1, 2},
         .control_fd = -1,
         .name = l->name,
+        .etc_cache_root = l->etc_cache_root,
         .on_namespaces_ready = net_on_namespaces_ready,
         .on_namespaces_ready_ctx = &l->net_session,
     };
@@ -328,5 +338,6 @@ void launch_free(struct launch *l)
     env_free(l->env);
     free(l->agent_path);
     free(l->home);
+    free(l->etc_cache_root);
     *l = (struct launch){0};
 }

@@ -51,16 +51,21 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
     /* Explicitly named sandboxes default to "none": their record stays. */
     if (cfg->sandbox_name && cfg->origin[CFG_TEARDOWN].layer == CFG_LAYER_DEFAULT)
         lc->teardown = TEARDOWN_NONE;
-    if (state_acquire(l->name, l->ws.root, cfg_enum_name(CFG_BACKEND, cfg->backend), &lc->owner,
-                      err) < 0)
-        return -1;
+    lc->gc_hours = (double)cfg->gc_hours;
+    return state_acquire(l->name, l->ws.root, cfg_enum_name(CFG_BACKEND, cfg->backend), &lc->owner,
+                         err);
+}
+
+/* The sweep of stale sessions runs off the start path: in the watchdog, or
+ * at the end of a session that has none. */
+static void lifecycle_gc(const struct lifecycle *lc)
+{
     size_t removed = 0;
     struct cordon_error gc_err;
-    if (state_gc((double)cfg->gc_hours, l->name, &removed, &gc_err) < 0)
+    if (state_gc(lc->gc_hours, lc->owner.name, &removed, &gc_err) < 0)
         log_warn("garbage collection: %s", gc_err.message);
     else if (removed)
         log_debug("garbage collection removed %zu stale sandbox(es)", removed);
-    return 0;
 }
 
 int lifecycle_persist(struct lifecycle *lc, struct launch *l, struct cordon_error *err)
@@ -94,6 +99,7 @@ static void watchdog_run(int supervisor_pidfd, int sandbox_pidfd, int disarm_fd,
     signal(SIGPIPE, SIG_IGN);
     int proxy_pidfd = l->net_session.proxy_pid > 0 ? pidfd_open_(l->net_session.proxy_pid) : -1;
     int pasta_pidfd = l->net_session.pasta_pid > 0 ? pidfd_open_(l->net_session.pasta_pid) : -1;
+    lifecycle_gc(lc);
     struct pollfd p[2] = {{supervisor_pidfd, POLLIN, 0}, {disarm_fd, POLLIN, 0}};
     for (;;) {
         if (poll(p, 2, -1) < 0 && errno == EINTR)
@@ -144,33 +150,20 @@ int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct
     int disarm[2];
     if (pipe2(disarm, O_CLOEXEC) < 0)
         return error_set(err, errno, "watchdog: pipe");
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) < 0) {
-        close(disarm[0]);
-        close(disarm[1]);
-        return error_set(err, errno, "watchdog: pipe");
-    }
+    /* One fork and a session of its own: a process group kill of the
+     * client does not reach it, and when the supervisor dies it is
+     * reparented and goes on. The supervisor reaps it in lifecycle_end. */
     pid_t child = fork();
     if (child < 0) {
         int e = errno;
         close(disarm[0]);
         close(disarm[1]);
-        close(report[0]);
-        close(report[1]);
         return error_set(err, e, "watchdog: fork");
     }
     if (child == 0) {
         close(disarm[1]);
-        close(report[0]);
         if (setsid() < 0)
             _exit(1);
-        pid_t grandchild = fork();
-        if (grandchild != 0) {
-            ssize_t w = write(report[1], &grandchild, sizeof(grandchild));
-            (void)w;
-            _exit(grandchild < 0 ? 1 : 0);
-        }
-        close(report[1]);
         /* Nothing of the supervisor's but what the watchdog needs: holding
          * the client's pipes or the agent channel would keep them open. */
         int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -199,16 +192,7 @@ int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct
         watchdog_run(self, sb->pidfd, disarm[0], lc, sb, l);
     }
     close(disarm[0]);
-    close(report[1]);
-    pid_t grandchild = -1;
-    ssize_t r = read(report[0], &grandchild, sizeof(grandchild));
-    close(report[0]);
-    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-        ;
-    if (r != sizeof(grandchild) || grandchild <= 0) {
-        close(disarm[1]);
-        return error_set(err, 0, "watchdog: could not start");
-    }
+    pid_t grandchild = child;
     lc->watchdog_pid = grandchild;
     lc->watchdog_pidfd = pidfd_open_(grandchild);
     lc->disarm_fd = disarm[1];
@@ -231,12 +215,21 @@ void lifecycle_end(struct lifecycle *lc)
             poll(&p, 1, 2000);
         }
     }
-    if (lc->watchdog_pidfd >= 0)
+    if (lc->watchdog_pidfd >= 0) {
+        /* Reaped now if it is already gone (it exits as soon as it reads the
+         * disarm byte); otherwise the supervisor's exit reaps it. */
+        siginfo_t si;
+        waitid(P_PIDFD, (id_t)lc->watchdog_pidfd, &si, WEXITED | WNOHANG);
         close(lc->watchdog_pidfd);
+    }
     lc->watchdog_pidfd = -1;
-    struct cordon_error err;
     if (lc->owner.lock_fd >= 0) {
-        state_set_status(&lc->owner, "stopped", 0, &err);
-        state_release(&lc->owner, lc->teardown == TEARDOWN_REMOVE);
+        if (lc->watchdog_pid < 0)
+            lifecycle_gc(lc);
+        bool remove = lc->teardown == TEARDOWN_REMOVE;
+        struct cordon_error err;
+        if (!remove)
+            state_set_status(&lc->owner, "stopped", 0, &err);
+        state_release(&lc->owner, remove);
     }
 }

@@ -158,6 +158,24 @@ is "submodule: the submodule is the workspace and git works" "$out" "$sup/mod
 0
 mod"
 
+# --- the curated /etc, prepared once per content of the host's /etc ---
+rt="$TEST_TMP/runtime"
+mkdir -m 700 "$rt"
+out=$(cd "$ws" && PWD="$ws" XDG_RUNTIME_DIR="$rt" "$CORDON" --debug run -- cat /etc/passwd 2>&1)
+like "/etc comes from the prepared copy" "$out" "/etc: the prepared copy under $rt/cordon/.etc"
+inside=$(cd "$ws" && PWD="$ws" XDG_RUNTIME_DIR="$rt" "$CORDON" run -- cat /etc/passwd 2>/dev/null)
+is "/etc/passwd inside is the host's" "$inside" "$(cat /etc/passwd)"
+is "two starts share one prepared copy" "$(ls "$rt/cordon/.etc" | wc -l)" 1
+is "the prepared copies are private (0700)" "$(stat -c %a "$rt/cordon/.etc")" 700
+sh_in "$ws" 'ls /etc/shadow /etc/ssl/private 2>&1; true'
+like "no secrets in the prepared /etc" "$out" "cannot access '/etc/shadow'"
+chmod 777 "$rt/cordon/.etc"
+out=$(cd "$ws" && PWD="$ws" XDG_RUNTIME_DIR="$rt" "$CORDON" --debug run -- cat /etc/hostname 2>&1)
+rc=$?
+is "a cache directory open to others is not used, the start goes on" "$rc" 0
+like "... and /etc is copied instead, saying why" "$out" "copied at start \(etc cache: .* is not a private directory"
+chmod 700 "$rt/cordon/.etc"
+
 # --- git failure other than "not a repository" fails closed ---
 echo '[broken' > "$TEST_TMP/bad-gitconfig"
 out=$(cd "$repo" && GIT_CONFIG_GLOBAL="$TEST_TMP/bad-gitconfig" "$CORDON" run -- true 2>&1)

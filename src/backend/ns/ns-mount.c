@@ -8,6 +8,7 @@
  * RESOLVE_NO_SYMLINKS) from directory fds, never as strings. */
 #include "backend/ns/ns-mount.h"
 #include "backend/etc-allowlist.h"
+#include "backend/etc-cache.h"
 #include "util/cleanup.h"
 
 #include <dirent.h>
@@ -165,9 +166,39 @@ static int plan_system_entry(struct ns_mount_plan *plan, const char *host, unsig
     return plan_bind(plan, host, host, attr, NS_OP_OPTIONAL);
 }
 
-static int plan_etc(struct ns_mount_plan *plan)
+/* The curated /etc from the prepared cache (etc-cache.c): one read-only
+ * bind, plus the directories bound from the host onto their mount points.
+ * Returns 1 when the cache could not be used (the caller copies instead). */
+static int plan_etc_cached(struct ns_mount_plan *plan, const char *cache_root)
 {
     const unsigned long ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    _cleanup_free_ struct etc_cache *cache = malloc(sizeof(*cache));
+    if (!cache)
+        return -1;
+    if (etc_cache_prepare(cache_root, cache, &plan->etc_cache_error) < 0)
+        return 1;
+    if (plan_mkdir_p(plan, "/etc") < 0 ||
+        plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", cache->dir), NEWROOT "/etc", NULL,
+                 ro, 0) < 0)
+        return -1;
+    for (size_t i = 0; i < cache->nbinds; i++) {
+        if (plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "/etc/%s", cache->binds[i]),
+                     plan_str(plan, NEWROOT "/etc/%s", cache->binds[i]), NULL, ro,
+                     NS_OP_OPTIONAL) < 0)
+            return -1;
+    }
+    plan->etc_cached = true;
+    return 0;
+}
+
+static int plan_etc(struct ns_mount_plan *plan, const char *cache_root)
+{
+    const unsigned long ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    if (cache_root) {
+        int rc = plan_etc_cached(plan, cache_root);
+        if (rc <= 0)
+            return rc;
+    }
     if (plan_mkdir_p(plan, "/etc") < 0 ||
         plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/etc", "mode=0755,size=1m", 0, 0) < 0)
         return -1;
@@ -281,7 +312,7 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
         if (plan_system_entry(plan, links[i], ro, false) < 0)
             goto fail;
     }
-    if (plan_etc(plan) < 0 || plan_dev(plan) < 0)
+    if (plan_etc(plan, spec->etc_cache_root) < 0 || plan_dev(plan) < 0)
         goto fail;
     /* A sandbox that outlives its session (teardown stop/none) keeps /tmp
      * and home in its state directory; otherwise they are fresh tmpfs. */

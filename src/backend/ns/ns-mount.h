@@ -42,7 +42,9 @@ struct ns_mount_plan {
     size_t count, capacity;
     char **strings; /* owned copies the ops point to */
     size_t nstrings, strings_capacity;
-    const char *cwd; /* inside the new root, after pivot */
+    const char *cwd;                     /* inside the new root, after pivot */
+    bool etc_cached;                     /* /etc comes from the prepared cache */
+    struct cordon_error etc_cache_error; /* why not, when it could not */
 };
 
 int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
