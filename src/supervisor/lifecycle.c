@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WATCHDOG_KILL_TRIES 5
@@ -56,10 +57,37 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
                          err);
 }
 
-/* The sweep of stale sessions runs off the start path: in the watchdog, or
- * at the end of a session that has none. */
+/* The sweep of stale sessions runs off the start path (in the watchdog, or
+ * at the end of a session that has none) and at most once a minute: its
+ * cost grows with the number of kept sessions. */
+#define LIFECYCLE_GC_INTERVAL 60
+
+static bool lifecycle_gc_due(void)
+{
+    struct cordon_error err;
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, &err) < 0)
+        return false;
+    _cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (rootfd < 0)
+        return false;
+    struct stat st;
+    if (fstatat(rootfd, ".gc-stamp", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        difftime(time(NULL), st.st_mtime) < LIFECYCLE_GC_INTERVAL &&
+        difftime(time(NULL), st.st_mtime) >= 0)
+        return false;
+    int fd = openat(rootfd, ".gc-stamp", O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return true;
+    futimens(fd, NULL);
+    close(fd);
+    return true;
+}
+
 static void lifecycle_gc(const struct lifecycle *lc)
 {
+    if (!lifecycle_gc_due())
+        return;
     size_t removed = 0;
     struct cordon_error gc_err;
     if (state_gc(lc->gc_hours, lc->owner.name, &removed, &gc_err) < 0)
