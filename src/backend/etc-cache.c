@@ -240,9 +240,16 @@ int etc_cache_prepare(const char *root, struct etc_cache *out, struct cordon_err
         return error_set(err, errno, "etc cache: %s", root);
     struct stat rst;
     /* Only a directory of our own, closed to others, holds what the
-     * sandbox will see as /etc. */
-    if (fstat(rootfd, &rst) < 0 || rst.st_uid != geteuid() || (rst.st_mode & 0022))
-        return error_set(err, EPERM, "etc cache: %s is not a private directory of this user", root);
+     * sandbox will see as /etc; one opened up is closed again. A copy
+     * someone else placed there while it was open is refused below: every
+     * copy must be a directory of this user. */
+    if (fstat(rootfd, &rst) < 0)
+        return error_set(err, errno, "etc cache: %s", root);
+    if (rst.st_uid != geteuid())
+        return error_set(err, EPERM, "etc cache: %s belongs to uid %u, not to this user", root,
+                         (unsigned)rst.st_uid);
+    if ((rst.st_mode & 0077) && fchmod(rootfd, 0700) < 0)
+        return error_set(err, errno, "etc cache: making %s private", root);
 
     struct stat kst;
     if (fstatat(rootfd, key, &kst, AT_SYMLINK_NOFOLLOW) < 0) {

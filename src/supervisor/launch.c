@@ -281,13 +281,16 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     if (launch_network(req, l, err) < 0)
         goto fail;
 
-    /* The curated /etc is prepared once per content in the state root; a
-     * missing state root only costs speed (the view copies /etc). */
+    /* The curated /etc is prepared once per content, in the state root. */
     {
-        struct cordon_error ignored;
         _cleanup_free_ char *root = NULL;
-        if (state_root(&root, &ignored) == 0 && asprintf(&l->etc_cache_root, "%s/.etc", root) < 0)
+        if (state_root(&root, err) < 0)
+            goto fail;
+        if (asprintf(&l->etc_cache_root, "%s/.etc", root) < 0) {
             l->etc_cache_root = NULL;
+            error_set(err, ENOMEM, "launch");
+            goto fail;
+        }
     }
 
     l->spec = (struct ns_spec){

@@ -170,11 +170,23 @@ is "the prepared copies are private (0700)" "$(stat -c %a "$rt/cordon/.etc")" 70
 sh_in "$ws" 'ls /etc/shadow /etc/ssl/private 2>&1; true'
 like "no secrets in the prepared /etc" "$out" "cannot access '/etc/shadow'"
 chmod 777 "$rt/cordon/.etc"
-out=$(cd "$ws" && PWD="$ws" XDG_RUNTIME_DIR="$rt" "$CORDON" --debug run -- cat /etc/hostname 2>&1)
-rc=$?
-is "a cache directory open to others is not used, the start goes on" "$rc" 0
-like "... and /etc is copied instead, saying why" "$out" "copied at start \(etc cache: .* is not a private directory"
-chmod 700 "$rt/cordon/.etc"
+cordon_run_rt() { out=$(cd "$ws" && PWD="$ws" XDG_RUNTIME_DIR="$rt" "$CORDON" run "$@" 2>&1); rc=$?; }
+cordon_run_rt -- cat /etc/hostname
+is "a cache directory opened to others: the start goes on" "$rc" 0
+is "... and the directory is private again" "$(stat -c %a "$rt/cordon/.etc")" 700
+key=$(ls "$rt/cordon/.etc")
+rm -rf "${rt:?}/cordon/.etc/$key"
+mkdir "$rt/cordon/.etc/$key"
+if is_root; then
+    chown 65534 "$rt/cordon/.etc/$key"
+    cordon_run_rt -- cat /etc/hostname
+    is "a prepared copy that is not the user's own: nothing runs (125)" "$rc" 125
+    like "... and the error names it" "$out" "etc cache: .*$key is not a directory of this user"
+else
+    skip "a prepared copy that is not the user's own: nothing runs (125)" "needs root to chown"
+    skip "... and the error names it" "needs root to chown"
+fi
+rm -rf "${rt:?}/cordon/.etc/$key"
 
 # --- git failure other than "not a repository" fails closed ---
 echo '[broken' > "$TEST_TMP/bad-gitconfig"

@@ -337,10 +337,7 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
         log_debug("timing: plan %lld us (%zu operations), seccomp %lld us, "
                   "clone+maps+cgroups %lld us, view+exec %lld us",
                   t1 - t0, c.plan.count, t2 - t1, t4 - t3, log_now_us() - t4);
-        if (c.plan.etc_cached)
-            log_debug("/etc: the prepared copy under %s", spec->etc_cache_root);
-        else if (spec->etc_cache_root)
-            log_debug("/etc: copied at start (%s)", c.plan.etc_cache_error.message);
+        log_debug("/etc: the prepared copy under %s", spec->etc_cache_root);
         goto out;
     }
     if (n == (ssize_t)sizeof(child_err)) {

@@ -58,8 +58,7 @@ struct ns_spec {
     int stdio[3];      /* become fds 0, 1, 2 inside */
     int control_fd;    /* becomes fd 3 inside, or -1 */
     const char *name;  /* sandbox name (cgroup and hostname) */
-    /* Where the curated /etc is prepared once and reused (etc-cache.c), or
-     * NULL to copy it into a tmpfs at every start. */
+    /* Where the curated /etc is prepared once and reused (etc-cache.c). */
     const char *etc_cache_root;
     /* Called on the host once the sandbox's namespaces exist and its id maps
      * are written, before anything runs inside (network set-up: joining the
