@@ -5,6 +5,7 @@
  * supervisor, the sandbox's pidfd, and a copy of the lock, so the session
  * stays "owned" until its teardown is complete. */
 #include "supervisor/lifecycle.h"
+#include "supervisor/control.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -128,6 +129,8 @@ static void watchdog_run(int supervisor_pidfd, int sandbox_pidfd, int disarm_fd,
         }
     }
     struct cordon_error err;
+    /* Nobody answers on the dead supervisor's control socket any more. */
+    control_unlink_stale(lc->owner.dir_fd);
     state_set_status(&lc->owner, "stopped", 0, &err);
     state_release(&lc->owner, lc->teardown == TEARDOWN_REMOVE);
     _exit(0);
@@ -236,6 +239,7 @@ void lifecycle_end(struct lifecycle *lc)
     lc->watchdog_pidfd = -1;
     struct cordon_error err;
     if (lc->owner.lock_fd >= 0) {
+        control_unlink_stale(lc->owner.dir_fd);
         state_set_status(&lc->owner, "stopped", 0, &err);
         state_release(&lc->owner, lc->teardown == TEARDOWN_REMOVE);
     }
