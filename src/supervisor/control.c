@@ -122,11 +122,22 @@ int control_fd(const struct control *c)
     return c->epfd;
 }
 
+/* A Unix socket closed with unread data resets the peer, which then never
+ * reads the answer queued before the reset (an over-long request, a
+ * refused peer's request): read it away first, boundedly. */
+static void close_drained(int fd)
+{
+    char scratch[4096];
+    for (int i = 0; i < 16 && recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT) > 0; i++)
+        ;
+    close(fd);
+}
+
 static void conn_close(struct control *c, struct control_conn *k)
 {
     if (k->fd >= 0) {
         epoll_ctl(c->epfd, EPOLL_CTL_DEL, k->fd, NULL);
-        close(k->fd);
+        close_drained(k->fd);
     }
     free(k->out);
     *k = (struct control_conn){.fd = -1};
@@ -227,7 +238,7 @@ static void refuse(int fd, const char *message)
         (void)w;
         free(text);
     }
-    close(fd);
+    close_drained(fd);
 }
 
 static void on_accept(struct control *c)
