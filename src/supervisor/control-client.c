@@ -64,8 +64,10 @@ int control_request(int fd, const char *op, int timeout_ms, json_t **ret_answer,
     int n = snprintf(line, sizeof(line), "{\"op\":\"%s\"}\n", op);
     if (n < 0 || (size_t)n >= sizeof(line))
         return error_set(err, EINVAL, "control: op too long");
-    if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n)
-        return error_set(err, errno, "control: sending the request");
+    /* A supervisor that refuses us (busy, another uid) may have answered
+     * and closed before our request went out: its answer is still ours to
+     * read, so a failed send is reported only when no answer follows. */
+    int send_errno = send(fd, line, (size_t)n, MSG_NOSIGNAL) == n ? 0 : errno;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0, cap = 0;
     int64_t deadline = now_ms() + timeout_ms;
@@ -94,6 +96,8 @@ int control_request(int fd, const char *op, int timeout_ms, json_t **ret_answer,
         ssize_t got = recv(fd, buf + len, cap - len, 0);
         if (got < 0 && errno == EINTR)
             continue;
+        if (got <= 0 && send_errno)
+            return error_set(err, send_errno, "control: sending the request");
         if (got < 0)
             return error_set(err, errno, "control: reading the answer");
         if (got == 0)

@@ -55,6 +55,9 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
     if (state_acquire(l->name, l->ws.root, cfg_enum_name(CFG_BACKEND, cfg->backend), &lc->owner,
                       err) < 0)
         return -1;
+    /* A control socket here is a dead supervisor's: whoever serves one
+     * (cordon mcp) binds its own, and nobody answers on this one. */
+    control_unlink_stale(lc->owner.dir_fd);
     size_t removed = 0;
     struct cordon_error gc_err;
     if (state_gc((double)cfg->gc_hours, l->name, &removed, &gc_err) < 0)

@@ -79,7 +79,10 @@ try:
     s.connect(sys.argv[1])
 except OSError as e:
     print(type(e).__name__); sys.exit(0)
-s.sendall(sys.argv[2].encode())
+try:
+    s.sendall(sys.argv[2].encode())
+except OSError:
+    pass  # refused before the request went out: the answer is still there
 s.settimeout(30)
 data = b""
 while True:
