@@ -109,6 +109,8 @@ for check in env-scrub host-files docker-socket seccomp no-new-privs capabilitie
 done
 like "verify NAME: ownership: held by the supervisor's pid, seen by both sides" "$(row ownership)" \
     "^PASS .*busy \(held\); the record names pid $mcp_pid, this supervisor is $mcp_pid; seen by \`cordon verify $name\`: the lock is held, its record names pid $mcp_pid, the control socket's peer \(SO_PEERCRED\) is pid $mcp_pid$"
+like "verify NAME: the control socket is not in the sandbox's view" "$(row docker-socket)" \
+    ", 0 sockets found$"
 like "verify NAME: that session's configuration (env.mode = passthrough: WARN)" \
     "$(row env-forwarding)" "^WARN .*env.mode = passthrough"
 like "verify NAME: that session's configuration (read-only workspace)" "$(row workspace)" \
@@ -143,13 +145,22 @@ like "inside the session: the agent planted /tmp/d.sock" "$hold_line" "^RESULT .
 verify_name "$name"
 is "verify NAME after the change inside: exit 1" "$rc" 1
 like "verify NAME: the change made inside that sandbox is seen" "$(row docker-socket)" \
-    "^FAIL .*reachable: /tmp/d.sock \(answers the Docker API\)"
+    "^FAIL .*, 1 sockets found; reachable: /tmp/d.sock \(answers the Docker API\)$"
 like "verify NAME: a FAIL tells the user what to do" "$out" \
     "Treat sandbox $name as compromised.*cordon rm $name"
 out=$(cd "$ws" && "$CORDON" verify 2>/dev/null </dev/null)
 like "fresh verify of the same workspace: its own /tmp, no such socket" "$(row docker-socket)" "^PASS"
 like "fresh verify: its own configuration (writable, strict)" "$(row workspace)" "writable mode"
 like "fresh verify: env-forwarding passes" "$(row env-forwarding)" "^PASS .*env.mode = strict"
+
+# The agent's own calls are served while a verify is in flight.
+(cd / && "$CORDON" verify "$name" >"$TEST_TMP/bg.out" 2>&1 </dev/null; echo "rc=$?" >>"$TEST_TMP/bg.out") &
+bg=$!
+hold_call "echo concurrent"
+like "a tool call while verify NAME runs: answered" "$hold_line" '^RESULT [0-9.]+ "concurrent\\n"$'
+wait "$bg"
+like "... and the verify completes (it FAILs: the planted socket)" "$(cat "$TEST_TMP/bg.out")" \
+    "result: FAIL \(1 failed.*rc=1$"
 
 # --- the control socket's bounds ---
 like "control: status answers with the supervisor's pid" "$(ctl "$name" '{"op":"status"}
@@ -237,6 +248,10 @@ is "verify NAME with a stale control socket: not running (2)" "$rc" 2
 cordon_run "$ws" -- true
 is "gc: a stale control socket of a stopped session is removed" \
     "$(ls -A "$state/$name" | grep -c '^control$')" 0
+$PY -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$state/$name/control"
+cordon_run "$ws" --name "$name" -- true
+is "a session that takes the name over removes a stale control socket (cordon run)" \
+    "$rc $(ls -A "$state/$name" | grep -c '^control$')" "0 0"
 
 # The supervisor is killed: the watchdog removes its socket with the rest.
 name2="vkill-$$"
