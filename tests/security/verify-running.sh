@@ -189,8 +189,8 @@ EOF
 silent=$!
 sleep 0.5
 hold_call "echo still-serving"
-like "control: a silent client does not stall the agent's tool calls" "$hold_line" \
-    '^RESULT (0|1)\.[0-9]+ "still-serving\\n"$'
+like "control: a silent client does not stall the agent's tool calls (answered well before its 5 s timeout)" "$hold_line" \
+    '^RESULT [0-3]\.[0-9]+ "still-serving\\n"$'
 wait "$silent"
 like "control: the silent client is dropped after about 5 s, told why" "$(cat "$TEST_TMP/silent.out")" \
     "^[4-7]\.[0-9] .*timeout: no request"
