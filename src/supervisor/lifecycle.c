@@ -5,6 +5,7 @@
  * supervisor, the sandbox's pidfd, and a copy of the lock, so the session
  * stays "owned" until its teardown is complete. */
 #include "supervisor/lifecycle.h"
+#include "supervisor/control.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -53,8 +54,13 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
     if (cfg->sandbox_name && cfg->origin[CFG_TEARDOWN].layer == CFG_LAYER_DEFAULT)
         lc->teardown = TEARDOWN_NONE;
     lc->gc_hours = (double)cfg->gc_hours;
-    return state_acquire(l->name, l->ws.root, cfg_enum_name(CFG_BACKEND, cfg->backend), &lc->owner,
-                         err);
+    if (state_acquire(l->name, l->ws.root, cfg_enum_name(CFG_BACKEND, cfg->backend), &lc->owner,
+                      err) < 0)
+        return -1;
+    /* A control socket here is a dead supervisor's: whoever serves one
+     * (cordon mcp) binds its own, and nobody answers on this one. */
+    control_unlink_stale(lc->owner.dir_fd);
+    return 0;
 }
 
 /* The sweep of stale sessions runs off the start path (in the watchdog, or
@@ -162,6 +168,8 @@ static void watchdog_run(int supervisor_pidfd, int sandbox_pidfd, int disarm_fd,
         }
     }
     struct cordon_error err;
+    /* Nobody answers on the dead supervisor's control socket any more. */
+    control_unlink_stale(lc->owner.dir_fd);
     state_set_status(&lc->owner, "stopped", 0, &err);
     state_release(&lc->owner, lc->teardown == TEARDOWN_REMOVE);
     _exit(0);
@@ -254,6 +262,7 @@ void lifecycle_end(struct lifecycle *lc)
     if (lc->owner.lock_fd >= 0) {
         if (lc->watchdog_pid < 0)
             lifecycle_gc(lc);
+        control_unlink_stale(lc->owner.dir_fd);
         bool remove = lc->teardown == TEARDOWN_REMOVE;
         struct cordon_error err;
         if (!remove)

@@ -423,6 +423,11 @@ const char *session_state_dir(const struct session *s)
     return s->owned ? s->lifecycle.owner.dir : NULL;
 }
 
+int session_state_dir_fd(const struct session *s)
+{
+    return s->owned ? s->lifecycle.owner.dir_fd : -1;
+}
+
 void session_audit(struct session *s, const char *tool, const char *target, const char *outcome,
                    double duration_ms, int exit_code)
 {

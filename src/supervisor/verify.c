@@ -1010,6 +1010,39 @@ int verify_session(struct session *s, json_t **report, struct cordon_error *err)
     return 0;
 }
 
+void verify_report_add_ownership(json_t *report, const char *name, bool held, pid_t record_pid,
+                                 pid_t peer_pid)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach (json_object_get(report, "checks"), i, c) {
+        if (strcmp(str(c, "check"), "ownership") != 0)
+            continue;
+        bool ok = held && record_pid > 0 && record_pid == peer_pid &&
+                  strcmp(str(c, "status"), "PASS") == 0;
+        char evidence[3072];
+        snprintf(evidence, sizeof(evidence),
+                 "%s; seen by `cordon verify %s`: the lock is %s, its record names pid %d, the "
+                 "control socket's peer (SO_PEERCRED) is pid %d",
+                 str(c, "evidence"), name, held ? "held" : "free", (int)record_pid, (int)peer_pid);
+        json_object_set_new(c, "evidence", json_string(evidence));
+        json_object_set_new(c, "status", json_string(ok ? "PASS" : "FAIL"));
+    }
+    int failed = 0;
+    json_array_foreach (json_object_get(report, "checks"), i, c)
+        failed += strcmp(str(c, "status"), "FAIL") == 0;
+    json_object_set_new(report, "failed", json_integer(failed));
+    json_object_set_new(report, "result", json_string(failed ? "FAIL" : "PASS"));
+    if (failed && !json_object_get(report, "advice")) {
+        char advice[512];
+        snprintf(advice, sizeof(advice),
+                 "Treat sandbox %s as compromised: stop using it, end the session and remove it "
+                 "(`cordon rm %s`), then report the failed checks.",
+                 name, name);
+        json_object_set_new(report, "advice", json_string(advice));
+    }
+}
+
 int verify_report_failed(const json_t *report)
 {
     return (int)json_integer_value(json_object_get(report, "failed"));

@@ -13,6 +13,8 @@
 #include "supervisor/session.h"
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
 
 /* Names injected into the supervisor's environment before a fresh sandbox
  * is built (and into the scrubber's input in every case): all must be
@@ -42,6 +44,13 @@ void verify_free(struct verify_run *r);
 
 /* Both phases with a blocking call (the CLI). */
 int verify_session(struct session *s, json_t **report, struct cordon_error *err);
+
+/* `cordon verify NAME`: the report came from the session's supervisor over
+ * its control socket; the client's own view of the ownership joins the
+ * ownership row (held, the record's pid, the socket peer's pid), which
+ * FAILs unless they agree. */
+void verify_report_add_ownership(json_t *report, const char *name, bool held, pid_t record_pid,
+                                 pid_t peer_pid);
 
 /* One row per check, then the verdict and what to do. Caller frees. */
 char *verify_report_text(const json_t *report);
