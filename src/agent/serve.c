@@ -7,6 +7,7 @@
  * context, no privileges, under seccomp. */
 #include "agent/serve.h"
 #include "agent/protocol.h"
+#include "agent/reap.h"
 #include "agent/tools/bash.h"
 #include "agent/tools/registry.h"
 #include "agent/tools/tool.h"
@@ -487,8 +488,12 @@ static void on_timers(struct agent *a)
     }
 }
 
-int agent_serve(int channel_fd)
+int agent_serve(int channel_fd, bool host)
 {
+    struct cordon_error rerr;
+    /* Before any call: every process a call leaves behind stays ours. */
+    if (host && reap_become_subreaper(&rerr) < 0)
+        fprintf(stderr, "cordon-agent: %s\n", rerr.message);
     struct agent *a = calloc(1, sizeof(*a));
     if (!a)
         return CORDON_EXIT_FAILURE;
@@ -574,6 +579,10 @@ int agent_serve(int channel_fd)
         }
         call_release(a, c);
     }
+    /* On the host, what the calls left running (`cmd &`, nohup, setsid,
+     * double forks) ends with the session, as it does in the sandbox. */
+    if (host && reap_descendants(REAP_HOST_TIMEOUT_MS, &rerr) < 0)
+        fprintf(stderr, "cordon-agent: %s\n", rerr.message);
     frame_reader_free(&a->in);
     frame_writer_free(&a->out);
     close(a->epfd);
