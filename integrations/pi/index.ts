@@ -323,8 +323,14 @@ export default function cordon(pi: ExtensionAPI) {
 
 	pi.registerCommand("cordon", {
 		description: "cordon sandbox: status | on | off | verify | config",
-		getArgumentCompletions: (prefix: string) =>
-			["status", "on", "off", "verify", "config"].filter((v) => v.startsWith(prefix)).map((v) => ({ value: v, label: v })),
+		// None once a whole subcommand is typed: pi's Enter on an argument
+		// completion only applies it, so `/cordon off` + Enter would need a
+		// second Enter to run.
+		getArgumentCompletions: (prefix: string) => {
+			const subs = ["status", "on", "off", "verify", "config"];
+			if (subs.includes(prefix.trim())) return null;
+			return subs.filter((v) => v.startsWith(prefix)).map((v) => ({ value: v, label: v }));
+		},
 		handler: async (args: string, ctx) => {
 			const sub = (args || "status").trim().split(/\s+/)[0];
 			const say = (m: string, level: "info" | "warning" | "error" = "info") => ctx.ui.notify(m, level);

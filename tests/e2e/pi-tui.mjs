@@ -61,7 +61,7 @@ const script = path.join(tmp, "script.json");
 const contextLog = path.join(tmp, "context.log");
 fs.writeFileSync(script, JSON.stringify({
     prompts: {
-        heartbeat: [{ name: "bash", args: { command: `: hb-${token}; while :; do date +%s%N > hb.txt; sleep 0.1; done` } }],
+        heartbeat: [{ name: "bash", args: { command: `: hb-${token}; while :; do date +%s%N > hb.tmp; mv hb.tmp hb.txt; sleep 0.1; done` } }],
         after: [{ name: "bash", args: { command: `echo left-$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -c '[h]b-${token}')` } }],
         hostbg: [{ name: "bash", args: { command: `sleep 1003.${token} >/dev/null 2>&1 & echo hostbg-$(cat /proc/1/comm)` } }],
     },
@@ -98,12 +98,13 @@ function editorText() {
     if (rules.length < 2) return "";
     return v.slice(rules[rules.length - 2] + 1, rules[rules.length - 1]).join("\n").trim();
 }
-// A slash command: the first Enter may only accept pi's completion of the
-// argument; then a second one submits it.
+// A slash command. An Enter that reaches pi while its completion list (for
+// a prefix typed a moment before) is still open only applies the
+// completion; Enter again until the editor is empty.
 async function command(text) {
     type(text);
-    if (!(await waitFor(() => editorText() === "", 3000, `the editor to submit ${text}`, true)))
-        tmux("send-keys", "-t", "pi", "Enter");
+    for (let i = 0; i < 5 && !(await waitFor(() => editorText() === "", 1000, "", true)); i++)
+        if (editorText() === text) tmux("send-keys", "-t", "pi", "Enter");
 }
 const lines = () => screen().split("\n").map((l) => l.trim());
 const hasLine = (re) => lines().some((l) => re.test(l));
@@ -173,7 +174,7 @@ try {
     ok(await waitFor(() => procsWith(`hb-${token}`).length === 0, 10000, "the heartbeat loop to end"),
         "Escape: the loop's processes are gone from the host's view", procsWith(`hb-${token}`));
     const stopped = readHb();
-    await sleep(1000); // the loop wrote every 100 ms: ten beats missed if it still ran
+    await sleep(1000); // the loop beat every 100 ms: ten beats missed if it still ran
     ok(stopped !== "" && readHb() === stopped, "Escape: the heartbeat stops");
 
     type("after");
