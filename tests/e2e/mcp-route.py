@@ -96,6 +96,34 @@ class Server:
         return self.p.stderr.read().decode(errors="replace")
 
 
+def alive(pid):
+    """Running, not a zombie left for init."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def wait_gone(pids, timeout=15):
+    """The pids still alive after timeout; those are then killed, so a
+    failing run leaves nothing behind."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    left = [p for p in pids if alive(p)]
+    for p in left:
+        try:
+            os.kill(p, 9)
+        except OSError:
+            pass
+    return left
+
+
+LEAVE_BEHIND = ("sleep 1000 >/dev/null 2>&1 & echo $!; nohup sleep 1001 >/dev/null 2>&1 & echo $!; "
+                "setsid sleep 1002 >/dev/null 2>&1 & echo $!; sh -c 'sleep 1003 >/dev/null 2>&1 & echo $!'")
+
+
 def text(r):
     return "".join(c.get("text", "") for c in (r or {}).get("content", []) if c.get("type") == "text")
 
@@ -218,7 +246,12 @@ try:
     r = s.call("bash", {"command": "cat /proc/1/comm"})
     ok(text(r) != "cordon-agent\n" and meta(r)["cordon/state"] == "off" and s.request("cordon/status")["result"]["sandbox"] is None,
        "cordon mcp --off: host mode without a sandbox", r)
+    r = s.call("bash", {"command": LEAVE_BEHIND})
+    left = [int(x) for x in text(r).split()]
+    ok(len(left) == 4 and all(alive(p) for p in left),
+       "off: background processes (&, nohup, setsid, double fork) outlive their host call", r)
     s.close()
+    ok(wait_gone(left) == [], "off: they end with the session (the client closes stdin)", left)
     s = Server(ws, args=["--set", "backend=docker"], elicitation=True)
     m3 = os.path.join(outside, "blocked")
     r = s.call("bash", {"command": f"touch {m3}"})
@@ -231,6 +264,11 @@ try:
     r = s.call("bash", {"command": "cat /proc/1/comm"})
     ok(not r["isError"] and text(r) != "cordon-agent\n" and meta(r) == {"cordon/route": "host", "cordon/state": "host fallback"},
        "fallback_mode = host from the session: host fallback, shown in _meta", r)
+    r = s.call("bash", {"command": LEAVE_BEHIND})
+    left = [int(x) for x in text(r).split()]
+    ok(len(left) == 4 and all(alive(p) for p in left), "host fallback: background processes outlive their call", r)
+    s.p.terminate()
+    ok(wait_gone(left) == [], "host fallback: they end with the session (SIGTERM to cordon mcp)", left)
     s.close()
     s = Server(ws, args=["--set", "limits.pids=many"], elicitation=False)
     r = s.call("ls", {})
