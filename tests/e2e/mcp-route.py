@@ -252,6 +252,11 @@ try:
        "off: background processes (&, nohup, setsid, double fork) outlive their host call", r)
     s.close()
     ok(wait_gone(left) == [], "off: they end with the session (the client closes stdin)", left)
+    s = Server(ws, args=["--off"], elicitation=False)
+    left = [int(x) for x in text(s.call("bash", {"command": LEAVE_BEHIND})).split()]
+    s.p.kill()
+    ok(len(left) == 4 and wait_gone(left) == [], "off: they end when cordon mcp is SIGKILLed too (the host agent sees EOF)", left)
+    s.close()
     s = Server(ws, args=["--set", "backend=docker"], elicitation=True)
     m3 = os.path.join(outside, "blocked")
     r = s.call("bash", {"command": f"touch {m3}"})
