@@ -213,7 +213,11 @@ int session_start_host(struct session **out, struct cordon_error *err)
     if (pid == 0) {
         /* Child, host context, between fork and exec: no allocation. The
          * agent gets the user's cwd and environment as they are; stdout is
-         * the MCP stream's, so it gets /dev/null. */
+         * the MCP stream's, so it gets /dev/null. A session of its own: a
+         * terminal's hangup or Ctrl+C reaches the supervisor, which ends
+         * the session, not the agent, which would die without ending what
+         * its calls left running. */
+        setsid();
         int control = pair[1] == 3 ? 3 : dup2(pair[1], 3);
         if (control != 3 || dup2(s->devnull, 0) < 0 || dup2(s->devnull, 1) < 0)
             _exit(CORDON_EXIT_FAILURE);

@@ -8,6 +8,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,9 +32,10 @@ def ok(cond, name, diag=None):
 
 
 class Server:
-    def __init__(self, cwd, args=(), elicitation=True, env=None):
+    def __init__(self, cwd, args=(), elicitation=True, env=None, new_session=False):
         self.p = subprocess.Popen([CORDON, "mcp", *args], cwd=cwd, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                  start_new_session=new_session)
         self.buf = b""
         self.next_id = 100
         caps = {"elicitation": {}} if elicitation else {}
@@ -256,6 +258,13 @@ try:
     left = [int(x) for x in text(s.call("bash", {"command": LEAVE_BEHIND})).split()]
     s.p.kill()
     ok(len(left) == 4 and wait_gone(left) == [], "off: they end when cordon mcp is SIGKILLed too (the host agent sees EOF)", left)
+    s.close()
+    # A terminal's hangup goes to its whole foreground process group: here,
+    # cordon mcp's group. The host agent has a session of its own.
+    s = Server(ws, args=["--off"], elicitation=False, new_session=True)
+    left = [int(x) for x in text(s.call("bash", {"command": LEAVE_BEHIND})).split()]
+    os.killpg(s.p.pid, signal.SIGHUP)
+    ok(len(left) == 4 and wait_gone(left) == [], "off: they end when the terminal hangs up (SIGHUP to cordon mcp's process group)", left)
     s.close()
     s = Server(ws, args=["--set", "backend=docker"], elicitation=True)
     m3 = os.path.join(outside, "blocked")

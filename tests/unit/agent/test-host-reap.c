@@ -7,6 +7,7 @@
 #include "agent/protocol.h"
 #include "agent/serve.h"
 #include "tap.h"
+#include "util/cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,9 +123,10 @@ static int read_pids(pid_t *pids)
 }
 
 /* Runs one agent, one bash call that leaves processes behind, and a
- * shutdown. Fills pids; returns how many of them were alive before the
- * shutdown and were reparented to the agent. */
-static void run_agent(bool host, pid_t *pids, int *count, int *reparented, int *exit_status)
+ * shutdown frame (end_signal 0) or that signal. Fills pids, counts those
+ * alive before the end and reparented to the agent. */
+static void run_agent(bool host, int end_signal, pid_t *pids, int *count, int *reparented,
+                      int *exit_status)
 {
     unlink("pids.txt");
     int sv[2];
@@ -152,7 +154,10 @@ static void run_agent(bool host, pid_t *pids, int *count, int *reparented, int *
         if (alive(pids[i]) && parent_of(pids[i]) == child)
             (*reparented)++;
     }
-    send_frame(&p, json_pack("{s:s}", "t", "shutdown"));
+    if (end_signal)
+        kill(child, end_signal);
+    else
+        send_frame(&p, json_pack("{s:s}", "t", "shutdown"));
     int status = 0;
     waitpid(child, &status, 0);
     *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -171,7 +176,7 @@ int main(void)
     int count, reparented, status;
 
     /* The sandbox's agent (not --host): the processes outlive it. */
-    run_agent(false, pids, &count, &reparented, &status);
+    run_agent(false, 0, pids, &count, &reparented, &status);
     int left = 0;
     for (int i = 0; i < count; i++)
         left += alive(pids[i]);
@@ -180,24 +185,34 @@ int main(void)
     for (int i = 0; i < count; i++)
         kill(pids[i], SIGKILL);
 
-    /* The host agent: they are its descendants, and gone with it. */
-    run_agent(true, pids, &count, &reparented, &status);
-    is_int(count, NPIDS, "--host: the call started %d background processes", NPIDS);
-    is_int(reparented, NPIDS, "--host: they outlive the call, reparented to the agent");
-    is_int(status, 0, "--host: the agent exits 0");
-    left = 0;
-    for (int tries = 0; tries < 100; tries++) {
+    /* The host agent: they are its descendants, and gone with it, whether
+     * the supervisor ends it or a signal does. */
+    static const struct {
+        int signal;
+        const char *how;
+    } ends[] = {{0, "shutdown"}, {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"}, {SIGINT, "SIGINT"}};
+    for (size_t e = 0; e < ARRAY_SIZE(ends); e++) {
+        run_agent(true, ends[e].signal, pids, &count, &reparented, &status);
+        is_int(count, NPIDS, "--host, %s: the call started %d background processes", ends[e].how,
+               NPIDS);
+        is_int(reparented, NPIDS, "--host, %s: they outlive the call, reparented to the agent",
+               ends[e].how);
+        is_int(status, 0, "--host, %s: the agent exits 0", ends[e].how);
         left = 0;
+        for (int tries = 0; tries < 100; tries++) {
+            left = 0;
+            for (int i = 0; i < count; i++)
+                left += alive(pids[i]);
+            if (!left)
+                break;
+            usleep(10000);
+        }
+        is_int(left, 0,
+               "--host, %s: none outlives the agent (&, nohup, setsid, subshell, double fork)",
+               ends[e].how);
         for (int i = 0; i < count; i++)
-            left += alive(pids[i]);
-        if (!left)
-            break;
-        usleep(10000);
+            kill(pids[i], SIGKILL);
     }
-    is_int(left, 0,
-           "--host: none outlives the agent (sleep &, nohup, setsid, subshell, double fork)");
-    for (int i = 0; i < count; i++)
-        kill(pids[i], SIGKILL);
 
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
