@@ -147,17 +147,26 @@ export default function cordon(pi: ExtensionAPI) {
 	let status: Json = {};
 	let ui: ExtensionContext["ui"] | undefined;
 
+	// Loud (bold, the theme's error colour) whenever tools run on the host.
+	const paint = (color: "success" | "muted" | "warning" | "error", text: string, bold = false) => {
+		try {
+			const t = ui?.theme;
+			return t ? t.fg(color, bold ? t.bold(text) : text) : text;
+		} catch {
+			return text;
+		}
+	};
 	const footer = () => {
 		const text =
 			state === "sandboxed"
-				? "cordon: sandboxed"
+				? paint("success", "cordon: sandboxed")
 				: state === "off"
-					? "cordon: HOST"
+					? paint("error", "cordon: HOST", true)
 					: state === "host fallback"
-						? "cordon: host fallback"
+						? paint("error", "cordon: host fallback", true)
 						: state === "starting"
-							? "cordon: starting"
-							: "cordon: blocked";
+							? paint("muted", "cordon: starting")
+							: paint("warning", "cordon: blocked", true);
 		ui?.setStatus("cordon", text);
 	};
 	const setState = (s: string) => {

@@ -87,6 +87,10 @@ function tmux(...args) {
 const screen = () => tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "pi").stdout ?? "";
 const visible = () => tmux("capture-pane", "-p", "-J", "-t", "pi").stdout ?? "";
 const footer = () => visible().split("\n").filter((l) => l.trim()).slice(-3).join("\n");
+// The footer's cordon line with its escape sequences (colour, bold).
+const styledStatus = () =>
+    (tmux("capture-pane", "-p", "-e", "-t", "pi").stdout ?? "").split("\n").filter((l) => l.includes("cordon: ")).pop() ?? "";
+const isBold = (line) => /\x1b\[(?:[0-9;]*;)?1(?:;[0-9;]*)?m\s*cordon: /.test(line) || /\x1b\[1m/.test(line);
 const type = (text) => {
     tmux("send-keys", "-t", "pi", "-l", text);
     tmux("send-keys", "-t", "pi", "Enter");
@@ -140,6 +144,7 @@ try {
 
     ok(await waitFor(() => /cordon: sandboxed/.test(footer()), 90000, "the footer's cordon status"),
         "the footer shows `cordon: sandboxed`", footer());
+    ok(!isBold(styledStatus()), "`cordon: sandboxed` is not bold", JSON.stringify(styledStatus()));
 
     // --- `!` and `!!`: the user's commands run in the sandbox
     const bang = path.join(outside, "bang");
@@ -190,6 +195,8 @@ try {
     await command("/cordon off");
     ok(await waitFor(() => /cordon: HOST/.test(footer()), 15000, "cordon: HOST in the footer"),
         "`/cordon off`: the footer shows `cordon: HOST`", footer());
+    ok(isBold(styledStatus()) && /\x1b\[[0-9;]*3[0-9;]*m/.test(styledStatus()), "`cordon: HOST` is loud: bold and coloured",
+        JSON.stringify(styledStatus()));
     type(`!echo host-$(cat /proc/1/comm)`);
     ok(await waitFor(() => hasLine(/^host-\S+$/), 30000, "the host command's output") && hasLine(new RegExp(`^host-${hostInit}$`)) &&
         hostInit !== "cordon-agent", `\`!cmd\` now runs on the host (PID 1 is ${hostInit})`, lines().filter((l) => l.startsWith("host-")));
