@@ -232,7 +232,16 @@ try:
     ok(pong and pong.get("result") == {} and not os.path.exists(m2), "a call cancelled while asking never runs and gets no response", pong)
     r = s.call("read", {"path": "x", "execution_target": "sandbox"})
     ok(r["isError"] and "ENOENT" in text(r) and meta(r)["cordon/route"] == "sandbox", "execution_target sandbox runs in the sandbox", r)
+    # an approved host call's background processes end with the session
+    cid = s.call_async("bash", {"command": LEAVE_BEHIND, "execution_target": "host"})
+    q5 = s.wait_for(lambda m: m.get("method") == "elicitation/create")
+    s.send({"jsonrpc": "2.0", "id": q5["id"], "result": {"action": "accept", "content": {"approve": True}}})
+    r = s.wait_for(lambda m: m.get("id") == cid)["result"]
+    left = [int(x) for x in text(r).split()]
+    ok(len(left) == 4 and all(alive(p) for p in left) and meta(r)["cordon/route"] == "host",
+       "an approved host call's background processes outlive the call", r)
     s.close()
+    ok(wait_gone(left) == [], "they end with the session", left)
 
     s = Server(ws, args=["--headless"], elicitation=True)
     r = s.call("ls", {"execution_target": "host"})
