@@ -92,6 +92,9 @@ try {
     await pi.commands.cordon.handler("on", pi.ctx);
     r = await userBash(pi, "cat /proc/1/comm");
     ok(pi.status.cordon === "cordon: sandboxed" && r.out === "cordon-agent\n", "/cordon on: back in the sandbox", [pi.status, r]);
+    const complete = pi.commands.cordon.getArgumentCompletions;
+    ok(JSON.stringify(complete("o")?.map((c) => c.value)) === '["on","off"]' && complete("off") === null && complete("on") === null,
+        "/cordon completes a prefix, and offers nothing once a subcommand is whole (so Enter runs it)");
     await pi.commands.cordon.handler("verify", pi.ctx);
     const verified = pi.notes.pop()?.m ?? "";
     ok(/^cordon verify: sandbox cordon-/.test(verified) && /^PASS +seccomp /m.test(verified) && /^PASS +ownership /m.test(verified) &&
