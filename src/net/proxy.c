@@ -9,6 +9,7 @@
 #include "net/proxy.h"
 #include "net/audit.h"
 #include "net/proxy-parse.h"
+#include "net/resolve-pool.h"
 #include "net/resolve.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -30,6 +31,7 @@
 
 #define HANDSHAKE_TIMEOUT_S 30 /* head, SOCKS negotiation and connect */
 #define DRAIN_TIMEOUT_S     5  /* after a refusal, waiting for the client to close */
+#define RESOLVE_TIMEOUT_S   10 /* one name lookup (the resolver threads run on) */
 
 /* Relay pipes start at the kernel's default (64 KiB) and grow to
  * RELAY_PIPE_MAX once a direction fills its pipe (a bulk transfer): four
@@ -43,11 +45,13 @@
 
 #define TOKEN_LISTENER (1ULL << 40)
 #define TOKEN_TIMER    (1ULL << 41)
+#define TOKEN_RESOLVER (1ULL << 42)
 
 enum conn_state {
     CONN_FREE,
     CONN_HEAD,          /* reading an HTTP head or the SOCKS greeting */
     CONN_SOCKS_REQUEST, /* greeting answered, reading the CONNECT request */
+    CONN_RESOLVING,     /* the name is with the resolver threads */
     CONN_CONNECTING,
     CONN_RELAY,
     CONN_DRAIN, /* answer queued; flush it, then discard input until EOF */
@@ -95,6 +99,7 @@ struct conn {
     int port;
     struct allow_addr addrs[RESOLVE_MAX];
     size_t addr_count, addr_next;
+    uint64_t resolve_tag;  /* in CONN_RESOLVING: the lookup's (sequence << 16 | index) */
     size_t request_length; /* bytes of the request to drop once connected */
     size_t publish_index;
 };
@@ -105,8 +110,10 @@ struct proxy {
     struct conn conns[NET_MAX_CONNECTIONS];
     size_t active;
     bool listeners_paused;
-    size_t pipe_grown; /* bytes of grown pipes beyond the default, all connections */
-    size_t queued;     /* connections with conn.queued set */
+    size_t pipe_grown;             /* bytes of grown pipes beyond the default, all connections */
+    size_t queued;                 /* connections with conn.queued set */
+    struct resolve_pool *resolver; /* NULL without the allowlist listener */
+    uint64_t resolve_seq;
 };
 
 static const char *kind_name(enum conn_kind k)
@@ -226,6 +233,8 @@ static void conn_close(struct proxy *p, struct conn *c)
     }
     if (c->queued)
         p->queued--;
+    if (c->state == CONN_RESOLVING)
+        resolve_pool_cancel(p->resolver, c->resolve_tag);
     conn_reset(c, true);
     p->active--;
     listeners_set(p, false);
@@ -245,6 +254,8 @@ static void conn_update(struct proxy *p, struct conn *c)
          * buffer for the rewritten head. */
         if (buffer_used(c->up) < PROXY_HEAD_MAX)
             client |= EPOLLIN;
+        break;
+    case CONN_RESOLVING:
         break;
     case CONN_CONNECTING:
         server |= EPOLLOUT;
@@ -363,27 +374,16 @@ static void conn_connect_next(struct proxy *p, struct conn *c)
     conn_refuse(c, 502, SOCKS5_REPLY_CONNECTION_REFUSED, reason);
 }
 
-/* The policy decision for a parsed request: name first, then every
- * resolved address; only addresses that pass are connected to, so the
- * address checked is the address used (no second lookup). */
-static void conn_decide(struct proxy *p, struct conn *c)
+/* The address check for a resolved (or literal) destination: only
+ * addresses that pass are connected to, so the address checked is the
+ * address used (no second lookup). */
+static void conn_resolved(struct proxy *p, struct conn *c, const struct allow_addr *resolved,
+                          size_t count)
 {
     const struct proxy_config *cfg = p->cfg;
+    /* The name passed before the lookup; asked again for the rule's text. */
     struct allow_decision d;
     allowlist_check_request(cfg->allow, c->host, c->port, &d);
-    if (!d.allowed) {
-        audit(p, c, NULL, false, d.reason);
-        conn_refuse(c, 403, SOCKS5_REPLY_NOT_ALLOWED, d.reason);
-        return;
-    }
-    struct allow_addr resolved[RESOLVE_MAX];
-    size_t count = 0;
-    struct cordon_error err = {0};
-    if (net_resolve(c->host, cfg->policy->hosts_file, resolved, &count, &err) < 0) {
-        audit(p, c, NULL, false, err.message);
-        conn_refuse(c, 502, SOCKS5_REPLY_HOST_UNREACHABLE, err.message);
-        return;
-    }
     c->addr_count = 0;
     c->addr_next = 0;
     struct allow_decision first_denial = {0};
@@ -405,6 +405,55 @@ static void conn_decide(struct proxy *p, struct conn *c)
         return;
     }
     conn_connect_next(p, c);
+}
+
+/* The policy decision for a parsed request: the name first, then (once
+ * resolved) every address. Names go to the resolver threads, so a slow
+ * DNS server stalls only this connection; address literals need no
+ * lookup. */
+static void conn_decide(struct proxy *p, struct conn *c)
+{
+    struct allow_decision d;
+    allowlist_check_request(p->cfg->allow, c->host, c->port, &d);
+    if (!d.allowed) {
+        audit(p, c, NULL, false, d.reason);
+        conn_refuse(c, 403, SOCKS5_REPLY_NOT_ALLOWED, d.reason);
+        return;
+    }
+    struct allow_addr literal;
+    if (allow_addr_parse(c->host, &literal)) {
+        conn_resolved(p, c, &literal, 1);
+        return;
+    }
+    struct cordon_error err = {0};
+    c->resolve_tag = ++p->resolve_seq << 16 | (uint64_t)(c - p->conns);
+    if (resolve_pool_submit(p->resolver, c->resolve_tag, c->host, &err) < 0) {
+        audit(p, c, NULL, false, err.message);
+        conn_refuse(c, 502, SOCKS5_REPLY_GENERAL_FAILURE, err.message);
+        return;
+    }
+    c->state = CONN_RESOLVING;
+    c->since = time(NULL);
+}
+
+/* Finished lookups: each goes on with its connection, unless that
+ * connection ended or timed out meanwhile (its tag no longer matches). */
+static void resolver_results(struct proxy *p)
+{
+    struct resolve_result r;
+    while (resolve_pool_next(p->resolver, &r)) {
+        struct conn *c = &p->conns[r.tag & 0xffff];
+        if (c->state != CONN_RESOLVING || c->resolve_tag != r.tag)
+            continue;
+        if (r.err.message[0]) {
+            audit(p, c, NULL, false, r.err.message);
+            conn_refuse(c, 502, SOCKS5_REPLY_HOST_UNREACHABLE, r.err.message);
+        } else {
+            conn_resolved(p, c, r.addrs, r.count);
+        }
+        if (c->state != CONN_FREE)
+            conn_update(p, c);
+    }
 }
 
 static void relay_start(struct proxy *p, struct conn *c);
@@ -745,6 +794,13 @@ static void conn_event(struct proxy *p, struct conn *c, int side, uint32_t event
             conn_update(p, c);
         return;
     }
+    /* The client gave up while its destination is looked up or connected
+     * to: nothing is read in these states, so a hang-up would repeat. */
+    if (side == 0 && (events & (EPOLLHUP | EPOLLERR)) &&
+        (c->state == CONN_RESOLVING || c->state == CONN_CONNECTING)) {
+        conn_close(p, c);
+        return;
+    }
     if (side == 0) {
         if (out && flow_write(c->client, c->down, &c->down_pipe) == -1) {
             conn_close(p, c);
@@ -757,7 +813,7 @@ static void conn_event(struct proxy *p, struct conn *c, int side, uint32_t event
                 conn_close(p, c);
                 return;
             }
-        } else if (in && c->state != CONN_DRAIN && c->state != CONN_CONNECTING) {
+        } else if (in && (c->state == CONN_HEAD || c->state == CONN_SOCKS_REQUEST)) {
             /* A head never exceeds PROXY_HEAD_MAX, which leaves room in
              * the buffer for the rewritten head. */
             ssize_t n = read_into(c->client, c->up, PROXY_HEAD_MAX - buffer_used(c->up));
@@ -867,9 +923,21 @@ static void sweep_timeouts(struct proxy *p)
         struct conn *c = &p->conns[i];
         if (c->state == CONN_FREE || c->state == CONN_RELAY)
             continue;
-        time_t limit = c->state == CONN_DRAIN ? DRAIN_TIMEOUT_S : HANDSHAKE_TIMEOUT_S;
+        time_t limit = c->state == CONN_DRAIN       ? DRAIN_TIMEOUT_S
+                       : c->state == CONN_RESOLVING ? RESOLVE_TIMEOUT_S
+                                                    : HANDSHAKE_TIMEOUT_S;
         if (now - c->since <= limit)
             continue;
+        if (c->state == CONN_RESOLVING) {
+            char reason[PROXY_HOST_MAX + 64];
+            snprintf(reason, sizeof(reason), "resolving %s timed out after %d s", c->host,
+                     RESOLVE_TIMEOUT_S);
+            resolve_pool_cancel(p->resolver, c->resolve_tag);
+            audit(p, c, NULL, false, reason);
+            conn_refuse(c, 504, SOCKS5_REPLY_HOST_UNREACHABLE, reason);
+            conn_update(p, c);
+            continue;
+        }
         if (c->state == CONN_CONNECTING && c->kind != KIND_PUBLISH) {
             char reason[PROXY_HOST_MAX + 64];
             snprintf(reason, sizeof(reason), "connecting to %s:%d timed out", c->host, c->port);
@@ -908,6 +976,13 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
     _cleanup_close_ int timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (timer < 0)
         return error_set(err, errno, "proxy: timerfd_create");
+    if (cfg->sandbox_listener >= 0) {
+        if (resolve_pool_start(cfg->policy->hosts_file, &p->resolver, err) < 0)
+            return -1;
+        struct epoll_event rev = {.events = EPOLLIN, .data.u64 = TOKEN_RESOLVER};
+        if (epoll_ctl(epfd, EPOLL_CTL_ADD, resolve_pool_fd(p->resolver), &rev) < 0)
+            return error_set(err, errno, "proxy: epoll_ctl");
+    }
     struct itimerspec every_second = {{1, 0}, {1, 0}};
     timerfd_settime(timer, 0, &every_second, NULL);
     struct epoll_event tev = {.events = EPOLLIN, .data.u64 = TOKEN_TIMER};
@@ -929,6 +1004,8 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
                 ssize_t r = read(timer, &ticks, sizeof(ticks));
                 (void)r;
                 sweep_timeouts(p);
+            } else if (token & TOKEN_RESOLVER) {
+                resolver_results(p);
             } else if (token & TOKEN_LISTENER) {
                 accept_on(p, (size_t)(token & 0xffff));
             } else {
