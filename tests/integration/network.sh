@@ -110,6 +110,35 @@ net_run "exec 4<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT web.test' >&4;
     exec 5<>/dev/tcp/127.0.0.1/3128; curl -sS -m 10 http://web.test:$HTTP/"
 like "allowlist: a stalled client does not block the next one" "$out" "hello-from-loopback"
 
+# A lookup that hangs stalls only its own connection. The hosts file is a
+# FIFO nobody writes to: reading it blocks like a DNS server that never
+# answers. An address literal needs no lookup and goes through at once;
+# the hanging name ends with 504 after the resolver's 10 s timeout.
+mkfifo "$TEST_TMP/hosts-fifo"
+cordon_run "$ws" --network allowlist --net-hosts-file "$TEST_TMP/hosts-fifo" --net-audit-log "$audit" \
+    --allow-host web.test --allow-host "127.0.0.1:$HTTP" -- bash -c "
+    curl -sS -m 30 -o /dev/stderr -w 'hung=%{http_code} after=%{time_total}\n' http://web.test:$HTTP/ &
+    sleep 1; start=\$(date +%s%N)
+    curl -sS -m 5 --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:$HTTP/
+    echo literal-ms=\$(( (\$(date +%s%N) - start) / 1000000 )); wait"
+like "resolver: an address literal goes through while a lookup hangs" "$out" "hello-from-loopback"
+ms=$(grep -o 'literal-ms=[0-9]*' <<<"$out" | cut -d= -f2)
+if [ -n "$ms" ] && [ "$ms" -lt 2000 ]; then
+    pass "resolver: ... promptly (${ms} ms)"
+else
+    fail "resolver: ... promptly" "took ${ms:-?} ms" "$out"
+fi
+is "resolver: the hanging lookup ends after the answered one" \
+    "$(grep -o -e 'literal-ms' -e 'hung=' <<<"$out" | tr '\n' ' ')" "literal-ms hung= "
+like "resolver: the hanging lookup ends with 504" "$out" "hung=504"
+like "resolver: the 504 says which name timed out" "$out" "resolving web.test timed out after 10 s"
+after=$(grep -o 'after=[0-9]*' <<<"$out" | cut -d= -f2)
+if [ -n "$after" ] && [ "$after" -ge 9 ] && [ "$after" -le 15 ]; then
+    pass "resolver: the timeout is 10 s (${after} s)"
+else
+    fail "resolver: the timeout is 10 s" "after ${after:-?} s"
+fi
+
 # Bytes arrive intact (the relay splices through pipes) and in both
 # directions at once; 300 idle connections (more than the 256 bound) do not
 # stop the proxy.
