@@ -151,6 +151,20 @@ is "allowlist: a 20 MiB download through CONNECT is byte-identical" "$(sed -n 1p
 is "allowlist: 20 MiB echoed both ways at once through CONNECT is byte-identical" \
     "$(sed -n 2p <<<"$out")" "$(sha256sum <"$ws/blob" | cut -d' ' -f1)"
 rm -f "$ws/blob"
+# A reader that stops reading stalls only its own connection: its
+# direction stops reading from the server, the others keep flowing.
+net_run "$PY client.py stall web.test $HTTP /bytes/$n 20 & sleep 1;
+    start=\$(date +%s%N); curl -sS -m 15 -p http://web.test:$HTTP/bytes/$n | sha256sum | cut -d' ' -f1;
+    echo other-ms=\$(( (\$(date +%s%N) - start) / 1000000 )); kill %1"
+like "allowlist: a reader that stopped reading holds its own request" "$out" "stalled"
+is "allowlist: meanwhile a 20 MiB download through the proxy completes intact" \
+    "$(grep -E '^[0-9a-f]{64}$' <<<"$out")" "$($PY "$here/net-client.py" bytes-sha $n)"
+ms=$(grep -o 'other-ms=[0-9]*' <<<"$out" | cut -d= -f2)
+if [ -n "$ms" ] && [ "$ms" -lt 10000 ]; then
+    pass "allowlist: ... without waiting for the stalled one (${ms} ms)"
+else
+    fail "allowlist: ... without waiting for the stalled one" "took ${ms:-?} ms" "$out"
+fi
 net_run "$PY -c '
 import socket
 s = [socket.create_connection((\"127.0.0.1\", 3128)) for _ in range(300)]
