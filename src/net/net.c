@@ -215,11 +215,24 @@ static int helper_child_setup(pid_t parent, int keep)
 static int start_pasta(struct net_session *s, pid_t sandbox_pid, struct cordon_error *err)
 {
     /* pasta opens the tun device from inside the sandbox's user namespace,
-     * where only our own uid counts: a root-only device cannot work. */
-    if (access("/dev/net/tun", R_OK | W_OK) < 0)
-        return error_set(err, errno,
-                         "network: open mode needs /dev/net/tun readable and writable by this "
-                         "user (pasta creates its interface with it)");
+     * where only our own uid counts: a root-only device cannot work. Fail
+     * before anything runs inside, with what to do about it. */
+    int tun = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    if (tun < 0) {
+        int e = errno;
+        const char *fix = e == ENOENT ? "Load the tun module (modprobe tun)"
+                                      : "Ask an administrator to give the device mode 0666 "
+                                        "(Debian's default; udev rule KERNEL==\"tun\", "
+                                        "MODE=\"0666\")";
+        error_set(err, 0,
+                  "network: open mode: cannot open /dev/net/tun: %s. pasta needs it readable "
+                  "and writable by this user to create the sandbox's interface; nothing was "
+                  "run. %s, or use --network allowlist or deny",
+                  strerror(e), fix);
+        err->errnum = e;
+        return -1;
+    }
+    close(tun);
     char netns[64], userns[64];
     snprintf(netns, sizeof(netns), "/proc/%d/ns/net", sandbox_pid);
     snprintf(userns, sizeof(userns), "/proc/%d/ns/user", sandbox_pid);

@@ -239,8 +239,12 @@ like "publish: the error names the port" "$out" "publish 127.0.0.1:$HTTP:80"
 if ! command -v pasta >/dev/null; then
     skip "open mode" "pasta (Debian package passt) is not installed"
 elif [ ! -r /dev/net/tun ] || [ ! -w /dev/net/tun ]; then
-    cordon_run "$ws" --network open -- true
-    like "open: a tun device this user cannot open is named in the error" "$out" "needs /dev/net/tun"
+    rm -f "$ws/ran"
+    cordon_run "$ws" --network open -- touch "$ws/ran"
+    is "open: a tun device this user cannot open stops the start" "$rc" 125
+    ok "open: ... before the command runs (fail closed)" test ! -e "$ws/ran"
+    like "open: the error names /dev/net/tun and why" "$out" "cannot open /dev/net/tun: Permission denied"
+    like "open: the error says what to do" "$out" "give the device mode 0666.*or use --network allowlist"
     skip "open mode" "/dev/net/tun is not readable and writable by $(id -un)"
 else
     publish_check open
