@@ -15,9 +15,9 @@
  *
  * All of them die with the supervisor (PR_SET_PDEATHSIG) and are stopped by
  * net_session_stop at the end of the session. Nothing runs inside the
- * sandbox for the network. The proxy resolves names with a blocking call
- * (getaddrinfo or the hosts file): a slow DNS server stalls the loop for
- * that long (a known limit, see the report on issue 8). */
+ * sandbox for the network. The proxy resolves names on a few threads of
+ * its own (resolve-pool.c), so a slow DNS server stalls only the
+ * connection that asked, for at most 10 s. */
 #include "net/net.h"
 #include "net/allowlist.h"
 #include "net/netns-factory.h"

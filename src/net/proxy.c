@@ -1,11 +1,14 @@
 /* The proxy's event loop (see proxy.h). Host context: a child of the
  * supervisor, in the host's network namespace, reading untrusted bytes from
  * the sandbox. Every connection has two bounded buffers (NET_BUFFER_SIZE per
- * direction); a full buffer stops reading from its source, so a slow peer
- * only slows its own connection. The number of connections is bounded
- * (NET_MAX_CONNECTIONS): at the bound the listeners are paused. Half-closes
- * travel through (EOF on one side becomes shutdown(SHUT_WR) on the other
- * once the buffer is flushed). */
+ * direction) for the hand-shake and, once relaying, two pipes (64 KiB, up
+ * to RELAY_PIPE_MAX for bulk transfers); a full buffer or pipe stops
+ * reading from its source, so a slow peer only slows its own connection.
+ * The number of connections is bounded (NET_MAX_CONNECTIONS): at the bound
+ * the listeners are paused. Half-closes travel through (EOF on one side
+ * becomes shutdown(SHUT_WR) on the other once everything before it is
+ * delivered). Name lookups run on the resolver threads; the loop never
+ * blocks. */
 #include "net/proxy.h"
 #include "net/audit.h"
 #include "net/proxy-parse.h"
