@@ -77,6 +77,7 @@ struct buffer {
 struct relay_pipe {
     int r, w;
     size_t fill, size;
+    size_t grown; /* bytes added by relay_pipe_grow, counted in proxy.pipe_grown */
     /* A splice into the pipe said EAGAIN while the pipe held bytes: the
      * pipe may have run out of slots (fragments smaller than a page) with
      * the socket still readable, so the next drain retries the socket. */
@@ -173,8 +174,8 @@ static void conn_reset(struct conn *c, bool closed_in_batch)
     *c = (struct conn){.state = CONN_FREE,
                        .client = -1,
                        .server = -1,
-                       .up_pipe = {-1, -1, 0, 0, false},
-                       .down_pipe = {-1, -1, 0, 0, false},
+                       .up_pipe = {-1, -1, 0, 0, 0, false},
+                       .down_pipe = {-1, -1, 0, 0, 0, false},
                        .closed_in_batch = closed_in_batch};
 }
 
@@ -227,11 +228,7 @@ static void conn_close(struct proxy *p, struct conn *c)
         close(c->server);
     free(c->up);
     free(c->down);
-    for (size_t i = 0; i < 2; i++) {
-        const struct relay_pipe *pp = i == 0 ? &c->up_pipe : &c->down_pipe;
-        if (pp->r >= 0 && pp->size > NET_BUFFER_SIZE)
-            p->pipe_grown -= pp->size - NET_BUFFER_SIZE;
-    }
+    p->pipe_grown -= c->up_pipe.grown + c->down_pipe.grown;
     int pipes[4] = {c->up_pipe.r, c->up_pipe.w, c->down_pipe.r, c->down_pipe.w};
     for (size_t i = 0; i < ARRAY_SIZE(pipes); i++) {
         if (pipes[i] >= 0)
@@ -464,6 +461,11 @@ static void resolver_results(struct proxy *p)
 
 static void relay_start(struct proxy *p, struct conn *c);
 
+static size_t pipe_size(int reported)
+{
+    return reported > 0 ? (size_t)reported : 4096;
+}
+
 /* The connect finished: answer the client and start relaying. */
 static void conn_established(struct proxy *p, struct conn *c)
 {
@@ -473,8 +475,12 @@ static void conn_established(struct proxy *p, struct conn *c)
     int up[2], down[2];
     if (pipe2(up, O_NONBLOCK | O_CLOEXEC) == 0) {
         if (pipe2(down, O_NONBLOCK | O_CLOEXEC) == 0) {
-            c->up_pipe = (struct relay_pipe){up[0], up[1], 0, NET_BUFFER_SIZE, false};
-            c->down_pipe = (struct relay_pipe){down[0], down[1], 0, NET_BUFFER_SIZE, false};
+            /* Smaller than the default when the user is over the pipe
+             * page limit (fs.pipe-user-pages-soft). */
+            int up_size = fcntl(up[1], F_GETPIPE_SZ);
+            int down_size = fcntl(down[1], F_GETPIPE_SZ);
+            c->up_pipe = (struct relay_pipe){up[0], up[1], 0, pipe_size(up_size), 0, false};
+            c->down_pipe = (struct relay_pipe){down[0], down[1], 0, pipe_size(down_size), 0, false};
         } else {
             close(up[0]);
             close(up[1]);
@@ -661,6 +667,7 @@ static void relay_pipe_grow(struct proxy *p, struct relay_pipe *pp)
     if (size <= (int)pp->size)
         return;
     p->pipe_grown += (size_t)size - pp->size;
+    pp->grown += (size_t)size - pp->size;
     pp->size = (size_t)size;
 }
 
