@@ -11,10 +11,19 @@
 # Each proxied run is its own `cordon run` session (fresh proxy); only the
 # download is timed.
 #
-# Usage: bench/proxy.sh [BUILD_DIR]   (RUNS=N, LATENCY_N=N)
+# Usage: bench/proxy.sh [BUILD_DIR] [--markdown]   (RUNS=N, LATENCY_N=N)
+# With --markdown, also a table row for docs/benchmarks.md.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$src/build}" && pwd)
+build=$src/build
+markdown=
+for arg in "$@"; do
+    case $arg in
+    --markdown) markdown=1 ;;
+    *) build=$arg ;;
+    esac
+done
+build=$(cd "$build" && pwd)
 cordon=$build/cordon
 client=$build/bench/proxy-client
 for f in "$cordon" "$client"; do
@@ -100,4 +109,10 @@ printf 'proxy CPU time (user + system) per 100 MiB relayed: %s ms (%d downloads 
     "$cpu_ms" "$cpu_runs"
 printf 'connect + GET /small, median of %d:  direct %s ms   via proxy %s ms\n' \
     "$latency_n" "$lat_direct" "$lat_proxy"
-[ "$ratio" -ge 80 ]
+if [ "$ratio" -ge 80 ]; then echo "target (>= 80%) met"; else echo "target (>= 80%) NOT met"; fi
+if [ -n "$markdown" ]; then
+    echo
+    echo "| runs | direct median | via proxy median | ratio of medians | median of per-pair ratios | proxy CPU per 100 MiB | connect + GET, direct | connect + GET, via proxy | load average |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| $runs | $direct MiB/s | $proxied MiB/s | $ratio% | $pair_ratio% | $cpu_ms ms | $lat_direct ms | $lat_proxy ms | $(cut -d' ' -f1-3 /proc/loadavg) |"
+fi
