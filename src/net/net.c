@@ -9,15 +9,17 @@
  *    `- proxy (allowlist mode, or any published port, or open mode): stays
  *       in the host's network namespace (its outbound connects are the
  *       host's, where the allowlist is checked)
- *        `- namespace socket factory: joined the sandbox's user and network
- *           namespaces; makes the in-sandbox listener and the sockets that
- *           connect published ports to the sandbox's loopback
+ *        |- namespace socket factory: joined the sandbox's user and network
+ *        |  namespaces; makes the in-sandbox listener and the sockets that
+ *        |  connect published ports to the sandbox's loopback
+ *        `- resolver workers (allowlist mode, 4): one name lookup each at a
+ *           time, in the host's namespace (resolve-pool.c)
  *
  * All of them die with the supervisor (PR_SET_PDEATHSIG) and are stopped by
  * net_session_stop at the end of the session. Nothing runs inside the
- * sandbox for the network. The proxy resolves names on a few threads of
- * its own (resolve-pool.c), so a slow DNS server stalls only the
- * connection that asked, for at most 10 s. */
+ * sandbox for the network. The proxy resolves names in a few worker
+ * processes of its own (resolve-pool.c), so a slow DNS server stalls only
+ * the connection that asked, for at most 10 s. */
 #include "net/net.h"
 #include "net/allowlist.h"
 #include "net/netns-factory.h"

@@ -7,7 +7,7 @@
  * The number of connections is bounded (NET_MAX_CONNECTIONS): at the bound
  * the listeners are paused. Half-closes travel through (EOF on one side
  * becomes shutdown(SHUT_WR) on the other once everything before it is
- * delivered). Name lookups run on the resolver threads; the loop never
+ * delivered). Name lookups run in the resolver workers; the loop never
  * blocks. */
 #include "net/proxy.h"
 #include "net/audit.h"
@@ -34,7 +34,7 @@
 
 #define HANDSHAKE_TIMEOUT_S 30 /* head, SOCKS negotiation and connect */
 #define DRAIN_TIMEOUT_S     5  /* after a refusal, waiting for the client to close */
-#define RESOLVE_TIMEOUT_S   10 /* one name lookup (the resolver threads run on) */
+#define RESOLVE_TIMEOUT_S   10 /* one name lookup; then its worker is replaced */
 
 /* Relay pipes start at the kernel's default (64 KiB) and grow to
  * RELAY_PIPE_MAX once a direction fills its pipe (a bulk transfer): fewer
@@ -57,7 +57,7 @@ enum conn_state {
     CONN_FREE,
     CONN_HEAD,          /* reading an HTTP head or the SOCKS greeting */
     CONN_SOCKS_REQUEST, /* greeting answered, reading the CONNECT request */
-    CONN_RESOLVING,     /* the name is with the resolver threads */
+    CONN_RESOLVING,     /* the name is with a resolver worker */
     CONN_CONNECTING,
     CONN_RELAY,
     CONN_DRAIN, /* answer queued; flush it, then discard input until EOF */
@@ -411,7 +411,7 @@ static void conn_resolved(struct proxy *p, struct conn *c, const struct allow_ad
 }
 
 /* The policy decision for a parsed request: the name first, then (once
- * resolved) every address. Names go to the resolver threads, so a slow
+ * resolved) every address. Names go to the resolver workers, so a slow
  * DNS server stalls only this connection; address literals need no
  * lookup. */
 static void conn_decide(struct proxy *p, struct conn *c)

@@ -1,42 +1,120 @@
-/* The proxy's resolver threads (see resolve-pool.h). Host context: threads
- * of the proxy process; they touch only the job table (under the mutex)
- * and the eventfd, never the proxy's connections. */
+/* The proxy's resolver workers (see resolve-pool.h). The table and the
+ * dispatch run in the proxy process (host context, single-threaded); each
+ * worker is a child of the proxy that holds only its socket, answers one
+ * lookup at a time and dies with the proxy. Requests and results travel as
+ * whole SOCK_SEQPACKET messages. */
 #include "net/resolve-pool.h"
 #include "net/proxy-parse.h"
+#include "util/cleanup.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-enum job_state { JOB_FREE, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+enum job_state { JOB_FREE, JOB_QUEUED, JOB_RUNNING };
+
+struct resolve_request {
+    uint64_t tag;
+    char host[PROXY_HOST_MAX + 1];
+};
 
 struct job {
     enum job_state state;
-    bool cancelled; /* running when cancelled: drop the result */
-    uint64_t seq;   /* submission order: queued jobs run oldest first */
-    char host[PROXY_HOST_MAX + 1];
-    struct resolve_result result;
+    uint64_t seq; /* submission order: queued jobs run oldest first */
+    struct resolve_request request;
+};
+
+struct worker {
+    pid_t pid; /* -1: not running (a fork failed); respawned on demand */
+    int sock;
+    struct job *job; /* running on this worker, or NULL when idle */
 };
 
 struct resolve_pool {
     const char *hosts_file;
-    int event_fd;
-    pthread_mutex_t lock;
-    pthread_cond_t work;
-    bool stopping;
+    int epoll_fd;
     uint64_t next_seq;
-    size_t queued;
-    pthread_t threads[RESOLVE_POOL_THREADS];
-    size_t thread_count;
+    struct worker workers[RESOLVE_POOL_WORKERS];
     struct job jobs[RESOLVE_POOL_JOBS];
 };
 
-/* The oldest queued job, or NULL. Called with the lock held. */
+/* Worker process: answers requests until the proxy closes the socket or
+ * dies. Never returns. */
+static void worker_main(int sock, const char *hosts_file)
+{
+    for (;;) {
+        struct resolve_request req;
+        ssize_t n = recv(sock, &req, sizeof(req), 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n != (ssize_t)sizeof(req))
+            _exit(0);
+        req.host[sizeof(req.host) - 1] = '\0';
+        struct resolve_result r = {.tag = req.tag};
+        net_resolve(req.host, hosts_file, r.addrs, &r.count, &r.err);
+        if (send(sock, &r, sizeof(r), MSG_NOSIGNAL) != (ssize_t)sizeof(r))
+            _exit(0);
+    }
+}
+
+static int worker_spawn(struct resolve_pool *pool, struct worker *w, struct cordon_error *err)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return error_set(err, errno, "resolver: socketpair");
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        return error_set(err, e, "resolver: fork");
+    }
+    if (pid == 0) {
+        /* Only the socket (and stderr) stays: the proxy's connections,
+         * listeners and audit log are not the worker's business. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+            _exit(0);
+        signal(SIGTERM, SIG_DFL);
+        if (dup2(sv[1], 3) < 0)
+            _exit(0);
+        close_range(4, ~0U, 0);
+        worker_main(3, pool->hosts_file);
+    }
+    close(sv[1]);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
+    if (epoll_ctl(pool->epoll_fd, EPOLL_CTL_ADD, sv[0], &ev) < 0) {
+        int e = errno;
+        close(sv[0]);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return error_set(err, e, "resolver: epoll_ctl");
+    }
+    *w = (struct worker){.pid = pid, .sock = sv[0], .job = NULL};
+    return 0;
+}
+
+/* Ends a worker, whatever it is doing (a lookup that may never return). */
+static void worker_kill(struct resolve_pool *pool, struct worker *w)
+{
+    if (w->pid <= 0)
+        return;
+    epoll_ctl(pool->epoll_fd, EPOLL_CTL_DEL, w->sock, NULL);
+    close(w->sock);
+    kill(w->pid, SIGKILL);
+    while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    *w = (struct worker){.pid = -1, .sock = -1, .job = NULL};
+}
+
+/* The oldest queued job, or NULL. */
 static struct job *oldest_queued(struct resolve_pool *pool)
 {
     struct job *best = NULL;
@@ -48,39 +126,27 @@ static struct job *oldest_queued(struct resolve_pool *pool)
     return best;
 }
 
-static void *worker(void *arg)
+/* Hands queued jobs to idle workers, starting workers that are missing. */
+static void dispatch(struct resolve_pool *pool)
 {
-    struct resolve_pool *pool = arg;
-    pthread_mutex_lock(&pool->lock);
-    for (;;) {
-        while (!pool->stopping && pool->queued == 0)
-            pthread_cond_wait(&pool->work, &pool->lock);
-        if (pool->stopping)
-            break;
+    for (size_t i = 0; i < RESOLVE_POOL_WORKERS; i++) {
+        struct worker *w = &pool->workers[i];
+        if (w->job)
+            continue;
         struct job *j = oldest_queued(pool);
-        j->state = JOB_RUNNING;
-        pool->queued--;
-        char host[sizeof(j->host)];
-        memcpy(host, j->host, sizeof(host));
-        pthread_mutex_unlock(&pool->lock);
-
-        struct resolve_result r = {0};
-        net_resolve(host, pool->hosts_file, r.addrs, &r.count, &r.err);
-
-        pthread_mutex_lock(&pool->lock);
-        if (j->cancelled) {
-            j->state = JOB_FREE;
+        if (!j)
+            return;
+        struct cordon_error err = {0};
+        if (w->pid <= 0 && worker_spawn(pool, w, &err) < 0)
+            continue; /* the job waits; the proxy's timeout ends it */
+        if (send(w->sock, &j->request, sizeof(j->request), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+            (ssize_t)sizeof(j->request)) {
+            worker_kill(pool, w);
             continue;
         }
-        r.tag = j->result.tag;
-        j->result = r;
-        j->state = JOB_DONE;
-        uint64_t one = 1;
-        ssize_t w = write(pool->event_fd, &one, sizeof(one));
-        (void)w; /* the counter cannot overflow at this rate */
+        j->state = JOB_RUNNING;
+        w->job = j;
     }
-    pthread_mutex_unlock(&pool->lock);
-    return NULL;
 }
 
 int resolve_pool_start(const char *hosts_file, struct resolve_pool **out, struct cordon_error *err)
@@ -89,28 +155,19 @@ int resolve_pool_start(const char *hosts_file, struct resolve_pool **out, struct
     if (!pool)
         return error_set(err, ENOMEM, "resolver");
     pool->hosts_file = hosts_file;
-    pool->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (pool->event_fd < 0) {
+    for (size_t i = 0; i < RESOLVE_POOL_WORKERS; i++)
+        pool->workers[i] = (struct worker){.pid = -1, .sock = -1, .job = NULL};
+    pool->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (pool->epoll_fd < 0) {
         int e = errno;
         free(pool);
-        return error_set(err, e, "resolver: eventfd");
+        return error_set(err, e, "resolver: epoll_create1");
     }
-    pthread_mutex_init(&pool->lock, NULL);
-    pthread_cond_init(&pool->work, NULL);
-    /* Signals (SIGTERM at the end of the session) go to the loop's thread. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int r = 0;
-    for (size_t i = 0; i < RESOLVE_POOL_THREADS && r == 0; i++) {
-        r = pthread_create(&pool->threads[i], NULL, worker, pool);
-        if (r == 0)
-            pool->thread_count++;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (pool->thread_count == 0) {
-        resolve_pool_stop(pool);
-        return error_set(err, r, "resolver: starting threads");
+    for (size_t i = 0; i < RESOLVE_POOL_WORKERS; i++) {
+        if (worker_spawn(pool, &pool->workers[i], err) < 0) {
+            resolve_pool_stop(pool);
+            return -1;
+        }
     }
     *out = pool;
     return 0;
@@ -118,84 +175,83 @@ int resolve_pool_start(const char *hosts_file, struct resolve_pool **out, struct
 
 int resolve_pool_fd(const struct resolve_pool *pool)
 {
-    return pool->event_fd;
+    return pool->epoll_fd;
 }
 
 int resolve_pool_submit(struct resolve_pool *pool, uint64_t tag, const char *host,
                         struct cordon_error *err)
 {
-    if (strlen(host) >= sizeof(pool->jobs[0].host))
+    if (strlen(host) >= sizeof(pool->jobs[0].request.host))
         return error_set(err, ENAMETOOLONG, "resolving %s", host);
-    pthread_mutex_lock(&pool->lock);
     struct job *j = NULL;
     for (size_t i = 0; i < RESOLVE_POOL_JOBS && !j; i++) {
         if (pool->jobs[i].state == JOB_FREE)
             j = &pool->jobs[i];
     }
-    if (!j) {
-        pthread_mutex_unlock(&pool->lock);
+    if (!j)
         return error_set(err, EAGAIN, "resolving %s: too many lookups in flight", host);
-    }
     *j = (struct job){.state = JOB_QUEUED, .seq = pool->next_seq++};
-    snprintf(j->host, sizeof(j->host), "%s", host);
-    j->result.tag = tag;
-    pool->queued++;
-    pthread_cond_signal(&pool->work);
-    pthread_mutex_unlock(&pool->lock);
+    j->request.tag = tag;
+    snprintf(j->request.host, sizeof(j->request.host), "%s", host);
+    dispatch(pool);
     return 0;
 }
 
 void resolve_pool_cancel(struct resolve_pool *pool, uint64_t tag)
 {
-    pthread_mutex_lock(&pool->lock);
     for (size_t i = 0; i < RESOLVE_POOL_JOBS; i++) {
         struct job *j = &pool->jobs[i];
-        if (j->state == JOB_FREE || j->cancelled || j->result.tag != tag)
+        if (j->state == JOB_FREE || j->request.tag != tag)
             continue;
-        if (j->state == JOB_QUEUED)
-            pool->queued--;
-        if (j->state == JOB_RUNNING)
-            j->cancelled = true;
-        else
-            j->state = JOB_FREE;
+        if (j->state == JOB_RUNNING) {
+            for (size_t k = 0; k < RESOLVE_POOL_WORKERS; k++) {
+                if (pool->workers[k].job == j)
+                    worker_kill(pool, &pool->workers[k]);
+            }
+        }
+        j->state = JOB_FREE;
     }
-    pthread_mutex_unlock(&pool->lock);
+    dispatch(pool);
 }
 
 bool resolve_pool_next(struct resolve_pool *pool, struct resolve_result *out)
 {
-    pthread_mutex_lock(&pool->lock);
-    struct job *j = NULL;
-    for (size_t i = 0; i < RESOLVE_POOL_JOBS && !j; i++) {
-        if (pool->jobs[i].state == JOB_DONE)
-            j = &pool->jobs[i];
+    for (size_t i = 0; i < RESOLVE_POOL_WORKERS; i++) {
+        struct worker *w = &pool->workers[i];
+        if (w->pid <= 0)
+            continue;
+        ssize_t n = recv(w->sock, out, sizeof(*out), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        struct job *j = w->job;
+        if (n == (ssize_t)sizeof(*out) && j && out->tag == j->request.tag) {
+            j->state = JOB_FREE;
+            w->job = NULL;
+            dispatch(pool);
+            return true;
+        }
+        /* EOF, a short message or an answer nobody asked for: the worker
+         * is gone or confused. Its lookup fails; a new worker takes over. */
+        worker_kill(pool, w);
+        if (j) {
+            *out = (struct resolve_result){.tag = j->request.tag};
+            error_set(&out->err, 0, "resolving %s: the resolver process ended", j->request.host);
+            j->state = JOB_FREE;
+        }
+        dispatch(pool);
+        if (j)
+            return true;
     }
-    if (j) {
-        *out = j->result;
-        j->state = JOB_FREE;
-    } else {
-        /* Drained: reset the eventfd under the lock, so that a result
-         * finished after this point is announced again. */
-        uint64_t count;
-        ssize_t r = read(pool->event_fd, &count, sizeof(count));
-        (void)r;
-    }
-    pthread_mutex_unlock(&pool->lock);
-    return j != NULL;
+    return false;
 }
 
 void resolve_pool_stop(struct resolve_pool *pool)
 {
     if (!pool)
         return;
-    pthread_mutex_lock(&pool->lock);
-    pool->stopping = true;
-    pthread_cond_broadcast(&pool->work);
-    pthread_mutex_unlock(&pool->lock);
-    for (size_t i = 0; i < pool->thread_count; i++)
-        pthread_join(pool->threads[i], NULL);
-    pthread_cond_destroy(&pool->work);
-    pthread_mutex_destroy(&pool->lock);
-    close(pool->event_fd);
+    for (size_t i = 0; i < RESOLVE_POOL_WORKERS; i++)
+        worker_kill(pool, &pool->workers[i]);
+    if (pool->epoll_fd >= 0)
+        close(pool->epoll_fd);
     free(pool);
 }

@@ -2,7 +2,7 @@
  * (the sandbox has no DNS), from the system resolver or, when configured,
  * only from a hosts(5)-style file (tests never touch public DNS). Host
  * context (the proxy process). Blocking: the proxy calls it from its
- * resolver threads (resolve-pool.h), never from its event loop. */
+ * resolver workers (resolve-pool.h), never from its event loop. */
 #pragma once
 
 #include "net/allowlist.h"

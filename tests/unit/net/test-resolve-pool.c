@@ -1,8 +1,8 @@
 /* Unit tests for the proxy's resolver threads: results come back tagged,
  * errors say what was not found, a cancelled lookup never reports, and a
- * full job table refuses instead of growing. Names come from hosts files
- * written here; a FIFO with no writer stands in for a DNS server that does
- * not answer. */
+ * full job table refuses instead of growing, and giving up on a hanging
+ * lookup frees its worker. Names come from hosts files written here; a
+ * FIFO with no writer stands in for a DNS server that does not answer. */
 #include "net/resolve-pool.h"
 #include "tap.h"
 
@@ -72,16 +72,22 @@ static void test_results(void)
     resolve_pool_stop(pool);
 }
 
-static void test_full_table(void)
+/* A FIFO with no writer as the hosts file: opening it blocks, like
+ * getaddrinfo waiting on a DNS server that does not answer. Each open of a
+ * writer lets the waiting workers in, and its close gives them EOF (not
+ * found). */
+static void release(const char *fifo)
 {
-    char fifo[128];
-    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
-    ok(mkfifo(fifo, 0600) == 0, "a FIFO for hosts file");
+    int w = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (w >= 0)
+        close(w);
+}
+
+static void test_full_table(const char *fifo)
+{
     struct resolve_pool *pool = NULL;
     struct cordon_error err = {0};
     ok(resolve_pool_start(fifo, &pool, &err) == 0, "pool starts: %s", err.message);
-    /* No writer: each thread blocks opening the FIFO, like getaddrinfo
-     * waiting on a silent DNS server; the rest wait in the table. */
     int accepted = 0;
     for (uint64_t i = 0; i < RESOLVE_POOL_JOBS; i++)
         accepted += resolve_pool_submit(pool, i, "hang.test", &err) == 0;
@@ -91,29 +97,75 @@ static void test_full_table(void)
            strstr(err.message, "too many lookups in flight"),
        "one more is refused, not queued: %s", err.message);
     struct resolve_result r;
-    ok(!resolve_pool_next(pool, &r), "nothing finished while the resolver hangs");
-    /* Release them: each open of a writer lets the waiting readers in, and
-     * its close gives them EOF (not found). */
+    ok(!next_result(pool, &r, 200), "nothing finished while the resolver hangs");
     int done = 0;
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     do {
-        int w = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-        if (w >= 0)
-            close(w);
+        release(fifo);
         while (next_result(pool, &r, 10))
-            done += r.err.message[0] != '\0';
+            done += strstr(r.err.message, "hang.test: not found") != NULL;
         clock_gettime(CLOCK_MONOTONIC, &now);
     } while (done < RESOLVE_POOL_JOBS && now.tv_sec - start.tv_sec < 20);
     is_int(done, RESOLVE_POOL_JOBS, "once the resolver answers, every lookup reports");
     ok(resolve_pool_submit(pool, 10000, "again.test", &err) == 0, "the table has room again");
-    int w = -1;
-    while (!next_result(pool, &r, 10) && now.tv_sec - start.tv_sec < 25) {
-        w = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-        if (w >= 0)
-            close(w);
-        clock_gettime(CLOCK_MONOTONIC, &now);
+    resolve_pool_stop(pool); /* kills the worker still waiting on the FIFO */
+}
+
+/* This process's children, as /proc lists them ("" if it cannot). */
+static void children(char *out, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+    out[0] = '\0';
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    if (!fgets(out, (int)size, f))
+        out[0] = '\0';
+    fclose(f);
+}
+
+static void test_cancel_running(const char *fifo)
+{
+    struct resolve_pool *pool = NULL;
+    struct cordon_error err = {0};
+    ok(resolve_pool_start(fifo, &pool, &err) == 0, "pool starts: %s", err.message);
+    for (uint64_t tag = 1; tag <= RESOLVE_POOL_WORKERS + 1; tag++)
+        resolve_pool_submit(pool, tag, "hang.test", &err);
+    /* Every worker hangs; the last lookup waits for one of them. Giving
+     * up on the hanging ones replaces their workers, and the waiting
+     * lookup runs. */
+    char before[256], after[256];
+    children(before, sizeof(before));
+    for (uint64_t tag = 1; tag <= RESOLVE_POOL_WORKERS; tag++)
+        resolve_pool_cancel(pool, tag);
+    children(after, sizeof(after));
+    int kept = 0, old_count = 0;
+    char copy[256], *save = NULL;
+    snprintf(copy, sizeof(copy), "%s", before);
+    for (char *pid = strtok_r(copy, " \n", &save); pid; pid = strtok_r(NULL, " \n", &save)) {
+        char word[32];
+        snprintf(word, sizeof(word), " %s ", pid);
+        char padded[260];
+        snprintf(padded, sizeof(padded), " %s", after);
+        kept += strstr(padded, word) != NULL;
+        old_count++;
     }
+    ok(old_count == RESOLVE_POOL_WORKERS && kept == 0 && after[0],
+       "the hanging workers are gone, a new one runs the waiting lookup (%s-> %s)", before, after);
+    uint64_t got = 0;
+    int reports = 0;
+    struct resolve_result r;
+    for (int i = 0; i < 100 && reports == 0; i++) {
+        release(fifo);
+        while (next_result(pool, &r, 20)) {
+            got = r.tag;
+            reports++;
+        }
+    }
+    is_int(reports, 1, "one report after cancelling the running lookups");
+    is_int(got, RESOLVE_POOL_WORKERS + 1, "... for the lookup that was waiting");
     resolve_pool_stop(pool);
 }
 
@@ -124,7 +176,11 @@ int main(void)
         return 1;
     }
     test_results();
-    test_full_table();
+    char fifo[128];
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    ok(mkfifo(fifo, 0600) == 0, "a FIFO as the hosts file");
+    test_full_table(fifo);
+    test_cancel_running(fifo);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (system(cmd) != 0)
