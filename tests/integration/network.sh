@@ -165,6 +165,13 @@ if [ -n "$ms" ] && [ "$ms" -lt 10000 ]; then
 else
     fail "allowlist: ... without waiting for the stalled one" "took ${ms:-?} ms" "$out"
 fi
+# 24 downloads at once: more bulk transfers than the pipe budget grows
+# pipes for (16 MiB), the connections taking turns; every byte arrives.
+m=$((4 * 1024 * 1024))
+net_run "for i in \$(seq 24); do curl -sS -m 60 -p http://web.test:$HTTP/bytes/$m | sha256sum | cut -d' ' -f1 & done; wait"
+is "allowlist: 24 downloads of 4 MiB at once through CONNECT are byte-identical" \
+    "$(sort -u <<<"$out")" "$($PY "$here/net-client.py" bytes-sha $m)"
+is "allowlist: ... all 24 of them" "$(grep -c . <<<"$out")" 24
 net_run "$PY -c '
 import socket
 s = [socket.create_connection((\"127.0.0.1\", 3128)) for _ in range(300)]
