@@ -146,6 +146,7 @@ static struct {
     pid_t pid;     /* 0: no probe */
     int in_fd;     /* its stdin's write end, -1 once fed or closed */
     int out_fd;    /* its stdout's read end, -1 at EOF */
+    int exec_fd;   /* EOF once it has exec'd (or died): -1 after */
     bool released; /* 'W' came: feed it */
     size_t in_done;
     int status;
@@ -155,7 +156,7 @@ static struct {
     bool answering;
     size_t sent;
     char end[128];
-} probe = {.in_fd = -1, .out_fd = -1};
+} probe = {.in_fd = -1, .out_fd = -1, .exec_fd = -1};
 
 static long long init_now_ms(void)
 {
@@ -172,9 +173,9 @@ static void close_fd(int *fd)
 }
 
 /* The probe's child side: stdin and stdout/stderr on the pipes, nothing
- * else of init's (fd 3 is not CLOEXEC: it was dup2'ed there), the same
- * per-command limits as the command, then the agent's probe mode. */
-static void exec_probe(const struct init_options *o, int in, int out, char *const *envp)
+ * else of init's (fd 3 is not CLOEXEC: it was dup2'ed there), then the
+ * agent's probe mode. */
+static void exec_probe(int in, int out, char *const *envp)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -185,11 +186,10 @@ static void exec_probe(const struct init_options *o, int in, int out, char *cons
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
         _exit(CORDON_EXIT_FAILURE);
     close(CONTROL_FD);
-    if (o->memory_mib > 0) {
-        rlim_t bytes = (rlim_t)o->memory_mib << 20;
-        struct rlimit rl = {bytes, bytes};
-        setrlimit(RLIMIT_AS, &rl);
-    }
+    /* The sandbox's rlimits and cgroups are inherited; the command's own
+     * RLIMIT_AS (--memory-mib) is not applied: the probe is cordon's code,
+     * and a sanitizer build reserves more address space than any limit (the
+     * MCP agent's probe has none either). */
     char *argv[] = {"cordon-agent", "probe", NULL};
     execve(NS_AGENT_VIEW_PATH, argv, envp ? envp : environ);
     char msg[256];
@@ -207,7 +207,7 @@ static void probe_answer_now(const char *end)
     probe.sent = 0;
 }
 
-static void probe_start(const struct init_options *o, char *const *envp)
+static void probe_start(char *const *envp)
 {
     probe.output_len = 0;
     probe.output_cut = false;
@@ -217,7 +217,7 @@ static void probe_start(const struct init_options *o, char *const *envp)
         probe_answer_now("error: the probe's request is too long");
         return;
     }
-    int in[2], out[2];
+    int in[2], out[2], ex[2];
     if (pipe2(in, O_CLOEXEC) < 0) {
         probe_answer_now("error: pipe failed");
         return;
@@ -228,14 +228,24 @@ static void probe_start(const struct init_options *o, char *const *envp)
         probe_answer_now("error: pipe failed");
         return;
     }
+    if (pipe2(ex, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        probe_answer_now("error: pipe failed");
+        return;
+    }
     pid_t pid = fork();
     if (pid == 0)
-        exec_probe(o, in[0], out[1], envp);
+        exec_probe(in[0], out[1], envp);
     close(in[0]);
     close(out[1]);
+    close(ex[1]);
     if (pid < 0) {
         close(in[1]);
         close(out[0]);
+        close(ex[0]);
         probe_answer_now("error: fork failed");
         return;
     }
@@ -244,10 +254,19 @@ static void probe_start(const struct init_options *o, char *const *envp)
     probe.pid = pid;
     probe.in_fd = in[1];
     probe.out_fd = out[0];
+    probe.exec_fd = ex[0];
     probe.deadline_ms = init_now_ms() + INIT_PROBE_TIMEOUT_MS;
-    /* The host reads the probe's /proc through this pidfd while the probe
-     * waits for its stdin (its pid here means nothing on the host). */
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* The probe has exec'd (its write end of exec_fd closed with it): only now
+ * is its /proc its own, readable by the host (before exec it was a copy of
+ * init, which the host may not read). The host reads it through a pidfd
+ * while the probe waits for its stdin (its pid here means nothing on the
+ * host). */
+static void probe_execed(void)
+{
+    close_fd(&probe.exec_fd);
+    int pidfd = (int)syscall(SYS_pidfd_open, probe.pid, 0);
     int rc = fdpass_send(CONTROL_FD, "S", 1, pidfd);
     if (pidfd >= 0)
         close(pidfd);
@@ -306,6 +325,7 @@ static void probe_finish(void)
     /* A descendant may hold the pipe open: what is not there now is lost. */
     close_fd(&probe.out_fd);
     close_fd(&probe.in_fd);
+    close_fd(&probe.exec_fd);
     char end[128];
     if (probe.timed_out)
         snprintf(end, sizeof(end), "timeout");
@@ -380,7 +400,7 @@ static bool control_frame(const struct init_options *o, char *const *envp)
         break;
     case 'G':
         if (!busy)
-            probe_start(o, envp);
+            probe_start(envp);
         break;
     case 'W':
         if (probe.pid > 0)
@@ -448,18 +468,19 @@ void agent_init_run(int argc, char **argv, char *const *envp)
             if (sig < 0)
                 continue;
         } else {
-            struct pollfd fds[4] = {
+            struct pollfd fds[5] = {
                 {sigfd, POLLIN, 0},
                 {CONTROL_FD, (short)(POLLIN | (probe.answering ? POLLOUT : 0)), 0},
                 {probe.released ? probe.in_fd : -1, POLLOUT, 0},
                 {probe.out_fd, POLLIN, 0},
+                {probe.exec_fd, POLLIN, 0},
             };
             int timeout = -1;
             if (probe.pid > 0 && !probe.timed_out) {
                 long long left = probe.deadline_ms - init_now_ms();
                 timeout = left > 0 ? (int)left : 0;
             }
-            int n = poll(fds, 4, timeout);
+            int n = poll(fds, 5, timeout);
             if (n < 0)
                 continue;
             if (probe.pid > 0 && !probe.timed_out && init_now_ms() >= probe.deadline_ms) {
@@ -467,6 +488,8 @@ void agent_init_run(int argc, char **argv, char *const *envp)
                 kill(-probe.pid, SIGKILL);
                 kill(probe.pid, SIGKILL);
             }
+            if (fds[4].revents && probe.pid > 0)
+                probe_execed();
             if (fds[3].revents)
                 probe_read();
             if (fds[2].revents)

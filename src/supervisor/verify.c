@@ -53,8 +53,13 @@ struct verify_run {
     char *name;
     char *state_dir; /* NULL: a host session, no lock to check */
     const char *pid1_comm;
+    const char *probe_via; /* how the probe was started, for the evidence */
     const struct launch *l;
     pid_t agent_pid;
+    /* The agent's /proc/<pid>/environ, read with its other host-side facts
+     * (a probe process does not outlive its answer). */
+    int agent_env_rc;
+    char agent_env_flagged[512];
     json_t *host;    /* host-side facts, for the evidence */
     json_t *request; /* what the probe was asked */
     struct listener listeners[MAX_LISTENERS];
@@ -336,13 +341,17 @@ static json_t *host_paths(const struct launch *l, json_t *names)
     return list;
 }
 
-void verify_set_agent(struct verify_run *r, pid_t pid)
+void verify_set_agent(struct verify_run *r, int pidfd)
 {
+    pid_t pid = pidfd >= 0 ? pid_of_pidfd(pidfd) : -1;
     r->agent_pid = pid;
     /* pid 0 would read this process's own files. */
     json_object_set_new(r->host, "agent_status", pid > 0 ? read_status(pid) : json_object());
     json_object_set_new(r->host, "agent_ns", pid > 0 ? read_namespaces(pid) : json_object());
     json_object_set_new(r->host, "agent_pid", json_integer(pid));
+    r->agent_env_rc =
+        pid > 0 ? agent_environ_flagged(pid, r->agent_env_flagged, sizeof(r->agent_env_flagged))
+                : -ESRCH;
 }
 
 int verify_prepare_target(const struct verify_target *t, struct verify_run **out,
@@ -354,6 +363,8 @@ int verify_prepare_target(const struct verify_target *t, struct verify_run **out
     r->name = strdup(t->name);
     r->state_dir = t->state_dir ? strdup(t->state_dir) : NULL;
     r->pid1_comm = t->pid1_comm;
+    r->probe_via = t->probe_via ? t->probe_via : "a process started by the bash tool";
+    r->agent_env_rc = -ESRCH;
     r->l = t->l;
     r->checks = json_array();
     r->host_names = json_array();
@@ -436,7 +447,7 @@ int verify_prepare_target(const struct verify_target *t, struct verify_run **out
                             json_pack("{s:i, s:o}", "port", NET_PROXY_PORT, "targets", targets));
     }
     if (t->agent_pidfd >= 0)
-        verify_set_agent(r, pid_of_pidfd(t->agent_pidfd));
+        verify_set_agent(r, t->agent_pidfd);
     /* The probe treats "policy" as more paths that must not be writable. */
     json_t *ro = json_object_get(r->request, "readonly");
     json_array_extend(ro, policy);
@@ -495,7 +506,8 @@ static void check_env(struct verify_run *r, const json_t *p)
     char **input = calloc(n + ARRAY_SIZE(sentinel_names) + 2, sizeof(char *));
     char **built = NULL;
     struct cordon_error err;
-    char scrub_flagged[512] = "", built_flagged[512] = "", agent_flagged[512] = "";
+    char scrub_flagged[512] = "", built_flagged[512] = "";
+    const char *agent_flagged = r->agent_env_rc < 0 ? "" : r->agent_env_flagged;
     bool scrub_probe = false, built_probe = false;
     int scrub_rc = -1;
     if (input) {
@@ -522,7 +534,7 @@ static void check_env(struct verify_run *r, const json_t *p)
         free(input);
     }
     flagged_in(l->env, built_flagged, sizeof(built_flagged), &built_probe);
-    int agent_rc = agent_environ_flagged(r->agent_pid, agent_flagged, sizeof(agent_flagged));
+    int agent_rc = r->agent_env_rc;
 
     char ev[2048] = "";
     bool fail = scrub_rc < 0 || scrub_flagged[0] || built_flagged[0] || agent_flagged[0];
@@ -550,7 +562,7 @@ static void check_env(struct verify_run *r, const json_t *p)
             _cleanup_free_ char *txt = json_dumps(found, JSON_COMPACT);
             add(ev, sizeof(ev), "; inside: %s", txt ? txt : "?");
         } else {
-            add(ev, sizeof(ev), "; inside (a process started by the bash tool): none present");
+            add(ev, sizeof(ev), "; inside (%s): none present", r->probe_via);
         }
     } else {
         add(ev, sizeof(ev), "; inside: no probe answer");

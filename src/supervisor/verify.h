@@ -39,14 +39,18 @@ struct verify_target {
     int agent_pidfd;
     const char *state_dir; /* NULL: no lock to check (host session) */
     const char *pid1_comm; /* the comm of the sandbox's PID 1 */
+    /* How the probe is started, for the evidence (NULL: through the bash
+     * tool). */
+    const char *probe_via;
 };
 
 /* Phase 1 of any target: the host-side facts and listeners;
  * *probe_request is the JSON the probe reads on stdin (caller frees). */
 int verify_prepare_target(const struct verify_target *t, struct verify_run **out,
                           char **probe_request, struct cordon_error *err);
-/* The host's facts of the process pid (see agent_pidfd). */
-void verify_set_agent(struct verify_run *r, pid_t pid);
+/* The host's facts of the process behind pidfd (see agent_pidfd; -1: none
+ * could be had, the rows that need them FAIL). */
+void verify_set_agent(struct verify_run *r, int pidfd);
 /* Phase 2 of any target: the probe's output (its stdout and stderr; NULL
  * or probe_error when it did not run to the end) judged against the host's
  * facts. Returns the report (as verify_finish). */
