@@ -340,8 +340,18 @@ static int supervise_loop(struct supervise *s)
             else if (n == 0 || (errno != EAGAIN && errno != EINTR))
                 stdin_open = false;
         }
-        if ((fds[4].revents & (POLLIN | POLLHUP | POLLERR)) && !chan_frame(s))
-            chan_gone(s, "the sandbox's init closed its channel");
+        if ((fds[4].revents & (POLLIN | POLLHUP | POLLERR)) && !chan_frame(s)) {
+            /* init closes its channel when it exits: then the answer
+             * names the command's status, below. */
+            struct pollfd p = {s->sb->pidfd, POLLIN, 0};
+            if (poll(&p, 1, 1000) == 1) {
+                close(s->chan);
+                s->chan = -1;
+                fds[1].revents |= POLLIN;
+            } else {
+                chan_gone(s, "the sandbox's init closed its channel");
+            }
+        }
         if (fds[5].revents & POLLIN)
             control_dispatch(s->ctl, on_control_request, s);
         if (fds[1].revents & POLLIN) {
