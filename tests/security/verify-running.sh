@@ -379,9 +379,28 @@ like "verify NAME (run): THAT session's configuration (writable workspace)" "$(r
     "^PASS .*writable mode\): creating a file -> ok"
 like "verify NAME (run): not the shell's sandbox (no /tmp/d.sock there)" "$(row docker-socket)" \
     "^PASS .*, 0 sockets found$"
+sandbox_pid=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["sandbox_pid"])' "$state/$name6/lock")
+# A probe that hangs is killed after 30 s, and init goes on: init is held
+# while the request is queued, then the supervisor is held so the probe
+# never gets its stdin (the supervisor lets it go only after reading its
+# /proc).
+kill -STOP "$sandbox_pid"
+(cd / && exec "$CORDON" verify "$name6" >"$TEST_TMP/v7.out" 2>"$TEST_TMP/v7.err" </dev/null) &
+v7=$!
+sleep 1
+kill -STOP "$run_pid"
+kill -CONT "$sandbox_pid"
+sleep 32
+kill -CONT "$run_pid"
+wait "$v7"
+is "a probe that hangs: verify NAME exits 1 (its rows FAIL)" "$?" 1
+like "a probe that hangs: killed after 30 s, said so" "$(cat "$TEST_TMP/v7.out")" \
+    "probe: the probe in the sandbox was killed after 30 s \(timeout\)"
+verify_name "$name6"
+is "after the hung probe: the session is still audited (exit 0)" "$rc" 0
+is "after the hung probe: the command still runs" "$(pgrep -P "$sandbox_pid" -x sleep | wc -l)" 1
 # The command exits while a probe is in flight: init is held (SIGSTOP from
 # the host) so the request waits, the command is killed, init goes on.
-sandbox_pid=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["sandbox_pid"])' "$state/$name6/lock")
 cmd_pid=$(pgrep -P "$sandbox_pid" | head -1)
 kill -STOP "$sandbox_pid"
 (cd / && exec "$CORDON" verify "$name6" >"$TEST_TMP/v6.out" 2>"$TEST_TMP/v6.err" </dev/null) &
