@@ -223,13 +223,12 @@ static void on_control_request(void *ctx, uint64_t conn, const char *op)
 static void finish_verify(struct supervise *s, const char *end)
 {
     char why[1024] = "";
-    if (strcmp(end, "exit 0") != 0)
-        snprintf(why, sizeof(why), "the probe in the sandbox ended: %s%s; its output: %.300s",
-                 strcmp(end, "timeout") == 0 ? "killed after " : "", end,
-                 s->out_len ? s->out : "(none)");
     if (strcmp(end, "timeout") == 0)
         snprintf(why, sizeof(why), "the probe in the sandbox was killed after %d s (timeout)",
                  INIT_PROBE_TIMEOUT_MS / 1000);
+    else if (strcmp(end, "exit 0") != 0)
+        snprintf(why, sizeof(why), "the probe in the sandbox ended: %.200s; its output: %.300s",
+                 end, s->out_len ? s->out : "(none)");
     json_t *report = verify_finish_output(s->verify, s->out ? s->out : "", why[0] ? why : NULL);
     control_reply(s->ctl, s->verify_conn, json_pack("{s:b, s:o}", "ok", 1, "report", report));
     verify_end(s);
