@@ -406,6 +406,10 @@ kill -STOP "$sandbox_pid"
 (cd / && exec "$CORDON" verify "$name6" >"$TEST_TMP/v6.out" 2>"$TEST_TMP/v6.err" </dev/null) &
 v6=$!
 sleep 1
+verify_name "$name6"
+is "a second verify NAME while one is in flight: refused (125)" "$rc" 125
+like "a second verify NAME while one is in flight: says so" "$err" \
+    "the supervisor answered: a verify of this session is already running"
 kill -KILL "$cmd_pid"
 kill -CONT "$sandbox_pid"
 wait "$v6"
