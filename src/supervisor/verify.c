@@ -793,11 +793,18 @@ static void check_processes(struct verify_run *r, const json_t *p)
     json_t *foreign = json_object_get(pr, "foreign");
     bool ok = json_array_size(foreign) == 0 && strcmp(str(pr, "pid1_comm"), r->pid1_comm) == 0;
     _cleanup_free_ char *f = json_dumps(foreign, JSON_COMPACT);
+    char fds[512] = "";
+    size_t i;
+    json_t *fd;
+    json_array_foreach (json_object_get(p, "fds"), i, fd)
+        add(fds, sizeof(fds), "%s%s", i ? ", " : "",
+            json_string_value(fd) ? json_string_value(fd) : "?");
     row(r, "processes", ok ? "PASS" : "FAIL",
         "%lld processes visible inside, all in the sandbox's PID namespace unless listed: %s; "
-        "PID 1 is %s; kill(0) on the supervisor's host pid %d -> %s",
+        "PID 1 is %s; kill(0) on the supervisor's host pid %d -> %s; the probe's open "
+        "descriptors: %s",
         (long long)json_integer_value(json_object_get(pr, "count")), f ? f : "?",
-        str(pr, "pid1_comm"), (int)getpid(), str(pr, "kill_supervisor_pid"));
+        str(pr, "pid1_comm"), (int)getpid(), str(pr, "kill_supervisor_pid"), fds[0] ? fds : "?");
 }
 
 static void check_network(struct verify_run *r, const json_t *p)

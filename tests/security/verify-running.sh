@@ -312,6 +312,8 @@ for check in env-scrub env-forwarding host-files docker-socket seccomp no-new-pr
 done
 like "verify NAME (shell): probed by a child of the sandbox's init, PID 1 is cordon-init" \
     "$(row processes)" "PID 1 is cordon-init"
+like "verify NAME (shell): the probe holds nothing of init's or the supervisor's (only its pipes)" \
+    "$(row processes)" "the probe's open descriptors: 0 pipe, 1 pipe, 2 pipe$"
 like "verify NAME (shell): env-scrub: the probe's environment read from the host, clean" \
     "$(row env-scrub)" "agent /proc/[0-9]+/environ from the host: clean; inside \(the probe, a child of the sandbox's init\): none present"
 like "verify NAME (shell): ownership: held by the supervisor's pid ($shell_pid), seen by both sides" \
