@@ -388,6 +388,13 @@ static bool control_frame(const struct init_options *o, char *const *envp)
         return false;
     bool busy = probe.pid > 0 || probe.answering;
     switch (frame[0]) {
+    case 'B':
+        if (busy)
+            break;
+        /* A new request: nothing of one that was never started stays. */
+        probe.request_len = 0;
+        probe.request_too_long = false;
+        /* fall through */
     case 'R':
         if (busy)
             break;

@@ -4,9 +4,11 @@
  * (cmd_run.c) on which init runs `cordon-agent probe` for `cordon verify
  * NAME`. Each frame is one type byte and a payload of at most
  * INIT_FRAME_MAX - 1 bytes:
- *   supervisor -> init: 'R' a piece of the probe's stdin (at most
- *     INIT_PROBE_REQUEST_MAX in all); 'G' start the probe; 'W' the host has
- *     read the probe's /proc: feed it its stdin.
+ *   supervisor -> init: 'B' the first piece of the probe's stdin, 'R'
+ *     the next ones (at most INIT_PROBE_REQUEST_MAX in all); 'G' start the
+ *     probe; 'W' the host has read the probe's /proc: feed it its stdin.
+ *     While a probe runs or its answer is being sent, 'B', 'R' and 'G' are
+ *     ignored (the supervisor runs one at a time).
  *   init -> supervisor: 'T' (+fd) the terminal's master (--pty, first);
  *     'S' (+ a pidfd of the probe when one could be made) the probe runs;
  *     'O' a piece of its stdout and stderr (at most INIT_PROBE_OUTPUT_MAX

@@ -30,7 +30,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
 static const int relayed_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -189,7 +188,7 @@ static void start_verify(struct supervise *s, uint64_t conn)
     }
     for (size_t off = 0; off < len; off += INIT_FRAME_MAX - 1) {
         size_t piece = len - off < INIT_FRAME_MAX - 1 ? len - off : INIT_FRAME_MAX - 1;
-        if (chan_send(s->chan, 'R', request + off, piece) < 0) {
+        if (chan_send(s->chan, off == 0 ? 'B' : 'R', request + off, piece) < 0) {
             control_error(s, conn, "the sandbox's init does not take the probe's request");
             verify_end(s);
             return;
