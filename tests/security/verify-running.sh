@@ -382,6 +382,15 @@ like "verify NAME (run): THAT session's configuration (writable workspace)" "$(r
 like "verify NAME (run): not the shell's sandbox (no /tmp/d.sock there)" "$(row docker-socket)" \
     "^PASS .*, 0 sockets found$"
 sandbox_pid=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["sandbox_pid"])' "$state/$name6/lock")
+# wait_in_flight NAME: until its supervisor has a verify in flight (the
+# request is with init).
+wait_in_flight() {
+    for _ in $(seq 200); do
+        ctl "$1" '{"op":"status"}
+' | grep -Eq '"verifying": ?true' && return
+        sleep 0.05
+    done
+}
 # A probe that hangs is killed after 30 s, and init goes on: init is held
 # while the request is queued, then the supervisor is held so the probe
 # never gets its stdin (the supervisor lets it go only after reading its
@@ -389,10 +398,10 @@ sandbox_pid=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["sand
 kill -STOP "$sandbox_pid"
 (cd / && exec "$CORDON" verify "$name6" >"$TEST_TMP/v7.out" 2>"$TEST_TMP/v7.err" </dev/null) &
 v7=$!
-sleep 1
+wait_in_flight "$name6"
 kill -STOP "$run_pid"
 kill -CONT "$sandbox_pid"
-sleep 32
+sleep 33
 kill -CONT "$run_pid"
 wait "$v7"
 is "a probe that hangs: verify NAME exits 1 (its rows FAIL)" "$?" 1
@@ -407,7 +416,7 @@ cmd_pid=$(pgrep -P "$sandbox_pid" | head -1)
 kill -STOP "$sandbox_pid"
 (cd / && exec "$CORDON" verify "$name6" >"$TEST_TMP/v6.out" 2>"$TEST_TMP/v6.err" </dev/null) &
 v6=$!
-sleep 1
+wait_in_flight "$name6"
 verify_name "$name6"
 is "a second verify NAME while one is in flight: refused (125)" "$rc" 125
 like "a second verify NAME while one is in flight: says so" "$err" \
