@@ -505,7 +505,7 @@ void agent_init_run(int argc, char **argv, char *const *envp)
                 fds[1].revents |= POLLHUP;
             if ((fds[1].revents & POLLOUT) && !probe_send_answer())
                 fds[1].revents |= POLLHUP;
-            if (fds[1].revents & (POLLHUP | POLLERR)) {
+            if (fds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
                 /* The supervisor is gone (it takes the sandbox with it):
                  * only the command matters now. */
                 probe.answering = false;
