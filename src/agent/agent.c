@@ -6,16 +6,14 @@
  *     group, reaps every orphan, and exits with CMD's status (128+signal when
  *     it was killed). With --pty, the terminal is made here, on the sandbox's
  *     own devpts, and its master end is sent to the supervisor over fd 3.
- *     With --control, fd 3 stays open as the supervisor's channel: init
- *     runs `cordon-agent probe` when asked (init.h; `cordon verify NAME`).
  *
  *   cordon-agent serve
  *     serves the seven tools over the agent protocol on fd 3
  *     (docs/agent-protocol.md), reaping orphans as init.
  *
  *   cordon-agent probe
- *     run by `cordon verify` through the bash tool (or by init, --control):
- *     observations of the sandbox from inside (probe.c). */
+ *     run by `cordon verify` through the bash tool (or by init, --control,
+ *     init.h): observations of the sandbox from inside (probe.c). */
 #include "agent/init.h"
 #include "agent/probe.h"
 #include "agent/serve.h"
@@ -62,9 +60,8 @@ int main(int argc, char **argv)
         fflush(NULL);
         _exit(rc);
     }
-    fprintf(stderr,
-            "usage: cordon-agent init [--pty] [--control] [--memory-mib N] -- CMD [ARG...]\n"
-            "       cordon-agent serve   (agent protocol on fd 3)\n"
-            "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n");
+    fprintf(stderr, "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n"
+                    "       cordon-agent serve   (agent protocol on fd 3)\n"
+                    "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n");
     return CORDON_EXIT_FAILURE;
 }
