@@ -1,7 +1,7 @@
 /* cordon-agent: the sandbox's PID 1. Runs inside the sandbox, unprivileged,
  * under the seccomp filter, executed from a sealed memfd.
  *
- *   cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]
+ *   cordon-agent init [--pty] [--control] [--memory-mib N] -- CMD [ARG...]
  *     runs CMD in a session of its own, forwards signals to its process
  *     group, reaps every orphan, and exits with CMD's status (128+signal when
  *     it was killed). With --pty, the terminal is made here, on the sandbox's
@@ -14,8 +14,8 @@
  *     its calls left behind when it ends.
  *
  *   cordon-agent probe
- *     run by `cordon verify` through the bash tool: observations of the
- *     sandbox from inside (probe.c). */
+ *     run by `cordon verify` through the bash tool (or by init, --control,
+ *     init.h): observations of the sandbox from inside (probe.c). */
 #include "agent/init.h"
 #include "agent/probe.h"
 #include "agent/serve.h"

@@ -34,7 +34,8 @@ static void usage(FILE *out)
             "the report as JSON. Exits 0 only when no check fails; on a failure, treat\n"
             "the sandbox as compromised and remove it.\n\n"
             "With NAME, audits that running session's own sandbox instead, through the\n"
-            "supervisor that owns it (`cordon mcp`); configuration flags do not apply.\n"
+            "supervisor that owns it (`cordon mcp`, `cordon shell`, `cordon run`);\n"
+            "configuration flags do not apply.\n"
             "Exit status: 0 nothing failed, 1 a check failed, 2 the session is not\n"
             "running (nothing audited), 125 no such session or it cannot be reached.\n\n%s",
             cli_config_flags_help);
@@ -74,9 +75,8 @@ static int verify_running(const char *name, bool json)
     if (fd < 0) {
         if (err.errnum == ENOENT || err.errnum == ECONNREFUSED)
             log_error("verify: sandbox %s is running (owned by pid %d), but its supervisor does "
-                      "not answer on a control socket (%s): only sessions served by `cordon mcp` "
-                      "can be audited by name; `cordon verify` without a name audits a fresh "
-                      "sandbox",
+                      "not answer on a control socket (%s): sessions of the vm backend have "
+                      "none yet; `cordon verify` without a name audits a fresh sandbox",
                       name, (int)e.owner_pid, err.message);
         else
             log_error("verify: %s", err.message);

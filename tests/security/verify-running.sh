@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # `cordon verify NAME` (issue 7): the audit of a running session's own
-# sandbox, asked of the supervisor that owns it (`cordon mcp`) over the
-# session's control socket. Asserts that it is THAT sandbox (its
-# configuration, a change made inside it by the agent, its pids), the
-# ownership row (the supervisor's pid), the socket's mode and SO_PEERCRED
-# check, the bounds on what a client sends, and the documented errors for
-# a stopped, a stale, an unknown and a non-MCP session.
+# sandbox, asked of the supervisor that owns it (`cordon mcp`, `cordon
+# shell`, `cordon run`) over the session's control socket. Asserts that it
+# is THAT sandbox (its configuration, a change made inside it by the agent
+# or the shell, its pids), the ownership row (the supervisor's pid), the
+# socket's mode and SO_PEERCRED check, the bounds on what a client sends,
+# that a shell keeps working after an audit, and the documented errors for
+# a stopped, a stale, an unknown session and one whose command exited
+# during the audit.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
 
@@ -269,21 +271,167 @@ is "supervisor SIGKILLed: the watchdog removed the control socket" \
     "$(ls -A "$state/$name2" 2>/dev/null | grep -c '^control$')" 0
 hold_stop >/dev/null 2>&1
 
-# A session run by `cordon run` (no control socket): a clear error.
-name3="vrun3-$$"
-(cd "$ws" && exec "$CORDON" run --name "$name3" -- sleep 60 </dev/null >/dev/null 2>&1) &
+# --- `cordon shell --name` and `cordon run --name`: probed through their init ---
+# wait_verify NAME: until the session answers on its control socket.
+wait_verify() {
+    for _ in $(seq 150); do
+        [ -S "$state/$1/control" ] && verify_name "$1" && [ "$rc" != 125 ] && [ "$rc" != 2 ] && return
+        sleep 0.1
+    done
+}
+# shell_send LINE, shell_wait TEXT: a command line into the held shell, and
+# waiting for what it prints.
+shell_send() { printf '%s\n' "$1" >&"$sh_w"; }
+shell_wait() {
+    for _ in $(seq 100); do
+        grep -q -- "$1" "$TEST_TMP/sh.out" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+name5="vshell-$$"
+rm -f "$TEST_TMP/sh.in"
+mkfifo "$TEST_TMP/sh.in"
+# stdin from a fifo kept open: the shell reads commands and stays alive.
+(cd "$ws" && exec "$CORDON" shell --readonly --name "$name5" <"$TEST_TMP/sh.in" \
+    >"$TEST_TMP/sh.out" 2>"$TEST_TMP/sh.err") &
+shell_pid=$!
+cleanup_pids+=("$shell_pid")
+exec {sh_w}>"$TEST_TMP/sh.in"
+shell_send "echo shell-up"
+shell_wait shell-up
+is "shell --name: the shell runs commands" "$(cat "$TEST_TMP/sh.out")" "shell-up"
+wait_verify "$name5"
+is "shell: control socket: a socket, mode 0600" "$(stat -c '%a %F' "$state/$name5/control" 2>&1)" \
+    "600 socket"
+is "verify NAME of a \`cordon shell\` session: exit 0" "$rc" 0
+like "verify NAME (shell): the table, headed by the session's name" "$out" "^cordon verify: sandbox $name5"
+for check in env-scrub env-forwarding host-files docker-socket seccomp no-new-privs capabilities \
+    namespaces processes network-egress policy-dir landlock; do
+    like "verify NAME (shell): $check passes" "$(row "$check")" "^PASS"
+done
+like "verify NAME (shell): probed by a child of the sandbox's init, PID 1 is cordon-init" \
+    "$(row processes)" "PID 1 is cordon-init"
+like "verify NAME (shell): the probe holds nothing of init's or the supervisor's (only its pipes)" \
+    "$(row processes)" "the probe's open descriptors: 0 pipe, 1 pipe, 2 pipe$"
+like "verify NAME (shell): env-scrub: the probe's environment read from the host, clean" \
+    "$(row env-scrub)" "agent /proc/[0-9]+/environ from the host: clean; inside \(the probe, a child of the sandbox's init\): none present"
+like "verify NAME (shell): ownership: held by the supervisor's pid ($shell_pid), seen by both sides" \
+    "$(row ownership)" \
+    "^PASS .*busy \(held\); the record names pid $shell_pid, this supervisor is $shell_pid; seen by \`cordon verify $name5\`: the lock is held, its record names pid $shell_pid, the control socket's peer \(SO_PEERCRED\) is pid $shell_pid$"
+like "verify NAME (shell): THAT session's configuration (--readonly)" "$(row workspace)" \
+    "^PASS .*read-only mode\): creating a file -> EROFS"
+like "control (shell): status names the supervisor and the kind" "$(ctl "$name5" '{"op":"status"}
+')" "\"kind\": ?\"shell\".*\"pid\": ?$shell_pid"
+
+verify_name "$name5" --json
+printf '%s' "$out" >"$TEST_TMP/report5.json"
+json_ok=$(
+    $PY - "$TEST_TMP/report5.json" "$state/$name5/lock" "$name5" 2>&1 <<'EOF'
+import json, sys
+sys.argv.pop(0)
+r = json.load(open(sys.argv[0]))
+lock = json.load(open(sys.argv[1]))
+c = {x["check"]: x["status"] for x in r["checks"]}
+assert r["sandbox"] == sys.argv[2], r["sandbox"]
+assert r["result"] == "PASS" and r["failed"] == 0, (r["result"], c, r.get("probe_error"))
+assert len(r["checks"]) == 16, len(r["checks"])
+# The process read from the host is the probe, not the sandbox's init, and
+# it is in the sandbox's namespaces.
+assert r["host"]["agent_pid"] != lock["sandbox_pid"], (r["host"], lock)
+assert r["host"]["agent_ns"]["pid"] != r["host"]["self_ns"]["pid"], r["host"]
+print("ok")
+EOF
+)
+is "verify NAME --json (shell): 16 checks, the host read the probe inside the sandbox" "$json_ok" ok
+
+# The shell starts a Docker API look-alike in its own /tmp: THAT sandbox's
+# audit FAILs.
+shell_send "python3 $ws/dock.py /tmp/d.sock </dev/null >/dev/null 2>&1 & for i in \$(seq 50); do [ -S /tmp/d.sock ] && break; sleep 0.1; done; echo planted-\$(ls /tmp/d.sock)"
+shell_wait planted-
+like "inside the shell: /tmp/d.sock planted" "$(cat "$TEST_TMP/sh.out")" "planted-/tmp/d.sock"
+verify_name "$name5"
+is "verify NAME (shell) after the change inside: exit 1" "$rc" 1
+like "verify NAME (shell): the change made inside that sandbox is seen" "$(row docker-socket)" \
+    "^FAIL .*, 1 sockets found; reachable: /tmp/d.sock \(answers the Docker API\)$"
+like "verify NAME (shell): a FAIL tells the user what to do" "$out" \
+    "Treat sandbox $name5 as compromised.*cordon rm $name5"
+# The shell keeps working after the audits, with its exit statuses.
+shell_send "echo after-verify; (exit 3); echo status=\$?"
+shell_wait status=
+like "shell after verify: a command typed afterwards runs, its status unchanged" \
+    "$(cat "$TEST_TMP/sh.out")" "after-verify
+status=3$"
+shell_send "exit 7"
+exec {sh_w}>&-
+wait "$shell_pid"
+is "shell after verify: its exit status is the shell's (7)" "$?" 7
+is "shell: teardown removes the control socket" "$(ls -A "$state/$name5" 2>/dev/null | grep -c '^control$')" 0
+is "shell: nothing on stderr" "$(cat "$TEST_TMP/sh.err")" ""
+
+name6="vrun6-$$"
+(cd "$ws" && exec "$CORDON" run --name "$name6" -- sleep 60 </dev/null >/dev/null 2>"$TEST_TMP/run6.err") &
 run_pid=$!
 cleanup_pids+=("$run_pid")
-for _ in $(seq 100); do
-    verify_name "$name3"
-    [[ "$err" == *"does not answer on a control socket"* ]] && break
-    sleep 0.1
-done
-is "verify NAME of a \`cordon run\` session: exit 125" "$rc" 125
-like "verify NAME of a \`cordon run\` session: only cordon mcp sessions answer" "$err" \
-    "sandbox $name3 is running \(owned by pid [0-9]+\), but its supervisor does not answer on a control socket.*only sessions served by \`cordon mcp\`"
-kill "$run_pid" 2>/dev/null
-wait "$run_pid" 2>/dev/null
+wait_verify "$name6"
+is "verify NAME of a \`cordon run\` session: exit 0" "$rc" 0
+like "verify NAME (run): ownership names the supervisor's pid ($run_pid)" "$(row ownership)" \
+    "^PASS .*the record names pid $run_pid, this supervisor is $run_pid; .*the control socket's peer \(SO_PEERCRED\) is pid $run_pid$"
+like "verify NAME (run): THAT session's configuration (writable workspace)" "$(row workspace)" \
+    "^PASS .*writable mode\): creating a file -> ok"
+like "verify NAME (run): not the shell's sandbox (no /tmp/d.sock there)" "$(row docker-socket)" \
+    "^PASS .*, 0 sockets found$"
+sandbox_pid=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["sandbox_pid"])' "$state/$name6/lock")
+# wait_in_flight NAME: until its supervisor has a verify in flight (the
+# request is with init).
+wait_in_flight() {
+    for _ in $(seq 200); do
+        ctl "$1" '{"op":"status"}
+' | grep -Eq '"verifying": ?true' && return
+        sleep 0.05
+    done
+}
+# A probe that hangs is killed after 30 s, and init goes on: init is held
+# while the request is queued, then the supervisor is held so the probe
+# never gets its stdin (the supervisor lets it go only after reading its
+# /proc).
+kill -STOP "$sandbox_pid"
+(cd / && exec "$CORDON" verify "$name6" >"$TEST_TMP/v7.out" 2>"$TEST_TMP/v7.err" </dev/null) &
+v7=$!
+wait_in_flight "$name6"
+kill -STOP "$run_pid"
+kill -CONT "$sandbox_pid"
+sleep 33
+kill -CONT "$run_pid"
+wait "$v7"
+is "a probe that hangs: verify NAME exits 1 (its rows FAIL)" "$?" 1
+like "a probe that hangs: killed after 30 s, said so" "$(cat "$TEST_TMP/v7.out")" \
+    "probe: the probe in the sandbox was killed after 30 s \(timeout\)"
+verify_name "$name6"
+is "after the hung probe: the session is still audited (exit 0)" "$rc" 0
+is "after the hung probe: the command still runs" "$(pgrep -P "$sandbox_pid" -x sleep | wc -l)" 1
+# The command exits while a probe is in flight: init is held (SIGSTOP from
+# the host) so the request waits, the command is killed, init goes on.
+cmd_pid=$(pgrep -P "$sandbox_pid" | head -1)
+kill -STOP "$sandbox_pid"
+(cd / && exec "$CORDON" verify "$name6" >"$TEST_TMP/v6.out" 2>"$TEST_TMP/v6.err" </dev/null) &
+v6=$!
+wait_in_flight "$name6"
+verify_name "$name6"
+is "a second verify NAME while one is in flight: refused (125)" "$rc" 125
+like "a second verify NAME while one is in flight: says so" "$err" \
+    "the supervisor answered: a verify of this session is already running"
+kill -KILL "$cmd_pid"
+kill -CONT "$sandbox_pid"
+wait "$v6"
+is "verify NAME while the command exits: exit 125" "$?" 125
+like "verify NAME while the command exits: a clear error" "$(cat "$TEST_TMP/v6.err")" \
+    "sandbox $name6: the supervisor answered: sandbox $name6: its command exited \(status 137\) before the audit ended: nothing was audited"
+is "verify NAME while the command exits: no report" "$(cat "$TEST_TMP/v6.out")" ""
+wait "$run_pid"
+is "run: the exit status is the command's (137), unchanged by the probe" "$?" 137
+verify_name "$name6"
+is "verify NAME after the command exited: not running (2)" "$rc" 2
 
 # --- a build without the seccomp filter: verify NAME FAILs too ---
 if [ -n "${CORDON_TEST_UNPRIVILEGED:-}" ] || [ ! -f "$CORDON_SRC/meson.build" ]; then
@@ -306,7 +454,7 @@ else
     fi
 fi
 
-for n in "$name" "$name2" "$name3" "${name4:-}"; do
+for n in "$name" "$name2" "$name5" "$name6" "${name4:-}"; do
     [ -n "$n" ] && "$CORDON" rm "$n" >/dev/null 2>&1
 done
 tap_done
