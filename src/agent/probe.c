@@ -501,7 +501,7 @@ static json_t *descriptors(void)
                            : strncmp(link, "pipe:", 5) == 0        ? "pipe"
                            : strncmp(link, "anon_inode:", 11) == 0 ? link + 11
                                                                    : "file";
-        char item[128];
+        char item[sizeof(link) + 32];
         snprintf(item, sizeof(item), "%ld %s", fd, kind);
         json_array_append_new(list, json_string(item));
     }
