@@ -10,6 +10,7 @@
 #include "backend/etc-allowlist.h"
 #include "backend/vm/vm.h"
 #include "backend/vm/vm-frame.h"
+#include "backend/vm/vm-docker-plan.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
@@ -51,6 +52,7 @@ struct vm_state {
     char accel[8];          /* "kvm" or "tcg" */
     int fds[SOCK_COUNT];    /* connected streams to QEMU's chardevs */
     int listen[SOCK_COUNT]; /* listening sockets, closed once accepted */
+    struct vm_docker_plan docker;
 };
 
 /* ---- the state directory ---- */
@@ -184,6 +186,10 @@ static int etc_copy(const char *state, struct cordon_error *err)
         if (copy_entry(dirfd(etc), d, de->d_name, &budget, 0) < 0)
             return error_set(err, errno, "vm: copying /etc/%s", de->d_name);
     }
+    /* An empty /etc/docker: where the guest mounts its daemon's own (the
+     * host's is never copied). */
+    if (mkdirat(d, "docker", 0755) < 0 && errno != EEXIST)
+        return error_set(err, errno, "vm: creating etc/docker");
     /* TLS roots without /etc/ssl/private. */
     _cleanup_close_ int ssl = open("/etc/ssl", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ssl >= 0 && mkdirat(d, "ssl", 0755) == 0) {
@@ -285,6 +291,19 @@ static long host_tsc_khz(void)
     return mhz > 100 ? (long)(mhz * 1000) : 2000000;
 }
 
+/* The guest-private disk of the Docker daemon's storage (vm-docker-plan.c).
+ * cache=unsafe: its content is a cache of images and containers that only
+ * this guest uses; a host crash may cost it, not a QEMU kill. */
+static void add_docker_disk(struct argv_builder *b, const struct vm_state *st)
+{
+    if (!st->docker.start || !st->docker.disk[0])
+        return;
+    arg_add(b, "-drive");
+    arg_add(b, "file=%s,if=none,id=dk,format=raw,cache=unsafe,discard=unmap", st->docker.disk);
+    arg_add(b, "-device");
+    arg_add(b, "virtio-blk-device,drive=dk");
+}
+
 static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, const char *initrd,
                            const struct vm_state *st, const struct share *shares, size_t nshares,
                            struct argv_builder *b)
@@ -364,6 +383,7 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
         arg_add(b, "-device");
         arg_add(b, "virtio-9p-device,fsdev=fs%zu,mount_tag=s%zu", i, i);
     }
+    add_docker_disk(b, st);
     b->args[b->n] = NULL;
     return b->failed ? -1 : 0;
 }
@@ -558,6 +578,8 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     if (accept_all(st, pidfd, deadline, err) < 0)
         goto fail;
     spec = boot_spec(l, agent_argv, shares, nshares);
+    if (spec)
+        json_object_set_new(spec, "docker", vm_docker_plan_spec(&st->docker));
     if (!spec || vm_frame_write(st->fds[SOCK_CHANNEL], spec) < 0) {
         error_set(err, errno, "vm: sending the boot spec");
         goto fail;
@@ -580,6 +602,10 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
                  json_string_value(json_object_get(reply, "kernel"))
                      ? json_string_value(json_object_get(reply, "kernel"))
                      : "?");
+        json_t *docker = json_object_get(reply, "docker");
+        if (docker)
+            log_debug("vm: docker: %s (%s)", json_string_value(json_object_get(docker, "state")),
+                      json_string_value(json_object_get(docker, "detail")));
         json_decref(spec);
         json_decref(reply);
         return 0;
@@ -647,6 +673,9 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
     }
     if (etc_copy(st->dir, err) < 0)
         return -1;
+    if (vm_docker_plan_make(l, &st->docker, err) < 0)
+        return -1;
+    log_debug("vm: docker: %s", st->docker.reason);
 
     char etc[PATH_MAX];
     snprintf(etc, sizeof(etc), "%s/etc", st->dir);
