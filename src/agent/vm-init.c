@@ -118,6 +118,22 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The port's device exists before QEMU's "host connected" message has
+ * reached the driver; until then a read returns EOF at once (and poll says
+ * POLLHUP). A boot fast enough to read the boot spec in that window failed
+ * with "reading the boot spec: Connection reset by peer". */
+static int port_wait_host(int fd, const char *name, long long deadline)
+{
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 0) >= 0 && ((p.revents & POLLIN) || !(p.revents & POLLHUP)))
+            return fd;
+        if (now_ms() > deadline)
+            guest_fail("virtio port %s: the host side did not connect", name);
+        usleep(2000);
+    }
+}
+
 /* /dev/vportNpM of the port called name (no udev here to make the
  * /dev/virtio-ports/ links); the device may appear a moment after its
  * module is loaded. */
@@ -141,7 +157,7 @@ static int open_port(const char *name)
             snprintf(path, sizeof(path), "/dev/%s", de->d_name);
             int fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
             if (fd >= 0)
-                return fd;
+                return port_wait_host(fd, name, deadline);
         }
         if (now_ms() > deadline)
             guest_fail("virtio port %s did not appear", name);
