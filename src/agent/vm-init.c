@@ -119,6 +119,22 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The port's device exists before QEMU's "host connected" message has
+ * reached the driver; until then a read returns EOF at once (and poll says
+ * POLLHUP). A boot fast enough to read the boot spec in that window failed
+ * with "reading the boot spec: Connection reset by peer". */
+static int port_wait_host(int fd, const char *name, long long deadline)
+{
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 0) >= 0 && ((p.revents & POLLIN) || !(p.revents & POLLHUP)))
+            return fd;
+        if (now_ms() > deadline)
+            guest_fail("virtio port %s: the host side did not connect", name);
+        usleep(2000);
+    }
+}
+
 /* /dev/vportNpM of the port called name (no udev here to make the
  * /dev/virtio-ports/ links); the device may appear a moment after its
  * module is loaded. */
@@ -142,7 +158,7 @@ static int open_port(const char *name)
             snprintf(path, sizeof(path), "/dev/%s", de->d_name);
             int fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
             if (fd >= 0)
-                return fd;
+                return port_wait_host(fd, name, deadline);
         }
         if (now_ms() > deadline)
             guest_fail("virtio port %s did not appear", name);
@@ -244,6 +260,14 @@ static void build_view(json_t *spec, uid_t uid, gid_t gid)
     /* The initramfs root itself becomes read-only, as the ns view's root. */
     if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
         fprintf(stderr, "cordon-agent (vm init): root stays writable: %s\n", strerror(errno));
+}
+
+/* Where the ns view keeps the agent binary (NS_AGENT_VIEW_PATH), which
+ * `cordon verify` runs as its probe: in the guest the agent is /init. */
+static void agent_view_link(void)
+{
+    if (fs_mkdir_p("/run/cordon", 0755) < 0 || symlink("/init", "/run/cordon/agent") < 0)
+        fprintf(stderr, "cordon-agent (vm init): /run/cordon/agent: %s\n", strerror(errno));
 }
 
 /* Docker inside the guest (vm-docker.c), when the boot spec asks for it.
@@ -534,6 +558,7 @@ int vm_init_main(int argc, char **argv)
     if (!c.argv[0])
         guest_fail("empty argv in the boot spec");
     build_view(spec, c.uid, c.gid);
+    agent_view_link();
     json_t *docker = start_docker(spec, c.gid);
 
     struct utsname u;

@@ -136,6 +136,8 @@ int session_start(const struct launch_request *req, struct session **out, struct
             goto fail;
         }
         s->started = true;
+        if (lifecycle_started_vm(&s->lifecycle, &s->launch, &s->vm, err) < 0)
+            goto fail;
         s->channel = fcntl(s->vm.channel_fd, F_DUPFD_CLOEXEC, 3);
         if (s->channel < 0) {
             error_set(err, errno, "dup");

@@ -135,4 +135,42 @@ else
     is "kill -9 of cordon kills QEMU" "$gone" yes
 fi
 
+# --- boot 6: kill -9 of `cordon mcp` mid-call: the watchdog kills QEMU and
+# removes the session's state ---
+rt="$TEST_TMP/vm-runtime"
+mkdir -p "$rt" && chmod 700 "$rt"
+out=$(cd "$ws" && XDG_RUNTIME_DIR="$rt" CORDON_BACKEND=vm PYTHONPATH="$CORDON_SRC/tests/lib" python3 -c "
+import os, time, signal
+from mcp_client import Mcp, text_of
+m = Mcp('$CORDON', '$ws')
+m.initialize()
+print('first=' + str(text_of(m.call(1, 'bash', {'command': 'echo up'}, timeout=120))))
+m.send({'jsonrpc': '2.0', 'id': 2, 'method': 'tools/call',
+        'params': {'name': 'bash', 'arguments': {'command': 'sleep 300'}}})
+time.sleep(1.0)
+print('qemu=' + os.popen('pgrep -P %d qemu-system' % m.proc.pid).read().strip())
+os.kill(m.proc.pid, signal.SIGKILL)
+m.proc.wait()
+" 2>&1)
+like "mcp on the vm backend answers a call" "$out" "first=up"
+qemu=$(sed -n 's/^qemu=//p' <<<"$out")
+if [ -z "$qemu" ]; then
+    fail "QEMU runs as the mcp supervisor's child" "$out"
+else
+    cleanup_pids+=("$qemu")
+    gone=no
+    for _ in $(seq 100); do
+        state=$(awk '{print $3}' "/proc/$qemu/stat" 2>/dev/null)
+        if [ -z "$state" ] || [ "$state" = Z ]; then gone=yes; break; fi
+        sleep 0.05
+    done
+    is "kill -9 of cordon mcp mid-call: QEMU gone within 5 s" "$gone" yes
+    left=yes
+    for _ in $(seq 100); do
+        [ -z "$(ls "$rt/cordon" 2>/dev/null | grep '^cordon-')" ] && { left=no; break; }
+        sleep 0.05
+    done
+    is "the watchdog removed the vm session's state" "$left" no
+fi
+
 tap_done

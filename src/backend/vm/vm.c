@@ -53,6 +53,7 @@ struct vm_state {
     int fds[SOCK_COUNT];    /* connected streams to QEMU's chardevs */
     int listen[SOCK_COUNT]; /* listening sockets, closed once accepted */
     struct vm_docker_plan docker;
+    bool etc_filled; /* etc_fill() done (once, even across a KVM retry) */
 };
 
 /* ---- the state directory ---- */
@@ -168,12 +169,29 @@ static int copy_entry(int srcdir, int dstdir, const char *name, size_t *budget, 
     return 0;
 }
 
-static int etc_copy(const char *state, struct cordon_error *err)
+/* The share's directory exists before QEMU starts (QEMU opens it then); its
+ * entries are copied by etc_fill() while the guest kernel boots: with a
+ * thousand symlinks in /etc/alternatives the copy costs 0.3-0.7 s here,
+ * which the boot then hides (the guest mounts /etc only after the boot
+ * spec, which is sent after the copy). */
+static int etc_dir_make(const char *state, struct cordon_error *err)
 {
     char dst[PATH_MAX];
     snprintf(dst, sizeof(dst), "%s/etc", state);
     if (mkdir(dst, 0755) < 0)
         return error_set(err, errno, "vm: creating %s", dst);
+    /* An empty /etc/docker, made before the guest can look: where the guest
+     * mounts its daemon's own (the host's is never copied). */
+    snprintf(dst, sizeof(dst), "%s/etc/docker", state);
+    if (mkdir(dst, 0755) < 0)
+        return error_set(err, errno, "vm: creating %s", dst);
+    return 0;
+}
+
+static int etc_fill(const char *state, struct cordon_error *err)
+{
+    char dst[PATH_MAX];
+    snprintf(dst, sizeof(dst), "%s/etc", state);
     _cleanup_close_ int d = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     _cleanup_closedir_ DIR *etc = opendir("/etc");
     if (d < 0 || !etc)
@@ -186,10 +204,6 @@ static int etc_copy(const char *state, struct cordon_error *err)
         if (copy_entry(dirfd(etc), d, de->d_name, &budget, 0) < 0)
             return error_set(err, errno, "vm: copying /etc/%s", de->d_name);
     }
-    /* An empty /etc/docker: where the guest mounts its daemon's own (the
-     * host's is never copied). */
-    if (mkdirat(d, "docker", 0755) < 0 && errno != EEXIST)
-        return error_set(err, errno, "vm: creating etc/docker");
     /* TLS roots without /etc/ssl/private. */
     _cleanup_close_ int ssl = open("/etc/ssl", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ssl >= 0 && mkdirat(d, "ssl", 0755) == 0) {
@@ -343,13 +357,18 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     arg_add(b, "-append");
     /* panic=-1 + reboot=t + -no-reboot: a dying init ends QEMU at once.
      * Under TCG the PIT-based TSC calibration fails at random and the boot
-     * hangs; the host's TSC rate and loops-per-jiffy given here skip it. */
+     * hangs; the host's TSC rate and loops-per-jiffy given here skip it.
+     * The rest trims a TCG boot (docs/vm-backend.md "Boot time"):
+     * swiotlb=noforce: no 64 MiB bounce buffer to clear (virtio-mmio
+     * devices use guest-physical addresses, no DMA mapping: ~0.1-0.3 s);
+     * one 8250 UART probed, not four; kprobe-event tracing not set up. */
     long khz = host_tsc_khz();
     arg_add(b,
             "console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init tsc=reliable "
             "tsc_early_khz=%ld lpj=%ld "
             "no_timer_check i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests "
-            "random.trust_cpu=on",
+            "random.trust_cpu=on swiotlb=noforce 8250.nr_uarts=1 "
+            "initcall_blacklist=init_kprobe_trace",
             khz, khz * 4 /* loops per jiffy at Debian's HZ=250 */);
     /* Extra guest kernel parameters, for debugging a boot. */
     const char *extra = getenv("CORDON_VM_APPEND");
@@ -575,6 +594,11 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     long long timeout = strcmp(st->accel, "kvm") == 0 ? KVM_BOOT_TIMEOUT_MS : TCG_BOOT_TIMEOUT_MS;
     long long deadline = now_ms() + timeout;
     json_t *spec = NULL, *reply = NULL;
+    if (!st->etc_filled) {
+        if (etc_fill(st->dir, err) < 0)
+            goto fail;
+        st->etc_filled = true;
+    }
     if (accept_all(st, pidfd, deadline, err) < 0)
         goto fail;
     spec = boot_spec(l, agent_argv, shares, nshares);
@@ -671,7 +695,7 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
         st->dir[0] = '\0';
         return -1;
     }
-    if (etc_copy(st->dir, err) < 0)
+    if (etc_dir_make(st->dir, err) < 0)
         return -1;
     if (vm_docker_plan_make(l, &st->docker, err) < 0)
         return -1;
