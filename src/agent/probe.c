@@ -375,9 +375,11 @@ static json_t *guest_docker(void)
         json_decref(st);
         return json_null();
     }
-    json_t *o = json_pack("{s:O,s:O,s:O,s:O}", "state", json_object_get(st, "state"), "reason",
-                          json_object_get(st, "reason"), "pid", json_object_get(st, "pid"), "id",
-                          json_object_get(st, "id"));
+    json_t *o = json_object();
+    static const char *const keys[] = {"state", "reason", "pid", "id"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (json_object_get(st, keys[i]))
+            json_object_set(o, keys[i], json_object_get(st, keys[i]));
     const char *state = json_string_value(json_object_get(st, "state"));
     const char *want_id = json_string_value(json_object_get(st, "id"));
     struct stat sock;
