@@ -22,6 +22,21 @@ like "ns --readonly: /tmp is writable scratch" "$out" "tmp=ok"
 like "ns --readonly: --debug names the scratch places" "$out" "workspace read-only: writes under $ws fail with EROFS; the writable scratch places are .* \(HOME, empty at start\) and /tmp"
 [ -e "$ws/ro.txt" ] && fail "ns --readonly: nothing written" || pass "ns --readonly: nothing written"
 
+# Mounts that would shadow the guest's Docker runtime or its executables.
+mkdir -p "$TEST_TMP/xdg/cordon"
+for g in /var/lib/docker/x /run/containerd /usr/bin/docker /var/run/docker.sock; do
+    printf '[[mounts]]\nhost_path = "%s"\nguest_path = "%s"\n' "$ws" "$g" >"$TEST_TMP/xdg/cordon/config.toml"
+    out=$(cd "$ws" && XDG_CONFIG_HOME="$TEST_TMP/xdg" "$CORDON" run -- true 2>&1 </dev/null)
+    rc=$?
+    is "a mount on $g is refused (exit 125)" "$rc" 125
+    like "a mount on $g: the reason" "$out" "guest path $g overlaps the protected"
+done
+rm -rf "$TEST_TMP/xdg"
+out=$(cd "$ws" && DOCKER_HOST=tcp://127.0.0.1:9 "$CORDON" run --set env.mode=allowlist --set env.allow=DOCKER_HOST -- true 2>&1 </dev/null)
+rc=$?
+is "env.allow = DOCKER_HOST is refused (exit 125)" "$rc" 125
+like "env.allow = DOCKER_HOST: the reason" "$out" '"DOCKER_HOST" is protected and can never be forwarded'
+
 if ! command -v qemu-system-x86_64 >/dev/null || { [ ! -e /var/cache/cordon/vm/current/vmlinuz ] && [ -z "${CORDON_VM_DIR:-}" ]; }; then
     skip "vm checks" "no QEMU or guest kernel (scripts/bootstrap.sh --test)"
     tap_done
@@ -147,6 +162,12 @@ like "vm --readonly: docker build with the read-only workspace as context" "$out
 like "vm --readonly: a container's bind of the workspace is read-only" "$out" "touch: /w/from-container: Read-only file system"
 like "vm --readonly: the container reads the workspace" "$out" "from the workspace"
 [ -e "$ws/ro.txt" ] || [ -e "$ws/from-container" ] && fail "vm --readonly: nothing written" || pass "vm --readonly: nothing written"
+
+# --- cordon verify's docker row: the daemon answering is the guest's own ---
+out=$(cd "$ws" && "$CORDON" verify --backend vm --set docker.mode=require 2>&1 </dev/null)
+like "verify: the docker row passes with the guest's daemon ready" "$out" "PASS  docker-socket    guest dockerd: ready \(pid [0-9]+, ID ([A-Z0-9:]+)\): listener pid 1 uid 0; daemon ID seen \1, started \1"
+out=$(cd "$ws" && "$CORDON" verify --backend vm 2>&1 </dev/null)
+like "verify (auto, unused): the guest's socket is its own and the daemon idle" "$out" "PASS  docker-socket    guest dockerd: idle .*socket made by the guest's init"
 
 # --- auto with dockerd missing carries on; teardown stop keeps the disk ---
 out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/sbin/no-dockerd "$CORDON" --debug run --backend vm -- bash -c 'docker version >/dev/null 2>&1; echo docker=$?; ls /run/cordon/' 2>&1 </dev/null)
