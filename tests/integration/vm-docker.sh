@@ -181,12 +181,14 @@ like "vm + auto + no dockerd: the reason in --debug" "$out" "vm: docker: missing
 like "vm + auto + no dockerd: no daemon in the guest" "$out" "docker=1"
 
 name=vmdocker-$$
-out=$(cd "$ws" && "$CORDON" run --backend vm --name "$name" --teardown stop -- true 2>&1 </dev/null)
+out=$(cd "$ws" && "$CORDON" run --backend vm --name "$name" --teardown stop -- docker import base.tar kept-image 2>&1 </dev/null)
 rc=$?
 state_root=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/cordon}
 state_root=${state_root:-${XDG_STATE_HOME:-$HOME/.local/state}/cordon}
 is "teardown stop: the session ends" "$rc" 0
 ok "teardown stop keeps the Docker disk" test -f "$state_root/$name/docker.img"
+out=$(cd "$ws" && "$CORDON" run --backend vm --name "$name" --teardown stop -- docker images --format '{{.Repository}}' 2>&1 </dev/null)
+like "the next session of that name finds its image on the kept disk" "$out" "kept-image"
 "$CORDON" rm "$name" >/dev/null 2>&1
 ok "cordon rm removes it" test ! -e "$state_root/$name/docker.img"
 
