@@ -381,6 +381,27 @@ static int verify_daemon(const struct keeper *k, char *reason, size_t size)
     return 0;
 }
 
+/* The daemon log's last line: the reason a failed start gives (the log
+ * itself goes with the guest). */
+static void log_last_line(char *out, size_t size)
+{
+    out[0] = '\0';
+    _cleanup_close_ int fd = open(DOCKER_LOG, O_RDONLY | O_CLOEXEC);
+    char buf[1024];
+    off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+    if (end <= 0)
+        return;
+    off_t start = end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0;
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, start);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    const char *line = strrchr(buf, '\n');
+    snprintf(out, size, "%s", line ? line + 1 : buf);
+}
+
 static void report(struct keeper *k, const char *verdict)
 {
     if (k->report_fd < 0)
@@ -449,9 +470,12 @@ static void keeper_run(struct keeper *k)
     int ws;
     if (waitpid(k->daemon, &ws, WNOHANG) == k->daemon) {
         k->daemon = -1;
-        snprintf(reason, sizeof(reason), "dockerd exited (%s %d) during start; see " DOCKER_LOG,
+        char last[240];
+        log_last_line(last, sizeof(last));
+        snprintf(reason, sizeof(reason),
+                 "dockerd exited (%s %d) during start; see " DOCKER_LOG "%s%.240s",
                  WIFEXITED(ws) ? "status" : "signal",
-                 WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+                 WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), last[0] ? ": " : "", last);
         keeper_fail(k, reason);
     }
     if (rc != 0) {

@@ -173,6 +173,19 @@ is "verify: the ID answering through the socket is the one the guest started" "$
 out=$(cd "$ws" && "$CORDON" verify --backend vm 2>&1 </dev/null)
 like "verify (auto, unused): the guest's socket is its own and the daemon idle" "$out" "PASS  docker-socket    guest dockerd: idle .*socket made by the guest's init"
 
+# --- a daemon that does not come up: require blocks with the reason; auto
+# carries on and the guest's status says why ---
+out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/bin/false "$CORDON" run --backend vm --set docker.mode=require -- echo ran 2>&1 </dev/null)
+rc=$?
+is "require + a daemon that exits: blocked (exit 125)" "$rc" 125
+like "require + a daemon that exits: the reason" "$out" 'docker.mode = "require": the guest.s Docker daemon is not available: unavailable: dockerd exited \(status 1\) during start'
+unlike "require + a daemon that exits: the command never ran" "$out" "^ran"
+out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/bin/false "$CORDON" run --backend vm -- bash -c 'docker version >/dev/null 2>&1; echo "docker=$?"; cat /run/cordon/docker.json' 2>&1 </dev/null)
+rc=$?
+is "auto + a daemon that exits: the command runs" "$rc" 0
+like "auto + a daemon that exits: docker fails in the guest" "$out" "docker=1"
+like "auto + a daemon that exits: the status says why" "$out" '"state":"unavailable","reason":"dockerd exited \(status 1\) during start; see /var/log/dockerd.log"'
+
 # --- auto with dockerd missing carries on; teardown stop keeps the disk ---
 out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/sbin/no-dockerd "$CORDON" --debug run --backend vm -- bash -c 'docker version >/dev/null 2>&1; echo docker=$?; ls /run/cordon/' 2>&1 </dev/null)
 rc=$?

@@ -85,7 +85,7 @@ int vm_docker_plan_make(const struct launch *l, struct vm_docker_plan *p, struct
                  "install docker.io)",
                  missing);
         if (p->mode == CFG_DOCKER_REQUIRE)
-            return error_set(err, ENOENT, "docker.mode = \"require\": Docker is %s", p->reason);
+            return error_set(err, 0, "docker.mode = \"require\": Docker is %s", p->reason);
         return 0;
     }
     snprintf(p->dockerd, sizeof(p->dockerd), "%s", found);
