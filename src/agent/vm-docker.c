@@ -95,7 +95,7 @@ static int load_docker_modules(char *reason, size_t size)
             continue;
         _cleanup_close_ int fd = open(line, O_RDONLY | O_CLOEXEC);
         if (fd < 0 || (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST)) {
-            snprintf(reason, size, "loading the kernel module %s: %s", line, strerror(errno));
+            snprintf(reason, size, "loading the kernel module %.300s: %s", line, strerror(errno));
             return -1;
         }
     }
@@ -399,7 +399,10 @@ static void log_last_line(char *out, size_t size)
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         buf[--n] = '\0';
     const char *line = strrchr(buf, '\n');
-    snprintf(out, size, "%s", line ? line + 1 : buf);
+    line = line ? line + 1 : buf;
+    size_t len = strnlen(line, size - 1);
+    memcpy(out, line, len);
+    out[len] = '\0';
 }
 
 static void report(struct keeper *k, const char *verdict)
