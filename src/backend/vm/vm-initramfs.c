@@ -44,6 +44,10 @@ static const char *const root_modules[] = {
     "9p",
 };
 
+/* Loaded by the guest only in network mode "open" (listed in
+ * /cordon/modules-net): the virtio-net driver for passt's interface. */
+static const char *const net_modules[] = {"virtio_net"};
+
 /* The tail the kernel's sign-file appends to a module: the PKCS#7 signature,
  * a struct module_signature (12 bytes, sig_len big-endian at its end) and
  * this marker. */
@@ -83,6 +87,9 @@ struct cpio_plan {
     uint64_t key; /* FNV-1a over the identity of everything in the image */
     char modules_list[8192];
     size_t modules_len;
+    char net_list[2048]; /* modules-net: loaded for network mode "open" only */
+    size_t net_len;
+    bool net_pass; /* modules being added go to net_list */
 };
 
 static void key_mix(struct cpio_plan *p, const void *data, size_t len)
@@ -356,11 +363,13 @@ static int plan_add_module_path(struct cpio_plan *p, FILE *dep, const struct vm_
     if (plan_add_parents(p, guest, err) < 0 || plan_add(p, guest, S_IFREG | 0644, host, err) < 0)
         return -1;
     key_mix(p, &st.st_size, sizeof(st.st_size));
-    int n = snprintf(p->modules_list + p->modules_len, sizeof(p->modules_list) - p->modules_len,
-                     "/%s\n", guest);
-    if (n < 0 || (size_t)n >= sizeof(p->modules_list) - p->modules_len)
+    char *list = p->net_pass ? p->net_list : p->modules_list;
+    size_t *len = p->net_pass ? &p->net_len : &p->modules_len;
+    size_t size = p->net_pass ? sizeof(p->net_list) : sizeof(p->modules_list);
+    int n = snprintf(list + *len, size - *len, "/%s\n", guest);
+    if (n < 0 || (size_t)n >= size - *len)
         return error_set(err, E2BIG, "initramfs: module list too long");
-    p->modules_len += (size_t)n;
+    *len += (size_t)n;
     return 0;
 }
 
@@ -383,6 +392,16 @@ static int plan_add_modules(struct cpio_plan *p, const struct vm_kernel *k,
         if (plan_add_module_path(p, dep, k, line, 0, err) < 0)
             return -1;
     }
+    p->net_pass = true;
+    for (size_t i = 0; i < ARRAY_SIZE(net_modules); i++) {
+        char line[4096];
+        if (modules_dep_lookup(dep, net_modules[i], line, sizeof(line)) < 0)
+            continue;
+        *strchr(line, ':') = '\0';
+        if (plan_add_module_path(p, dep, k, line, 0, err) < 0)
+            return -1;
+    }
+    p->net_pass = false;
     return 0;
 }
 
@@ -480,6 +499,8 @@ static int cpio_write_plan(const struct cpio_plan *p, int fd, struct cordon_erro
     }
     if (cpio_write(fd, &offset, ino++, "cordon/modules", S_IFREG | 0644, p->modules_list,
                    p->modules_len) < 0 ||
+        cpio_write(fd, &offset, ino++, "cordon/modules-net", S_IFREG | 0644, p->net_list,
+                   p->net_len) < 0 ||
         cpio_write(fd, &offset, 0, "TRAILER!!!", 0, NULL, 0) < 0)
         return error_set(err, errno, "initramfs: writing");
     return 0;
@@ -526,7 +547,7 @@ static int plan_build(struct cpio_plan *p, const struct vm_kernel *k, const char
     key_mix(p, &st.st_ino, sizeof(st.st_ino));
     key_mix(p, k->version, strlen(k->version));
     /* The image's own format: modules stored without their signatures. */
-    key_mix(p, "unsigned-modules", 16);
+    key_mix(p, "unsigned-modules,modules-net", 27);
     if (plan_add_libraries(p, agent_path, err) < 0 || plan_add_modules(p, k, err) < 0)
         return -1;
     return 0;
