@@ -111,8 +111,25 @@ static int host_default_route(struct vm_net *n, struct cordon_error *err)
  * cordon's relay), --no-map-gw: the gateway address is the real gateway,
  * not an alias for the host's loopback. passt drops to "nobody" when
  * started as root. */
+static bool in_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    _cleanup_free_ char *copy = strdup(path ? path : "/usr/bin:/bin");
+    char *save = NULL;
+    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
+        char bin[PATH_MAX];
+        if (snprintf(bin, sizeof(bin), "%s/%s", d, name) < (int)sizeof(bin) &&
+            access(bin, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
 static int start_passt(struct vm_net *n, const char *dir, struct cordon_error *err)
 {
+    if (!in_path("passt"))
+        return error_set(err, ENOENT,
+                         "network open on the vm backend needs passt (Debian package passt)");
     if (host_default_route(n, err) < 0)
         return -1;
     int sv[2];
@@ -140,12 +157,13 @@ static int start_passt(struct vm_net *n, const char *dir, struct cordon_error *e
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(sv[1], 3) < 0)
+        /* passt's messages go to its log file; before it opens that, it
+         * talks to syslog and stderr ("Don't run as root..."). */
+        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+            dup2(sv[1], 3) < 0)
             _exit(127);
         close_range(4, ~0U, 0);
         execvp("passt", argv);
-        fprintf(stderr, "cordon: network: cannot run passt (Debian package passt): %s\n",
-                strerror(errno));
         _exit(127);
     }
     close(sv[1]);
