@@ -15,6 +15,7 @@
  * A failure before the channel exists ends in a kernel panic (QEMU exits,
  * -no-reboot); after, it is reported as {"t":"error","message":...}. */
 #include "agent/vm-init.h"
+#include "agent/vm-docker.h"
 #include "util/fs.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
@@ -268,6 +269,34 @@ static void build_view(json_t *spec, uid_t uid, gid_t gid)
     /* The initramfs root itself becomes read-only, as the ns view's root. */
     if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
         fprintf(stderr, "cordon-agent (vm init): root stays writable: %s\n", strerror(errno));
+}
+
+/* Where the ns view keeps the agent binary (NS_AGENT_VIEW_PATH), which
+ * `cordon verify` runs as its probe: in the guest the agent is /init. */
+static void agent_view_link(void)
+{
+    if (fs_mkdir_p("/run/cordon", 0755) < 0 || symlink("/init", "/run/cordon/agent") < 0)
+        fprintf(stderr, "cordon-agent (vm init): /run/cordon/agent: %s\n", strerror(errno));
+}
+
+/* Docker inside the guest (vm-docker.c), when the boot spec asks for it.
+ * "require" fails the boot when the daemon does not come up; "auto" only
+ * reports. Returns the summary for the boot answer, or NULL. */
+static json_t *start_docker(json_t *spec, gid_t gid)
+{
+    json_t *docker = json_object_get(spec, "docker");
+    if (!json_is_true(json_object_get(docker, "start")))
+        return NULL;
+    char reason[700];
+    json_t *summary = NULL;
+    int fds[] = {channel, -1};
+    if (vm_docker_guest_start(docker, gid, fds, reason, sizeof(reason), &summary) == 0)
+        return summary;
+    const char *mode = json_string_value(json_object_get(docker, "mode"));
+    if (mode && strcmp(mode, "require") == 0)
+        guest_fail("docker.mode = \"require\": the guest's Docker daemon is not available: %s",
+                   reason);
+    return json_pack("{s:s,s:s}", "state", "unavailable", "detail", reason);
 }
 
 static char **json_strv(json_t *arr)
@@ -687,11 +716,15 @@ int vm_init_main(int argc, char **argv)
     if (!c.argv[0])
         guest_fail("empty argv in the boot spec");
     build_view(spec, c.uid, c.gid);
+    agent_view_link();
+    json_t *docker = start_docker(spec, c.gid);
     net_setup(json_object_get(spec, "net"));
 
     struct utsname u;
     uname(&u);
     json_t *booted = json_pack("{s:s,s:s}", "t", "booted", "kernel", u.release);
+    if (booted && docker)
+        json_object_set_new(booted, "docker", docker);
     if (!booted || vm_frame_write(channel, booted) < 0)
         guest_fail("reporting the boot: %s", strerror(errno));
     json_decref(booted);

@@ -48,6 +48,14 @@ static const char *const root_modules[] = {
  * /cordon/modules-net): the virtio-net driver for passt's interface. */
 static const char *const net_modules[] = {"virtio_net"};
 
+/* Loaded only when the guest starts its Docker daemon (vm-docker.c): the
+ * disk its storage lives on, the filesystem on it, and overlayfs for the
+ * image layers. Listed apart so that a boot without Docker pays nothing.
+ * crc32c: ext4's metadata checksums ask the crypto API for it, which would
+ * otherwise request a module through a modprobe the guest does not have
+ * (the mount then fails with ENOENT). */
+static const char *const docker_modules[] = {"virtio_blk", "crc32c_generic", "ext4", "overlay"};
+
 /* The tail the kernel's sign-file appends to a module: the PKCS#7 signature,
  * a struct module_signature (12 bytes, sig_len big-endian at its end) and
  * this marker. */
@@ -87,6 +95,8 @@ struct cpio_plan {
     uint64_t key; /* FNV-1a over the identity of everything in the image */
     char modules_list[8192];
     size_t modules_len;
+    char docker_list[8192]; /* /cordon/modules.docker */
+    size_t docker_len;
     char net_list[2048]; /* modules-net: loaded for network mode "open" only */
     size_t net_len;
     bool net_pass; /* modules being added go to net_list */
@@ -321,7 +331,8 @@ static int modules_dep_lookup(FILE *dep, const char *name, char *line, size_t si
 /* Adds the module at relpath (relative to the modules directory) after its
  * dependencies: a depth-first post-order is a valid load order. */
 static int plan_add_module_path(struct cpio_plan *p, FILE *dep, const struct vm_kernel *k,
-                                const char *relpath, int depth, struct cordon_error *err)
+                                const char *relpath, int depth, bool docker,
+                                struct cordon_error *err)
 {
     if (depth > 16)
         return error_set(err, ELOOP, "initramfs: module dependencies of %s", relpath);
@@ -351,7 +362,7 @@ static int plan_add_module_path(struct cpio_plan *p, FILE *dep, const struct vm_
     int rc = 0;
     for (char *tok = strtok_r(deps, " \t\n", &save); tok && rc == 0;
          tok = strtok_r(NULL, " \t\n", &save))
-        rc = plan_add_module_path(p, dep, k, tok, depth + 1, err);
+        rc = plan_add_module_path(p, dep, k, tok, depth + 1, docker, err);
     free(deps);
     if (rc < 0)
         return -1;
@@ -363,9 +374,11 @@ static int plan_add_module_path(struct cpio_plan *p, FILE *dep, const struct vm_
     if (plan_add_parents(p, guest, err) < 0 || plan_add(p, guest, S_IFREG | 0644, host, err) < 0)
         return -1;
     key_mix(p, &st.st_size, sizeof(st.st_size));
-    char *list = p->net_pass ? p->net_list : p->modules_list;
-    size_t *len = p->net_pass ? &p->net_len : &p->modules_len;
-    size_t size = p->net_pass ? sizeof(p->net_list) : sizeof(p->modules_list);
+    char *list = p->net_pass ? p->net_list : docker ? p->docker_list : p->modules_list;
+    size_t *len = p->net_pass ? &p->net_len : docker ? &p->docker_len : &p->modules_len;
+    size_t size = p->net_pass ? sizeof(p->net_list)
+                  : docker    ? sizeof(p->docker_list)
+                              : sizeof(p->modules_list);
     int n = snprintf(list + *len, size - *len, "/%s\n", guest);
     if (n < 0 || (size_t)n >= size - *len)
         return error_set(err, E2BIG, "initramfs: module list too long");
@@ -381,15 +394,17 @@ static int plan_add_modules(struct cpio_plan *p, const struct vm_kernel *k,
     _cleanup_fclose_ FILE *dep = fopen(path, "re");
     if (!dep)
         return error_set(err, errno, "initramfs: %s", path);
-    for (size_t i = 0; i < ARRAY_SIZE(root_modules); i++) {
+    size_t nroot = ARRAY_SIZE(root_modules);
+    for (size_t i = 0; i < nroot + ARRAY_SIZE(docker_modules); i++) {
+        const char *name = i < nroot ? root_modules[i] : docker_modules[i - nroot];
         char line[4096];
-        if (modules_dep_lookup(dep, root_modules[i], line, sizeof(line)) < 0) {
+        if (modules_dep_lookup(dep, name, line, sizeof(line)) < 0) {
             /* Built into this kernel: nothing to load. */
-            log_debug("vm: module %s not in modules.dep (built in?)", root_modules[i]);
+            log_debug("vm: module %s not in modules.dep (built in?)", name);
             continue;
         }
         *strchr(line, ':') = '\0';
-        if (plan_add_module_path(p, dep, k, line, 0, err) < 0)
+        if (plan_add_module_path(p, dep, k, line, 0, i >= nroot, err) < 0)
             return -1;
     }
     p->net_pass = true;
@@ -398,7 +413,7 @@ static int plan_add_modules(struct cpio_plan *p, const struct vm_kernel *k,
         if (modules_dep_lookup(dep, net_modules[i], line, sizeof(line)) < 0)
             continue;
         *strchr(line, ':') = '\0';
-        if (plan_add_module_path(p, dep, k, line, 0, err) < 0)
+        if (plan_add_module_path(p, dep, k, line, 0, false, err) < 0)
             return -1;
     }
     p->net_pass = false;
@@ -499,6 +514,8 @@ static int cpio_write_plan(const struct cpio_plan *p, int fd, struct cordon_erro
     }
     if (cpio_write(fd, &offset, ino++, "cordon/modules", S_IFREG | 0644, p->modules_list,
                    p->modules_len) < 0 ||
+        cpio_write(fd, &offset, ino++, "cordon/modules.docker", S_IFREG | 0644, p->docker_list,
+                   p->docker_len) < 0 ||
         cpio_write(fd, &offset, ino++, "cordon/modules-net", S_IFREG | 0644, p->net_list,
                    p->net_len) < 0 ||
         cpio_write(fd, &offset, 0, "TRAILER!!!", 0, NULL, 0) < 0)
@@ -518,12 +535,15 @@ static void plan_free(struct cpio_plan *p)
 static int plan_build(struct cpio_plan *p, const struct vm_kernel *k, const char *agent_path,
                       struct cordon_error *err)
 {
-    static const char *const dirs[] = {"dev",    "proc", "sys", "tmp", "run",  "mnt",
-                                       "cordon", "etc",  "usr", "var", "home", "root"};
+    static const char *const dirs[] = {"dev", "proc", "sys", "tmp",     "run",  "mnt", "cordon",
+                                       "etc", "usr",  "var", "var/log", "home", "root"};
     for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
         if (plan_add(p, dirs[i], S_IFDIR | 0755, NULL, err) < 0)
             return -1;
     }
+    /* Docker's clients and daemon know the socket as /var/run/docker.sock. */
+    if (plan_add(p, "var/run", S_IFLNK | 0777, "../run", err) < 0)
+        return -1;
     /* The merged-/usr links (/bin -> usr/bin ...), as on the host. */
     static const char *const links[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
     for (size_t i = 0; i < ARRAY_SIZE(links); i++) {

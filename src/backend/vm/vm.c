@@ -10,6 +10,7 @@
 #include "backend/etc-allowlist.h"
 #include "backend/vm/vm.h"
 #include "backend/vm/vm-frame.h"
+#include "backend/vm/vm-docker-plan.h"
 #include "backend/vm/vm-net.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
@@ -53,8 +54,9 @@ struct vm_state {
     char accel[8];          /* "kvm" or "tcg" */
     int fds[SOCK_COUNT];    /* connected streams to QEMU's chardevs */
     int listen[SOCK_COUNT]; /* listening sockets, closed once accepted */
-    bool etc_filled;        /* etc_fill() done (once, even across a KVM retry) */
-    struct vm_net net;      /* network mode, port relay, passt */
+    struct vm_docker_plan docker;
+    bool etc_filled;   /* etc_fill() done (once, even across a KVM retry) */
+    struct vm_net net; /* network mode, port relay, passt */
 };
 
 /* ---- the state directory ---- */
@@ -179,6 +181,11 @@ static int etc_dir_make(const char *state, struct cordon_error *err)
 {
     char dst[PATH_MAX];
     snprintf(dst, sizeof(dst), "%s/etc", state);
+    if (mkdir(dst, 0755) < 0)
+        return error_set(err, errno, "vm: creating %s", dst);
+    /* An empty /etc/docker, made before the guest can look: where the guest
+     * mounts its daemon's own (the host's is never copied). */
+    snprintf(dst, sizeof(dst), "%s/etc/docker", state);
     if (mkdir(dst, 0755) < 0)
         return error_set(err, errno, "vm: creating %s", dst);
     return 0;
@@ -330,6 +337,19 @@ static void add_net_ports(const struct vm_state *st, struct argv_builder *b)
     }
 }
 
+/* The guest-private disk of the Docker daemon's storage (vm-docker-plan.c).
+ * cache=unsafe: its content is a cache of images and containers that only
+ * this guest uses; a host crash may cost it, not a QEMU kill. */
+static void add_docker_disk(struct argv_builder *b, const struct vm_state *st)
+{
+    if (!st->docker.start || !st->docker.disk[0])
+        return;
+    arg_add(b, "-drive");
+    arg_add(b, "file=%s,if=none,id=dk,format=raw,cache=unsafe,discard=unmap", st->docker.disk);
+    arg_add(b, "-device");
+    arg_add(b, "virtio-blk-device,drive=dk");
+}
+
 static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, const char *initrd,
                            const struct vm_state *st, const struct share *shares, size_t nshares,
                            struct argv_builder *b)
@@ -413,6 +433,7 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
         arg_add(b, "-device");
         arg_add(b, "virtio-9p-device,fsdev=fs%zu,mount_tag=s%zu", i, i);
     }
+    add_docker_disk(b, st);
     b->args[b->n] = NULL;
     return b->failed ? -1 : 0;
 }
@@ -623,6 +644,8 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     json_t *net = vm_net_spec(&st->net);
     if (spec && net)
         json_object_set_new(spec, "net", net);
+    if (spec)
+        json_object_set_new(spec, "docker", vm_docker_plan_spec(&st->docker));
     if (!spec || vm_frame_write(st->fds[SOCK_CHANNEL], spec) < 0) {
         error_set(err, errno, "vm: sending the boot spec");
         goto fail;
@@ -645,6 +668,10 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
                  json_string_value(json_object_get(reply, "kernel"))
                      ? json_string_value(json_object_get(reply, "kernel"))
                      : "?");
+        json_t *docker = json_object_get(reply, "docker");
+        if (docker)
+            log_debug("vm: docker: %s (%s)", json_string_value(json_object_get(docker, "state")),
+                      json_string_value(json_object_get(docker, "detail")));
         json_decref(spec);
         json_decref(reply);
         return 0;
@@ -714,6 +741,9 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
     }
     if (etc_dir_make(st->dir, err) < 0)
         return -1;
+    if (vm_docker_plan_make(l, &st->docker, err) < 0)
+        return -1;
+    log_debug("vm: docker: %s", st->docker.reason);
 
     char etc[PATH_MAX];
     snprintf(etc, sizeof(etc), "%s/etc", st->dir);
