@@ -19,6 +19,7 @@
 #include "util/fs.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
+#include "net/vmux.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -27,7 +28,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <net/route.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -94,9 +98,9 @@ static void mount_or_fail(const char *src, const char *dst, const char *type, un
         guest_fail("mount %s on %s (%s): %s", src, dst, type, strerror(errno));
 }
 
-static void load_modules(void)
+static void load_modules_from(const char *list)
 {
-    _cleanup_fclose_ FILE *f = fopen("/cordon/modules", "re");
+    _cleanup_fclose_ FILE *f = fopen(list, "re");
     if (!f)
         return;
     char line[PATH_MAX];
@@ -110,6 +114,11 @@ static void load_modules(void)
         if (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST)
             guest_fail("loading %s: %s", line, strerror(errno));
     }
+}
+
+static void load_modules(void)
+{
+    load_modules_from("/cordon/modules");
 }
 
 static long long now_ms(void)
@@ -518,6 +527,155 @@ static void run_relayed(const struct guest_command *c)
     guest_poweroff();
 }
 
+/* ---- network (docs/vm-backend.md "Network") ---- */
+
+static void set_ifr_addr(struct ifreq *ifr, const char *text)
+{
+    struct sockaddr_in *sin = (struct sockaddr_in *)&ifr->ifr_addr;
+    *sin = (struct sockaddr_in){.sin_family = AF_INET};
+    if (inet_pton(AF_INET, text, &sin->sin_addr) != 1)
+        guest_fail("network: bad address %s in the boot spec", text);
+}
+
+/* Open mode: the virtio-net interface passt serves, configured with the
+ * address, prefix and gateway passt was given (no DHCP client here). */
+static void net_interface_up(json_t *net)
+{
+    const char *addr = json_string_value(json_object_get(net, "addr"));
+    const char *gw = json_string_value(json_object_get(net, "gw"));
+    json_int_t prefix = json_integer_value(json_object_get(net, "prefix"));
+    if (!addr || !gw || prefix < 1 || prefix > 32)
+        guest_fail("network: the boot spec lacks the interface's address");
+    load_modules_from("/cordon/modules-net");
+    char name[IF_NAMESIZE] = "";
+    _cleanup_closedir_ DIR *d = opendir("/sys/class/net");
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] != '.' && strcmp(de->d_name, "lo") != 0 &&
+            strlen(de->d_name) < sizeof(name)) {
+            memcpy(name, de->d_name, strlen(de->d_name) + 1);
+            break;
+        }
+    }
+    if (!name[0])
+        guest_fail("network: no network interface appeared");
+    _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr = {0};
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+    set_ifr_addr(&ifr, addr);
+    if (fd < 0 || ioctl(fd, SIOCSIFADDR, &ifr) < 0)
+        guest_fail("network: address %s on %s: %s", addr, name, strerror(errno));
+    struct sockaddr_in *mask = (struct sockaddr_in *)&ifr.ifr_netmask;
+    *mask = (struct sockaddr_in){.sin_family = AF_INET};
+    mask->sin_addr.s_addr = htonl(prefix == 32 ? 0xffffffffu : ~(0xffffffffu >> prefix));
+    if (ioctl(fd, SIOCSIFNETMASK, &ifr) < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+        guest_fail("network: netmask on %s: %s", name, strerror(errno));
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+        guest_fail("network: %s up: %s", name, strerror(errno));
+    struct rtentry rt = {0};
+    struct sockaddr_in *dst = (struct sockaddr_in *)&rt.rt_dst;
+    struct sockaddr_in *gwa = (struct sockaddr_in *)&rt.rt_gateway;
+    struct sockaddr_in *gm = (struct sockaddr_in *)&rt.rt_genmask;
+    *dst = *gm = (struct sockaddr_in){.sin_family = AF_INET};
+    *gwa = (struct sockaddr_in){.sin_family = AF_INET};
+    inet_pton(AF_INET, gw, &gwa->sin_addr);
+    rt.rt_flags = RTF_UP | RTF_GATEWAY;
+    rt.rt_dev = name;
+    if (ioctl(fd, SIOCADDRT, &rt) < 0)
+        guest_fail("network: default route via %s: %s", gw, strerror(errno));
+}
+
+/* Guest side of an in port: the host opened a connection to a published
+ * port; it goes to the guest's own loopback. */
+static int forwarder_connect(struct vmux *m, uint16_t port, void *ctx)
+{
+    (void)m;
+    (void)ctx;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0)
+        return -1;
+    /* Loopback: refused or accepted at once, a blocking connect is short. */
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The forwarder (a child of init, then of the agent): the guest's end of
+ * the allowlist proxy (a listener on 127.0.0.1:proxy_port whose
+ * connections go out on the "cordon.out.N" ports) and of published ports
+ * ("cordon.in.N"). It opens the ports as root, then runs as nobody. The
+ * boot goes on once its listener exists. */
+static void net_forwarder_start(json_t *net)
+{
+    size_t n_out = (size_t)json_integer_value(json_object_get(net, "out"));
+    size_t n_in = (size_t)json_integer_value(json_object_get(net, "in"));
+    json_int_t proxy_port = json_integer_value(json_object_get(net, "proxy_port"));
+    if (n_out + n_in == 0)
+        return;
+    if (n_out + n_in > VMUX_MAX_PORTS || (n_out && (proxy_port < 1 || proxy_port > 65535)))
+        guest_fail("network: bad port counts in the boot spec");
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) < 0)
+        guest_fail("pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0)
+        guest_fail("fork: %s", strerror(errno));
+    if (pid > 0) {
+        close(ready[1]);
+        char byte;
+        if (read(ready[0], &byte, 1) != 1)
+            guest_fail("network: the port forwarder did not start");
+        close(ready[0]);
+        return;
+    }
+    close(ready[0]);
+    static struct vmux mux;
+    struct cordon_error err;
+    vmux_init(&mux, forwarder_connect, NULL);
+    for (size_t i = 0; i < n_out + n_in; i++) {
+        char name[32];
+        bool out = i < n_out;
+        snprintf(name, sizeof(name), "cordon.%s.%zu", out ? "out" : "in", out ? i : i - n_out);
+        if (vmux_add_port(&mux, open_port(name), out, &err) < 0)
+            _exit(1);
+    }
+    if (n_out) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int one = 1;
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)proxy_port)};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0 ||
+            vmux_add_listener(&mux, fd, (uint16_t)proxy_port, &err) < 0)
+            _exit(1);
+    }
+    close(channel);
+    channel = -1;
+    if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+        _exit(1);
+    signal(SIGPIPE, SIG_IGN);
+    if (write(ready[1], "r", 1) != 1)
+        _exit(1);
+    close(ready[1]);
+    vmux_run(&mux);
+    _exit(0);
+}
+
+static void net_setup(json_t *net)
+{
+    if (!net)
+        return;
+    const char *mode = json_string_value(json_object_get(net, "mode"));
+    if (mode && strcmp(mode, "open") == 0)
+        net_interface_up(net);
+    net_forwarder_start(net);
+}
+
 bool vm_init_is_guest(int argc, char **argv)
 {
     return argc >= 1 && strcmp(argv[0], "/init") == 0 && getpid() == 1;
@@ -560,6 +718,7 @@ int vm_init_main(int argc, char **argv)
     build_view(spec, c.uid, c.gid);
     agent_view_link();
     json_t *docker = start_docker(spec, c.gid);
+    net_setup(json_object_get(spec, "net"));
 
     struct utsname u;
     uname(&u);

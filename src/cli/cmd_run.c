@@ -239,11 +239,6 @@ static int run_common(int argc, char **argv, bool shell)
         return CORDON_EXIT_FAILURE;
     }
     bool vm = l.cfg.backend == CFG_BACKEND_VM;
-    if (vm && (l.net.mode != NET_MODE_DENY || l.net.publish_count > 0)) {
-        log_error("the vm backend has no network yet: only network deny, no published ports");
-        launch_free(&l);
-        return CORDON_EXIT_FAILURE;
-    }
     if (vm && pty) {
         if (want_pty == 1) {
             log_error("--pty is not available on the vm backend yet");

@@ -44,6 +44,10 @@ static const char *const root_modules[] = {
     "9p",
 };
 
+/* Loaded by the guest only in network mode "open" (listed in
+ * /cordon/modules-net): the virtio-net driver for passt's interface. */
+static const char *const net_modules[] = {"virtio_net"};
+
 /* Loaded only when the guest starts its Docker daemon (vm-docker.c): the
  * disk its storage lives on, the filesystem on it, and overlayfs for the
  * image layers. Listed apart so that a boot without Docker pays nothing.
@@ -93,6 +97,9 @@ struct cpio_plan {
     size_t modules_len;
     char docker_list[8192]; /* /cordon/modules.docker */
     size_t docker_len;
+    char net_list[2048]; /* modules-net: loaded for network mode "open" only */
+    size_t net_len;
+    bool net_pass; /* modules being added go to net_list */
 };
 
 static void key_mix(struct cpio_plan *p, const void *data, size_t len)
@@ -367,10 +374,13 @@ static int plan_add_module_path(struct cpio_plan *p, FILE *dep, const struct vm_
     if (plan_add_parents(p, guest, err) < 0 || plan_add(p, guest, S_IFREG | 0644, host, err) < 0)
         return -1;
     key_mix(p, &st.st_size, sizeof(st.st_size));
-    char *list = docker ? p->docker_list : p->modules_list;
-    size_t *len = docker ? &p->docker_len : &p->modules_len;
-    int n = snprintf(list + *len, sizeof(p->modules_list) - *len, "/%s\n", guest);
-    if (n < 0 || (size_t)n >= sizeof(p->modules_list) - *len)
+    char *list = p->net_pass ? p->net_list : docker ? p->docker_list : p->modules_list;
+    size_t *len = p->net_pass ? &p->net_len : docker ? &p->docker_len : &p->modules_len;
+    size_t size = p->net_pass ? sizeof(p->net_list)
+                  : docker    ? sizeof(p->docker_list)
+                              : sizeof(p->modules_list);
+    int n = snprintf(list + *len, size - *len, "/%s\n", guest);
+    if (n < 0 || (size_t)n >= size - *len)
         return error_set(err, E2BIG, "initramfs: module list too long");
     *len += (size_t)n;
     return 0;
@@ -397,6 +407,16 @@ static int plan_add_modules(struct cpio_plan *p, const struct vm_kernel *k,
         if (plan_add_module_path(p, dep, k, line, 0, i >= nroot, err) < 0)
             return -1;
     }
+    p->net_pass = true;
+    for (size_t i = 0; i < ARRAY_SIZE(net_modules); i++) {
+        char line[4096];
+        if (modules_dep_lookup(dep, net_modules[i], line, sizeof(line)) < 0)
+            continue;
+        *strchr(line, ':') = '\0';
+        if (plan_add_module_path(p, dep, k, line, 0, false, err) < 0)
+            return -1;
+    }
+    p->net_pass = false;
     return 0;
 }
 
@@ -496,6 +516,8 @@ static int cpio_write_plan(const struct cpio_plan *p, int fd, struct cordon_erro
                    p->modules_len) < 0 ||
         cpio_write(fd, &offset, ino++, "cordon/modules.docker", S_IFREG | 0644, p->docker_list,
                    p->docker_len) < 0 ||
+        cpio_write(fd, &offset, ino++, "cordon/modules-net", S_IFREG | 0644, p->net_list,
+                   p->net_len) < 0 ||
         cpio_write(fd, &offset, 0, "TRAILER!!!", 0, NULL, 0) < 0)
         return error_set(err, errno, "initramfs: writing");
     return 0;
@@ -545,7 +567,7 @@ static int plan_build(struct cpio_plan *p, const struct vm_kernel *k, const char
     key_mix(p, &st.st_ino, sizeof(st.st_ino));
     key_mix(p, k->version, strlen(k->version));
     /* The image's own format: modules stored without their signatures. */
-    key_mix(p, "unsigned-modules", 16);
+    key_mix(p, "unsigned-modules,modules-net", 27);
     if (plan_add_libraries(p, agent_path, err) < 0 || plan_add_modules(p, k, err) < 0)
         return -1;
     return 0;

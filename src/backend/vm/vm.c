@@ -11,6 +11,7 @@
 #include "backend/vm/vm.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm-docker-plan.h"
+#include "backend/vm/vm-net.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
@@ -42,7 +43,8 @@
 #define KVM_BOOT_TIMEOUT_MS   8000
 #define TCG_BOOT_TIMEOUT_MS   60000
 #define VM_DEFAULT_MEMORY_MIB 2048
-#define VM_MAX_ARGS           128
+#define VM_MAX_ARGS           192
+#define VM_QEMU_NET_FD        3 /* passt's socket in QEMU (open mode) */
 
 enum { SOCK_CHANNEL, SOCK_CONSOLE, SOCK_STDERR, SOCK_COUNT };
 static const char *const sock_names[SOCK_COUNT] = {"ch", "con", "err"};
@@ -53,7 +55,8 @@ struct vm_state {
     int fds[SOCK_COUNT];    /* connected streams to QEMU's chardevs */
     int listen[SOCK_COUNT]; /* listening sockets, closed once accepted */
     struct vm_docker_plan docker;
-    bool etc_filled; /* etc_fill() done (once, even across a KVM retry) */
+    bool etc_filled;   /* etc_fill() done (once, even across a KVM retry) */
+    struct vm_net net; /* network mode, port relay, passt */
 };
 
 /* ---- the state directory ---- */
@@ -305,6 +308,35 @@ static long host_tsc_khz(void)
     return mhz > 100 ? (long)(mhz * 1000) : 2000000;
 }
 
+/* deny and allowlist: no network device at all (allowlist connections
+ * travel over virtio-serial ports); open: virtio-net to passt on fd 3
+ * (see spawn_qemu), QEMU 7.2's -netdev stream. */
+static void add_net_args(const struct vm_state *st, struct argv_builder *b)
+{
+    if (st->net.passt_qemu_fd < 0) {
+        arg_add(b, "-nic");
+        arg_add(b, "none");
+        return;
+    }
+    arg_add(b, "-netdev");
+    arg_add(b, "stream,id=net0,server=off,addr.type=fd,addr.str=%d", VM_QEMU_NET_FD);
+    arg_add(b, "-device");
+    arg_add(b, "virtio-net-device,netdev=net0");
+}
+
+/* The virtio-serial ports of the allowlist proxy and published ports. */
+static void add_net_ports(const struct vm_state *st, struct argv_builder *b)
+{
+    for (size_t i = 0; i < st->net.n_out + st->net.n_in; i++) {
+        char id[16], name[32];
+        vm_net_port_names(&st->net, i, id, sizeof(id), name, sizeof(name));
+        arg_add(b, "-chardev");
+        arg_add(b, "socket,id=%s,path=%s/%s,server=off", id, st->dir, id);
+        arg_add(b, "-device");
+        arg_add(b, "virtserialport,chardev=%s,name=%s,nr=%zu", id, name, VM_NET_PORT_BASE + i);
+    }
+}
+
 /* The guest-private disk of the Docker daemon's storage (vm-docker-plan.c).
  * cache=unsafe: its content is a cache of images and containers that only
  * this guest uses; a host crash may cost it, not a QEMU kill. */
@@ -344,9 +376,7 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     arg_add(b, "-no-user-config");
     arg_add(b, "-nographic");
     arg_add(b, "-no-reboot");
-    /* Deny mode: no network device at all. */
-    arg_add(b, "-nic");
-    arg_add(b, "none");
+    add_net_args(st, b);
     /* QEMU's own seccomp filter: no exec, no privilege changes. */
     arg_add(b, "-sandbox");
     arg_add(b, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
@@ -382,7 +412,7 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     arg_add(b, "-serial");
     arg_add(b, "file:%s/console.log", st->dir);
     arg_add(b, "-device");
-    arg_add(b, "virtio-serial-device,max_ports=4");
+    arg_add(b, "virtio-serial-device,max_ports=%zu", 4 + st->net.n_out + st->net.n_in);
     for (int i = 0; i < SOCK_COUNT; i++) {
         arg_add(b, "-chardev");
         arg_add(b, "socket,id=%s,path=%s/%s,server=off", sock_names[i], st->dir, sock_names[i]);
@@ -393,6 +423,7 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     arg_add(b, "virtserialport,chardev=ch,name=" VM_PORT_CHANNEL ",nr=1");
     arg_add(b, "-device");
     arg_add(b, "virtserialport,chardev=err,name=" VM_PORT_STDERR ",nr=2");
+    add_net_ports(st, b);
     for (size_t i = 0; i < nshares; i++) {
         /* security_model=none: files are created with QEMU's (the
          * supervisor's) credentials and ownership changes are ignored. */
@@ -407,7 +438,7 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     return b->failed ? -1 : 0;
 }
 
-static pid_t spawn_qemu(char *const *argv, const char *dir, int *pidfd_out,
+static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, int *pidfd_out,
                         struct cordon_error *err)
 {
     char log[PATH_MAX];
@@ -433,6 +464,8 @@ static pid_t spawn_qemu(char *const *argv, const char *dir, int *pidfd_out,
         dup2(null, 0);
         dup2(logfd, 1);
         dup2(logfd, 2);
+        if (net_fd >= 0 && dup2(net_fd, VM_QEMU_NET_FD) < 0)
+            _exit(127);
         execvp(argv[0], argv);
         dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -571,6 +604,12 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         if (st->listen[i] < 0)
             return -1;
     }
+    vm_net_init(&st->net, &l->net);
+    if (vm_net_prepare(&st->net, st->dir, err) < 0) {
+        state_close(st);
+        vm_net_stop(&st->net);
+        return -1;
+    }
     struct argv_builder b = {0};
     if (build_qemu_argv(l, k, initrd, st, shares, nshares, &b) < 0) {
         argv_free(&b);
@@ -584,7 +623,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         log_debug("vm: %s", line);
     }
     int pidfd = -1;
-    pid_t pid = spawn_qemu(b.args, st->dir, &pidfd, err);
+    pid_t pid = spawn_qemu(b.args, st->dir, st->net.passt_qemu_fd, &pidfd, err);
     argv_free(&b);
     if (pid < 0)
         return -1;
@@ -599,9 +638,12 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
             goto fail;
         st->etc_filled = true;
     }
-    if (accept_all(st, pidfd, deadline, err) < 0)
+    if (accept_all(st, pidfd, deadline, err) < 0 || vm_net_accept(&st->net, deadline, err) < 0)
         goto fail;
     spec = boot_spec(l, agent_argv, shares, nshares);
+    json_t *net = vm_net_spec(&st->net);
+    if (spec && net)
+        json_object_set_new(spec, "net", net);
     if (spec)
         json_object_set_new(spec, "docker", vm_docker_plan_spec(&st->docker));
     if (!spec || vm_frame_write(st->fds[SOCK_CHANNEL], spec) < 0) {
@@ -641,6 +683,7 @@ fail:
     json_decref(reply);
     kill_qemu(sb);
     state_close(st);
+    vm_net_stop(&st->net);
     /* What QEMU and the guest's console said last, for the user. */
     static const char *const logs[][2] = {{"qemu.log", "QEMU"}, {"console.log", "guest console"}};
     for (size_t i = 0; i < ARRAY_SIZE(logs); i++) {
@@ -690,6 +733,7 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
         return error_set(err, ENOMEM, "vm");
     for (int i = 0; i < SOCK_COUNT; i++)
         st->fds[i] = st->listen[i] = -1;
+    vm_net_init(&st->net, &l->net);
     sb->priv = st;
     if (state_dir_make(l->name, st->dir, sizeof(st->dir), err) < 0) {
         st->dir[0] = '\0';
@@ -726,7 +770,7 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
         if (rc == 0)
             vm_accel_mark_kvm_broken(&k, kvm_err.message);
     }
-    if (rc < 0)
+    if (rc < 0 || vm_net_start(&st->net, st->dir, err) < 0)
         return -1;
     sb->channel_fd = st->fds[SOCK_CHANNEL];
     log_debug("vm: %s booted (%s)", l->name, sb->description);
@@ -739,6 +783,7 @@ static void vm_stop(struct sandbox *sb)
     kill_qemu(sb);
     if (st) {
         state_close(st);
+        vm_net_stop(&st->net);
         if (st->dir[0] && !getenv("CORDON_VM_KEEP_STATE")) {
             char parent[PATH_MAX];
             snprintf(parent, sizeof(parent), "%s", st->dir);
