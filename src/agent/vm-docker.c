@@ -49,6 +49,7 @@
 struct keeper {
     const char *mode; /* "auto" or "require" */
     const char *dockerd;
+    json_t *proxy_env; /* the allowlist proxy's variables, or empty */
     int listener;
     ino_t socket_ino; /* the listening socket's (sockfs) inode: "socket:[N]" in /proc */
     dev_t path_dev;   /* the socket file's identity in /run */
@@ -288,8 +289,13 @@ static pid_t start_daemon(struct keeper *k, char *reason, size_t size)
          * guest's root is the initramfs, where pivot_root(2) fails, so
          * runc enters a container's root with MS_MOVE and chroot instead
          * (a container is guest-root code either way: safety-model.md). */
-        char *env[] = {"PATH=" DOCKER_PATH, "HOME=/root",          listen_pid,
-                       "LISTEN_FDS=1",      "DOCKER_RAMDISK=true", NULL};
+        char *env[16] = {"PATH=" DOCKER_PATH, "HOME=/root", listen_pid, "LISTEN_FDS=1",
+                         "DOCKER_RAMDISK=true"};
+        size_t n = 5;
+        /* The allowlist proxy's variables: pulls go where the agent may go. */
+        for (size_t i = 0; i < json_array_size(k->proxy_env) && n + 1 < ARRAY_SIZE(env); i++)
+            env[n++] = (char *)json_string_value(json_array_get(k->proxy_env, i));
+        env[n] = NULL;
         /* Only the socket handed over (no TCP); no bridge and no iptables:
          * a container gets loopback of its own, or the guest's network
          * with --network host, never more than the guest has. */
@@ -538,7 +544,11 @@ int vm_docker_guest_start(json_t *spec, gid_t gid, const int *fds_to_close, char
         snprintf(reason, size, "bad docker object in the boot spec");
         return -1;
     }
-    struct keeper k = {.mode = mode, .dockerd = dockerd, .report_fd = -1, .daemon = -1};
+    struct keeper k = {.mode = mode,
+                       .dockerd = dockerd,
+                       .proxy_env = json_object_get(spec, "proxy_env"),
+                       .report_fd = -1,
+                       .daemon = -1};
     k.listener = make_socket(&k, gid, reason, size);
     if (k.listener < 0)
         return -1;

@@ -287,6 +287,19 @@ static json_t *start_docker(json_t *spec, gid_t gid)
     json_t *docker = json_object_get(spec, "docker");
     if (!json_is_true(json_object_get(docker, "start")))
         return NULL;
+    /* The allowlist proxy's variables (set by cordon, src/net/net.c), so
+     * that the daemon's pulls take the same road as the agent's traffic. */
+    static const char *const proxy_vars[] = {
+        "HTTP_PROXY=", "HTTPS_PROXY=", "NO_PROXY=", "http_proxy=", "https_proxy=", "no_proxy="};
+    json_t *penv = json_array();
+    json_t *env = json_object_get(spec, "env");
+    for (size_t i = 0; i < json_array_size(env); i++) {
+        const char *e = json_string_value(json_array_get(env, i));
+        for (size_t j = 0; e && j < ARRAY_SIZE(proxy_vars); j++)
+            if (strncmp(e, proxy_vars[j], strlen(proxy_vars[j])) == 0)
+                json_array_append_new(penv, json_string(e));
+    }
+    json_object_set_new(docker, "proxy_env", penv);
     char reason[700];
     json_t *summary = NULL;
     int fds[] = {channel, -1};

@@ -91,10 +91,11 @@ if is_root; then
     fi
 fi
 
-# --- boot 1 (auto: the daemon starts on first use): build, run, compose ---
+# --- boot 1 (auto: the daemon starts on first use; allowlist network): build,
+# run, compose ---
 t0=$(date +%s%N)
 out=$(cd "$ws" && PWD="$ws" DOCKER_HOST="${host_sock:-tcp://127.0.0.1:9}" DOCKER_CONTEXT=sentinel \
-    "$CORDON" --debug run --backend vm -- bash -c '
+    "$CORDON" --debug run --backend vm --network allowlist --allow-host registry.example -- bash -c '
     echo "env=$(env | grep -E "^(DOCKER|COMPOSE)_" | tr "\n" " ")"
     docker import base.tar cordon-test-base >/dev/null && echo import=ok
     docker build -q -t cordon-test . >/dev/null && echo build=ok
@@ -102,8 +103,9 @@ out=$(cd "$ws" && PWD="$ws" DOCKER_HOST="${host_sock:-tcp://127.0.0.1:9}" DOCKER
     echo "net=$(docker run --rm cordon-test-base cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " " | tr "\n" " ")"
     echo "id=$(docker info --format "{{.ID}}")"
     echo "status=$(cat /run/cordon/docker.json)"
+    echo "daemon_env=$(tr "\0" "\n" </proc/$(cat /run/docker.pid)/environ | cut -d= -f1 | sort | tr "\n" " ")"
     echo "fs=$(stat -f -c %T /var/lib/docker)"
-    echo "tcp_listen=$(awk "\$4 == \"0A\"" /proc/net/tcp /proc/net/tcp6 2>/dev/null | wc -l)"
+    echo "tcp_listen=$(ss -Hltnp | grep -cE "dockerd|containerd")"
     if command -v docker-compose >/dev/null; then
         docker-compose up --no-color 2>&1 | grep -E "built inside|exited with code" | sed "s/^/compose: /"
     else
@@ -123,7 +125,9 @@ like "docker run prints the image's output" "$out" "built inside the guest
 from the workspace"
 like "a container gets loopback only (no bridge)" "$out" "net=lo "
 like "the daemon's storage is the guest-private ext4 disk" "$out" "fs=ext2/ext3"
-like "dockerd listens on no TCP port in the guest" "$out" "tcp_listen=0"
+like "dockerd and containerd listen on no TCP port in the guest" "$out" "tcp_listen=0"
+is "dockerd's environment: cordon's own and the allowlist proxy's, nothing else" \
+    "$(sed -n 's/^daemon_env=//p' <<<"$out")" "DOCKER_RAMDISK HOME HTTPS_PROXY HTTP_PROXY LISTEN_FDS LISTEN_PID NO_PROXY PATH http_proxy https_proxy no_proxy "
 like "the guest's status: ready, verified" "$out" 'status=\{"mode":"auto","state":"ready"'
 ready_ms=$(sed -n 's/.*"ready_ms":\([0-9]*\).*/\1/p' <<<"$out")
 diag "dockerd ready (first use to verified answer, TCG): ${ready_ms:-?} ms"
