@@ -52,6 +52,12 @@ rc=$?
 is "vm + require + no dockerd: refused (exit 125)" "$rc" 125
 like "vm + require + no dockerd: the reason" "$out" 'docker.mode = "require": Docker is missing: /usr/sbin/no-dockerd is not in the shared system directories'
 
+out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/sbin/no-dockerd "$CORDON" tool --backend vm --set docker.mode=require bash '{"command":"echo ran"}' 2>&1 </dev/null)
+rc=$?
+is "vm + require + no dockerd: the tools are blocked (cordon tool exits 125)" "$rc" 125
+like "vm + require + no dockerd: cordon tool gives the reason" "$out" 'docker.mode = "require": Docker is missing'
+unlike "vm + require + no dockerd: the tool never ran" "$out" "ran"
+
 # The test image's base: busybox-static, as a tarball for `docker import`.
 mkdir -p "$TEST_TMP/base/bin"
 cp /bin/busybox "$TEST_TMP/base/bin/"
@@ -197,16 +203,18 @@ is "vm + auto + no dockerd: the command runs" "$rc" 0
 like "vm + auto + no dockerd: the reason in --debug" "$out" "vm: docker: missing: /usr/sbin/no-dockerd is not in the shared system directories"
 like "vm + auto + no dockerd: no daemon in the guest" "$out" "docker=1"
 
+# A state root of the test's own: `cordon gc` below must not touch the
+# sessions of anything else running on this machine.
 name=vmdocker-$$
-out=$(cd "$ws" && "$CORDON" run --backend vm --name "$name" --teardown stop -- docker import base.tar kept-image 2>&1 </dev/null)
+state_home="$TEST_TMP/state"
+kept() { (cd "$ws" && env -u XDG_RUNTIME_DIR XDG_STATE_HOME="$state_home" "$CORDON" "$@" 2>&1 </dev/null); }
+out=$(kept run --backend vm --name "$name" --teardown stop -- docker import base.tar kept-image)
 rc=$?
-state_root=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/cordon}
-state_root=${state_root:-${XDG_STATE_HOME:-$HOME/.local/state}/cordon}
 is "teardown stop: the session ends" "$rc" 0
-ok "teardown stop keeps the Docker disk" test -f "$state_root/$name/docker.img"
-out=$(cd "$ws" && "$CORDON" run --backend vm --name "$name" --teardown stop -- docker images --format '{{.Repository}}' 2>&1 </dev/null)
+ok "teardown stop keeps the Docker disk" test -f "$state_home/cordon/$name/docker.img"
+out=$(kept run --backend vm --name "$name" --teardown stop -- docker images --format '{{.Repository}}')
 like "the next session of that name finds its image on the kept disk" "$out" "kept-image"
-"$CORDON" rm "$name" >/dev/null 2>&1
-ok "cordon rm removes it" test ! -e "$state_root/$name/docker.img"
+out=$(kept gc --hours 0)
+ok "cordon gc removes the stopped session's Docker disk" test ! -e "$state_home/cordon/$name/docker.img"
 
 tap_done
