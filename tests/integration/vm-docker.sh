@@ -116,7 +116,16 @@ out=$(cd "$ws" && PWD="$ws" DOCKER_HOST="${host_sock:-tcp://127.0.0.1:9}" DOCKER
         docker-compose up --no-color 2>&1 | grep -E "built inside|exited with code" | sed "s/^/compose: /"
     else
         echo "compose=none"
-    fi' 2>&1 </dev/null)
+    fi
+    # Last: an impostor socket in place of the daemon'"'"'s; the probe (what
+    # cordon verify runs) must not take it for the guest'"'"'s own.
+    probe() {
+        echo "{}" | /run/cordon/agent probe | sed -n "s/^CORDON-PROBE //p" |
+            python3 -c "import json, sys; g = json.load(sys.stdin)[\"guest_docker\"]; print(\"probe_own=%s: %s\" % (g[\"own\"], g[\"detail\"]))"
+    }
+    probe
+    python3 -c "import socket, os; s = socket.socket(socket.AF_UNIX); s.bind(\"/run/x.sock\"); s.listen(1); os.rename(\"/run/x.sock\", \"/run/docker.sock\")"
+    probe' 2>&1 </dev/null)
 rc=$?
 t1=$(date +%s%N)
 diag "boot 1 (dockerd started on first use, build, run, compose): $(((t1 - t0) / 1000000)) ms"
@@ -138,6 +147,8 @@ like "the guest's status: ready, verified" "$out" 'status=\{"mode":"auto","state
 ready_ms=$(sed -n 's/.*"ready_ms":\([0-9]*\).*/\1/p' <<<"$out")
 diag "dockerd ready (first use to verified answer, TCG): ${ready_ms:-?} ms"
 guest_id=$(sed -n 's/^id=//p' <<<"$out")
+like "the probe: the guest's own daemon answers (listener pid 1, same ID)" "$out" "probe_own=True: listener pid 1 uid 0; daemon ID seen ([A-Z0-9:]+), started "
+like "the probe rejects an impostor socket at the daemon's path" "$out" "probe_own=False: /var/run/docker.sock is not the socket the guest's init made"
 if command -v docker-compose >/dev/null; then
     like "docker-compose up runs the service" "$out" "compose: .*built inside the guest"
 else
