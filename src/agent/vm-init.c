@@ -534,6 +534,14 @@ static void run_relayed(const struct guest_command *c)
     }
     tcdrain(console);
     json_t *m = json_pack("{s:s,s:i}", "t", "exit", "status", status);
+    /* How the guest's Docker daemon fared (started on first use, so only
+     * known now), for `cordon --debug run`. */
+    json_error_t jerr;
+    json_t *docker = json_load_file(VM_DOCKER_STATUS, 0, &jerr);
+    if (m && docker)
+        json_object_set_new(m, "docker", docker);
+    else
+        json_decref(docker);
     if (m)
         vm_frame_write(channel, m);
     json_decref(m);

@@ -150,6 +150,12 @@ static int relay_loop(struct relay *r)
                 r->stdin_ready = true;
             } else if (t && strcmp(t, "exit") == 0) {
                 r->status = (int)json_integer_value(json_object_get(m, "status"));
+                json_t *d = json_object_get(m, "docker");
+                const char *state = json_string_value(json_object_get(d, "state"));
+                const char *reason = json_string_value(json_object_get(d, "reason"));
+                if (state)
+                    log_debug("vm: docker at exit: %s%s%s", state, reason && reason[0] ? ": " : "",
+                              reason ? reason : "");
                 reported_at = now_ms();
             } else if (t && strcmp(t, "error") == 0) {
                 log_error("vm: %s", json_string_value(json_object_get(m, "message")));

@@ -201,10 +201,11 @@ rc=$?
 is "require + a daemon that exits: blocked (exit 125)" "$rc" 125
 like "require + a daemon that exits: the reason" "$out" 'docker.mode = "require": the guest.s Docker daemon is not available: unavailable: dockerd exited \(status 1\) during start'
 unlike "require + a daemon that exits: the command never ran" "$out" "^ran"
-out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/bin/false "$CORDON" run --backend vm -- bash -c 'docker version >/dev/null 2>&1; echo "docker=$?"; cat /run/cordon/docker.json' 2>&1 </dev/null)
+out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/bin/false "$CORDON" --debug run --backend vm -- bash -c 'docker version >/dev/null 2>&1; echo "docker=$?"; cat /run/cordon/docker.json' 2>&1 </dev/null)
 rc=$?
 is "auto + a daemon that exits: the command runs" "$rc" 0
 like "auto + a daemon that exits: docker fails in the guest" "$out" "docker=1"
+like "auto + a daemon that exits: cordon --debug says why at the end" "$out" "vm: docker at exit: unavailable: dockerd exited \(status 1\) during start"
 like "auto + a daemon that exits: the status says why" "$out" '"state":"unavailable","reason":"dockerd exited \(status 1\) during start; see /var/log/dockerd.log"'
 
 # --- auto with dockerd missing carries on; teardown stop keeps the disk ---
