@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
+#include "supervisor/lifecycle.h"
 #include "cli/commands.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -171,7 +172,7 @@ static int relay_loop(struct relay *r)
     }
 }
 
-int cli_run_vm(const struct launch *l, char **agent_argv)
+int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
 {
     const struct backend_ops *ops = backend_lookup("vm");
     sigset_t mask;
@@ -191,6 +192,13 @@ int cli_run_vm(const struct launch *l, char **agent_argv)
         return CORDON_EXIT_FAILURE;
     }
     log_debug("vm: booted in %lld ms: %s", now_ms() - t0, sb.description);
+    /* A cordon killed with SIGKILL: the watchdog kills QEMU and removes
+     * the state. */
+    if (lifecycle_started_vm(lc, l, &sb, &err) < 0) {
+        log_error("%s", err.message);
+        ops->stop(&sb);
+        return CORDON_EXIT_FAILURE;
+    }
     struct relay r = {
         .sb = &sb,
         .sigfd = sigfd,
