@@ -77,8 +77,9 @@ struct relay {
     int sigfd;
     int console, errport, channel;
     bool stdin_open;
-    bool stdin_ready; /* the guest's console is raw: input may flow */
-    int status;       /* -1 until the guest reports */
+    bool stdin_ready;       /* the guest's console is raw: input may flow */
+    json_int_t stdin_bytes; /* written to the console so far */
+    int status;             /* -1 until the guest reports */
 };
 
 /* Drains the output streams once QEMU is gone (EOF ends each). */
@@ -135,9 +136,13 @@ static int relay_loop(struct relay *r)
             ssize_t n = read(0, buf, sizeof(buf));
             if (n > 0) {
                 write_all(r->console, buf, (size_t)n);
+                r->stdin_bytes += (json_int_t)n;
             } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
                 r->stdin_open = false;
-                send_message(r->channel, json_pack("{s:s}", "t", "stdin-eof"));
+                /* The count lets the guest wait for input still in flight
+                 * on the console port (another port than the channel). */
+                send_message(r->channel,
+                             json_pack("{s:s,s:I}", "t", "stdin-eof", "bytes", r->stdin_bytes));
             }
         }
         if (p[3].revents & (POLLIN | POLLHUP | POLLERR))
