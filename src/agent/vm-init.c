@@ -449,6 +449,10 @@ static void run_relayed(const struct guest_command *c)
     char inbuf[16384];
     size_t inlen = 0, inoff = 0;
     bool stdin_open = true;
+    /* stdin-eof says how many bytes the host sent: the console and the
+     * channel are separate ports, so the EOF can overtake the last input. */
+    unsigned long long in_total = 0;
+    long long eof_after = -1;
     int status = -1;
     long long exited_at = 0;
     int outfd = out[0], errfd = errp[0];
@@ -471,6 +475,7 @@ static void run_relayed(const struct guest_command *c)
             if (n > 0) {
                 inlen = (size_t)n;
                 inoff = 0;
+                in_total += (unsigned long long)n;
             }
         }
         if (inlen > 0 && (all[1].revents & (POLLOUT | POLLERR))) {
@@ -503,20 +508,24 @@ static void run_relayed(const struct guest_command *c)
                 guest_fail("the channel failed: %s", strerror(errno));
             const char *type = json_string_value(json_object_get(m, "t"));
             if (type && strcmp(type, "stdin-eof") == 0) {
-                stdin_open = false;
-                /* What was read is still delivered before the EOF. */
-                fcntl(in[1], F_SETFL, 0);
-                if (inlen > 0)
-                    write_all_blocking(in[1], inbuf + inoff, inlen);
-                inlen = 0;
-                close(in[1]);
-                in[1] = -1;
+                json_t *bytes = json_object_get(m, "bytes");
+                eof_after = json_is_integer(bytes) ? json_integer_value(bytes) : 0;
             } else if (type && strcmp(type, "signal") == 0) {
                 int sig = (int)json_integer_value(json_object_get(m, "signal"));
                 if (sig > 0 && sig < 65)
                     kill(-child, sig);
             }
             json_decref(m);
+        }
+        if (stdin_open && eof_after >= 0 && in_total >= (unsigned long long)eof_after) {
+            stdin_open = false;
+            /* What was read is still delivered before the EOF. */
+            fcntl(in[1], F_SETFL, 0);
+            if (inlen > 0)
+                write_all_blocking(in[1], inbuf + inoff, inlen);
+            inlen = 0;
+            close(in[1]);
+            in[1] = -1;
         }
         if (all[5].revents & POLLIN) {
             struct signalfd_siginfo si;

@@ -283,7 +283,7 @@ static int run_common(int argc, char **argv, bool shell)
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
     if (vm) {
-        int status = cli_run_vm(&l, agent_argv);
+        int status = cli_run_vm(&l, &lc, agent_argv);
         lifecycle_end(&lc);
         launch_free(&l);
         return status;

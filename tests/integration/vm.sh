@@ -108,7 +108,10 @@ like "read is served by the guest's agent" "$out" "\"id\":2,\"content\":\[\{\"ty
 is "a tool's write lands on the host" "$(cat "$ws/tool.txt" 2>&1)" "tool"
 
 # --- boot 5: kill -9 of cordon takes QEMU down ---
-(cd "$ws" && exec "$CORDON" run --backend vm -- sleep 300) </dev/null >/dev/null 2>&1 &
+rt5="$TEST_TMP/vm-runtime-run"
+mkdir -p "$rt5" && chmod 700 "$rt5"
+rm -f "$ws/vm-up"
+(cd "$ws" && XDG_RUNTIME_DIR="$rt5" exec "$CORDON" run --backend vm -- bash -c "touch $ws/vm-up; exec sleep 300") </dev/null >/dev/null 2>&1 &
 pid=$!
 cleanup_pids+=("$pid")
 qemu=""
@@ -122,7 +125,9 @@ if [ -z "$qemu" ]; then
 else
     pass "QEMU runs as cordon's child"
     cleanup_pids+=("$qemu")
-    sleep 1
+    # Killed once the guest runs the command (the watchdog is armed after
+    # the boot; before, QEMU's PDEATHSIG alone covers it).
+    for _ in $(seq 600); do [ -e "$ws/vm-up" ] && break; sleep 0.1; done
     kill -9 "$pid"
     wait "$pid" 2>/dev/null
     gone=no
@@ -133,6 +138,12 @@ else
         sleep 0.05
     done
     is "kill -9 of cordon kills QEMU" "$gone" yes
+    left=yes
+    for _ in $(seq 100); do
+        [ -z "$(ls "$rt5/cordon" 2>/dev/null | grep '^cordon-')" ] && { left=no; break; }
+        sleep 0.05
+    done
+    is "kill -9 of cordon run: the watchdog removed the state" "$left" no
 fi
 
 # --- boot 6: kill -9 of `cordon mcp` mid-call: the watchdog kills QEMU and

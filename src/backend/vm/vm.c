@@ -391,14 +391,18 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
      * The rest trims a TCG boot (docs/vm-backend.md "Boot time"):
      * swiotlb=noforce: no 64 MiB bounce buffer to clear (virtio-mmio
      * devices use guest-physical addresses, no DMA mapping: ~0.1-0.3 s);
-     * one 8250 UART probed, not four; kprobe-event tracing not set up. */
+     * one 8250 UART probed, not four; initcalls skipped: kprobe-event
+     * tracing, /sys/kernel/btf/vmlinux (parsing the BTF: ~50 ms), the KDF
+     * self-test (~30 ms), the built-in certificates (modules are stored
+     * unsigned, see vm-initramfs.c). */
     long khz = host_tsc_khz();
     arg_add(b,
             "console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init tsc=reliable "
             "tsc_early_khz=%ld lpj=%ld "
             "no_timer_check i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests "
             "random.trust_cpu=on swiotlb=noforce 8250.nr_uarts=1 "
-            "initcall_blacklist=init_kprobe_trace",
+            "initcall_blacklist=init_kprobe_trace,btf_vmlinux_init,crypto_kdf108_init,"
+            "load_system_certificate_list",
             khz, khz * 4 /* loops per jiffy at Debian's HZ=250 */);
     /* Extra guest kernel parameters, for debugging a boot. */
     const char *extra = getenv("CORDON_VM_APPEND");
