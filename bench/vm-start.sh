@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Start-up cost of a sandbox: wall time from `cordon run` to the first
-# command's result (`uname -r` printed, cordon exited), ns vs vm backend, in
-# the same run and workspace. Usage: bench/vm-start.sh [RUNS] (default 5);
-# CORDON=path/to/cordon (default: build-test/cordon, then build/cordon).
+# Start-up cost of a sandbox, ns vs vm backend, in the same run and
+# workspace: (1) wall time from `cordon run` to the first command's result
+# (`uname -r` printed, cordon exited); (2) wall time from spawning
+# `cordon mcp` to the first tool result (initialize, then `read`), and the
+# per-call latency after that (bench/vm-start.py). Usage:
+# bench/vm-start.sh [RUNS] (default 5); CORDON=path/to/cordon (default:
+# build/cordon, the release build with the static agent, then
+# build-test/cordon). The figures are only as quiet as the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
 cordon=${CORDON:-}
-for c in build-test/cordon build/cordon; do
+for c in build/cordon build-test/cordon; do
     [ -z "$cordon" ] && [ -x "$c" ] && cordon=$PWD/$c
 done
 [ -x "${cordon:-}" ] || { echo "vm-start: build cordon first (make)" >&2; exit 1; }
@@ -46,3 +50,5 @@ echo "cordon run -- uname -r, start to result ($(nproc) host CPUs, load $(cut -d
 summary ns "${ns[@]}"
 summary vm "${vm[@]}"
 echo "vm: $accel"
+echo
+python3 bench/vm-start.py "$cordon" "$ws" "$runs" 5

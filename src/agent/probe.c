@@ -5,6 +5,7 @@
  * judges nothing: the supervisor compares the observations with what it
  * knows from the host side. Every list it reports is bounded. */
 #include "agent/probe.h"
+#include "agent/vm-docker.h"
 #include "util/cleanup.h"
 
 #include <dirent.h>
@@ -219,11 +220,30 @@ static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len)
     return 0;
 }
 
+/* The vm guest's own Docker socket (vm-docker.c), by identity, when the
+ * guest's init made one: it is reported apart (guest_docker) and never
+ * pinged here, which would start an idle daemon. */
+static dev_t guest_sock_dev;
+static ino_t guest_sock_ino;
+
+static bool is_guest_socket(const char *path)
+{
+    struct stat st;
+    return guest_sock_ino && stat(path, &st) == 0 && st.st_dev == guest_sock_dev &&
+           st.st_ino == guest_sock_ino;
+}
+
 /* Connects to a Unix socket and asks the Docker API's ping: "docker" is
  * true when something answered like a Docker (or Podman) daemon. */
 static json_t *try_unix(const char *path)
 {
     json_t *o = json_pack("{s:s}", "path", path);
+    if (is_guest_socket(path)) {
+        json_object_set_new(o, "connect", json_string("guest's own"));
+        json_object_set_new(o, "guest_own", json_true());
+        json_object_set_new(o, "docker", json_false());
+        return o;
+    }
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof(sa.sun_path)) {
         json_object_set_new(o, "connect", json_string("ENAMETOOLONG"));
@@ -313,6 +333,97 @@ static void scan_dir(struct scan *sc, const char *dir, int depth)
             scan_dir(sc, path, depth + 1);
         }
     }
+}
+
+/* GET path over the Docker socket; the response (headers and body) in buf. */
+static int docker_get(const char *path, char *buf, size_t size, struct ucred *cred)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX, .sun_path = VM_DOCKER_SOCKET};
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    socklen_t len = sizeof(*cred);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len) < 0)
+        return -1;
+    char req[256];
+    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: docker\r\n\r\n", path);
+    if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
+        return -1;
+    size_t got = 0;
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (got + 1 >= size || poll(&p, 1, 10000) <= 0)
+            break;
+        ssize_t r = recv(fd, buf + got, size - 1 - got, 0);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    buf[got] = '\0';
+    return got ? 0 : -1;
+}
+
+/* Docker inside the vm guest: what its init started (the status file) and
+ * what answers on the socket: the socket file must be the one init made
+ * (inode, root's), its listener the guest's init (SO_PEERCRED pid 1, uid
+ * 0), and the daemon's ID seen through it the ID the keeper recorded. Null
+ * when the guest runs no Docker (and in the ns backend). */
+static json_t *guest_docker(void)
+{
+    json_error_t jerr;
+    json_t *st = json_load_file(VM_DOCKER_STATUS, 0, &jerr);
+    if (!json_is_object(st)) {
+        json_decref(st);
+        return json_null();
+    }
+    json_t *o = json_object();
+    static const char *const keys[] = {"state", "reason", "pid", "id"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (json_object_get(st, keys[i]))
+            json_object_set(o, keys[i], json_object_get(st, keys[i]));
+    const char *state = json_string_value(json_object_get(st, "state"));
+    const char *want_id = json_string_value(json_object_get(st, "id"));
+    struct stat sock;
+    bool own = false;
+    char detail[512] = "";
+    if (stat(VM_DOCKER_SOCKET, &sock) < 0) {
+        snprintf(detail, sizeof(detail), "no socket at " VM_DOCKER_SOCKET);
+        own = state && strcmp(state, "ready") != 0;
+    } else if ((json_int_t)sock.st_ino != json_integer_value(json_object_get(st, "path_ino")) ||
+               sock.st_uid != 0 || !S_ISSOCK(sock.st_mode)) {
+        snprintf(detail, sizeof(detail),
+                 VM_DOCKER_SOCKET " is not the socket the guest's init made");
+    } else {
+        guest_sock_dev = sock.st_dev;
+        guest_sock_ino = sock.st_ino;
+        if (!state || strcmp(state, "ready") != 0) {
+            own = true;
+            snprintf(detail, sizeof(detail), "socket made by the guest's init (inode %llu, root's)",
+                     (unsigned long long)sock.st_ino);
+        } else {
+            static char buf[65536];
+            struct ucred cred = {0};
+            if (docker_get("/info", buf, sizeof(buf), &cred) < 0) {
+                snprintf(detail, sizeof(detail), "no answer on " VM_DOCKER_SOCKET ": %s",
+                         strerror(errno));
+            } else {
+                char seen[128] = "";
+                const char *id = strstr(buf, "\"ID\":\"");
+                if (id)
+                    sscanf(id + 6, "%127[^\"]", seen);
+                json_object_set_new(o, "id_seen", json_string(seen));
+                json_object_set_new(o, "peer_pid", json_integer(cred.pid));
+                json_object_set_new(o, "peer_uid", json_integer(cred.uid));
+                own = cred.pid == 1 && cred.uid == 0 && want_id && strcmp(seen, want_id) == 0;
+                snprintf(detail, sizeof(detail),
+                         "listener pid %d uid %u; daemon ID seen %s, started %s", (int)cred.pid,
+                         cred.uid, seen[0] ? seen : "(none)", want_id ? want_id : "(none)");
+            }
+        }
+    }
+    json_object_set_new(o, "own", json_boolean(own));
+    json_object_set_new(o, "detail", json_string(detail));
+    json_decref(st);
+    return o;
 }
 
 static json_t *sockets(json_t *req)
@@ -543,6 +654,8 @@ int agent_probe(void)
     json_object_set_new(out, "syscalls", syscall_attempts());
     json_object_set_new(out, "env", environment(req));
     json_object_set_new(out, "host_paths", host_paths(req));
+    /* Before the socket scan: it identifies the guest's own socket. */
+    json_object_set_new(out, "guest_docker", guest_docker());
     json_object_set_new(out, "sockets", sockets(req));
     json_object_set_new(out, "tcp", tcp_attempts(req));
     json_object_set_new(out, "proxy", proxy_attempts(req));

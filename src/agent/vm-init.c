@@ -15,9 +15,11 @@
  * A failure before the channel exists ends in a kernel panic (QEMU exits,
  * -no-reboot); after, it is reported as {"t":"error","message":...}. */
 #include "agent/vm-init.h"
+#include "agent/vm-docker.h"
 #include "util/fs.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
+#include "net/vmux.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -26,7 +28,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <net/route.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -93,9 +98,9 @@ static void mount_or_fail(const char *src, const char *dst, const char *type, un
         guest_fail("mount %s on %s (%s): %s", src, dst, type, strerror(errno));
 }
 
-static void load_modules(void)
+static void load_modules_from(const char *list)
 {
-    _cleanup_fclose_ FILE *f = fopen("/cordon/modules", "re");
+    _cleanup_fclose_ FILE *f = fopen(list, "re");
     if (!f)
         return;
     char line[PATH_MAX];
@@ -111,11 +116,32 @@ static void load_modules(void)
     }
 }
 
+static void load_modules(void)
+{
+    load_modules_from("/cordon/modules");
+}
+
 static long long now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The port's device exists before QEMU's "host connected" message has
+ * reached the driver; until then a read returns EOF at once (and poll says
+ * POLLHUP). A boot fast enough to read the boot spec in that window failed
+ * with "reading the boot spec: Connection reset by peer". */
+static int port_wait_host(int fd, const char *name, long long deadline)
+{
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 0) >= 0 && ((p.revents & POLLIN) || !(p.revents & POLLHUP)))
+            return fd;
+        if (now_ms() > deadline)
+            guest_fail("virtio port %s: the host side did not connect", name);
+        usleep(2000);
+    }
 }
 
 /* /dev/vportNpM of the port called name (no udev here to make the
@@ -141,7 +167,7 @@ static int open_port(const char *name)
             snprintf(path, sizeof(path), "/dev/%s", de->d_name);
             int fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
             if (fd >= 0)
-                return fd;
+                return port_wait_host(fd, name, deadline);
         }
         if (now_ms() > deadline)
             guest_fail("virtio port %s did not appear", name);
@@ -243,6 +269,47 @@ static void build_view(json_t *spec, uid_t uid, gid_t gid)
     /* The initramfs root itself becomes read-only, as the ns view's root. */
     if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
         fprintf(stderr, "cordon-agent (vm init): root stays writable: %s\n", strerror(errno));
+}
+
+/* Where the ns view keeps the agent binary (NS_AGENT_VIEW_PATH), which
+ * `cordon verify` runs as its probe: in the guest the agent is /init. */
+static void agent_view_link(void)
+{
+    if (fs_mkdir_p("/run/cordon", 0755) < 0 || symlink("/init", "/run/cordon/agent") < 0)
+        fprintf(stderr, "cordon-agent (vm init): /run/cordon/agent: %s\n", strerror(errno));
+}
+
+/* Docker inside the guest (vm-docker.c), when the boot spec asks for it.
+ * "require" fails the boot when the daemon does not come up; "auto" only
+ * reports. Returns the summary for the boot answer, or NULL. */
+static json_t *start_docker(json_t *spec, gid_t gid)
+{
+    json_t *docker = json_object_get(spec, "docker");
+    if (!json_is_true(json_object_get(docker, "start")))
+        return NULL;
+    /* The allowlist proxy's variables (set by cordon, src/net/net.c), so
+     * that the daemon's pulls take the same road as the agent's traffic. */
+    static const char *const proxy_vars[] = {
+        "HTTP_PROXY=", "HTTPS_PROXY=", "NO_PROXY=", "http_proxy=", "https_proxy=", "no_proxy="};
+    json_t *penv = json_array();
+    json_t *env = json_object_get(spec, "env");
+    for (size_t i = 0; i < json_array_size(env); i++) {
+        const char *e = json_string_value(json_array_get(env, i));
+        for (size_t j = 0; e && j < ARRAY_SIZE(proxy_vars); j++)
+            if (strncmp(e, proxy_vars[j], strlen(proxy_vars[j])) == 0)
+                json_array_append_new(penv, json_string(e));
+    }
+    json_object_set_new(docker, "proxy_env", penv);
+    char reason[700];
+    json_t *summary = NULL;
+    int fds[] = {channel, -1};
+    if (vm_docker_guest_start(docker, gid, fds, reason, sizeof(reason), &summary) == 0)
+        return summary;
+    const char *mode = json_string_value(json_object_get(docker, "mode"));
+    if (mode && strcmp(mode, "require") == 0)
+        guest_fail("docker.mode = \"require\": the guest's Docker daemon is not available: %s",
+                   reason);
+    return json_pack("{s:s,s:s}", "state", "unavailable", "detail", reason);
 }
 
 static char **json_strv(json_t *arr)
@@ -382,6 +449,10 @@ static void run_relayed(const struct guest_command *c)
     char inbuf[16384];
     size_t inlen = 0, inoff = 0;
     bool stdin_open = true;
+    /* stdin-eof says how many bytes the host sent: the console and the
+     * channel are separate ports, so the EOF can overtake the last input. */
+    unsigned long long in_total = 0;
+    long long eof_after = -1;
     int status = -1;
     long long exited_at = 0;
     int outfd = out[0], errfd = errp[0];
@@ -404,6 +475,7 @@ static void run_relayed(const struct guest_command *c)
             if (n > 0) {
                 inlen = (size_t)n;
                 inoff = 0;
+                in_total += (unsigned long long)n;
             }
         }
         if (inlen > 0 && (all[1].revents & (POLLOUT | POLLERR))) {
@@ -436,20 +508,24 @@ static void run_relayed(const struct guest_command *c)
                 guest_fail("the channel failed: %s", strerror(errno));
             const char *type = json_string_value(json_object_get(m, "t"));
             if (type && strcmp(type, "stdin-eof") == 0) {
-                stdin_open = false;
-                /* What was read is still delivered before the EOF. */
-                fcntl(in[1], F_SETFL, 0);
-                if (inlen > 0)
-                    write_all_blocking(in[1], inbuf + inoff, inlen);
-                inlen = 0;
-                close(in[1]);
-                in[1] = -1;
+                json_t *bytes = json_object_get(m, "bytes");
+                eof_after = json_is_integer(bytes) ? json_integer_value(bytes) : 0;
             } else if (type && strcmp(type, "signal") == 0) {
                 int sig = (int)json_integer_value(json_object_get(m, "signal"));
                 if (sig > 0 && sig < 65)
                     kill(-child, sig);
             }
             json_decref(m);
+        }
+        if (stdin_open && eof_after >= 0 && in_total >= (unsigned long long)eof_after) {
+            stdin_open = false;
+            /* What was read is still delivered before the EOF. */
+            fcntl(in[1], F_SETFL, 0);
+            if (inlen > 0)
+                write_all_blocking(in[1], inbuf + inoff, inlen);
+            inlen = 0;
+            close(in[1]);
+            in[1] = -1;
         }
         if (all[5].revents & POLLIN) {
             struct signalfd_siginfo si;
@@ -467,10 +543,167 @@ static void run_relayed(const struct guest_command *c)
     }
     tcdrain(console);
     json_t *m = json_pack("{s:s,s:i}", "t", "exit", "status", status);
+    /* How the guest's Docker daemon fared (started on first use, so only
+     * known now), for `cordon --debug run`. */
+    json_error_t jerr;
+    json_t *docker = json_load_file(VM_DOCKER_STATUS, 0, &jerr);
+    if (m && docker)
+        json_object_set_new(m, "docker", docker);
+    else
+        json_decref(docker);
     if (m)
         vm_frame_write(channel, m);
     json_decref(m);
     guest_poweroff();
+}
+
+/* ---- network (docs/vm-backend.md "Network") ---- */
+
+static void set_ifr_addr(struct ifreq *ifr, const char *text)
+{
+    struct sockaddr_in *sin = (struct sockaddr_in *)&ifr->ifr_addr;
+    *sin = (struct sockaddr_in){.sin_family = AF_INET};
+    if (inet_pton(AF_INET, text, &sin->sin_addr) != 1)
+        guest_fail("network: bad address %s in the boot spec", text);
+}
+
+/* Open mode: the virtio-net interface passt serves, configured with the
+ * address, prefix and gateway passt was given (no DHCP client here). */
+static void net_interface_up(json_t *net)
+{
+    const char *addr = json_string_value(json_object_get(net, "addr"));
+    const char *gw = json_string_value(json_object_get(net, "gw"));
+    json_int_t prefix = json_integer_value(json_object_get(net, "prefix"));
+    if (!addr || !gw || prefix < 1 || prefix > 32)
+        guest_fail("network: the boot spec lacks the interface's address");
+    load_modules_from("/cordon/modules-net");
+    char name[IF_NAMESIZE] = "";
+    _cleanup_closedir_ DIR *d = opendir("/sys/class/net");
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] != '.' && strcmp(de->d_name, "lo") != 0 &&
+            strlen(de->d_name) < sizeof(name)) {
+            memcpy(name, de->d_name, strlen(de->d_name) + 1);
+            break;
+        }
+    }
+    if (!name[0])
+        guest_fail("network: no network interface appeared");
+    _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr = {0};
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+    set_ifr_addr(&ifr, addr);
+    if (fd < 0 || ioctl(fd, SIOCSIFADDR, &ifr) < 0)
+        guest_fail("network: address %s on %s: %s", addr, name, strerror(errno));
+    struct sockaddr_in *mask = (struct sockaddr_in *)&ifr.ifr_netmask;
+    *mask = (struct sockaddr_in){.sin_family = AF_INET};
+    mask->sin_addr.s_addr = htonl(prefix == 32 ? 0xffffffffu : ~(0xffffffffu >> prefix));
+    if (ioctl(fd, SIOCSIFNETMASK, &ifr) < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+        guest_fail("network: netmask on %s: %s", name, strerror(errno));
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+        guest_fail("network: %s up: %s", name, strerror(errno));
+    struct rtentry rt = {0};
+    struct sockaddr_in *dst = (struct sockaddr_in *)&rt.rt_dst;
+    struct sockaddr_in *gwa = (struct sockaddr_in *)&rt.rt_gateway;
+    struct sockaddr_in *gm = (struct sockaddr_in *)&rt.rt_genmask;
+    *dst = *gm = (struct sockaddr_in){.sin_family = AF_INET};
+    *gwa = (struct sockaddr_in){.sin_family = AF_INET};
+    inet_pton(AF_INET, gw, &gwa->sin_addr);
+    rt.rt_flags = RTF_UP | RTF_GATEWAY;
+    rt.rt_dev = name;
+    if (ioctl(fd, SIOCADDRT, &rt) < 0)
+        guest_fail("network: default route via %s: %s", gw, strerror(errno));
+}
+
+/* Guest side of an in port: the host opened a connection to a published
+ * port; it goes to the guest's own loopback. */
+static int forwarder_connect(struct vmux *m, uint16_t port, void *ctx)
+{
+    (void)m;
+    (void)ctx;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0)
+        return -1;
+    /* Loopback: refused or accepted at once, a blocking connect is short. */
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The forwarder (a child of init, then of the agent): the guest's end of
+ * the allowlist proxy (a listener on 127.0.0.1:proxy_port whose
+ * connections go out on the "cordon.out.N" ports) and of published ports
+ * ("cordon.in.N"). It opens the ports as root, then runs as nobody. The
+ * boot goes on once its listener exists. */
+static void net_forwarder_start(json_t *net)
+{
+    size_t n_out = (size_t)json_integer_value(json_object_get(net, "out"));
+    size_t n_in = (size_t)json_integer_value(json_object_get(net, "in"));
+    json_int_t proxy_port = json_integer_value(json_object_get(net, "proxy_port"));
+    if (n_out + n_in == 0)
+        return;
+    if (n_out + n_in > VMUX_MAX_PORTS || (n_out && (proxy_port < 1 || proxy_port > 65535)))
+        guest_fail("network: bad port counts in the boot spec");
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) < 0)
+        guest_fail("pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0)
+        guest_fail("fork: %s", strerror(errno));
+    if (pid > 0) {
+        close(ready[1]);
+        char byte;
+        if (read(ready[0], &byte, 1) != 1)
+            guest_fail("network: the port forwarder did not start");
+        close(ready[0]);
+        return;
+    }
+    close(ready[0]);
+    static struct vmux mux;
+    struct cordon_error err;
+    vmux_init(&mux, forwarder_connect, NULL);
+    for (size_t i = 0; i < n_out + n_in; i++) {
+        char name[32];
+        bool out = i < n_out;
+        snprintf(name, sizeof(name), "cordon.%s.%zu", out ? "out" : "in", out ? i : i - n_out);
+        if (vmux_add_port(&mux, open_port(name), out, &err) < 0)
+            _exit(1);
+    }
+    if (n_out) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int one = 1;
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)proxy_port)};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0 ||
+            vmux_add_listener(&mux, fd, (uint16_t)proxy_port, &err) < 0)
+            _exit(1);
+    }
+    close(channel);
+    channel = -1;
+    if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+        _exit(1);
+    signal(SIGPIPE, SIG_IGN);
+    if (write(ready[1], "r", 1) != 1)
+        _exit(1);
+    close(ready[1]);
+    vmux_run(&mux);
+    _exit(0);
+}
+
+static void net_setup(json_t *net)
+{
+    if (!net)
+        return;
+    const char *mode = json_string_value(json_object_get(net, "mode"));
+    if (mode && strcmp(mode, "open") == 0)
+        net_interface_up(net);
+    net_forwarder_start(net);
 }
 
 bool vm_init_is_guest(int argc, char **argv)
@@ -513,10 +746,15 @@ int vm_init_main(int argc, char **argv)
     if (!c.argv[0])
         guest_fail("empty argv in the boot spec");
     build_view(spec, c.uid, c.gid);
+    agent_view_link();
+    json_t *docker = start_docker(spec, c.gid);
+    net_setup(json_object_get(spec, "net"));
 
     struct utsname u;
     uname(&u);
     json_t *booted = json_pack("{s:s,s:s}", "t", "booted", "kernel", u.release);
+    if (booted && docker)
+        json_object_set_new(booted, "docker", docker);
     if (!booted || vm_frame_write(channel, booted) < 0)
         guest_fail("reporting the boot: %s", strerror(errno));
     json_decref(booted);

@@ -463,11 +463,6 @@ static int run_common(int argc, char **argv, bool shell)
         return CORDON_EXIT_FAILURE;
     }
     bool vm = l.cfg.backend == CFG_BACKEND_VM;
-    if (vm && (l.net.mode != NET_MODE_DENY || l.net.publish_count > 0)) {
-        log_error("the vm backend has no network yet: only network deny, no published ports");
-        launch_free(&l);
-        return CORDON_EXIT_FAILURE;
-    }
     if (vm && pty) {
         if (want_pty == 1) {
             log_error("--pty is not available on the vm backend yet");
@@ -514,7 +509,7 @@ static int run_common(int argc, char **argv, bool shell)
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
     if (vm) {
-        int status = cli_run_vm(&l, agent_argv);
+        int status = cli_run_vm(&l, &lc, agent_argv);
         lifecycle_end(&lc);
         launch_free(&l);
         return status;

@@ -24,4 +24,5 @@ int cmd_untrust(int argc, char **argv);
 
 /* `cordon run` on the vm backend (cli/run-vm.c): boots, relays, returns the
  * command's exit status. */
-int cli_run_vm(const struct launch *l, char **agent_argv);
+struct lifecycle;
+int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv);

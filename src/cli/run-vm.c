@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
+#include "supervisor/lifecycle.h"
 #include "cli/commands.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -76,8 +77,9 @@ struct relay {
     int sigfd;
     int console, errport, channel;
     bool stdin_open;
-    bool stdin_ready; /* the guest's console is raw: input may flow */
-    int status;       /* -1 until the guest reports */
+    bool stdin_ready;       /* the guest's console is raw: input may flow */
+    json_int_t stdin_bytes; /* written to the console so far */
+    int status;             /* -1 until the guest reports */
 };
 
 /* Drains the output streams once QEMU is gone (EOF ends each). */
@@ -134,9 +136,13 @@ static int relay_loop(struct relay *r)
             ssize_t n = read(0, buf, sizeof(buf));
             if (n > 0) {
                 write_all(r->console, buf, (size_t)n);
+                r->stdin_bytes += (json_int_t)n;
             } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
                 r->stdin_open = false;
-                send_message(r->channel, json_pack("{s:s}", "t", "stdin-eof"));
+                /* The count lets the guest wait for input still in flight
+                 * on the console port (another port than the channel). */
+                send_message(r->channel,
+                             json_pack("{s:s,s:I}", "t", "stdin-eof", "bytes", r->stdin_bytes));
             }
         }
         if (p[3].revents & (POLLIN | POLLHUP | POLLERR))
@@ -150,6 +156,12 @@ static int relay_loop(struct relay *r)
                 r->stdin_ready = true;
             } else if (t && strcmp(t, "exit") == 0) {
                 r->status = (int)json_integer_value(json_object_get(m, "status"));
+                json_t *d = json_object_get(m, "docker");
+                const char *state = json_string_value(json_object_get(d, "state"));
+                const char *reason = json_string_value(json_object_get(d, "reason"));
+                if (state)
+                    log_debug("vm: docker at exit: %s%s%s", state, reason && reason[0] ? ": " : "",
+                              reason ? reason : "");
                 reported_at = now_ms();
             } else if (t && strcmp(t, "error") == 0) {
                 log_error("vm: %s", json_string_value(json_object_get(m, "message")));
@@ -171,7 +183,7 @@ static int relay_loop(struct relay *r)
     }
 }
 
-int cli_run_vm(const struct launch *l, char **agent_argv)
+int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
 {
     const struct backend_ops *ops = backend_lookup("vm");
     sigset_t mask;
@@ -191,6 +203,13 @@ int cli_run_vm(const struct launch *l, char **agent_argv)
         return CORDON_EXIT_FAILURE;
     }
     log_debug("vm: booted in %lld ms: %s", now_ms() - t0, sb.description);
+    /* A cordon killed with SIGKILL: the watchdog kills QEMU and removes
+     * the state. */
+    if (lifecycle_started_vm(lc, l, &sb, &err) < 0) {
+        log_error("%s", err.message);
+        ops->stop(&sb);
+        return CORDON_EXIT_FAILURE;
+    }
     struct relay r = {
         .sb = &sb,
         .sigfd = sigfd,

@@ -193,7 +193,7 @@ void net_session_init(struct net_session *s, const struct net_policy *policy)
 /* Child side of fork(): dies with the supervisor, starts with a clean signal
  * state and only the fds it needs (stderr for its warnings, KEEP). Returns
  * KEEP's new number (3; 0 when KEEP is -1), or -1 on failure. */
-static int helper_child_setup(pid_t parent, int keep)
+static int helper_child_setup(pid_t parent, int keep, int keep4)
 {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
         return -1;
@@ -207,7 +207,7 @@ static int helper_child_setup(pid_t parent, int keep)
     if (keep >= 0) {
         if (keep != 3 && dup2(keep, 3) < 0)
             return -1;
-        close_range(4, ~0U, 0);
+        close_range(keep4 == 4 ? 5 : 4, ~0U, 0);
         return 3;
     }
     close_range(3, ~0U, 0);
@@ -258,7 +258,7 @@ static int start_pasta(struct net_session *s, pid_t sandbox_pid, struct cordon_e
     if (pid < 0)
         return error_set(err, errno, "network: fork for pasta");
     if (pid == 0) {
-        if (helper_child_setup(parent, -1) < 0)
+        if (helper_child_setup(parent, -1, -1) < 0)
             _exit(127);
         /* pasta (2023-03) fails with "Couldn't install signal handlers"
          * when SIGPIPE is already ignored. */
@@ -270,6 +270,32 @@ static int start_pasta(struct net_session *s, pid_t sandbox_pid, struct cordon_e
     }
     s->pasta_pid = pid;
     return 0;
+}
+
+int net_publish_listen(const struct net_publish *pub, struct cordon_error *err)
+{
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, pub->bind, &in->sin_addr) == 1) {
+        in->sin_family = AF_INET;
+        in->sin_port = htons(pub->host_port);
+        len = sizeof(*in);
+    } else {
+        inet_pton(AF_INET6, pub->bind, &in6->sin6_addr);
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(pub->host_port);
+        len = sizeof(*in6);
+    }
+    _cleanup_close_ int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 128) < 0)
+        return error_set(err, errno, "network: publish %s:%u:%u: listening on the host", pub->bind,
+                         pub->host_port, pub->guest_port);
+    return TAKE_FD(fd);
 }
 
 static volatile pid_t proxy_factory_pid = -1;
@@ -289,7 +315,12 @@ static void proxy_on_sigterm(int sig)
 
 /* The proxy process: everything up to the readiness report, then the loop.
  * Never returns. */
-static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int ready_fd)
+/* sandbox_pid > 0: the ns backend's sandbox (listener and published ports
+ * through the namespace factory); otherwise LISTENER is the proxy's
+ * listening socket (the vm backend's, on the host) and published ports are
+ * not the proxy's business. */
+static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int listener,
+                       int ready_fd)
 {
     struct cordon_error err = {0};
     struct allowlist allow = {0};
@@ -311,44 +342,27 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int r
             goto fail;
         }
     }
-    if (netns_factory_start(sandbox_pid, &factory, &err) < 0)
+    if (sandbox_pid <= 0) {
+        cfg.sandbox_listener = listener;
+    } else if (netns_factory_start(sandbox_pid, &factory, &err) < 0) {
         goto fail;
+    }
     proxy_factory_pid = factory.pid;
     struct sigaction term = {.sa_handler = proxy_on_sigterm};
     sigaction(SIGTERM, &term, NULL);
-    if (policy->mode == NET_MODE_OPEN &&
+    if (sandbox_pid > 0 && policy->mode == NET_MODE_OPEN &&
         netns_factory_wait_route(&factory, ROUTE_TIMEOUT_MS, &err) < 0)
         goto fail;
-    if (policy->mode == NET_MODE_ALLOWLIST) {
+    if (sandbox_pid > 0 && policy->mode == NET_MODE_ALLOWLIST) {
         cfg.sandbox_listener = netns_factory_listener(&factory, NET_PROXY_PORT, &err);
         if (cfg.sandbox_listener < 0)
             goto fail;
     }
-    for (size_t i = 0; i < policy->publish_count; i++) {
+    for (size_t i = 0; sandbox_pid > 0 && i < policy->publish_count; i++) {
         const struct net_publish *pub = &policy->publish[i];
-        struct sockaddr_storage ss = {0};
-        socklen_t len;
-        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-        if (inet_pton(AF_INET, pub->bind, &in->sin_addr) == 1) {
-            in->sin_family = AF_INET;
-            in->sin_port = htons(pub->host_port);
-            len = sizeof(*in);
-        } else {
-            inet_pton(AF_INET6, pub->bind, &in6->sin6_addr);
-            in6->sin6_family = AF_INET6;
-            in6->sin6_port = htons(pub->host_port);
-            len = sizeof(*in6);
-        }
-        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        int one = 1;
-        if (fd >= 0)
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 128) < 0) {
-            error_set(&err, errno, "network: publish %s:%u:%u: listening on the host", pub->bind,
-                      pub->host_port, pub->guest_port);
+        int fd = net_publish_listen(pub, &err);
+        if (fd < 0)
             goto fail;
-        }
         cfg.publish[i].fd = fd;
         cfg.publish[i].guest_port = pub->guest_port;
         snprintf(cfg.publish[i].text, sizeof(cfg.publish[i].text), "published %s:%u -> %u",
@@ -371,7 +385,8 @@ fail:
     _exit(1);
 }
 
-static int start_proxy(struct net_session *s, pid_t sandbox_pid, struct cordon_error *err)
+static int start_proxy(struct net_session *s, pid_t sandbox_pid, int listener,
+                       struct cordon_error *err)
 {
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0)
@@ -385,10 +400,19 @@ static int start_proxy(struct net_session *s, pid_t sandbox_pid, struct cordon_e
         return error_set(err, e, "network: fork the proxy");
     }
     if (pid == 0) {
-        int ready = helper_child_setup(parent, pipefd[1]);
+        /* The readiness pipe becomes fd 3, the listener (if any) fd 4. */
+        int keep = pipefd[1];
+        if (listener >= 0) {
+            int r = fcntl(pipefd[1], F_DUPFD_CLOEXEC, 100);
+            int lfd = fcntl(listener, F_DUPFD_CLOEXEC, 100);
+            if (r < 0 || lfd < 0 || dup2(r, 3) < 0 || dup2(lfd, 4) < 0)
+                _exit(1);
+            keep = 3;
+        }
+        int ready = helper_child_setup(parent, keep, listener >= 0 ? 4 : -1);
         if (ready < 0)
             _exit(1);
-        proxy_main(s->policy, sandbox_pid, ready);
+        proxy_main(s->policy, sandbox_pid, listener >= 0 ? 4 : -1, ready);
     }
     close(pipefd[1]);
     s->proxy_pid = pid;
@@ -415,7 +439,7 @@ int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *e
     if (policy->mode == NET_MODE_OPEN && start_pasta(s, sandbox_pid, err) < 0)
         goto fail;
     if (policy->mode != NET_MODE_DENY || policy->publish_count > 0) {
-        if (start_proxy(s, sandbox_pid, err) < 0)
+        if (start_proxy(s, sandbox_pid, -1, err) < 0)
             goto fail;
     }
     log_debug("network: %s mode%s", net_mode_name(policy->mode),
@@ -434,6 +458,11 @@ static void stop_child(pid_t *pid)
     while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
         ;
     *pid = -1;
+}
+
+int net_start_proxy_on(struct net_session *s, int listener, struct cordon_error *err)
+{
+    return start_proxy(s, 0, listener, err);
 }
 
 void net_session_stop(struct net_session *s)

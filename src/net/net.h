@@ -65,5 +65,11 @@ void net_session_init(struct net_session *s, const struct net_policy *policy);
 /* The ns backend's on_namespaces_ready hook (ctx: struct net_session *):
  * starts pasta and the proxy and returns once they are ready. */
 int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *err);
+/* The vm backend's proxy: the same process and checks, accepting on
+ * LISTENER (a listening socket on the host; the guest reaches it through
+ * the vm's port relay). Returns once it is ready. */
+int net_start_proxy_on(struct net_session *s, int listener, struct cordon_error *err);
+/* A host listener for a published port (non-blocking, SO_REUSEADDR). */
+int net_publish_listen(const struct net_publish *pub, struct cordon_error *err);
 /* Stops and reaps the helpers. */
 void net_session_stop(struct net_session *s);

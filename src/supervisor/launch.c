@@ -189,6 +189,25 @@ static int launch_network(const struct launch_request *req, struct launch *l,
     return 0;
 }
 
+/* Docker runs only inside the vm backend's guest (src/agent/vm-docker.c):
+ * the ns backend has no daemon of its own and never reaches the host's. */
+static int launch_check_docker(const struct cordon_config *cfg, struct cordon_error *err)
+{
+    if (cfg->backend != CFG_BACKEND_NS)
+        return 0;
+    if (cfg->docker.mode == CFG_DOCKER_REQUIRE)
+        return error_set(err, 0,
+                         "docker.mode = \"require\" (set by %s): the ns backend has no Docker "
+                         "daemon inside (the vm backend's guest runs its own: backend = \"vm\")",
+                         cfg->origin[CFG_DOCKER_MODE].file
+                             ? cfg->origin[CFG_DOCKER_MODE].file
+                             : cfg_layer_name(cfg->origin[CFG_DOCKER_MODE].layer));
+    if (cfg->docker.mode == CFG_DOCKER_AUTO)
+        log_debug("docker: unavailable: the ns backend has no Docker daemon inside (the vm "
+                  "backend's guest runs its own)");
+    return 0;
+}
+
 int launch_prepare(const struct launch_request *req, struct launch *l, struct cordon_error *err)
 {
     *l = (struct launch){0};
@@ -212,6 +231,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
                                                 : cfg_layer_name(cfg->origin[CFG_BACKEND].layer));
         goto fail;
     }
+    if (launch_check_docker(cfg, err) < 0)
+        goto fail;
     l->home = home_path();
     l->agent_path = launch_find_agent(err);
     if (!l->home || !l->agent_path)
@@ -323,6 +344,10 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     };
     log_debug("workspace %s (seen inside as %s), cwd %s%s", l->ws.root, l->ws.view_root,
               l->ws.view_cwd, l->ws.is_git ? ", git" : "");
+    if (cfg->workspace_readonly)
+        log_debug("workspace read-only: writes under %s fail with EROFS; the writable scratch "
+                  "places are %s (HOME, empty at start) and /tmp",
+                  l->ws.view_root, l->home);
     return 0;
 fail:
     launch_free(l);

@@ -9,6 +9,7 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -122,10 +123,46 @@ int lifecycle_persist(struct lifecycle *lc, struct launch *l, struct cordon_erro
     return 0;
 }
 
-/* The watchdog's body (grandchild, own session). Returns never. */
-static void watchdog_run(int supervisor_pidfd, int sandbox_pidfd, int disarm_fd,
-                         struct lifecycle *lc, const struct ns_sandbox *sb, const struct launch *l)
+/* What the watchdog tears down: the process that holds the sandbox (the
+ * ns sandbox's init, or QEMU), the ns sandbox's cgroups, and for the vm
+ * backend its part of the state directory (sockets, the /etc copy, logs),
+ * which teardown "stop" would otherwise leave behind. */
+struct watch_target {
+    pid_t pid;
+    int pidfd;
+    const struct ns_sandbox *ns; /* NULL for the vm backend */
+    bool vm;
+};
+
+/* Removes name under parent, recursively (depth-bounded, no symlink is
+ * followed): the vm backend's part of the state directory (QEMU is dead by
+ * then). */
+static void remove_tree_at(int parent, const char *name, int depth)
 {
+    if (unlinkat(parent, name, 0) == 0 || depth > 32)
+        return;
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            remove_tree_at(dirfd(d), de->d_name, depth + 1);
+    }
+    closedir(d);
+    unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+/* The watchdog's body (grandchild, own session). Returns never. */
+static void watchdog_run(int supervisor_pidfd, int disarm_fd, struct lifecycle *lc,
+                         const struct watch_target *t, const struct launch *l)
+{
+    int sandbox_pidfd = t->pidfd;
     prctl(PR_SET_NAME, "cordon-watchdog");
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
@@ -160,13 +197,15 @@ static void watchdog_run(int supervisor_pidfd, int sandbox_pidfd, int disarm_fd,
     if (pasta_pidfd >= 0)
         pidfd_kill(pasta_pidfd, SIGKILL);
     /* cgroups empty out once the processes are gone. */
-    for (size_t i = 0; i < ARRAY_SIZE(sb->cgroup_paths); i++) {
-        for (int tries = 0; sb->cgroup_paths[i] && tries < 50; tries++) {
-            if (rmdir(sb->cgroup_paths[i]) == 0 || errno != EBUSY)
+    for (size_t i = 0; t->ns && i < ARRAY_SIZE(t->ns->cgroup_paths); i++) {
+        for (int tries = 0; t->ns->cgroup_paths[i] && tries < 50; tries++) {
+            if (rmdir(t->ns->cgroup_paths[i]) == 0 || errno != EBUSY)
                 break;
             usleep(20000);
         }
     }
+    if (t->vm)
+        remove_tree_at(lc->owner.dir_fd, "vm", 0);
     struct cordon_error err;
     /* Nobody answers on the dead supervisor's control socket any more. */
     control_unlink_stale(lc->owner.dir_fd);
@@ -175,10 +214,27 @@ static void watchdog_run(int supervisor_pidfd, int sandbox_pidfd, int disarm_fd,
     _exit(0);
 }
 
+static int watchdog_arm(struct lifecycle *lc, const struct launch *l, const struct watch_target *t,
+                        struct cordon_error *err);
+
 int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct ns_sandbox *sb,
                       struct cordon_error *err)
 {
-    if (state_set_status(&lc->owner, "running", sb->pid, err) < 0)
+    struct watch_target t = {.pid = sb->pid, .pidfd = sb->pidfd, .ns = sb};
+    return watchdog_arm(lc, l, &t, err);
+}
+
+int lifecycle_started_vm(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
+                         struct cordon_error *err)
+{
+    struct watch_target t = {.pid = sb->pid, .pidfd = sb->pidfd, .vm = true};
+    return watchdog_arm(lc, l, &t, err);
+}
+
+static int watchdog_arm(struct lifecycle *lc, const struct launch *l, const struct watch_target *t,
+                        struct cordon_error *err)
+{
+    if (state_set_status(&lc->owner, "running", t->pid, err) < 0)
         return -1;
     _cleanup_close_ int self = pidfd_open_(getpid());
     if (self < 0)
@@ -205,14 +261,14 @@ int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct
         int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         for (int fd = 0; fd < 3 && devnull >= 0; fd++)
             dup2(devnull, fd);
-        int keep[] = {self, sb->pidfd, disarm[0], lc->owner.lock_fd, lc->owner.dir_fd};
+        int keep[] = {self, t->pidfd, disarm[0], lc->owner.lock_fd, lc->owner.dir_fd};
         /* close_range over the gaps between the kept fds, in order. */
         for (size_t a = 0; a < ARRAY_SIZE(keep); a++) {
             for (size_t b = a + 1; b < ARRAY_SIZE(keep); b++) {
                 if (keep[b] < keep[a]) {
-                    int t = keep[a];
+                    int tmp = keep[a];
                     keep[a] = keep[b];
-                    keep[b] = t;
+                    keep[b] = tmp;
                 }
             }
         }
@@ -225,7 +281,7 @@ int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct
             from = (unsigned)keep[k] + 1;
         }
         close_range(from, ~0U, 0);
-        watchdog_run(self, sb->pidfd, disarm[0], lc, sb, l);
+        watchdog_run(self, disarm[0], lc, t, l);
     }
     close(disarm[0]);
     pid_t grandchild = child;

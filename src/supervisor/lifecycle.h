@@ -3,6 +3,7 @@
  * included), and the teardown policy at the end. Host context. */
 #pragma once
 
+#include "backend/backend.h"
 #include "backend/ns/ns.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
@@ -28,6 +29,10 @@ int lifecycle_persist(struct lifecycle *lc, struct launch *l, struct cordon_erro
 /* Records the running sandbox and arms the watchdog. */
 int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct ns_sandbox *sb,
                       struct cordon_error *err);
+/* The same for the vm backend: the watchdog kills QEMU and removes the
+ * backend's part of the state directory. */
+int lifecycle_started_vm(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
+                         struct cordon_error *err);
 /* After the sandbox is gone (graceful): disarm the watchdog, apply teardown,
  * release the lock. */
 void lifecycle_end(struct lifecycle *lc);

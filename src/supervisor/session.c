@@ -123,12 +123,6 @@ int session_start(const struct launch_request *req, struct session **out, struct
     if (s->launch.cfg.backend == CFG_BACKEND_VM) {
         /* The agent serves on the guest's virtio-serial channel; the
          * session reads and writes its own duplicate of the host end. */
-        if (s->launch.net.mode != NET_MODE_DENY || s->launch.net.publish_count > 0) {
-            error_set(err, 0,
-                      "the vm backend has no network yet: only network deny, no "
-                      "published ports");
-            goto fail;
-        }
         s->is_vm = true;
         s->vm.pidfd = -1;
         if (vm_backend_ops.start(&s->launch, agent_argv, &s->vm, err) < 0) {
@@ -137,6 +131,8 @@ int session_start(const struct launch_request *req, struct session **out, struct
             goto fail;
         }
         s->started = true;
+        if (lifecycle_started_vm(&s->lifecycle, &s->launch, &s->vm, err) < 0)
+            goto fail;
         s->channel = fcntl(s->vm.channel_fd, F_DUPFD_CLOEXEC, 3);
         if (s->channel < 0) {
             error_set(err, errno, "dup");

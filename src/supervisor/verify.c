@@ -649,10 +649,30 @@ static void check_docker(struct verify_run *r, const json_t *p)
     char ev[2048] = "", bad[1024] = "";
     size_t i;
     json_t *k;
+    /* The vm guest's own daemon (src/agent/vm-docker.c) is the one socket
+     * allowed to answer, and only when it is verified as the guest's. */
+    json_t *gd = json_object_get(p, "guest_docker");
+    bool vm = r->l && r->l->cfg.backend == CFG_BACKEND_VM;
+    bool guest_own_ok = vm && json_is_true(json_object_get(gd, "own"));
+    if (json_is_object(gd)) {
+        add(ev, sizeof(ev), "guest dockerd: %s%s%s (pid %lld, ID %s): %s; ", str(gd, "state"),
+            str(gd, "reason")[0] ? ": " : "", str(gd, "reason"),
+            (long long)json_integer_value(json_object_get(gd, "pid")), str(gd, "id"),
+            str(gd, "detail"));
+        if (!guest_own_ok)
+            add(bad, sizeof(bad), "%s%s", bad[0] ? ", " : "",
+                vm ? "an unverified Docker socket in the guest"
+                   : "a Docker status file outside the vm backend");
+    } else if (vm) {
+        add(ev, sizeof(ev), "no guest dockerd (docker.mode = \"%s\"); ",
+            cfg_enum_name(CFG_DOCKER_MODE, r->l->cfg.docker.mode));
+    }
     add(ev, sizeof(ev), "connect:");
     json_array_foreach (json_object_get(so, "known"), i, k) {
         add(ev, sizeof(ev), " %s %s;", str(k, "path"), str(k, "connect"));
-        if (strcmp(str(k, "connect"), "ok") == 0)
+        if (json_is_true(json_object_get(k, "guest_own")) && guest_own_ok)
+            continue;
+        if (strcmp(str(k, "connect"), "ok") == 0 || json_is_true(json_object_get(k, "guest_own")))
             add(bad, sizeof(bad), "%s%s", bad[0] ? ", " : "", str(k, "path"));
     }
     size_t found = json_array_size(json_object_get(so, "found"));

@@ -108,7 +108,10 @@ like "read is served by the guest's agent" "$out" "\"id\":2,\"content\":\[\{\"ty
 is "a tool's write lands on the host" "$(cat "$ws/tool.txt" 2>&1)" "tool"
 
 # --- boot 5: kill -9 of cordon takes QEMU down ---
-(cd "$ws" && exec "$CORDON" run --backend vm -- sleep 300) </dev/null >/dev/null 2>&1 &
+rt5="$TEST_TMP/vm-runtime-run"
+mkdir -p "$rt5" && chmod 700 "$rt5"
+rm -f "$ws/vm-up"
+(cd "$ws" && XDG_RUNTIME_DIR="$rt5" exec "$CORDON" run --backend vm -- bash -c "touch $ws/vm-up; exec sleep 300") </dev/null >/dev/null 2>&1 &
 pid=$!
 cleanup_pids+=("$pid")
 qemu=""
@@ -122,7 +125,9 @@ if [ -z "$qemu" ]; then
 else
     pass "QEMU runs as cordon's child"
     cleanup_pids+=("$qemu")
-    sleep 1
+    # Killed once the guest runs the command (the watchdog is armed after
+    # the boot; before, QEMU's PDEATHSIG alone covers it).
+    for _ in $(seq 600); do [ -e "$ws/vm-up" ] && break; sleep 0.1; done
     kill -9 "$pid"
     wait "$pid" 2>/dev/null
     gone=no
@@ -133,6 +138,50 @@ else
         sleep 0.05
     done
     is "kill -9 of cordon kills QEMU" "$gone" yes
+    left=yes
+    for _ in $(seq 100); do
+        [ -z "$(ls "$rt5/cordon" 2>/dev/null | grep '^cordon-')" ] && { left=no; break; }
+        sleep 0.05
+    done
+    is "kill -9 of cordon run: the watchdog removed the state" "$left" no
+fi
+
+# --- boot 6: kill -9 of `cordon mcp` mid-call: the watchdog kills QEMU and
+# removes the session's state ---
+rt="$TEST_TMP/vm-runtime"
+mkdir -p "$rt" && chmod 700 "$rt"
+out=$(cd "$ws" && XDG_RUNTIME_DIR="$rt" CORDON_BACKEND=vm PYTHONPATH="$CORDON_SRC/tests/lib" python3 -c "
+import os, time, signal
+from mcp_client import Mcp, text_of
+m = Mcp('$CORDON', '$ws')
+m.initialize()
+print('first=' + str(text_of(m.call(1, 'bash', {'command': 'echo up'}, timeout=120))))
+m.send({'jsonrpc': '2.0', 'id': 2, 'method': 'tools/call',
+        'params': {'name': 'bash', 'arguments': {'command': 'sleep 300'}}})
+time.sleep(1.0)
+print('qemu=' + os.popen('pgrep -P %d qemu-system' % m.proc.pid).read().strip())
+os.kill(m.proc.pid, signal.SIGKILL)
+m.proc.wait()
+" 2>&1)
+like "mcp on the vm backend answers a call" "$out" "first=up"
+qemu=$(sed -n 's/^qemu=//p' <<<"$out")
+if [ -z "$qemu" ]; then
+    fail "QEMU runs as the mcp supervisor's child" "$out"
+else
+    cleanup_pids+=("$qemu")
+    gone=no
+    for _ in $(seq 100); do
+        state=$(awk '{print $3}' "/proc/$qemu/stat" 2>/dev/null)
+        if [ -z "$state" ] || [ "$state" = Z ]; then gone=yes; break; fi
+        sleep 0.05
+    done
+    is "kill -9 of cordon mcp mid-call: QEMU gone within 5 s" "$gone" yes
+    left=yes
+    for _ in $(seq 100); do
+        [ -z "$(ls "$rt/cordon" 2>/dev/null | grep '^cordon-')" ] && { left=no; break; }
+        sleep 0.05
+    done
+    is "the watchdog removed the vm session's state" "$left" no
 fi
 
 tap_done

@@ -1,8 +1,10 @@
-/* Length-prefixed JSON frames for the vm boot exchange. Any context. */
+/* Length-prefixed JSON frames for the vm boot exchange, blocking and exact:
+ * the encoding and decoding are the agent protocol's (agent/protocol.c).
+ * Any context. */
 #include "backend/vm/vm-frame.h"
+#include "agent/protocol.h"
 #include "util/cleanup.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
@@ -37,20 +39,19 @@ static int write_all(int fd, const char *buf, size_t len)
 
 int vm_frame_write(int fd, const json_t *msg)
 {
-    _cleanup_free_ char *text = json_dumps(msg, JSON_COMPACT);
-    if (!text) {
-        errno = ENOMEM;
-        return -1;
-    }
-    size_t len = strlen(text);
-    if (len > VM_FRAME_MAX) {
+    if (json_dumpb(msg, NULL, 0, JSON_COMPACT) > VM_FRAME_MAX) {
         errno = EMSGSIZE;
         return -1;
     }
-    uint32_t be = htonl((uint32_t)len);
-    if (write_all(fd, (const char *)&be, sizeof(be)) < 0 || write_all(fd, text, len) < 0)
-        return -1;
-    return 0;
+    struct frame_writer w = {0};
+    struct cordon_error err;
+    int rc = frame_writer_queue(&w, (json_t *)msg, &err) < 0
+                 ? -1
+                 : write_all(fd, (const char *)w.buf + w.start, w.len - w.start);
+    if (rc < 0 && !errno)
+        errno = ENOMEM;
+    frame_writer_free(&w);
+    return rc;
 }
 
 static int read_exact(int fd, char *buf, size_t len, long long deadline)
@@ -88,29 +89,37 @@ static int read_exact(int fd, char *buf, size_t len, long long deadline)
     return 0;
 }
 
+/* Reads exactly one frame (never past it: the stream goes on to the agent
+ * protocol or the next message), then decodes it with the agent protocol's
+ * own codec. */
 json_t *vm_frame_read(int fd, int timeout_ms)
 {
     long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-    uint32_t be;
-    if (read_exact(fd, (char *)&be, sizeof(be), deadline) < 0)
+    unsigned char header[4];
+    if (read_exact(fd, (char *)header, sizeof(header), deadline) < 0)
         return NULL;
-    uint32_t len = ntohl(be);
+    uint32_t len = (uint32_t)header[0] << 24 | (uint32_t)header[1] << 16 |
+                   (uint32_t)header[2] << 8 | header[3];
     if (len == 0 || len > VM_FRAME_MAX) {
         errno = EPROTO;
         return NULL;
     }
-    _cleanup_free_ char *buf = malloc(len);
-    if (!buf) {
+    struct frame_reader r = {.buf = malloc(len + sizeof(header)), .cap = len + sizeof(header)};
+    if (!r.buf) {
         errno = ENOMEM;
         return NULL;
     }
-    if (read_exact(fd, buf, len, deadline) < 0)
-        return NULL;
-    json_t *msg = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
-    if (!msg || !json_is_object(msg)) {
-        json_decref(msg);
-        errno = EPROTO;
+    memcpy(r.buf, header, sizeof(header));
+    if (read_exact(fd, (char *)r.buf + sizeof(header), len, deadline) < 0) {
+        frame_reader_free(&r);
         return NULL;
     }
+    r.len = len + sizeof(header);
+    int status;
+    struct cordon_error err;
+    json_t *msg = frame_reader_next(&r, &status, &err);
+    frame_reader_free(&r);
+    if (!msg)
+        errno = EPROTO;
     return msg;
 }

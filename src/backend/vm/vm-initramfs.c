@@ -33,11 +33,53 @@
 #include <unistd.h>
 
 /* The modules the guest loads itself (their dependencies are added from
- * modules.dep): the virtio transports for microvm (mmio) and q35 (pci), the
- * console/serial ports and the 9p filesystem over virtio. */
+ * modules.dep): the virtio transport of QEMU's microvm (mmio; vm.c uses no
+ * other machine, and loading virtio_pci with its two helpers cost ~50 ms
+ * of a TCG boot), the console/serial ports and the 9p filesystem over
+ * virtio. */
 static const char *const root_modules[] = {
-    "virtio_mmio", "virtio_pci", "virtio_console", "9pnet_virtio", "9p",
+    "virtio_mmio",
+    "virtio_console",
+    "9pnet_virtio",
+    "9p",
 };
+
+/* Loaded by the guest only in network mode "open" (listed in
+ * /cordon/modules-net): the virtio-net driver for passt's interface. */
+static const char *const net_modules[] = {"virtio_net"};
+
+/* Loaded only when the guest starts its Docker daemon (vm-docker.c): the
+ * disk its storage lives on, the filesystem on it, and overlayfs for the
+ * image layers. Listed apart so that a boot without Docker pays nothing.
+ * crc32c: ext4's metadata checksums ask the crypto API for it, which would
+ * otherwise request a module through a modprobe the guest does not have
+ * (the mount then fails with ENOENT). */
+static const char *const docker_modules[] = {"virtio_blk", "crc32c_generic", "ext4", "overlay"};
+
+/* The tail the kernel's sign-file appends to a module: the PKCS#7 signature,
+ * a struct module_signature (12 bytes, sig_len big-endian at its end) and
+ * this marker. */
+#define MODULE_SIG_MAGIC "~Module signature appended~\n"
+#define MODULE_SIG_INFO  12
+
+/* A module's length without its signature. The guest kernel (Debian's:
+ * CONFIG_MODULE_SIG without _FORCE) then loads it unverified and marks
+ * itself tainted; verifying ten RSA signatures and hashing 1 MiB of modules
+ * cost ~0.1-0.2 s of a TCG boot. Nothing is lost: the modules come from
+ * cordon's own cache, and the guest's root could load any unsigned module
+ * anyway. */
+static size_t module_unsigned_len(const char *buf, size_t len)
+{
+    size_t magic = sizeof(MODULE_SIG_MAGIC) - 1;
+    if (len < magic + MODULE_SIG_INFO || memcmp(buf + len - magic, MODULE_SIG_MAGIC, magic) != 0)
+        return len;
+    const unsigned char *info = (const unsigned char *)buf + len - magic - MODULE_SIG_INFO;
+    size_t sig = (size_t)info[8] << 24 | (size_t)info[9] << 16 | (size_t)info[10] << 8 | info[11];
+    size_t extra = (size_t)info[3] + info[4]; /* signer and key id: 0 for PKCS#7 */
+    if (sig + extra > len - magic - MODULE_SIG_INFO)
+        return len;
+    return len - magic - MODULE_SIG_INFO - sig - extra;
+}
 
 #define CPIO_MAX_ENTRIES 512
 
@@ -53,6 +95,11 @@ struct cpio_plan {
     uint64_t key; /* FNV-1a over the identity of everything in the image */
     char modules_list[8192];
     size_t modules_len;
+    char docker_list[8192]; /* /cordon/modules.docker */
+    size_t docker_len;
+    char net_list[2048]; /* modules-net: loaded for network mode "open" only */
+    size_t net_len;
+    bool net_pass; /* modules being added go to net_list */
 };
 
 static void key_mix(struct cpio_plan *p, const void *data, size_t len)
@@ -284,7 +331,8 @@ static int modules_dep_lookup(FILE *dep, const char *name, char *line, size_t si
 /* Adds the module at relpath (relative to the modules directory) after its
  * dependencies: a depth-first post-order is a valid load order. */
 static int plan_add_module_path(struct cpio_plan *p, FILE *dep, const struct vm_kernel *k,
-                                const char *relpath, int depth, struct cordon_error *err)
+                                const char *relpath, int depth, bool docker,
+                                struct cordon_error *err)
 {
     if (depth > 16)
         return error_set(err, ELOOP, "initramfs: module dependencies of %s", relpath);
@@ -314,7 +362,7 @@ static int plan_add_module_path(struct cpio_plan *p, FILE *dep, const struct vm_
     int rc = 0;
     for (char *tok = strtok_r(deps, " \t\n", &save); tok && rc == 0;
          tok = strtok_r(NULL, " \t\n", &save))
-        rc = plan_add_module_path(p, dep, k, tok, depth + 1, err);
+        rc = plan_add_module_path(p, dep, k, tok, depth + 1, docker, err);
     free(deps);
     if (rc < 0)
         return -1;
@@ -326,11 +374,15 @@ static int plan_add_module_path(struct cpio_plan *p, FILE *dep, const struct vm_
     if (plan_add_parents(p, guest, err) < 0 || plan_add(p, guest, S_IFREG | 0644, host, err) < 0)
         return -1;
     key_mix(p, &st.st_size, sizeof(st.st_size));
-    int n = snprintf(p->modules_list + p->modules_len, sizeof(p->modules_list) - p->modules_len,
-                     "/%s\n", guest);
-    if (n < 0 || (size_t)n >= sizeof(p->modules_list) - p->modules_len)
+    char *list = p->net_pass ? p->net_list : docker ? p->docker_list : p->modules_list;
+    size_t *len = p->net_pass ? &p->net_len : docker ? &p->docker_len : &p->modules_len;
+    size_t size = p->net_pass ? sizeof(p->net_list)
+                  : docker    ? sizeof(p->docker_list)
+                              : sizeof(p->modules_list);
+    int n = snprintf(list + *len, size - *len, "/%s\n", guest);
+    if (n < 0 || (size_t)n >= size - *len)
         return error_set(err, E2BIG, "initramfs: module list too long");
-    p->modules_len += (size_t)n;
+    *len += (size_t)n;
     return 0;
 }
 
@@ -342,17 +394,29 @@ static int plan_add_modules(struct cpio_plan *p, const struct vm_kernel *k,
     _cleanup_fclose_ FILE *dep = fopen(path, "re");
     if (!dep)
         return error_set(err, errno, "initramfs: %s", path);
-    for (size_t i = 0; i < ARRAY_SIZE(root_modules); i++) {
+    size_t nroot = ARRAY_SIZE(root_modules);
+    for (size_t i = 0; i < nroot + ARRAY_SIZE(docker_modules); i++) {
+        const char *name = i < nroot ? root_modules[i] : docker_modules[i - nroot];
         char line[4096];
-        if (modules_dep_lookup(dep, root_modules[i], line, sizeof(line)) < 0) {
+        if (modules_dep_lookup(dep, name, line, sizeof(line)) < 0) {
             /* Built into this kernel: nothing to load. */
-            log_debug("vm: module %s not in modules.dep (built in?)", root_modules[i]);
+            log_debug("vm: module %s not in modules.dep (built in?)", name);
             continue;
         }
         *strchr(line, ':') = '\0';
-        if (plan_add_module_path(p, dep, k, line, 0, err) < 0)
+        if (plan_add_module_path(p, dep, k, line, 0, i >= nroot, err) < 0)
             return -1;
     }
+    p->net_pass = true;
+    for (size_t i = 0; i < ARRAY_SIZE(net_modules); i++) {
+        char line[4096];
+        if (modules_dep_lookup(dep, net_modules[i], line, sizeof(line)) < 0)
+            continue;
+        *strchr(line, ':') = '\0';
+        if (plan_add_module_path(p, dep, k, line, 0, false, err) < 0)
+            return -1;
+    }
+    p->net_pass = false;
     return 0;
 }
 
@@ -424,6 +488,9 @@ static int cpio_write_file(int fd, size_t *offset, unsigned ino, const char *nam
             return error_set(err, n < 0 ? errno : EIO, "initramfs: reading %s", host);
         got += (size_t)n;
     }
+    size_t nlen = strlen(name);
+    if (nlen > 3 && strcmp(name + nlen - 3, ".ko") == 0)
+        got = module_unsigned_len(buf, got);
     if (cpio_write(fd, offset, ino, name, mode, buf, got) < 0)
         return error_set(err, errno, "initramfs: writing");
     return 0;
@@ -447,6 +514,10 @@ static int cpio_write_plan(const struct cpio_plan *p, int fd, struct cordon_erro
     }
     if (cpio_write(fd, &offset, ino++, "cordon/modules", S_IFREG | 0644, p->modules_list,
                    p->modules_len) < 0 ||
+        cpio_write(fd, &offset, ino++, "cordon/modules.docker", S_IFREG | 0644, p->docker_list,
+                   p->docker_len) < 0 ||
+        cpio_write(fd, &offset, ino++, "cordon/modules-net", S_IFREG | 0644, p->net_list,
+                   p->net_len) < 0 ||
         cpio_write(fd, &offset, 0, "TRAILER!!!", 0, NULL, 0) < 0)
         return error_set(err, errno, "initramfs: writing");
     return 0;
@@ -464,12 +535,15 @@ static void plan_free(struct cpio_plan *p)
 static int plan_build(struct cpio_plan *p, const struct vm_kernel *k, const char *agent_path,
                       struct cordon_error *err)
 {
-    static const char *const dirs[] = {"dev",    "proc", "sys", "tmp", "run",  "mnt",
-                                       "cordon", "etc",  "usr", "var", "home", "root"};
+    static const char *const dirs[] = {"dev", "proc", "sys", "tmp",     "run",  "mnt", "cordon",
+                                       "etc", "usr",  "var", "var/log", "home", "root"};
     for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
         if (plan_add(p, dirs[i], S_IFDIR | 0755, NULL, err) < 0)
             return -1;
     }
+    /* Docker's clients and daemon know the socket as /var/run/docker.sock. */
+    if (plan_add(p, "var/run", S_IFLNK | 0777, "../run", err) < 0)
+        return -1;
     /* The merged-/usr links (/bin -> usr/bin ...), as on the host. */
     static const char *const links[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
     for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
@@ -492,6 +566,8 @@ static int plan_build(struct cpio_plan *p, const struct vm_kernel *k, const char
     key_mix(p, &st.st_mtim, sizeof(st.st_mtim));
     key_mix(p, &st.st_ino, sizeof(st.st_ino));
     key_mix(p, k->version, strlen(k->version));
+    /* The image's own format: modules stored without their signatures. */
+    key_mix(p, "unsigned-modules,modules-net", 27);
     if (plan_add_libraries(p, agent_path, err) < 0 || plan_add_modules(p, k, err) < 0)
         return -1;
     return 0;

@@ -10,6 +10,8 @@
 #include "backend/etc-allowlist.h"
 #include "backend/vm/vm.h"
 #include "backend/vm/vm-frame.h"
+#include "backend/vm/vm-docker-plan.h"
+#include "backend/vm/vm-net.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
@@ -41,7 +43,8 @@
 #define KVM_BOOT_TIMEOUT_MS   8000
 #define TCG_BOOT_TIMEOUT_MS   60000
 #define VM_DEFAULT_MEMORY_MIB 2048
-#define VM_MAX_ARGS           128
+#define VM_MAX_ARGS           192
+#define VM_QEMU_NET_FD        3 /* passt's socket in QEMU (open mode) */
 
 enum { SOCK_CHANNEL, SOCK_CONSOLE, SOCK_STDERR, SOCK_COUNT };
 static const char *const sock_names[SOCK_COUNT] = {"ch", "con", "err"};
@@ -51,6 +54,9 @@ struct vm_state {
     char accel[8];          /* "kvm" or "tcg" */
     int fds[SOCK_COUNT];    /* connected streams to QEMU's chardevs */
     int listen[SOCK_COUNT]; /* listening sockets, closed once accepted */
+    struct vm_docker_plan docker;
+    bool etc_filled;   /* etc_fill() done (once, even across a KVM retry) */
+    struct vm_net net; /* network mode, port relay, passt */
 };
 
 /* ---- the state directory ---- */
@@ -166,12 +172,29 @@ static int copy_entry(int srcdir, int dstdir, const char *name, size_t *budget, 
     return 0;
 }
 
-static int etc_copy(const char *state, struct cordon_error *err)
+/* The share's directory exists before QEMU starts (QEMU opens it then); its
+ * entries are copied by etc_fill() while the guest kernel boots: with a
+ * thousand symlinks in /etc/alternatives the copy costs 0.3-0.7 s here,
+ * which the boot then hides (the guest mounts /etc only after the boot
+ * spec, which is sent after the copy). */
+static int etc_dir_make(const char *state, struct cordon_error *err)
 {
     char dst[PATH_MAX];
     snprintf(dst, sizeof(dst), "%s/etc", state);
     if (mkdir(dst, 0755) < 0)
         return error_set(err, errno, "vm: creating %s", dst);
+    /* An empty /etc/docker, made before the guest can look: where the guest
+     * mounts its daemon's own (the host's is never copied). */
+    snprintf(dst, sizeof(dst), "%s/etc/docker", state);
+    if (mkdir(dst, 0755) < 0)
+        return error_set(err, errno, "vm: creating %s", dst);
+    return 0;
+}
+
+static int etc_fill(const char *state, struct cordon_error *err)
+{
+    char dst[PATH_MAX];
+    snprintf(dst, sizeof(dst), "%s/etc", state);
     _cleanup_close_ int d = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     _cleanup_closedir_ DIR *etc = opendir("/etc");
     if (d < 0 || !etc)
@@ -285,6 +308,48 @@ static long host_tsc_khz(void)
     return mhz > 100 ? (long)(mhz * 1000) : 2000000;
 }
 
+/* deny and allowlist: no network device at all (allowlist connections
+ * travel over virtio-serial ports); open: virtio-net to passt on fd 3
+ * (see spawn_qemu), QEMU 7.2's -netdev stream. */
+static void add_net_args(const struct vm_state *st, struct argv_builder *b)
+{
+    if (st->net.passt_qemu_fd < 0) {
+        arg_add(b, "-nic");
+        arg_add(b, "none");
+        return;
+    }
+    arg_add(b, "-netdev");
+    arg_add(b, "stream,id=net0,server=off,addr.type=fd,addr.str=%d", VM_QEMU_NET_FD);
+    arg_add(b, "-device");
+    arg_add(b, "virtio-net-device,netdev=net0");
+}
+
+/* The virtio-serial ports of the allowlist proxy and published ports. */
+static void add_net_ports(const struct vm_state *st, struct argv_builder *b)
+{
+    for (size_t i = 0; i < st->net.n_out + st->net.n_in; i++) {
+        char id[16], name[32];
+        vm_net_port_names(&st->net, i, id, sizeof(id), name, sizeof(name));
+        arg_add(b, "-chardev");
+        arg_add(b, "socket,id=%s,path=%s/%s,server=off", id, st->dir, id);
+        arg_add(b, "-device");
+        arg_add(b, "virtserialport,chardev=%s,name=%s,nr=%zu", id, name, VM_NET_PORT_BASE + i);
+    }
+}
+
+/* The guest-private disk of the Docker daemon's storage (vm-docker-plan.c).
+ * cache=unsafe: its content is a cache of images and containers that only
+ * this guest uses; a host crash may cost it, not a QEMU kill. */
+static void add_docker_disk(struct argv_builder *b, const struct vm_state *st)
+{
+    if (!st->docker.start || !st->docker.disk[0])
+        return;
+    arg_add(b, "-drive");
+    arg_add(b, "file=%s,if=none,id=dk,format=raw,cache=unsafe,discard=unmap", st->docker.disk);
+    arg_add(b, "-device");
+    arg_add(b, "virtio-blk-device,drive=dk");
+}
+
 static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, const char *initrd,
                            const struct vm_state *st, const struct share *shares, size_t nshares,
                            struct argv_builder *b)
@@ -311,9 +376,7 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     arg_add(b, "-no-user-config");
     arg_add(b, "-nographic");
     arg_add(b, "-no-reboot");
-    /* Deny mode: no network device at all. */
-    arg_add(b, "-nic");
-    arg_add(b, "none");
+    add_net_args(st, b);
     /* QEMU's own seccomp filter: no exec, no privilege changes. */
     arg_add(b, "-sandbox");
     arg_add(b, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
@@ -324,13 +387,22 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     arg_add(b, "-append");
     /* panic=-1 + reboot=t + -no-reboot: a dying init ends QEMU at once.
      * Under TCG the PIT-based TSC calibration fails at random and the boot
-     * hangs; the host's TSC rate and loops-per-jiffy given here skip it. */
+     * hangs; the host's TSC rate and loops-per-jiffy given here skip it.
+     * The rest trims a TCG boot (docs/vm-backend.md "Boot time"):
+     * swiotlb=noforce: no 64 MiB bounce buffer to clear (virtio-mmio
+     * devices use guest-physical addresses, no DMA mapping: ~0.1-0.3 s);
+     * one 8250 UART probed, not four; initcalls skipped: kprobe-event
+     * tracing, /sys/kernel/btf/vmlinux (parsing the BTF: ~50 ms), the KDF
+     * self-test (~30 ms), the built-in certificates (modules are stored
+     * unsigned, see vm-initramfs.c). */
     long khz = host_tsc_khz();
     arg_add(b,
             "console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init tsc=reliable "
             "tsc_early_khz=%ld lpj=%ld "
             "no_timer_check i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests "
-            "random.trust_cpu=on",
+            "random.trust_cpu=on swiotlb=noforce 8250.nr_uarts=1 "
+            "initcall_blacklist=init_kprobe_trace,btf_vmlinux_init,crypto_kdf108_init,"
+            "load_system_certificate_list",
             khz, khz * 4 /* loops per jiffy at Debian's HZ=250 */);
     /* Extra guest kernel parameters, for debugging a boot. */
     const char *extra = getenv("CORDON_VM_APPEND");
@@ -344,7 +416,7 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     arg_add(b, "-serial");
     arg_add(b, "file:%s/console.log", st->dir);
     arg_add(b, "-device");
-    arg_add(b, "virtio-serial-device,max_ports=4");
+    arg_add(b, "virtio-serial-device,max_ports=%zu", 4 + st->net.n_out + st->net.n_in);
     for (int i = 0; i < SOCK_COUNT; i++) {
         arg_add(b, "-chardev");
         arg_add(b, "socket,id=%s,path=%s/%s,server=off", sock_names[i], st->dir, sock_names[i]);
@@ -355,6 +427,7 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     arg_add(b, "virtserialport,chardev=ch,name=" VM_PORT_CHANNEL ",nr=1");
     arg_add(b, "-device");
     arg_add(b, "virtserialport,chardev=err,name=" VM_PORT_STDERR ",nr=2");
+    add_net_ports(st, b);
     for (size_t i = 0; i < nshares; i++) {
         /* security_model=none: files are created with QEMU's (the
          * supervisor's) credentials and ownership changes are ignored. */
@@ -364,11 +437,12 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
         arg_add(b, "-device");
         arg_add(b, "virtio-9p-device,fsdev=fs%zu,mount_tag=s%zu", i, i);
     }
+    add_docker_disk(b, st);
     b->args[b->n] = NULL;
     return b->failed ? -1 : 0;
 }
 
-static pid_t spawn_qemu(char *const *argv, const char *dir, int *pidfd_out,
+static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, int *pidfd_out,
                         struct cordon_error *err)
 {
     char log[PATH_MAX];
@@ -394,6 +468,8 @@ static pid_t spawn_qemu(char *const *argv, const char *dir, int *pidfd_out,
         dup2(null, 0);
         dup2(logfd, 1);
         dup2(logfd, 2);
+        if (net_fd >= 0 && dup2(net_fd, VM_QEMU_NET_FD) < 0)
+            _exit(127);
         execvp(argv[0], argv);
         dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -532,6 +608,12 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         if (st->listen[i] < 0)
             return -1;
     }
+    vm_net_init(&st->net, &l->net);
+    if (vm_net_prepare(&st->net, st->dir, err) < 0) {
+        state_close(st);
+        vm_net_stop(&st->net);
+        return -1;
+    }
     struct argv_builder b = {0};
     if (build_qemu_argv(l, k, initrd, st, shares, nshares, &b) < 0) {
         argv_free(&b);
@@ -545,7 +627,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         log_debug("vm: %s", line);
     }
     int pidfd = -1;
-    pid_t pid = spawn_qemu(b.args, st->dir, &pidfd, err);
+    pid_t pid = spawn_qemu(b.args, st->dir, st->net.passt_qemu_fd, &pidfd, err);
     argv_free(&b);
     if (pid < 0)
         return -1;
@@ -555,9 +637,19 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     long long timeout = strcmp(st->accel, "kvm") == 0 ? KVM_BOOT_TIMEOUT_MS : TCG_BOOT_TIMEOUT_MS;
     long long deadline = now_ms() + timeout;
     json_t *spec = NULL, *reply = NULL;
-    if (accept_all(st, pidfd, deadline, err) < 0)
+    if (!st->etc_filled) {
+        if (etc_fill(st->dir, err) < 0)
+            goto fail;
+        st->etc_filled = true;
+    }
+    if (accept_all(st, pidfd, deadline, err) < 0 || vm_net_accept(&st->net, deadline, err) < 0)
         goto fail;
     spec = boot_spec(l, agent_argv, shares, nshares);
+    json_t *net = vm_net_spec(&st->net);
+    if (spec && net)
+        json_object_set_new(spec, "net", net);
+    if (spec)
+        json_object_set_new(spec, "docker", vm_docker_plan_spec(&st->docker));
     if (!spec || vm_frame_write(st->fds[SOCK_CHANNEL], spec) < 0) {
         error_set(err, errno, "vm: sending the boot spec");
         goto fail;
@@ -580,6 +672,10 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
                  json_string_value(json_object_get(reply, "kernel"))
                      ? json_string_value(json_object_get(reply, "kernel"))
                      : "?");
+        json_t *docker = json_object_get(reply, "docker");
+        if (docker)
+            log_debug("vm: docker: %s (%s)", json_string_value(json_object_get(docker, "state")),
+                      json_string_value(json_object_get(docker, "detail")));
         json_decref(spec);
         json_decref(reply);
         return 0;
@@ -591,6 +687,7 @@ fail:
     json_decref(reply);
     kill_qemu(sb);
     state_close(st);
+    vm_net_stop(&st->net);
     /* What QEMU and the guest's console said last, for the user. */
     static const char *const logs[][2] = {{"qemu.log", "QEMU"}, {"console.log", "guest console"}};
     for (size_t i = 0; i < ARRAY_SIZE(logs); i++) {
@@ -640,13 +737,17 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
         return error_set(err, ENOMEM, "vm");
     for (int i = 0; i < SOCK_COUNT; i++)
         st->fds[i] = st->listen[i] = -1;
+    vm_net_init(&st->net, &l->net);
     sb->priv = st;
     if (state_dir_make(l->name, st->dir, sizeof(st->dir), err) < 0) {
         st->dir[0] = '\0';
         return -1;
     }
-    if (etc_copy(st->dir, err) < 0)
+    if (etc_dir_make(st->dir, err) < 0)
         return -1;
+    if (vm_docker_plan_make(l, &st->docker, err) < 0)
+        return -1;
+    log_debug("vm: docker: %s", st->docker.reason);
 
     char etc[PATH_MAX];
     snprintf(etc, sizeof(etc), "%s/etc", st->dir);
@@ -673,7 +774,7 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
         if (rc == 0)
             vm_accel_mark_kvm_broken(&k, kvm_err.message);
     }
-    if (rc < 0)
+    if (rc < 0 || vm_net_start(&st->net, st->dir, err) < 0)
         return -1;
     sb->channel_fd = st->fds[SOCK_CHANNEL];
     log_debug("vm: %s booted (%s)", l->name, sb->description);
@@ -686,6 +787,7 @@ static void vm_stop(struct sandbox *sb)
     kill_qemu(sb);
     if (st) {
         state_close(st);
+        vm_net_stop(&st->net);
         if (st->dir[0] && !getenv("CORDON_VM_KEEP_STATE")) {
             char parent[PATH_MAX];
             snprintf(parent, sizeof(parent), "%s", st->dir);

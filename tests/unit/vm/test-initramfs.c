@@ -104,7 +104,8 @@ int main(void)
     mkdir(path, 0755);
     /* virtio_console needs virtio, which needs virtio_ring; 9p needs 9pnet. */
     static const char *const mods[] = {
-        "virtio_ring", "virtio", "virtio_console", "virtio_mmio", "9pnet", "9pnet_virtio", "9p"};
+        "virtio_ring", "virtio",     "virtio_console", "virtio_mmio", "9pnet",  "9pnet_virtio",
+        "9p",          "virtio_blk", "jbd2",           "ext4",        "overlay"};
     for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
         snprintf(path, sizeof(path), "%s/kernel/%s.ko", k.modules, mods[i]);
         write_file(path, mods[i]);
@@ -116,7 +117,11 @@ int main(void)
                      "kernel/virtio_mmio.ko: kernel/virtio.ko kernel/virtio_ring.ko\n"
                      "kernel/9pnet.ko:\n"
                      "kernel/9pnet_virtio.ko: kernel/9pnet.ko kernel/virtio.ko\n"
-                     "kernel/9p.ko: kernel/9pnet.ko\n");
+                     "kernel/9p.ko: kernel/9pnet.ko\n"
+                     "kernel/virtio_blk.ko: kernel/virtio.ko kernel/virtio_ring.ko\n"
+                     "kernel/jbd2.ko:\n"
+                     "kernel/ext4.ko: kernel/jbd2.ko\n"
+                     "kernel/overlay.ko:\n");
     /* The agent: a copy of a dynamically linked system binary. */
     char agent[PATH_MAX];
     snprintf(agent, sizeof(agent), "%s/agent", tmp);
@@ -175,6 +180,20 @@ int main(void)
     ok(cpio_find(archive, len, "cordon/lib/modules/9.9.9-test/kernel/9p.ko", &e, &trailer) &&
            e.size == 2 && memcmp(e.data, "9p", 2) == 0,
        "module files carry their contents");
+    ok(strstr(list, "/ext4.ko") == NULL && strstr(list, "/virtio_blk.ko") == NULL,
+       "Docker's modules are not in the boot's list");
+    ok(cpio_find(archive, len, "cordon/modules.docker", &e, &trailer), "Docker's module list");
+    char dlist[4096] = "";
+    if (e.size < sizeof(dlist))
+        memcpy(dlist, e.data, e.size);
+    const char *jbd2 = strstr(dlist, "/jbd2.ko"), *ext4 = strstr(dlist, "/ext4.ko");
+    ok(strstr(dlist, "/virtio_blk.ko\n") && strstr(dlist, "/overlay.ko\n") && jbd2 && ext4 &&
+           jbd2 < ext4,
+       "Docker's list: virtio_blk, overlay, jbd2 before ext4 (%s)", dlist);
+    ok(strstr(dlist, "/virtio.ko") == NULL, "a dependency the boot loads is not listed again");
+    ok(cpio_find(archive, len, "var/run", &e, &trailer) && (e.mode & 0170000) == 0120000 &&
+           e.size == 6 && memcmp(e.data, "../run", 6) == 0,
+       "/var/run links to /run (Docker's socket path)");
     trailer = false;
     cpio_find(archive, len, "no-such-entry", &e, &trailer);
     ok(trailer, "the archive ends with a TRAILER!!! entry");

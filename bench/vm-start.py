@@ -1,0 +1,100 @@
+"""The vm backend's start-up cost as an MCP client sees it: wall time from
+spawning `cordon mcp` to the first tool result (initialize, then a `read`
+of a small file), then the latency of further calls (read, bash `true`) on
+the running sandbox; ns and vm in the same run and workspace. Host context,
+benchmark-only. Usage: vm-start.py CORDON WORKSPACE RUNS CALLS"""
+import json
+import os
+import select
+import statistics
+import subprocess
+import sys
+import time
+
+
+class Mcp:
+    def __init__(self, cordon, cwd, backend):
+        env = dict(os.environ, CORDON_BACKEND=backend)
+        self.proc = subprocess.Popen([cordon, "mcp"], cwd=cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.buf = b""
+        self.next_id = 0
+
+    def request(self, method, params, timeout=120.0):
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" not in self.buf:
+                left = deadline - time.monotonic()
+                r, _, _ = select.select([self.proc.stdout], [], [], max(left, 0))
+                if not r:
+                    raise RuntimeError(f"no answer to {method} within {timeout} s")
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+                if not chunk:
+                    raise RuntimeError("cordon mcp exited")
+                self.buf += chunk
+            line, self.buf = self.buf.split(b"\n", 1)
+            resp = json.loads(line)
+            if resp.get("id") == self.next_id:
+                if "error" in resp or resp.get("result", {}).get("isError"):
+                    raise RuntimeError(f"{method} failed: {line[:300]!r}")
+                return resp
+
+    def call(self, tool, args):
+        return self.request("tools/call", {"name": tool, "arguments": args})
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+def ms(v):
+    return f"{v:7.0f} ms" if v >= 100 else f"{v:7.1f} ms"
+
+
+def main():
+    cordon, ws, runs, calls = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    with open(os.path.join(ws, "hello.txt"), "w") as f:
+        f.write("hello\n")
+    results = {}
+    for backend in ("ns", "vm"):
+        # One warm-up: the vm backend builds and caches its initramfs and
+        # learns which accelerator works on the first run.
+        m = Mcp(cordon, ws, backend)
+        m.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "bench", "version": "1"}})
+        m.call("read", {"path": "hello.txt"})
+        m.close()
+        first, per_read, per_bash = [], [], []
+        for _ in range(runs):
+            t0 = time.monotonic()
+            m = Mcp(cordon, ws, backend)
+            m.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                     "clientInfo": {"name": "bench", "version": "1"}})
+            m.call("read", {"path": "hello.txt"})
+            first.append((time.monotonic() - t0) * 1000)
+            for _ in range(calls):
+                t = time.monotonic()
+                m.call("read", {"path": "hello.txt"})
+                per_read.append((time.monotonic() - t) * 1000)
+                t = time.monotonic()
+                m.call("bash", {"command": "true"})
+                per_bash.append((time.monotonic() - t) * 1000)
+            m.close()
+        results[backend] = (first, per_read, per_bash)
+    load = open("/proc/loadavg").read().split()[0]
+    print(f"cordon mcp: spawn to first tool result, then per-call latency "
+          f"({os.cpu_count()} host CPUs, load {load}; {runs} runs, {calls} calls of each per run)")
+    print(f"{'':4}  {'first result: min':>18} {'median':>10} {'max':>10}   "
+          f"{'read median':>11} {'bash true median':>16}")
+    for backend, (first, rd, bs) in results.items():
+        print(f"{backend:4}  {ms(min(first)):>18} {ms(statistics.median(first)):>10} "
+              f"{ms(max(first)):>10}   {ms(statistics.median(rd)):>11} "
+              f"{ms(statistics.median(bs)):>16}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# Integration: Docker inside the vm backend's guest (issue 9), and the
+# read-only workspace mode on both backends, as a user sees them. Every boot
+# that starts dockerd costs 10-30 s under TCG: the checks share few boots.
+# Needs docker.io, docker-compose and busybox-static (scripts/bootstrap.sh --test).
+. "$CORDON_SRC/tests/lib/tap.sh"
+. "$CORDON_SRC/tests/lib/cordon.sh"
+
+ws=$(new_ws dws)
+
+# --- ns backend: no Docker inside; read-only mode (cheap, no VM) ---
+cordon_run "$ws" --set docker.mode=require -- true
+is "ns + docker.mode=require: refused (exit 125)" "$rc" 125
+like "ns + require: the reason" "$out" 'docker.mode = "require" .*the ns backend has no Docker daemon inside'
+out=$(cd "$ws" && PWD="$ws" "$CORDON" --debug run -- true 2>&1 </dev/null)
+like "ns + auto: reported unavailable in --debug, and runs" "$out" "docker: unavailable: the ns backend has no Docker daemon inside"
+out=$(cd "$ws" && PWD="$ws" "$CORDON" --debug run --readonly -- bash -c '
+    echo x > ro.txt 2>&1 || true; echo x > "$HOME/s" && echo "home=ok"; echo x > /tmp/s && echo "tmp=ok"' 2>&1 </dev/null)
+like "ns --readonly: a workspace write fails with EROFS" "$out" "ro.txt: Read-only file system"
+like "ns --readonly: HOME is writable scratch" "$out" "home=ok"
+like "ns --readonly: /tmp is writable scratch" "$out" "tmp=ok"
+like "ns --readonly: --debug names the scratch places" "$out" "workspace read-only: writes under $ws fail with EROFS; the writable scratch places are .* \(HOME, empty at start\) and /tmp"
+[ -e "$ws/ro.txt" ] && fail "ns --readonly: nothing written" || pass "ns --readonly: nothing written"
+
+# Mounts that would shadow the guest's Docker runtime or its executables.
+mkdir -p "$TEST_TMP/xdg/cordon"
+for g in /var/lib/docker/x /run/containerd /usr/bin/docker /var/run/docker.sock; do
+    printf '[[mounts]]\nhost_path = "%s"\nguest_path = "%s"\n' "$ws" "$g" >"$TEST_TMP/xdg/cordon/config.toml"
+    out=$(cd "$ws" && XDG_CONFIG_HOME="$TEST_TMP/xdg" "$CORDON" run -- true 2>&1 </dev/null)
+    rc=$?
+    is "a mount on $g is refused (exit 125)" "$rc" 125
+    like "a mount on $g: the reason" "$out" "guest path $g overlaps the protected"
+done
+rm -rf "$TEST_TMP/xdg"
+out=$(cd "$ws" && DOCKER_HOST=tcp://127.0.0.1:9 "$CORDON" run --set env.mode=allowlist --set env.allow=DOCKER_HOST -- true 2>&1 </dev/null)
+rc=$?
+is "env.allow = DOCKER_HOST is refused (exit 125)" "$rc" 125
+like "env.allow = DOCKER_HOST: the reason" "$out" '"DOCKER_HOST" is protected and can never be forwarded'
+
+if ! command -v qemu-system-x86_64 >/dev/null || { [ ! -e /var/cache/cordon/vm/current/vmlinuz ] && [ -z "${CORDON_VM_DIR:-}" ]; }; then
+    skip "vm checks" "no QEMU or guest kernel (scripts/bootstrap.sh --test)"
+    tap_done
+fi
+if [ ! -x /usr/sbin/dockerd ] || [ ! -x /bin/busybox ]; then
+    skip "Docker in the guest" "docker.io or busybox-static missing (scripts/bootstrap.sh --test)"
+    tap_done
+fi
+
+# --- require with dockerd missing: blocked with the reason, before any boot ---
+out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/sbin/no-dockerd "$CORDON" run --backend vm --set docker.mode=require -- true 2>&1 </dev/null)
+rc=$?
+is "vm + require + no dockerd: refused (exit 125)" "$rc" 125
+like "vm + require + no dockerd: the reason" "$out" 'docker.mode = "require": Docker is missing: /usr/sbin/no-dockerd is not in the shared system directories'
+
+out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/sbin/no-dockerd "$CORDON" tool --backend vm --set docker.mode=require bash '{"command":"echo ran"}' 2>&1 </dev/null)
+rc=$?
+is "vm + require + no dockerd: the tools are blocked (cordon tool exits 125)" "$rc" 125
+like "vm + require + no dockerd: cordon tool gives the reason" "$out" 'docker.mode = "require": Docker is missing'
+unlike "vm + require + no dockerd: the tool never ran" "$out" "ran"
+
+# The test image's base: busybox-static, as a tarball for `docker import`.
+mkdir -p "$TEST_TMP/base/bin"
+cp /bin/busybox "$TEST_TMP/base/bin/"
+for c in sh echo cat ls touch; do ln -s busybox "$TEST_TMP/base/bin/$c"; done
+tar -C "$TEST_TMP/base" -cf "$ws/base.tar" .
+cat > "$ws/Dockerfile" <<'EOF'
+FROM cordon-test-base
+COPY hello.txt /hello.txt
+RUN echo "built inside the guest" > /built.txt
+CMD ["cat", "/built.txt", "/hello.txt"]
+EOF
+echo "from the workspace" > "$ws/hello.txt"
+cat > "$ws/docker-compose.yml" <<'EOF'
+version: "3"
+services:
+  hello:
+    image: cordon-test
+    network_mode: none
+EOF
+
+# --- the host's own Docker daemon, started by the test (root only) ---
+host_sock=
+if is_root; then
+    hd="$TEST_TMP/hostd"
+    mkdir -p "$hd"
+    dockerd --iptables=false --bridge=none -H "unix://$hd/sock" --data-root "$hd/data" \
+        --exec-root "$hd/exec" --pidfile "$hd/pid" >"$hd/log" 2>&1 &
+    cleanup_pids+=($!)
+    for _ in $(seq 1 100); do
+        docker -H "unix://$hd/sock" info --format '{{.ID}}' >/dev/null 2>&1 && break
+        sleep 0.3
+    done
+    if host_id=$(docker -H "unix://$hd/sock" info --format '{{.ID}}' 2>/dev/null); then
+        host_sock="unix://$hd/sock"
+    else
+        diag "host dockerd did not start: $(tail -3 "$hd/log")"
+    fi
+fi
+
+# --- boot 1 (auto: the daemon starts on first use; allowlist network): build,
+# run, compose ---
+t0=$(date +%s%N)
+out=$(cd "$ws" && PWD="$ws" DOCKER_HOST="${host_sock:-tcp://127.0.0.1:9}" DOCKER_CONTEXT=sentinel \
+    "$CORDON" --debug run --backend vm --network allowlist --allow-host registry.example -- bash -c '
+    echo "env=$(env | grep -E "^(DOCKER|COMPOSE)_" | tr "\n" " ")"
+    docker import base.tar cordon-test-base >/dev/null && echo import=ok
+    docker build -q -t cordon-test . >/dev/null && echo build=ok
+    docker run --rm cordon-test
+    echo "net=$(docker run --rm cordon-test-base cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " " | tr "\n" " ")"
+    echo "id=$(docker info --format "{{.ID}}")"
+    echo "status=$(cat /run/cordon/docker.json)"
+    echo "daemon_env=$(tr "\0" "\n" </proc/$(cat /run/docker.pid)/environ | cut -d= -f1 | sort | tr "\n" " ")"
+    echo "fs=$(stat -f -c %T /var/lib/docker)"
+    echo "tcp_listen=$(ss -Hltnp | grep -cE "dockerd|containerd")"
+    if command -v docker-compose >/dev/null; then
+        docker-compose up --no-color 2>&1 | grep -E "built inside|exited with code" | sed "s/^/compose: /"
+    else
+        echo "compose=none"
+    fi
+    # Last: an impostor socket in place of the daemon'"'"'s; the probe (what
+    # cordon verify runs) must not take it for the guest'"'"'s own.
+    probe() {
+        echo "{}" | /run/cordon/agent probe | sed -n "s/^CORDON-PROBE //p" |
+            python3 -c "import json, sys; g = json.load(sys.stdin)[\"guest_docker\"]; print(\"probe_own=%s: %s\" % (g[\"own\"], g[\"detail\"]))"
+    }
+    probe
+    python3 -c "import socket, os; s = socket.socket(socket.AF_UNIX); s.bind(\"/run/x.sock\"); s.listen(1); os.rename(\"/run/x.sock\", \"/run/docker.sock\")"
+    probe' 2>&1 </dev/null)
+rc=$?
+t1=$(date +%s%N)
+diag "boot 1 (dockerd started on first use, build, run, compose): $(((t1 - t0) / 1000000)) ms"
+is "boot 1 exits 0" "$rc" 0
+like "--debug reports the guest's daemon plan" "$out" "vm: docker: auto: the guest's own /usr/sbin/dockerd, storage on .*/docker.img"
+like "--debug: idle until first use" "$out" "vm: docker: idle \(dockerd starts on the first connection to /var/run/docker.sock\)"
+like "no DOCKER_*/COMPOSE_* variable reaches the guest (host DOCKER_HOST sentinel set)" "$out" "env=
+"
+like "docker import of the test's tarball" "$out" "import=ok"
+like "docker build with the workspace as context" "$out" "build=ok"
+like "docker run prints the image's output" "$out" "built inside the guest
+from the workspace"
+like "a container gets loopback only (no bridge)" "$out" "net=lo "
+like "the daemon's storage is the guest-private ext4 disk" "$out" "fs=ext2/ext3"
+like "dockerd and containerd listen on no TCP port in the guest" "$out" "tcp_listen=0"
+is "dockerd's environment: cordon's own and the allowlist proxy's, nothing else" \
+    "$(sed -n 's/^daemon_env=//p' <<<"$out")" "DOCKER_RAMDISK HOME HTTPS_PROXY HTTP_PROXY LISTEN_FDS LISTEN_PID NO_PROXY PATH http_proxy https_proxy no_proxy "
+like "the guest's status: ready, verified" "$out" 'status=\{"mode":"auto","state":"ready"'
+ready_ms=$(sed -n 's/.*"ready_ms":\([0-9]*\).*/\1/p' <<<"$out")
+diag "dockerd ready (first use to verified answer, TCG): ${ready_ms:-?} ms"
+guest_id=$(sed -n 's/^id=//p' <<<"$out")
+like "the probe: the guest's own daemon answers (listener pid 1, same ID)" "$out" "probe_own=True: listener pid 1 uid 0; daemon ID seen ([A-Z0-9:]+), started "
+like "the probe rejects an impostor socket at the daemon's path" "$out" "probe_own=False: /var/run/docker.sock is not the socket the guest's init made"
+if command -v docker-compose >/dev/null; then
+    like "docker-compose up runs the service" "$out" "compose: .*built inside the guest"
+else
+    skip "docker compose up" "docker-compose is not installed"
+fi
+if [ -n "$host_sock" ]; then
+    isnt_id=$([ -n "$guest_id" ] && [ "$guest_id" != "$host_id" ] && echo differ)
+    is "the guest's daemon is not the host's (IDs differ)" "$isnt_id" differ
+    is "the host daemon has no images from the guest" "$(docker -H "$host_sock" images -q | wc -l)" 0
+    is "the host daemon has no containers from the guest" "$(docker -H "$host_sock" ps -aq | wc -l)" 0
+else
+    skip "host daemon isolation" "no host dockerd (needs root)"
+fi
+
+# --- boot 2: require + read-only workspace: the daemon is up before the
+# command, build with the read-only workspace as context, container binds
+# of it read-only, scratch writable ---
+out=$(cd "$ws" && PWD="$ws" "$CORDON" --debug run --backend vm --readonly --set docker.mode=require -- bash -c '
+    echo x > ro.txt 2>&1 || true
+    echo x > "$HOME/scratch" && echo home=ok
+    echo "state=$(grep -o "\"state\":\"[a-z]*\"" /run/cordon/docker.json)"
+    docker import base.tar cordon-test-base >/dev/null && docker build -q -t cordon-test . >/dev/null && echo build=ok
+    docker run --rm -v "$PWD:/w" cordon-test-base sh -c "touch /w/from-container" 2>&1
+    docker run --rm -v "$PWD:/w" cordon-test-base cat /w/hello.txt' 2>&1 </dev/null)
+rc=$?
+is "boot 2 exits 0" "$rc" 0
+like "require: the daemon is ready before the command runs" "$out" "vm: docker: ready \(dockerd .* in [0-9]+ ms\)"
+like "require: state ready at the first command" "$out" 'state="state":"ready"'
+like "vm --readonly: a workspace write fails with EROFS" "$out" "ro.txt: Read-only file system"
+like "vm --readonly: HOME is writable scratch" "$out" "home=ok"
+like "vm --readonly: docker build with the read-only workspace as context" "$out" "build=ok"
+like "vm --readonly: a container's bind of the workspace is read-only" "$out" "touch: /w/from-container: Read-only file system"
+like "vm --readonly: the container reads the workspace" "$out" "from the workspace"
+[ -e "$ws/ro.txt" ] || [ -e "$ws/from-container" ] && fail "vm --readonly: nothing written" || pass "vm --readonly: nothing written"
+
+# --- cordon verify's docker row: the daemon answering is the guest's own ---
+out=$(cd "$ws" && "$CORDON" verify --backend vm --set docker.mode=require 2>&1 </dev/null)
+like "verify: the docker row passes with the guest's daemon ready" "$out" "PASS  docker-socket    guest dockerd: ready \(pid [0-9]+, ID [A-Z0-9:]+\): listener pid 1 uid 0; daemon ID seen [A-Z0-9:]+, started "
+row=$(grep 'docker-socket' <<<"$out")
+started=$(sed -n 's/.*ID \([A-Z0-9:]*\)).*/\1/p' <<<"$row")
+seen=$(sed -n 's/.*daemon ID seen \([A-Z0-9:]*\),.*/\1/p' <<<"$row")
+is "verify: the ID answering through the socket is the one the guest started" "${seen:-none}" "${started:-missing}"
+out=$(cd "$ws" && "$CORDON" verify --backend vm 2>&1 </dev/null)
+like "verify (auto, unused): the guest's socket is its own and the daemon idle" "$out" "PASS  docker-socket    guest dockerd: idle .*socket made by the guest's init"
+
+# --- a daemon that does not come up: require blocks with the reason; auto
+# carries on and the guest's status says why ---
+out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/bin/false "$CORDON" run --backend vm --set docker.mode=require -- echo ran 2>&1 </dev/null)
+rc=$?
+is "require + a daemon that exits: blocked (exit 125)" "$rc" 125
+like "require + a daemon that exits: the reason" "$out" 'docker.mode = "require": the guest.s Docker daemon is not available: unavailable: dockerd exited \(status 1\) during start'
+unlike "require + a daemon that exits: the command never ran" "$out" "^ran"
+out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/bin/false "$CORDON" --debug run --backend vm -- bash -c 'docker version >/dev/null 2>&1; echo "docker=$?"; cat /run/cordon/docker.json' 2>&1 </dev/null)
+rc=$?
+is "auto + a daemon that exits: the command runs" "$rc" 0
+like "auto + a daemon that exits: docker fails in the guest" "$out" "docker=1"
+like "auto + a daemon that exits: cordon --debug says why at the end" "$out" "vm: docker at exit: unavailable: dockerd exited \(status 1\) during start"
+like "auto + a daemon that exits: the status says why" "$out" '"state":"unavailable","reason":"dockerd exited \(status 1\) during start; see /var/log/dockerd.log"'
+
+# --- auto with dockerd missing carries on; teardown stop keeps the disk ---
+out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/sbin/no-dockerd "$CORDON" --debug run --backend vm -- bash -c 'docker version >/dev/null 2>&1; echo docker=$?; ls /run/cordon/' 2>&1 </dev/null)
+rc=$?
+is "vm + auto + no dockerd: the command runs" "$rc" 0
+like "vm + auto + no dockerd: the reason in --debug" "$out" "vm: docker: missing: /usr/sbin/no-dockerd is not in the shared system directories"
+like "vm + auto + no dockerd: no daemon in the guest" "$out" "docker=1"
+
+# A state root of the test's own: `cordon gc` below must not touch the
+# sessions of anything else running on this machine.
+name=vmdocker-$$
+state_home="$TEST_TMP/state"
+kept() { (cd "$ws" && env -u XDG_RUNTIME_DIR XDG_STATE_HOME="$state_home" "$CORDON" "$@" 2>&1 </dev/null); }
+out=$(kept run --backend vm --name "$name" --teardown stop -- docker import base.tar kept-image)
+rc=$?
+is "teardown stop: the session ends" "$rc" 0
+ok "teardown stop keeps the Docker disk" test -f "$state_home/cordon/$name/docker.img"
+out=$(kept run --backend vm --name "$name" --teardown stop -- docker images --format '{{.Repository}}')
+like "the next session of that name finds its image on the kept disk" "$out" "kept-image"
+out=$(kept gc --hours 0)
+ok "cordon gc removes the stopped session's Docker disk" test ! -e "$state_home/cordon/$name/docker.img"
+
+tap_done

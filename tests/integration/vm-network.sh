@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Integration: network modes and published ports on the vm backend (issue 9
+# part 3, docs/vm-backend.md "Network"), as a user sees them. Local servers
+# only: on the host's loopback and (as root) in network namespaces this test
+# creates as test hosts, like network.sh. One boot per mode under TCG.
+. "$CORDON_SRC/tests/lib/tap.sh"
+. "$CORDON_SRC/tests/lib/cordon.sh"
+
+if ! command -v qemu-system-x86_64 >/dev/null; then
+    echo "1..0 # SKIP qemu-system-x86_64 not installed (scripts/bootstrap.sh --test)"
+    exit 0
+fi
+if [ ! -e /var/cache/cordon/vm/current/vmlinuz ] && [ -z "${CORDON_VM_DIR:-}" ]; then
+    echo "1..0 # SKIP no guest kernel (scripts/vm-kernel.sh)"
+    exit 0
+fi
+
+PY=/usr/bin/python3
+here="$CORDON_SRC/tests/integration"
+ws=$(new_ws vmnet)
+audit="$TEST_TMP/audit.jsonl"
+hosts="$TEST_TMP/hosts"
+export XDG_RUNTIME_DIR="$TEST_TMP/runtime"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+
+port_base=$((20000 + (RANDOM % 20000)))
+HTTP=$port_base
+ECHO=$((port_base + 1))
+PUB=$((port_base + 3))
+
+wait_port() { # wait_port HOST PORT [NETNS]
+    local i
+    for i in $(seq 100); do
+        if ${3:+ip netns exec "$3"} bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    return 1
+}
+vm_run() { # vm_run [OPTIONS] -- CMD...: cordon run on the vm backend in $ws
+    out=$(cd "$ws" && PWD="$ws" "$CORDON" run --backend vm "$@" 2>&1 </dev/null)
+    rc=$?
+}
+
+# A host listener on the loopback, and (when there is one) on the address of
+# the host's default-route interface: the guest must reach neither.
+$PY "$here/net-servers.py" 127.0.0.1 "$HTTP" "$ECHO" hello-from-loopback >/dev/null 2>&1 &
+cleanup_pids+=($!)
+host_addr=$(ip -4 -o route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+if [ -n "$host_addr" ]; then
+    $PY "$here/net-servers.py" "$host_addr" "$HTTP" "$ECHO" hello-from-host-address >/dev/null 2>&1 &
+    cleanup_pids+=($!)
+fi
+wait_port 127.0.0.1 "$HTTP" || diag "loopback server did not start"
+
+# ------------------------------------------------- deny, with a published port
+rm -f "$ws/ready" "$ws/done"
+(cd "$ws" && PWD="$ws" "$CORDON" run --backend vm --publish "127.0.0.1:$PUB:8000" -- bash -c "
+    echo \"net=\$(ls /sys/class/net | tr '\n' ' ')\"
+    curl -sS -m 5 http://127.0.0.1:$HTTP/ 2>&1; echo loop=\$?
+    curl -sS -m 5 http://${host_addr:-192.0.2.1}:$HTTP/ 2>&1; echo hostaddr=\$?
+    $PY -c 'import socket; socket.create_connection((\"198.51.100.2\", 80), 3)' 2>&1 | tail -1
+    cd /tmp && echo published-from-the-guest > index.html
+    $PY -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 &
+    for i in \$(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/8000) 2>/dev/null && break; sleep 0.1; done
+    touch $ws/ready; for i in \$(seq 300); do [ -e $ws/done ] && break; sleep 0.1; done" \
+    >"$TEST_TMP/deny.out" 2>&1 </dev/null) &
+pid=$!
+cleanup_pids+=("$pid")
+for _ in $(seq 600); do [ -e "$ws/ready" ] && break; sleep 0.1; done
+got=$(curl -sS -m 10 "http://127.0.0.1:$PUB/" 2>&1)
+listen=$(ss -Hltn "sport = :$PUB" 2>/dev/null | awk '{print $4}')
+if [ -n "$host_addr" ]; then
+    other=$(curl -sS -m 5 "http://$host_addr:$PUB/" 2>&1; echo "rc=$?")
+fi
+touch "$ws/done"
+wait "$pid"
+out=$(cat "$TEST_TMP/deny.out")
+like "deny: no interface but lo in the guest" "$out" $'net=lo \n'
+like "deny: the guest's 127.0.0.1 is its own (the host's loopback server is not there)" "$out" "loop=7"
+unlike "deny: no host listener answered" "$out" "hello-from"
+like "deny: no route out" "$out" "Network is unreachable"
+is "publish: the guest's listener answers on the host at 127.0.0.1:$PUB" "$got" "published-from-the-guest"
+is "publish: bound to 127.0.0.1 only" "$listen" "127.0.0.1:$PUB"
+if [ -n "$host_addr" ]; then
+    like "publish: not reachable at the host's other address ($host_addr)" "$other" "rc=7"
+else
+    skip "publish: the host's other address" "no default route here"
+fi
+
+# ------------------------------------------------- allowlist
+cat >"$hosts" <<EOF
+127.0.0.1 web.test other.test
+EOF
+vm_run --network allowlist --net-hosts-file "$hosts" --net-audit-log "$audit" \
+    --allow-host web.test --allow-host "127.0.0.1:$HTTP" -- bash -c "
+    echo \"net=\$(ls /sys/class/net | tr '\n' ' ')\"
+    echo \"proxy=\$HTTP_PROXY \$HTTPS_PROXY \$ALL_PROXY \$http_proxy \$https_proxy \$all_proxy\"
+    curl -sS -m 20 http://web.test:$HTTP/; echo
+    curl -sS -m 20 -p http://web.test:$HTTP/; echo
+    curl -sS -m 20 -x socks5h://127.0.0.1:3128 http://web.test:$HTTP/; echo
+    curl -sS -m 20 -o /dev/null -w 'code=%{http_code}\n' http://other.test:$HTTP/
+    curl -sS -m 5 --noproxy '*' http://127.0.0.1:$HTTP/ 2>&1; echo direct-loop=\$?
+    curl -sS -m 5 --noproxy '*' http://${host_addr:-192.0.2.1}:$HTTP/ 2>&1; echo direct-host=\$?"
+is "allowlist: the run exits 0" "$rc" 0
+like "allowlist: still no interface but lo" "$out" $'net=lo \n'
+like "allowlist: proxy variables point at the guest's forwarder" "$out" \
+    "proxy=http://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:3128"
+is "allowlist: the listed host through the proxy by HTTP, CONNECT and SOCKS5" \
+    "$(grep -c hello-from-loopback <<<"$out")" 3
+like "allowlist: an unlisted host is refused with 403" "$out" "code=403"
+like "allowlist: the refusal names the rule" "$out" "no allow_hosts rule matches other.test:$HTTP"
+like "allowlist: a direct connection to the host's loopback fails" "$out" "direct-loop=7"
+like "allowlist: a direct connection to the host's address fails" "$out" "direct-host=7"
+like "allowlist: the allowed request is in the audit log" "$(cat "$audit" 2>/dev/null)" \
+    '"host":"web.test".*"decision":"allow"'
+like "allowlist: the refusal is in the audit log" "$(cat "$audit" 2>/dev/null)" \
+    '"host":"other.test".*"decision":"deny".*no allow_hosts rule matches'
+
+# ------------------------------------------------- cordon verify's network rows
+vpub=$((port_base + 4))
+out=$(cd "$ws" && PWD="$ws" "$CORDON" verify --backend vm --set network.mode=allowlist \
+    --set 'network.allow_hosts=["web.test"]' --set "network.publish_ports=[\"127.0.0.1:$vpub:8000\"]" 2>&1 </dev/null)
+like "verify on vm: network-egress passes in allowlist mode" "$out" "PASS  network-egress   network.mode = allowlist"
+like "verify on vm: the proxy refused the unlisted CONNECTs" "$out" "proxy CONNECT [0-9.:]+ \(not allowlisted\) -> HTTP/1.1 403"
+like "verify on vm: published-ports passes (loopback only)" "$out" "PASS  published-ports  127.0.0.1:$vpub -> 8000: host listeners: tcp:$vpub on loopback"
+
+# ------------------------------------------------- open (test hosts in namespaces)
+if ! command -v passt >/dev/null; then
+    skip "open mode" "passt (Debian package passt) is not installed"
+elif [ "$(id -u)" != 0 ]; then
+    skip "open mode" "needs root (ip netns add) for its test host"
+else
+    cl="cordon-vmnet-c-$$"
+    srv="cordon-vmnet-s-$$"
+    netns_cleanup() {
+        ip netns pids "$srv" 2>/dev/null | xargs -r kill -9
+        ip netns pids "$cl" 2>/dev/null | xargs -r kill -9
+        ip netns del "$cl" 2>/dev/null
+        ip netns del "$srv" 2>/dev/null
+        test_cleanup
+    }
+    trap netns_cleanup EXIT
+    if ip netns add "$cl" && ip netns add "$srv" &&
+        ip link add veth-c netns "$cl" type veth peer name veth-s netns "$srv" &&
+        ip -n "$cl" addr add 198.51.100.1/24 dev veth-c && ip -n "$srv" addr add 198.51.100.2/24 dev veth-s &&
+        ip -n "$cl" link set veth-c up && ip -n "$srv" link set veth-s up &&
+        ip -n "$cl" link set lo up && ip -n "$srv" link set lo up &&
+        ip -n "$cl" route add default via 198.51.100.2; then
+        ip netns exec "$srv" $PY "$here/net-servers.py" 0.0.0.0 80 7 hello-from-test-host >/dev/null 2>&1 &
+        ip netns exec "$cl" $PY "$here/net-servers.py" 127.0.0.1 "$HTTP" "$ECHO" hello-from-client-loopback >/dev/null 2>&1 &
+        wait_port 198.51.100.2 80 "$cl" && wait_port 127.0.0.1 "$HTTP" "$cl" || diag "test hosts did not start"
+        out=$(cd "$ws" && PWD="$ws" ip netns exec "$cl" "$CORDON" run --backend vm --network open -- bash -c "
+            echo \"net=\$(ls /sys/class/net | tr '\n' ' ')\"
+            curl -sS -m 20 http://198.51.100.2/; echo
+            curl -sS -m 5 http://127.0.0.1:$HTTP/ 2>&1; echo loop=\$?
+            curl -sS -m 5 http://198.51.100.1:$HTTP/ 2>&1; echo hostaddr=\$?" 2>&1 </dev/null)
+        like "open: the guest has a network interface" "$out" $'net=eth0 lo \n'
+        like "open: a test host on a non-loopback address is reachable" "$out" "hello-from-test-host"
+        like "open: the host's loopback is unreachable" "$out" "loop=7"
+        unlike "open: nothing reached the host's loopback server" "$out" "hello-from-client-loopback"
+    else
+        skip "open mode" "could not create the test hosts"
+    fi
+fi
+
+tap_done
