@@ -17,11 +17,15 @@
 #include "agent/vm-init.h"
 #include "agent/vm-docker.h"
 #include "util/fs.h"
+#include "backend/ns/ns-landlock.h"
+#include "backend/ns/ns-seccomp.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
 #include "net/vmux.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/privs.h"
+#include "config.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -39,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/seccomp.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/resource.h>
@@ -334,7 +339,47 @@ struct guest_command {
     uid_t uid;
     gid_t gid;
     json_t *rlimits;
+    const char *home;
+    const char *workspace;
+    bool workspace_readonly;
+    bool no_seccomp; /* debug builds' test hook only */
 };
+
+/* Every process started for the user (the agent and all it runs, or the
+ * command of `cordon run`) runs as the ns sandbox's do: the host user's
+ * uid (uid 0 when cordon runs as root: root of a guest whose every
+ * capability is gone), no capability and no way back (securebits locked,
+ * empty bounding set), no_new_privs, Landlock where the guest kernel has
+ * it (writes only to the workspace, /tmp, /var/tmp, /run, /dev and home)
+ * and the ns backend's seccomp filter (no mount, umount, pivot_root,
+ * unshare, setns, keyctl, bpf...). The guest's root could otherwise undo
+ * the read-only binds over protected paths. The guest init, the Docker
+ * daemon and the port forwarder were started before and keep theirs.
+ * Returns -1 with err filled; no allocation. */
+static int confine_user(const struct guest_command *c, struct cordon_error *err)
+{
+    if (privs_drop_all(true, c->uid, c->gid, err) < 0)
+        return -1;
+    const char *writable[8];
+    size_t n = 0;
+    static const char *const always[] = {"/tmp", "/var/tmp", "/run", "/dev"};
+    for (size_t i = 0; i < ARRAY_SIZE(always); i++)
+        writable[n++] = always[i];
+    if (c->home && c->home[0] == '/')
+        writable[n++] = c->home;
+    if (c->workspace && c->workspace[0] == '/' && !c->workspace_readonly)
+        writable[n++] = c->workspace;
+    writable[n] = NULL;
+    if (ns_landlock_apply_in_child(ns_landlock_abi(), writable, err) < 0)
+        return -1;
+    if (CORDON_UNSAFE_NO_SECCOMP || (CORDON_TEST_HOOKS && c->no_seccomp))
+        return 0;
+    struct sock_fprog prog;
+    ns_seccomp_program(&prog);
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+        return error_set_raw(err, errno, "load seccomp filter", NULL);
+    return 0;
+}
 
 static void set_limit(int resource, json_int_t value, rlim_t unit)
 {
@@ -365,11 +410,10 @@ static void exec_guest_command(const struct guest_command *c, int in, int out, i
     dup2(out, 1);
     dup2(errfd, 2);
     apply_limits(c->rlimits);
-    if (c->uid != 0) {
-        if (setgroups(0, NULL) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0) {
-            fprintf(stderr, "cordon: switching to uid %u: %s\n", c->uid, strerror(errno));
-            _exit(CORDON_EXIT_FAILURE);
-        }
+    struct cordon_error err;
+    if (confine_user(c, &err) < 0) {
+        fprintf(stderr, "cordon: confining the command (uid %u): %s\n", c->uid, err.message);
+        _exit(CORDON_EXIT_FAILURE);
     }
     if (c->cwd && chdir(c->cwd) < 0) {
         fprintf(stderr, "cordon: chdir %s: %s\n", c->cwd, strerror(errno));
@@ -742,6 +786,10 @@ int vm_init_main(int argc, char **argv)
         .uid = (uid_t)json_integer_value(json_object_get(spec, "uid")),
         .gid = (gid_t)json_integer_value(json_object_get(spec, "gid")),
         .rlimits = json_object_get(spec, "rlimits"),
+        .home = json_string_value(json_object_get(spec, "home")),
+        .workspace = json_string_value(json_object_get(spec, "workspace")),
+        .workspace_readonly = json_is_true(json_object_get(spec, "workspace_readonly")),
+        .no_seccomp = json_is_true(json_object_get(spec, "test_no_seccomp")),
     };
     if (!c.argv[0])
         guest_fail("empty argv in the boot spec");
@@ -770,15 +818,16 @@ int vm_init_main(int argc, char **argv)
         run_relayed(&c);
     }
     /* Other modes: the agent itself, PID 1 still, the channel as fd 3,
-     * with the user's identity and limits (as the ns backend's agent has):
-     * nothing it runs needs the guest's root. */
+     * with the user's identity, limits and restrictions (confine_user, as
+     * the ns backend's agent has): nothing it runs needs the guest's root. */
     if (dup2(channel, CHANNEL_FD) < 0)
         guest_fail("dup2: %s", strerror(errno));
     if (c.cwd && chdir(c.cwd) < 0)
         guest_fail("chdir %s: %s", c.cwd, strerror(errno));
     apply_limits(c.rlimits);
-    if (c.uid != 0 && (setgroups(0, NULL) < 0 || setgid(c.gid) < 0 || setuid(c.uid) < 0))
-        guest_fail("switching to uid %u: %s", c.uid, strerror(errno));
+    struct cordon_error err;
+    if (confine_user(&c, &err) < 0)
+        guest_fail("confining the agent (uid %u): %s", c.uid, err.message);
     execve("/init", c.argv, c.env);
     guest_fail("exec /init: %s", strerror(errno));
 }

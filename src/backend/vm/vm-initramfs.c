@@ -19,6 +19,7 @@
 #include "backend/vm/vm.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/privs.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -264,7 +265,7 @@ static int plan_add_libraries(struct cpio_plan *p, const char *agent_path, struc
         int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
         if (null >= 0)
             dup2(null, 2);
-        execl(loader, loader, "--list", agent_path, (char *)NULL);
+        execle(loader, loader, "--list", agent_path, (char *)NULL, privs_helper_environ());
         _exit(127);
     }
     close(pipefd[1]);

@@ -7,6 +7,7 @@
 #include "backend/vm/vm-net.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/privs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -163,7 +164,7 @@ static int start_passt(struct vm_net *n, const char *dir, struct cordon_error *e
             dup2(sv[1], 3) < 0)
             _exit(127);
         close_range(4, ~0U, 0);
-        execvp("passt", argv);
+        execvpe("passt", argv, privs_helper_environ());
         _exit(127);
     }
     close(sv[1]);

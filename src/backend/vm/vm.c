@@ -5,9 +5,10 @@
  * the guest's init reports the view is built. When KVM is chosen but cannot
  * boot a stock guest (this host's paravirtual KVM), the boot is retried under
  * TCG and the verdict cached. Host context (supervisor, unprivileged or
- * root); QEMU runs with the supervisor's credentials and its own seccomp
- * sandbox. */
+ * root); QEMU runs with the supervisor's uid but no capability, a minimal
+ * environment, no_new_privs and its own seccomp sandbox. */
 #include "backend/etc-allowlist.h"
+#include "config.h"
 #include "backend/vm/vm.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm-docker-plan.h"
@@ -16,6 +17,7 @@
 #include "supervisor/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/privs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -470,7 +472,19 @@ static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, int *pid
         dup2(logfd, 2);
         if (net_fd >= 0 && dup2(net_fd, VM_QEMU_NET_FD) < 0)
             _exit(127);
-        execvp(argv[0], argv);
+        /* QEMU needs no capability: everything it opens belongs to the
+         * supervisor's uid (state directory, kernel cache, the shares as
+         * the ns sandbox would see them). A root supervisor's QEMU keeps
+         * uid 0 but no capability, so a QEMU escape is not full root. */
+        struct cordon_error perr;
+        if (privs_drop_all(false, 0, 0, &perr) < 0) {
+            dprintf(2, "dropping privileges for QEMU: %s\n", perr.message);
+            _exit(127);
+        }
+        /* Nothing of the supervisor's environment (DOCKER_HOST, tokens)
+         * in a process whose /proc/PID/environ other host processes of
+         * the same user can read. */
+        execvpe(argv[0], argv, privs_helper_environ());
         dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
@@ -563,12 +577,24 @@ static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
         json_array_append_new(prot, json_string(path));
     }
     const struct ns_limits *lim = &l->spec.limits;
-    return json_pack("{s:s,s:o,s:o,s:s,s:s,s:I,s:I,s:o,s:o,s:b,s:{s:I,s:I,s:I,s:I}}", "t", "boot",
-                     "argv", argv, "env", env, "cwd", l->spec.cwd, "home", l->spec.home, "uid",
-                     (json_int_t)getuid(), "gid", (json_int_t)getgid(), "shares", sh, "protected",
-                     prot, "workspace_readonly", l->spec.workspace_readonly, "rlimits", "nofile",
-                     (json_int_t)lim->open_files, "fsize_mib", (json_int_t)lim->file_size_mib,
-                     "cpu", (json_int_t)lim->cpu_seconds, "nproc", (json_int_t)lim->pids);
+    /* The in-guest restrictions (vm-init.c confine_user): Landlock's
+     * writable places, as the ns backend's, and a debug builds' test hook
+     * that leaves the seccomp filter out so that `cordon verify` can be
+     * shown to FAIL (tests/security/vm-escapes.sh). */
+    bool no_seccomp = CORDON_TEST_HOOKS && getenv("CORDON_TEST_VM_NO_SECCOMP");
+    json_t *spec =
+        json_pack("{s:s,s:o,s:o,s:s,s:s,s:I,s:I,s:o,s:o,s:b,s:{s:I,s:I,s:I,s:I}}", "t", "boot",
+                  "argv", argv, "env", env, "cwd", l->spec.cwd, "home", l->spec.home, "uid",
+                  (json_int_t)getuid(), "gid", (json_int_t)getgid(), "shares", sh, "protected",
+                  prot, "workspace_readonly", l->spec.workspace_readonly, "rlimits", "nofile",
+                  (json_int_t)lim->open_files, "fsize_mib", (json_int_t)lim->file_size_mib, "cpu",
+                  (json_int_t)lim->cpu_seconds, "nproc", (json_int_t)lim->pids);
+    if (spec) {
+        json_object_set_new(spec, "workspace", json_string(l->spec.workspace_view));
+        if (no_seccomp)
+            json_object_set_new(spec, "test_no_seccomp", json_true());
+    }
+    return spec;
 }
 
 static void state_close(struct vm_state *st)
