@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
@@ -619,6 +620,41 @@ static json_t *descriptors(void)
     return list;
 }
 
+/* Which kernel this is (a microVM's guest has its own: another boot_id),
+ * and what the pids the host named are here: on the vm backend a host pid
+ * is at most a number the guest happens to use too, for another process. */
+static json_t *kernel_identity(json_t *req)
+{
+    json_t *o = json_object();
+    char boot_id[64] = "";
+    _cleanup_fclose_ FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (f && fgets(boot_id, sizeof(boot_id), f))
+        boot_id[strcspn(boot_id, "\n")] = '\0';
+    json_object_set_new(o, "boot_id", json_string(boot_id));
+    struct utsname u;
+    if (uname(&u) == 0) {
+        json_object_set_new(o, "release", json_string(u.release));
+        json_object_set_new(o, "version", json_string(u.version));
+    }
+    json_t *pids = json_array();
+    json_t *asked = json_object_get(req, "host_pids");
+    for (size_t i = 0; i < json_array_size(asked) && i < PROBE_PROCS_MAX; i++) {
+        json_int_t pid = json_integer_value(json_array_get(asked, i));
+        if (pid <= 0)
+            continue;
+        char path[64], comm[64] = "";
+        snprintf(path, sizeof(path), "/proc/%lld/comm", (long long)pid);
+        _cleanup_fclose_ FILE *c = fopen(path, "re");
+        int e = errno;
+        if (c && fgets(comm, sizeof(comm), c))
+            comm[strcspn(comm, "\n")] = '\0';
+        json_array_append_new(
+            pids, json_pack("{s:I, s:s}", "pid", pid, "comm", c ? comm : errno_name(e)));
+    }
+    json_object_set_new(o, "host_pids", pids);
+    return o;
+}
+
 static json_t *landlock(void)
 {
     json_t *o = json_object();
@@ -664,6 +700,7 @@ int agent_probe(void)
     json_object_set_new(out, "processes", processes(req));
     json_object_set_new(out, "fds", descriptors());
     json_object_set_new(out, "landlock", landlock());
+    json_object_set_new(out, "kernel", kernel_identity(req));
     _cleanup_free_ char *text = json_dumps(out, JSON_COMPACT);
     printf("CORDON-PROBE %s\n", text ? text : "{}");
     json_decref(out);

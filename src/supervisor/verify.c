@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -173,6 +174,34 @@ static json_t *read_namespaces(pid_t pid)
             json_object_set_new(o, ns_names[i], json_string(link));
     }
     return o;
+}
+
+/* The first line of a small file, or "" (boot_id, comm). */
+static void read_line(const char *path, char *out, size_t size)
+{
+    out[0] = '\0';
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    if (f && fgets(out, (int)size, f))
+        out[strcspn(out, "\n")] = '\0';
+}
+
+static json_t *read_kernel(void)
+{
+    char boot_id[64];
+    read_line("/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id));
+    struct utsname u;
+    if (uname(&u) < 0)
+        return json_pack("{s:s}", "boot_id", boot_id);
+    return json_pack("{s:s, s:s, s:s}", "boot_id", boot_id, "release", u.release, "version",
+                     u.version);
+}
+
+static json_t *read_comm(pid_t pid)
+{
+    char path[64], comm[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    read_line(path, comm, sizeof(comm));
+    return json_string(comm);
 }
 
 static bool name_is_flagged(const char *name, size_t len)
@@ -349,6 +378,12 @@ void verify_set_agent(struct verify_run *r, int pidfd)
     json_object_set_new(r->host, "agent_status", pid > 0 ? read_status(pid) : json_object());
     json_object_set_new(r->host, "agent_ns", pid > 0 ? read_namespaces(pid) : json_object());
     json_object_set_new(r->host, "agent_pid", json_integer(pid));
+    json_object_set_new(r->host, "agent_comm", pid > 0 ? read_comm(pid) : json_string(""));
+    /* On the vm backend the probe is asked what this pid (QEMU's) is in
+     * the guest; a request already sent goes without it. */
+    json_t *pids = json_object_get(r->request, "host_pids");
+    if (pid > 0 && pids)
+        json_array_append_new(pids, json_integer(pid));
     r->agent_env_rc =
         pid > 0 ? agent_environ_flagged(pid, r->agent_env_flagged, sizeof(r->agent_env_flagged))
                 : -ESRCH;
@@ -368,7 +403,9 @@ int verify_prepare_target(const struct verify_target *t, struct verify_run **out
     r->l = t->l;
     r->checks = json_array();
     r->host_names = json_array();
-    r->host = json_pack("{s:o, s:o}", "self_status", read_status(0), "self_ns", read_namespaces(0));
+    r->host = json_pack("{s:o, s:o, s:o, s:o}", "self_status", read_status(0), "self_ns",
+                        read_namespaces(0), "self_kernel", read_kernel(), "self_comm",
+                        read_comm(getpid()));
     if (!r->name || (t->state_dir && !r->state_dir) || !r->host) {
         verify_free(r);
         return error_set(err, ENOMEM, "verify");
@@ -446,6 +483,7 @@ int verify_prepare_target(const struct verify_target *t, struct verify_run **out
         json_object_set_new(r->request, "proxy",
                             json_pack("{s:i, s:o}", "port", NET_PROXY_PORT, "targets", targets));
     }
+    json_object_set_new(r->request, "host_pids", json_pack("[i]", (int)getpid()));
     if (t->agent_pidfd >= 0)
         verify_set_agent(r, t->agent_pidfd);
     /* The probe treats "policy" as more paths that must not be writable. */
@@ -742,6 +780,18 @@ static void check_ports(struct verify_run *r)
     row(r, "published-ports", fail ? "FAIL" : "PASS", "%s", ev);
 }
 
+/* On the vm backend the "agent" seen from the host is QEMU, and the probe
+ * runs under the guest's kernel. */
+static bool on_vm(const struct verify_run *r)
+{
+    return r->l && r->l->cfg.backend == CFG_BACKEND_VM;
+}
+
+static const char *host_side_name(const struct verify_run *r)
+{
+    return on_vm(r) ? "QEMU" : "agent";
+}
+
 static void check_seccomp(struct verify_run *r, const json_t *p)
 {
     json_t *self = json_object_get(r->host, "self_status");
@@ -752,13 +802,17 @@ static void check_seccomp(struct verify_run *r, const json_t *p)
     json_t *sys = p ? json_object_get(p, "syscalls") : NULL;
     long in_filters = st ? strtol(str(st, "Seccomp_filters"), NULL, 10) : -1;
     bool agent_ok = strcmp(str(agent, "Seccomp"), "2") == 0 && agent_filters > host_filters;
-    bool inside_ok = st && strcmp(str(st, "Seccomp"), "2") == 0 && in_filters > host_filters &&
+    /* The guest's kernel counts its own filters: none are inherited from
+     * the host's supervisor there. */
+    bool inside_ok = st && strcmp(str(st, "Seccomp"), "2") == 0 &&
+                     (on_vm(r) ? in_filters >= 1 : in_filters > host_filters) &&
                      strcmp(str(sys, "keyctl"), "EPERM") == 0;
     row(r, "seccomp", agent_ok && inside_ok ? "PASS" : "FAIL",
-        "agent (pid %d, from the host): Seccomp %s, %ld filter(s) (supervisor: %ld); inside: "
+        "%s (pid %d, from the host%s): Seccomp %s, %ld filter(s) (supervisor: %ld); inside%s: "
         "Seccomp %s, %ld filter(s); keyctl(invalid) -> %s (EPERM when filtered), "
         "io_uring_setup -> %s, clone3 -> %s, unshare -> %s",
-        (int)r->agent_pid, str(agent, "Seccomp"), agent_filters, host_filters,
+        host_side_name(r), (int)r->agent_pid, on_vm(r) ? "; its own -sandbox filter" : "",
+        str(agent, "Seccomp"), agent_filters, host_filters, on_vm(r) ? " the guest" : "",
         st ? str(st, "Seccomp") : "?", in_filters, sys ? str(sys, "keyctl") : "?",
         sys ? str(sys, "io_uring_setup") : "?", sys ? str(sys, "clone3") : "?",
         sys ? str(sys, "unshare") : "?");
@@ -770,19 +824,76 @@ static void check_privileges(struct verify_run *r, const json_t *p)
     json_t *st = p ? json_object_get(p, "status") : NULL;
     bool nnp =
         strcmp(str(agent, "NoNewPrivs"), "1") == 0 && st && strcmp(str(st, "NoNewPrivs"), "1") == 0;
-    row(r, "no-new-privs", nnp ? "PASS" : "FAIL", "NoNewPrivs: agent (from the host) %s, inside %s",
-        str(agent, "NoNewPrivs"), st ? str(st, "NoNewPrivs") : "?");
+    row(r, "no-new-privs", nnp ? "PASS" : "FAIL", "NoNewPrivs: %s (from the host) %s, inside %s",
+        host_side_name(r), str(agent, "NoNewPrivs"), st ? str(st, "NoNewPrivs") : "?");
     bool caps = all_zero_caps(agent) && st && all_zero_caps(st);
     row(r, "capabilities", caps ? "PASS" : "FAIL",
-        "agent (from the host): CapPrm %s CapEff %s CapBnd %s CapAmb %s; inside: CapPrm %s "
+        "%s (from the host): CapPrm %s CapEff %s CapBnd %s CapAmb %s; inside: CapPrm %s "
         "CapEff %s CapBnd %s CapAmb %s",
-        str(agent, "CapPrm"), str(agent, "CapEff"), str(agent, "CapBnd"), str(agent, "CapAmb"),
-        st ? str(st, "CapPrm") : "?", st ? str(st, "CapEff") : "?", st ? str(st, "CapBnd") : "?",
-        st ? str(st, "CapAmb") : "?");
+        host_side_name(r), str(agent, "CapPrm"), str(agent, "CapEff"), str(agent, "CapBnd"),
+        str(agent, "CapAmb"), st ? str(st, "CapPrm") : "?", st ? str(st, "CapEff") : "?",
+        st ? str(st, "CapBnd") : "?", st ? str(st, "CapAmb") : "?");
+}
+
+/* The guest runs its own kernel: another boot_id. ev (may be NULL) gets
+ * the evidence. */
+static bool guest_kernel_distinct(const struct verify_run *r, const json_t *p, char *ev,
+                                  size_t size)
+{
+    json_t *hk = json_object_get(r->host, "self_kernel");
+    json_t *gk = p ? json_object_get(p, "kernel") : NULL;
+    const char *hb = str(hk, "boot_id"), *gb = gk ? str(gk, "boot_id") : "?";
+    bool distinct = gk && gb[0] && strcmp(gb, "?") != 0 && hb[0] && strcmp(gb, hb) != 0;
+    if (ev)
+        add(ev, size,
+            "kernel boundary (microVM): boot_id inside %s, host %s; kernel inside %s (%s), host "
+            "%s (%s)",
+            gb, hb, gk ? str(gk, "release") : "?", gk ? str(gk, "version") : "?",
+            str(hk, "release"), str(hk, "version"));
+    return distinct;
+}
+
+/* vm: no namespace of the host is shared with the guest at all; what
+ * matters is that the probe runs under another kernel and that the host's
+ * pids name nothing of the host there. */
+static void check_kernel_boundary(struct verify_run *r, const json_t *p)
+{
+    char ev[2048] = "";
+    bool fail = !guest_kernel_distinct(r, p, ev, sizeof(ev));
+    json_t *pids = p ? json_object_get(json_object_get(p, "kernel"), "host_pids") : NULL;
+    if (!json_array_size(pids))
+        fail = true;
+    size_t i;
+    json_t *e;
+    json_array_foreach (pids, i, e) {
+        pid_t pid = (pid_t)json_integer_value(json_object_get(e, "pid"));
+        const char *inside = str(e, "comm");
+        const char *host = pid == getpid()       ? str(r->host, "self_comm")
+                           : pid == r->agent_pid ? str(r->host, "agent_comm")
+                                                 : "?";
+        /* The same number may be one of the guest's own processes; the
+         * same name as the host's would mean the host's process. */
+        bool same = host[0] && strcmp(host, "?") != 0 && strcmp(inside, host) == 0;
+        fail |= same;
+        add(ev, sizeof(ev), "; host pid %d (%s on the host) inside: %s", (int)pid, host,
+            inside[0] == 'E' ? inside
+            : same           ? "the same process"
+                             : "another process of the guest");
+        if (inside[0] != 'E' && !same)
+            add(ev, sizeof(ev), " (%s)", inside);
+    }
+    json_t *in = p ? json_object_get(p, "ns") : NULL;
+    add(ev, sizeof(ev), "; the probe's namespaces are the guest kernel's (mnt %s, pid %s, net %s)",
+        in ? str(in, "mnt") : "?", in ? str(in, "pid") : "?", in ? str(in, "net") : "?");
+    row(r, "namespaces", fail ? "FAIL" : "PASS", "%s", ev);
 }
 
 static void check_namespaces(struct verify_run *r, const json_t *p)
 {
+    if (on_vm(r)) {
+        check_kernel_boundary(r, p);
+        return;
+    }
     json_t *self = json_object_get(r->host, "self_ns");
     json_t *agent = json_object_get(r->host, "agent_ns");
     json_t *in = p ? json_object_get(p, "ns") : NULL;
@@ -811,6 +922,20 @@ static void check_processes(struct verify_run *r, const json_t *p)
         return;
     }
     json_t *foreign = json_object_get(pr, "foreign");
+    if (on_vm(r)) {
+        /* Every process the guest shows is the guest kernel's own (some,
+         * kernel threads, unreadable to a probe without capabilities). */
+        bool distinct = guest_kernel_distinct(r, p, NULL, 0);
+        bool ok = distinct && strcmp(str(pr, "pid1_comm"), r->pid1_comm) == 0;
+        row(r, "processes", ok ? "PASS" : "FAIL",
+            "%lld processes visible inside, all the guest kernel's own (%s); PID 1 is %s; "
+            "kill(0) on the supervisor's host pid %d -> %s (a number of the guest's, see "
+            "namespaces)",
+            (long long)json_integer_value(json_object_get(pr, "count")),
+            distinct ? "its boot_id differs from the host's" : "NOT shown to be another kernel",
+            str(pr, "pid1_comm"), (int)getpid(), str(pr, "kill_supervisor_pid"));
+        return;
+    }
     bool ok = json_array_size(foreign) == 0 && strcmp(str(pr, "pid1_comm"), r->pid1_comm) == 0;
     _cleanup_free_ char *f = json_dumps(foreign, JSON_COMPACT);
     char fds[512] = "";
@@ -926,6 +1051,26 @@ static void check_writes(struct verify_run *r, const json_t *p)
 
 static void check_landlock(struct verify_run *r, const json_t *p)
 {
+    json_t *ll = p ? json_object_get(p, "landlock") : NULL;
+    if (on_vm(r)) {
+        /* The guest's kernel decides, not the host's. */
+        json_t *gabi = json_object_get(ll, "abi");
+        if (!ll) {
+            row(r, "landlock", "FAIL", "no probe answer");
+        } else if (!json_is_integer(gabi)) {
+            row(r, "landlock", "SKIP",
+                "Landlock is not available in the guest's kernel (%s): the guest's mounts and "
+                "the seccomp filter are the filesystem boundary inside",
+                json_string_value(gabi) ? json_string_value(gabi) : "?");
+        } else {
+            const char *res = str(ll, "proc_self_comm_write");
+            row(r, "landlock", strcmp(res, "EACCES") == 0 ? "PASS" : "FAIL",
+                "guest kernel ABI %lld; inside, opening /proc/self/comm for writing (allowed by "
+                "the mounts, not by the ruleset) -> %s",
+                (long long)json_integer_value(gabi), res);
+        }
+        return;
+    }
     int abi = ns_landlock_abi();
     if (abi <= 0) {
         row(r, "landlock", "SKIP",
@@ -934,7 +1079,6 @@ static void check_landlock(struct verify_run *r, const json_t *p)
             strerrorname_np(-abi) ? strerrorname_np(-abi) : "?");
         return;
     }
-    json_t *ll = p ? json_object_get(p, "landlock") : NULL;
     const char *res = ll ? str(ll, "proc_self_comm_write") : "?";
     row(r, "landlock", strcmp(res, "EACCES") == 0 ? "PASS" : "FAIL",
         "kernel ABI %d; inside, opening /proc/self/comm for writing (allowed by the mounts, not "
