@@ -128,10 +128,11 @@ int main(int argc, char **argv)
         return report(syscall(SYS_io_uring_setup, 1, NULL));
     if (!strcmp(p, "mount_tmpfs"))
         return report(mount("tmpfs", "/tmp", "tmpfs", 0, NULL));
+    /* With a path: over that path (a protected path, for instance). */
     if (!strcmp(p, "mount_bind"))
-        return report(mount("/usr", "/tmp", NULL, MS_BIND, NULL));
+        return report(mount("/usr", arg ? arg : "/tmp", NULL, MS_BIND, NULL));
     if (!strcmp(p, "umount"))
-        return report(umount2("/usr", MNT_DETACH));
+        return report(umount2(arg ? arg : "/usr", MNT_DETACH));
     if (!strcmp(p, "pivot_root"))
         return report(syscall(SYS_pivot_root, "/tmp", "/tmp"));
     if (!strcmp(p, "chroot"))
