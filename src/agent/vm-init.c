@@ -225,7 +225,9 @@ static void build_view(json_t *spec, uid_t uid, gid_t gid)
         snprintf(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u", uid, gid);
         mount_or_fail("tmpfs", home, "tmpfs", nosuid, opts);
     } else if (home && home[0] == '/') {
-        if (fs_mkdir_p(home, 0700) < 0 || chown(home, uid, gid) < 0)
+        /* The parents stay traversable for the user (0755, as on a host
+         * where such a home exists); the home itself is the user's. */
+        if (fs_mkdir_p(home, 0755) < 0 || chmod(home, 0700) < 0 || chown(home, uid, gid) < 0)
             guest_fail("home %s: %s", home, strerror(errno));
     }
 
@@ -358,8 +360,10 @@ struct guest_command {
  * Returns -1 with err filled; no allocation. */
 static int confine_user(const struct guest_command *c, struct cordon_error *err)
 {
-    if (privs_drop_all(true, c->uid, c->gid, err) < 0)
-        return -1;
+    /* Landlock first, while still the guest's root: its rules open the
+     * writable places, which the user may not be able to reach (a home
+     * below a root-owned directory); restricting itself needs no
+     * no_new_privs with CAP_SYS_ADMIN. */
     const char *writable[8];
     size_t n = 0;
     static const char *const always[] = {"/tmp", "/var/tmp", "/run", "/dev"};
@@ -371,6 +375,8 @@ static int confine_user(const struct guest_command *c, struct cordon_error *err)
         writable[n++] = c->workspace;
     writable[n] = NULL;
     if (ns_landlock_apply_in_child(ns_landlock_abi(), writable, err) < 0)
+        return -1;
+    if (privs_drop_all(true, c->uid, c->gid, err) < 0)
         return -1;
     if (CORDON_UNSAFE_NO_SECCOMP || (CORDON_TEST_HOOKS && c->no_seccomp))
         return 0;

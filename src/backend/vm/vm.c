@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -444,6 +445,40 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     return b->failed ? -1 : 0;
 }
 
+static bool write_self_file(const char *name, const char *text)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/%s", name);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t len = (ssize_t)strlen(text);
+    bool ok = write(fd, text, (size_t)len) == len;
+    close(fd);
+    return ok;
+}
+
+/* In the child that becomes QEMU, for an unprivileged supervisor: a user
+ * namespace of its own, mapping only the supervisor's ids onto themselves
+ * (files the 9p server creates keep their owner), so that the bounding set
+ * can be emptied too (an unprivileged process cannot). Best effort: where
+ * user namespaces are off, QEMU still holds no capability and has
+ * no_new_privs, and `cordon verify` says so. */
+static void qemu_own_userns(void)
+{
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (uid == 0 || unshare(CLONE_NEWUSER) < 0)
+        return;
+    char map[64];
+    snprintf(map, sizeof(map), "%u %u 1\n", uid, uid);
+    if (!write_self_file("setgroups", "deny") || !write_self_file("uid_map", map))
+        _exit(127);
+    snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
+    if (!write_self_file("gid_map", map))
+        _exit(127);
+}
+
 static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, int *pidfd_out,
                         struct cordon_error *err)
 {
@@ -476,6 +511,7 @@ static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, int *pid
          * supervisor's uid (state directory, kernel cache, the shares as
          * the ns sandbox would see them). A root supervisor's QEMU keeps
          * uid 0 but no capability, so a QEMU escape is not full root. */
+        qemu_own_userns();
         struct cordon_error perr;
         if (privs_drop_all(false, 0, 0, &perr) < 0) {
             dprintf(2, "dropping privileges for QEMU: %s\n", perr.message);
