@@ -109,7 +109,11 @@ out=$(cd "$ws" && PWD="$ws" DOCKER_HOST="${host_sock:-tcp://127.0.0.1:9}" DOCKER
     echo "net=$(docker run --rm cordon-test-base cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " " | tr "\n" " ")"
     echo "id=$(docker info --format "{{.ID}}")"
     echo "status=$(cat /run/cordon/docker.json)"
-    echo "daemon_env=$(tr "\0" "\n" </proc/$(cat /run/docker.pid)/environ | cut -d= -f1 | sort | tr "\n" " ")"
+    # The agent'"'"'s processes (no capability) cannot read the daemon'"'"'s
+    # environment; a container sharing the guest'"'"'s PID namespace, which
+    # is guest root, can.
+    echo "daemon_env_direct=$(cat /proc/$(cat /run/docker.pid)/environ 2>&1 >/dev/null | sed "s/.*: //")"
+    echo "daemon_env=$(docker run --rm --privileged --pid=host cordon-test-base cat /proc/$(cat /run/docker.pid)/environ | tr "\0" "\n" | cut -d= -f1 | sort | tr "\n" " ")"
     echo "fs=$(stat -f -c %T /var/lib/docker)"
     echo "tcp_listen=$(ss -Hltnp | grep -cE "dockerd|containerd")"
     if command -v docker-compose >/dev/null; then
@@ -141,6 +145,8 @@ from the workspace"
 like "a container gets loopback only (no bridge)" "$out" "net=lo "
 like "the daemon's storage is the guest-private ext4 disk" "$out" "fs=ext2/ext3"
 like "dockerd and containerd listen on no TCP port in the guest" "$out" "tcp_listen=0"
+is "dockerd's environment is not readable by the user's processes" \
+    "$(sed -n 's/^daemon_env_direct=//p' <<<"$out")" "Permission denied"
 is "dockerd's environment: cordon's own and the allowlist proxy's, nothing else" \
     "$(sed -n 's/^daemon_env=//p' <<<"$out")" "DOCKER_RAMDISK HOME HTTPS_PROXY HTTP_PROXY LISTEN_FDS LISTEN_PID NO_PROXY PATH http_proxy https_proxy no_proxy "
 like "the guest's status: ready, verified" "$out" 'status=\{"mode":"auto","state":"ready"'
