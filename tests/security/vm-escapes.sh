@@ -192,6 +192,16 @@ like "case 16/19 (bash tool): keyctl and umount of .git/hooks -> EPERM" "$out" '
 like "case 6 (bash tool): .git/hooks is read-only" "$out" "pre-commit: Read-only file system"
 like "case 38 (bash tool): no DOCKER_ variable" "$out" '\\n0\\n'
 ok "case 6 (bash tool): no hook planted on the host" test ! -e "$repo/.git/hooks/pre-commit"
+# The guest's Docker daemon still answers the confined bash tool: the socket
+# is root:<user's gid> 0660, reached as its owner (uid 0, no capability
+# needed) or through the group.
+if [ -x /usr/sbin/dockerd ] && command -v docker >/dev/null; then
+    out=$(cd "$repo" && PWD="$repo" "$CORDON" tool --backend vm bash \
+        '{"command":"docker version --format \"server={{.Server.Version}}\"; echo rc=$?","timeout":150}' 2>&1)
+    like "the bash tool's docker CLI reaches the guest's daemon" "$out" 'server=[0-9][^\]*\\nrc=0'
+else
+    skip "the bash tool's docker CLI reaches the guest's daemon" "no dockerd/docker on this host"
+fi
 
 # --- boot 3: `cordon verify --backend vm` passes here ---
 out=$(cd "$repo" && PWD="$repo" "$CORDON" verify --backend vm 2>&1)
