@@ -50,5 +50,6 @@ exec runuser -u "$user" -- env -i \
     PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" LOGNAME="$user" LANG=C.UTF-8 \
     CORDON="$stage/cordon" CORDON_AGENT="$stage/cordon-agent" CORDON_SRC="$stage/src" \
     CORDON_BUILD="$stage/build" CORDON_PROBE="$probe" CORDON_TEST_UNPRIVILEGED=1 \
+    CORDON_BUILDTYPE="${CORDON_BUILDTYPE:-}" \
     ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
     bash "$stage/src/$rel"
