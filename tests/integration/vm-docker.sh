@@ -7,6 +7,8 @@
 . "$CORDON_SRC/tests/lib/cordon.sh"
 
 ws=$(new_ws dws)
+# A git workspace: its .git/hooks and .git/config are protected paths.
+git -C "$ws" init -q
 
 # --- ns backend: no Docker inside; read-only mode (cheap, no VM) ---
 cordon_run "$ws" --set docker.mode=require -- true
@@ -119,6 +121,11 @@ out=$(cd "$ws" && PWD="$ws" DOCKER_HOST="${host_sock:-tcp://127.0.0.1:9}" DOCKER
     fi
     # Last: an impostor socket in place of the daemon'"'"'s; the probe (what
     # cordon verify runs) must not take it for the guest'"'"'s own.
+    # Guest root through Docker (a privileged container in the init'"'"'s
+    # mount namespace) undoes the guest'"'"'s read-only bind of .git/hooks;
+    # QEMU'"'"'s own view of the path is read-only on the host (cordon as root).
+    docker run --rm --privileged --pid=host cordon-test-base /bin/busybox nsenter -t 1 -m \
+        /bin/sh -c "umount $PWD/.git/hooks && echo hooks=unmounted; echo x > $PWD/.git/hooks/post-checkout" 2>&1 | sed "s/^/attack: /"
     probe() {
         echo "{}" | /run/cordon/agent probe | sed -n "s/^CORDON-PROBE //p" |
             python3 -c "import json, sys; g = json.load(sys.stdin)[\"guest_docker\"]; print(\"probe_own=%s: %s\" % (g[\"own\"], g[\"detail\"]))"
@@ -149,6 +156,9 @@ diag "dockerd ready (first use to verified answer, TCG): ${ready_ms:-?} ms"
 guest_id=$(sed -n 's/^id=//p' <<<"$out")
 like "the probe: the guest's own daemon answers (listener pid 1, same ID)" "$out" "probe_own=True: listener pid 1 uid 0; daemon ID seen ([A-Z0-9:]+), started "
 like "the probe rejects an impostor socket at the daemon's path" "$out" "probe_own=False: /var/run/docker.sock is not the socket the guest's init made"
+like "guest root via a privileged container unmounts the guest's bind of .git/hooks" "$out" "attack: hooks=unmounted"
+like "... and still cannot write the host's .git/hooks (QEMU's view is read-only)" "$out" "attack: .*post-checkout: Read-only file system"
+ok "no hook was planted in the host's workspace" test ! -e "$ws/.git/hooks/post-checkout"
 if command -v docker-compose >/dev/null; then
     like "docker-compose up runs the service" "$out" "compose: .*built inside the guest"
 else

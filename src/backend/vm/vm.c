@@ -11,6 +11,7 @@
 #include "backend/vm/vm.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm-docker-plan.h"
+#include "backend/vm/vm-protect.h"
 #include "backend/vm/vm-net.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
@@ -55,6 +56,7 @@ struct vm_state {
     int fds[SOCK_COUNT];    /* connected streams to QEMU's chardevs */
     int listen[SOCK_COUNT]; /* listening sockets, closed once accepted */
     struct vm_docker_plan docker;
+    char **protect;    /* host paths QEMU sees read-only (vm-protect.c), or NULL */
     bool etc_filled;   /* etc_fill() done (once, even across a KVM retry) */
     struct vm_net net; /* network mode, port relay, passt */
 };
@@ -442,8 +444,8 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     return b->failed ? -1 : 0;
 }
 
-static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, int *pidfd_out,
-                        struct cordon_error *err)
+static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, char *const *protect,
+                        int *pidfd_out, struct cordon_error *err)
 {
     char log[PATH_MAX];
     snprintf(log, sizeof(log), "%s/qemu.log", dir);
@@ -470,6 +472,10 @@ static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, int *pid
         dup2(logfd, 2);
         if (net_fd >= 0 && dup2(net_fd, VM_QEMU_NET_FD) < 0)
             _exit(127);
+        if (vm_protect_apply(protect) < 0) {
+            dprintf(2, "cordon: protecting paths for QEMU: %s\n", strerror(errno));
+            _exit(127);
+        }
         execvp(argv[0], argv);
         dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -627,7 +633,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         log_debug("vm: %s", line);
     }
     int pidfd = -1;
-    pid_t pid = spawn_qemu(b.args, st->dir, st->net.passt_qemu_fd, &pidfd, err);
+    pid_t pid = spawn_qemu(b.args, st->dir, st->net.passt_qemu_fd, st->protect, &pidfd, err);
     argv_free(&b);
     if (pid < 0)
         return -1;
@@ -745,7 +751,7 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
     }
     if (etc_dir_make(st->dir, err) < 0)
         return -1;
-    if (vm_docker_plan_make(l, &st->docker, err) < 0)
+    if (vm_docker_plan_make(l, &st->docker, err) < 0 || vm_protect_plan(l, &st->protect, err) < 0)
         return -1;
     log_debug("vm: docker: %s", st->docker.reason);
 
@@ -797,6 +803,7 @@ static void vm_stop(struct sandbox *sb)
             if (pfd >= 0)
                 remove_tree(pfd, slash + 1);
         }
+        vm_protect_free(st->protect);
         free(st);
     }
     sb->priv = NULL;
