@@ -12,6 +12,7 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
@@ -50,12 +51,13 @@ static int add_path(char **list, size_t *n, const char *dir, const char *rel,
     return 0;
 }
 
-int vm_protect_plan(const struct launch *l, char ***out, struct cordon_error *err)
+int vm_protect_plan(const struct launch *l, bool guest_root_reachable, char ***out,
+                    struct cordon_error *err)
 {
     *out = NULL;
-    if (geteuid() != 0) {
-        log_debug("vm: protected paths are read-only binds in the guest only (not root: QEMU "
-                  "gets no mount namespace of its own)");
+    if (geteuid() != 0 && !guest_root_reachable) {
+        log_debug("vm: protected paths are read-only binds in the guest, which its user cannot "
+                  "undo (no Docker daemon in the guest)");
         return 0;
     }
     char **list = calloc(PROTECT_MAX, sizeof(*list));
@@ -91,17 +93,49 @@ void vm_protect_free(char **paths)
     free(paths);
 }
 
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    int e = errno;
+    close(fd);
+    errno = e;
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Unprivileged: a user namespace mapping only our own ids, so that QEMU
+ * keeps creating files as the user on the host. */
+static int enter_userns(void)
+{
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    char map[64];
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0 || write_file("/proc/self/setgroups", "deny") < 0)
+        return -1;
+    snprintf(map, sizeof(map), "%u %u 1", uid, uid);
+    if (write_file("/proc/self/uid_map", map) < 0)
+        return -1;
+    snprintf(map, sizeof(map), "%u %u 1", gid, gid);
+    return write_file("/proc/self/gid_map", map);
+}
+
 int vm_protect_apply(char *const *paths)
 {
     if (!paths || !paths[0])
         return 0;
-    /* Slave: the host's later mounts still reach QEMU, its own never leak. */
-    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+    if (geteuid() == 0 ? unshare(CLONE_NEWNS) < 0 : enter_userns() < 0)
         return -1;
+    /* Slave: the host's later mounts still reach QEMU, its own never leak. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+        return -1;
+    /* mount_setattr only adds read-only: a remount would have to repeat
+     * every flag the user namespace locked. */
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
     for (size_t i = 0; paths[i]; i++) {
         if (mount(paths[i], paths[i], NULL, MS_BIND | MS_REC, NULL) < 0 ||
-            mount(NULL, paths[i], NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
-                  NULL) < 0)
+            mount_setattr(AT_FDCWD, paths[i], AT_RECURSIVE, &ro, sizeof(ro)) < 0)
             return -1;
     }
     return 0;

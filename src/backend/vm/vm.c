@@ -751,7 +751,8 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
     }
     if (etc_dir_make(st->dir, err) < 0)
         return -1;
-    if (vm_docker_plan_make(l, &st->docker, err) < 0 || vm_protect_plan(l, &st->protect, err) < 0)
+    if (vm_docker_plan_make(l, &st->docker, err) < 0 ||
+        vm_protect_plan(l, st->docker.start, &st->protect, err) < 0)
         return -1;
     log_debug("vm: docker: %s", st->docker.reason);
 
