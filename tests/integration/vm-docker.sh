@@ -225,6 +225,34 @@ is "vm + auto + no dockerd: the command runs" "$rc" 0
 like "vm + auto + no dockerd: the reason in --debug" "$out" "vm: docker: missing: /usr/sbin/no-dockerd is not in the shared system directories"
 like "vm + auto + no dockerd: no daemon in the guest" "$out" "docker=1"
 
+# --- unprivileged: the agent's user reaches the daemon through the socket's
+# group, and a hook planted through a privileged container still fails ---
+user=cordon-test
+if is_root && { id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user" >/dev/null 2>&1; }; then
+    stage="$TEST_TMP/unpriv"
+    mkdir -p "$stage/ws"
+    chmod 755 "$stage"
+    cp "$CORDON" "$stage/cordon"
+    cp "${CORDON_AGENT:-$(dirname "$CORDON")/cordon-agent}" "$stage/cordon-agent"
+    cp "$ws/base.tar" "$stage/ws/"
+    chown -R "$user" "$stage/ws"
+    runuser -u "$user" -- git -C "$stage/ws" init -q
+    out=$(cd "$stage/ws" && runuser -u "$user" -- env PWD="$stage/ws" "$stage/cordon" run --backend vm -- bash -c '
+        echo "id=$(id -u) socket=$(stat -c "%U:%g %a" /var/run/docker.sock)"
+        docker import base.tar b >/dev/null && echo import=ok
+        docker run --rm --privileged --pid=host b /bin/busybox nsenter -t 1 -m \
+            /bin/sh -c "umount $PWD/.git/hooks && echo hooks=unmounted; echo x > $PWD/.git/hooks/post-checkout" 2>&1 | sed "s/^/attack: /"
+        echo x > mine.txt' 2>&1 </dev/null)
+    like "unprivileged: the socket is root's, group the user's, 0660" "$out" "id=$(id -u $user) socket=root:$(id -g $user) 660"
+    like "unprivileged: the user's docker reaches the guest's daemon" "$out" "import=ok"
+    like "unprivileged: guest root via Docker unmounts the guest's bind" "$out" "attack: hooks=unmounted"
+    like "unprivileged: ... and cannot write the host's .git/hooks" "$out" "attack: .*post-checkout: Read-only file system"
+    ok "unprivileged: no hook planted on the host" test ! -e "$stage/ws/.git/hooks/post-checkout"
+    is "unprivileged: files the guest creates are the user's on the host" "$(stat -c %U "$stage/ws/mine.txt" 2>&1)" "$user"
+else
+    skip "unprivileged Docker checks" "not root, or no user $user"
+fi
+
 # A state root of the test's own: `cordon gc` below must not touch the
 # sessions of anything else running on this machine.
 name=vmdocker-$$
