@@ -147,17 +147,26 @@ export default function cordon(pi: ExtensionAPI) {
 	let status: Json = {};
 	let ui: ExtensionContext["ui"] | undefined;
 
+	// Loud (bold, the theme's error colour) whenever tools run on the host.
+	const paint = (color: "success" | "muted" | "warning" | "error", text: string, bold = false) => {
+		try {
+			const t = ui?.theme;
+			return t ? t.fg(color, bold ? t.bold(text) : text) : text;
+		} catch {
+			return text;
+		}
+	};
 	const footer = () => {
 		const text =
 			state === "sandboxed"
-				? "cordon: sandboxed"
+				? paint("success", "cordon: sandboxed")
 				: state === "off"
-					? "cordon: HOST"
+					? paint("error", "cordon: HOST", true)
 					: state === "host fallback"
-						? "cordon: host fallback"
+						? paint("error", "cordon: host fallback", true)
 						: state === "starting"
-							? "cordon: starting"
-							: "cordon: blocked";
+							? paint("muted", "cordon: starting")
+							: paint("warning", "cordon: blocked", true);
 		ui?.setStatus("cordon", text);
 	};
 	const setState = (s: string) => {
@@ -323,8 +332,14 @@ export default function cordon(pi: ExtensionAPI) {
 
 	pi.registerCommand("cordon", {
 		description: "cordon sandbox: status | on | off | verify | config",
-		getArgumentCompletions: (prefix: string) =>
-			["status", "on", "off", "verify", "config"].filter((v) => v.startsWith(prefix)).map((v) => ({ value: v, label: v })),
+		// None once a whole subcommand is typed: pi's Enter on an argument
+		// completion only applies it, so `/cordon off` + Enter would need a
+		// second Enter to run.
+		getArgumentCompletions: (prefix: string) => {
+			const subs = ["status", "on", "off", "verify", "config"];
+			if (subs.includes(prefix.trim())) return null;
+			return subs.filter((v) => v.startsWith(prefix)).map((v) => ({ value: v, label: v }));
+		},
 		handler: async (args: string, ctx) => {
 			const sub = (args || "status").trim().split(/\s+/)[0];
 			const say = (m: string, level: "info" | "warning" | "error" = "info") => ctx.ui.notify(m, level);

@@ -1,19 +1,21 @@
 /* cordon-agent: the sandbox's PID 1. Runs inside the sandbox, unprivileged,
  * under the seccomp filter, executed from a sealed memfd.
  *
- *   cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]
+ *   cordon-agent init [--pty] [--control] [--memory-mib N] -- CMD [ARG...]
  *     runs CMD in a session of its own, forwards signals to its process
  *     group, reaps every orphan, and exits with CMD's status (128+signal when
  *     it was killed). With --pty, the terminal is made here, on the sandbox's
  *     own devpts, and its master end is sent to the supervisor over fd 3.
  *
- *   cordon-agent serve
+ *   cordon-agent serve [--host]
  *     serves the seven tools over the agent protocol on fd 3
- *     (docs/agent-protocol.md), reaping orphans as init.
+ *     (docs/agent-protocol.md), reaping orphans as init. With --host (host
+ *     execution, no sandbox) it is a child subreaper and kills every process
+ *     its calls left behind when it ends.
  *
  *   cordon-agent probe
- *     run by `cordon verify` through the bash tool: observations of the
- *     sandbox from inside (probe.c). */
+ *     run by `cordon verify` through the bash tool (or by init, --control,
+ *     init.h): observations of the sandbox from inside (probe.c). */
 #include "agent/init.h"
 #include "agent/probe.h"
 #include "agent/serve.h"
@@ -48,7 +50,9 @@ int main(int argc, char **argv)
         agent_init_run(argc, argv, NULL);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0) {
         prctl(PR_SET_DUMPABLE, 0);
-        int rc = agent_serve(CONTROL_FD);
+        /* --host: the supervisor's helper for host execution, no sandbox. */
+        bool host = argc >= 3 && strcmp(argv[2], "--host") == 0;
+        int rc = agent_serve(CONTROL_FD, host);
         /* As PID 1, leaving ends the sandbox; _exit skips the sanitizers'
          * exit-time leak scan, which would need ptrace. */
         fflush(NULL);
@@ -61,7 +65,7 @@ int main(int argc, char **argv)
         _exit(rc);
     }
     fprintf(stderr, "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n"
-                    "       cordon-agent serve   (agent protocol on fd 3)\n"
+                    "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
                     "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n");
     return CORDON_EXIT_FAILURE;
 }

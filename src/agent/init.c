@@ -2,7 +2,11 @@
  * command in a session of its own, forwards signals to its process group,
  * reaps every orphan, and exits with the command's status (128+signal when
  * it was killed). With --pty the terminal is made here, on the sandbox's own
- * devpts, and its master end is sent to the supervisor over fd 3.
+ * devpts, and its master end is sent to the supervisor over fd 3. With
+ * --control it also runs `cordon-agent probe` when the supervisor asks on
+ * fd 3 (`cordon verify NAME`, init.h): a sibling of the command, started
+ * here so that it is under exactly the sandbox's restrictions, killed when
+ * it outlives INIT_PROBE_TIMEOUT_MS, holding none of init's descriptors.
  *
  * Runs inside the sandbox, unprivileged, under seccomp: either in
  * cordon-agent (`cordon-agent init ...`), or directly in the namespace
@@ -10,6 +14,7 @@
  * In the latter case it runs between clone() and the command's exec: no
  * allocation, no stdio. */
 #include "agent/init.h"
+#include "backend/ns/ns.h"
 #include "net/fdpass.h"
 #include "util/error.h"
 
@@ -23,13 +28,17 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
-#define CONTROL_FD 3
+#define CONTROL_FD INIT_CONTROL_FD
 
 extern char **environ;
 
@@ -56,6 +65,7 @@ static void agent_fail(const char *fmt, ...)
 
 struct init_options {
     bool pty;
+    bool control;
     long memory_mib;
     char **argv;
 };
@@ -69,6 +79,8 @@ static void parse_init(int argc, char **argv, struct init_options *o)
             break;
         } else if (strcmp(argv[i], "--pty") == 0) {
             o->pty = true;
+        } else if (strcmp(argv[i], "--control") == 0) {
+            o->control = true;
         } else if (strcmp(argv[i], "--memory-mib") == 0 && i + 1 < argc) {
             o->memory_mib = strtol(argv[++i], NULL, 10);
         } else {
@@ -121,6 +133,292 @@ static void exec_command(const struct init_options *o, const char *slave, char *
     _exit(e == ENOENT ? CORDON_EXIT_NOT_FOUND : CORDON_EXIT_CANNOT_EXEC);
 }
 
+/* --- the probe (--control) --- */
+
+/* Static: this may run in the set-up child, where nothing is allocated. */
+static struct {
+    char request[INIT_PROBE_REQUEST_MAX];
+    size_t request_len;
+    bool request_too_long;
+    char output[INIT_PROBE_OUTPUT_MAX];
+    size_t output_len;
+    bool output_cut;
+    pid_t pid;     /* 0: no probe */
+    int in_fd;     /* its stdin's write end, -1 once fed or closed */
+    int out_fd;    /* its stdout's read end, -1 at EOF */
+    int exec_fd;   /* EOF once it has exec'd (or died): -1 after */
+    bool released; /* 'W' came: feed it */
+    size_t in_done;
+    int status;
+    bool timed_out;
+    long long deadline_ms;
+    /* The answer being sent: output[sent..] then the 'X' frame. */
+    bool answering;
+    size_t sent;
+    char end[128];
+} probe = {.in_fd = -1, .out_fd = -1, .exec_fd = -1};
+
+static long long init_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* The probe's child side: stdin and stdout/stderr on the pipes, nothing
+ * else of init's (fd 3 is not CLOEXEC: it was dup2'ed there), then the
+ * agent's probe mode. */
+static void exec_probe(int in, int out, char *const *envp)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
+        signal(forwarded_signals[i], SIG_DFL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setsid(); /* a group of its own: a timeout kills all it started */
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+        _exit(CORDON_EXIT_FAILURE);
+    close(CONTROL_FD);
+    /* The sandbox's rlimits and cgroups are inherited; the command's own
+     * RLIMIT_AS (--memory-mib) is not applied: the probe is cordon's code,
+     * and a sanitizer build reserves more address space than any limit (the
+     * MCP agent's probe has none either). */
+    char *argv[] = {"cordon-agent", "probe", NULL};
+    execve(NS_AGENT_VIEW_PATH, argv, envp ? envp : environ);
+    char msg[256];
+    int n = snprintf(msg, sizeof(msg), "cordon-init: exec %s: %s\n", NS_AGENT_VIEW_PATH,
+                     strerrordesc_np(errno));
+    ssize_t w = write(2, msg, n > 0 && (size_t)n < sizeof(msg) ? (size_t)n : 0);
+    (void)w;
+    _exit(CORDON_EXIT_CANNOT_EXEC);
+}
+
+static void probe_answer_now(const char *end)
+{
+    snprintf(probe.end, sizeof(probe.end), "%s", end);
+    probe.answering = true;
+    probe.sent = 0;
+}
+
+static void probe_start(char *const *envp)
+{
+    probe.output_len = 0;
+    probe.output_cut = false;
+    probe.timed_out = probe.released = false;
+    probe.in_done = 0;
+    if (probe.request_too_long) {
+        probe_answer_now("error: the probe's request is too long");
+        return;
+    }
+    int in[2], out[2], ex[2];
+    if (pipe2(in, O_CLOEXEC) < 0) {
+        probe_answer_now("error: pipe failed");
+        return;
+    }
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        probe_answer_now("error: pipe failed");
+        return;
+    }
+    if (pipe2(ex, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        probe_answer_now("error: pipe failed");
+        return;
+    }
+    pid_t pid = fork();
+    if (pid == 0)
+        exec_probe(in[0], out[1], envp);
+    close(in[0]);
+    close(out[1]);
+    close(ex[1]);
+    if (pid < 0) {
+        close(in[1]);
+        close(out[0]);
+        close(ex[0]);
+        probe_answer_now("error: fork failed");
+        return;
+    }
+    fcntl(in[1], F_SETFL, O_NONBLOCK);
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    probe.pid = pid;
+    probe.in_fd = in[1];
+    probe.out_fd = out[0];
+    probe.exec_fd = ex[0];
+    probe.deadline_ms = init_now_ms() + INIT_PROBE_TIMEOUT_MS;
+}
+
+/* The probe has exec'd (its write end of exec_fd closed with it): only now
+ * is its /proc its own, readable by the host (before exec it was a copy of
+ * init, which the host may not read). The host reads it through a pidfd
+ * while the probe waits for its stdin (its pid here means nothing on the
+ * host). */
+static void probe_execed(void)
+{
+    close_fd(&probe.exec_fd);
+    int pidfd = (int)syscall(SYS_pidfd_open, probe.pid, 0);
+    int rc = fdpass_send(CONTROL_FD, "S", 1, pidfd);
+    if (pidfd >= 0)
+        close(pidfd);
+    if (rc < 0)
+        probe.released = true; /* nobody to wait for */
+}
+
+/* Reads what the probe printed; keeps the first INIT_PROBE_OUTPUT_MAX. */
+static void probe_read(void)
+{
+    for (;;) {
+        char scratch[4096];
+        char *dst = scratch;
+        size_t room = sizeof(scratch);
+        if (probe.output_len < sizeof(probe.output)) {
+            dst = probe.output + probe.output_len;
+            room = sizeof(probe.output) - probe.output_len;
+        }
+        ssize_t n = read(probe.out_fd, dst, room);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0) {
+            close_fd(&probe.out_fd);
+            return;
+        }
+        if (dst == scratch)
+            probe.output_cut = true;
+        else
+            probe.output_len += (size_t)n;
+    }
+}
+
+static void probe_write(void)
+{
+    while (probe.in_done < probe.request_len) {
+        ssize_t n =
+            write(probe.in_fd, probe.request + probe.in_done, probe.request_len - probe.in_done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n < 0)
+            break; /* it left without reading all: its answer says why */
+        probe.in_done += (size_t)n;
+    }
+    close_fd(&probe.in_fd);
+}
+
+/* After the probe was reaped: the rest of its output, then the answer. */
+static void probe_finish(void)
+{
+    if (probe.out_fd >= 0)
+        probe_read();
+    /* A descendant may hold the pipe open: what is not there now is lost. */
+    close_fd(&probe.out_fd);
+    close_fd(&probe.in_fd);
+    close_fd(&probe.exec_fd);
+    char end[128];
+    if (probe.timed_out)
+        snprintf(end, sizeof(end), "timeout");
+    else if (WIFEXITED(probe.status))
+        snprintf(end, sizeof(end), "exit %d", WEXITSTATUS(probe.status));
+    else
+        snprintf(end, sizeof(end), "signal %d", WTERMSIG(probe.status));
+    if (probe.output_cut)
+        snprintf(end + strlen(end), sizeof(end) - strlen(end), " (output cut at %d bytes)",
+                 INIT_PROBE_OUTPUT_MAX);
+    probe.pid = 0;
+    probe_answer_now(end);
+}
+
+/* Sends what it can of the answer without blocking; false when the
+ * channel is gone. */
+static bool probe_send_answer(void)
+{
+    char frame[INIT_FRAME_MAX];
+    while (probe.answering) {
+        size_t len;
+        bool last = probe.sent >= probe.output_len;
+        if (last) {
+            frame[0] = 'X';
+            len = strlen(probe.end);
+            memcpy(frame + 1, probe.end, len);
+        } else {
+            frame[0] = 'O';
+            len = probe.output_len - probe.sent;
+            if (len > sizeof(frame) - 1)
+                len = sizeof(frame) - 1;
+            memcpy(frame + 1, probe.output + probe.sent, len);
+        }
+        ssize_t n = send(CONTROL_FD, frame, len + 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return true;
+        if (n < 0)
+            return false;
+        if (last) {
+            probe.answering = false;
+            probe.request_len = 0;
+            probe.request_too_long = false;
+        } else {
+            probe.sent += len;
+        }
+    }
+    return true;
+}
+
+/* One frame from the supervisor; false when the channel is gone. */
+static bool control_frame(const struct init_options *o, char *const *envp)
+{
+    char frame[INIT_FRAME_MAX];
+    ssize_t n = recv(CONTROL_FD, frame, sizeof(frame), MSG_DONTWAIT);
+    if (n < 0)
+        return errno == EAGAIN || errno == EINTR;
+    if (n == 0)
+        return false;
+    bool busy = probe.pid > 0 || probe.answering;
+    switch (frame[0]) {
+    case 'B':
+        if (busy)
+            break;
+        /* A new request: nothing of one that was never started stays. */
+        probe.request_len = 0;
+        probe.request_too_long = false;
+        /* fall through */
+    case 'R':
+        if (busy)
+            break;
+        if ((size_t)n - 1 > sizeof(probe.request) - probe.request_len) {
+            probe.request_too_long = true;
+            break;
+        }
+        memcpy(probe.request + probe.request_len, frame + 1, (size_t)n - 1);
+        probe.request_len += (size_t)n - 1;
+        break;
+    case 'G':
+        if (!busy)
+            probe_start(envp);
+        break;
+    case 'W':
+        if (probe.pid > 0)
+            probe.released = true;
+        break;
+    default:
+        break; /* not ours to understand */
+    }
+    return true;
+}
+
 void agent_init_run(int argc, char **argv, char *const *envp)
 {
     struct init_options o = {0};
@@ -147,19 +445,87 @@ void agent_init_run(int argc, char **argv, char *const *envp)
     for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
         sigaddset(&mask, forwarded_signals[i]);
     sigprocmask(SIG_BLOCK, &mask, NULL);
+    /* A probe that leaves before reading its stdin must not end init with
+     * SIGPIPE (the children unblock everything before exec). */
+    sigset_t pipe_mask;
+    sigemptyset(&pipe_mask);
+    sigaddset(&pipe_mask, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipe_mask, NULL);
 
     pid_t child = fork();
     if (child < 0)
         agent_fail("fork: %s", strerror(errno));
     if (child == 0)
         exec_command(&o, o.pty ? slave : NULL, envp);
-    close(CONTROL_FD);
+    bool control = o.control;
+    if (!control)
+        close(CONTROL_FD);
+    /* Without a channel, signals are all there is to wait for. */
+    int sigfd = control ? signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK) : -1;
+    if (control && sigfd < 0) {
+        close(CONTROL_FD);
+        control = false;
+    }
 
     for (;;) {
-        siginfo_t si;
-        int sig = sigwaitinfo(&mask, &si);
-        if (sig < 0)
-            continue;
+        int sig = 0;
+        if (!control) {
+            siginfo_t si;
+            sig = sigwaitinfo(&mask, &si);
+            if (sig < 0)
+                continue;
+        } else {
+            struct pollfd fds[5] = {
+                {sigfd, POLLIN, 0},
+                {CONTROL_FD, (short)(POLLIN | (probe.answering ? POLLOUT : 0)), 0},
+                {probe.released ? probe.in_fd : -1, POLLOUT, 0},
+                {probe.out_fd, POLLIN, 0},
+                {probe.exec_fd, POLLIN, 0},
+            };
+            int timeout = -1;
+            if (probe.pid > 0 && !probe.timed_out) {
+                long long left = probe.deadline_ms - init_now_ms();
+                timeout = left > 0 ? (int)left : 0;
+            }
+            int n = poll(fds, 5, timeout);
+            if (n < 0)
+                continue;
+            if (probe.pid > 0 && !probe.timed_out && init_now_ms() >= probe.deadline_ms) {
+                probe.timed_out = true;
+                kill(-probe.pid, SIGKILL);
+                kill(probe.pid, SIGKILL);
+            }
+            if (fds[4].revents && probe.pid > 0)
+                probe_execed();
+            if (fds[3].revents)
+                probe_read();
+            if (fds[2].revents)
+                probe_write();
+            if ((fds[1].revents & POLLIN) && !control_frame(&o, envp))
+                fds[1].revents |= POLLHUP;
+            if ((fds[1].revents & POLLOUT) && !probe_send_answer())
+                fds[1].revents |= POLLHUP;
+            if (fds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+                /* The supervisor is gone (it takes the sandbox with it):
+                 * only the command matters now. */
+                probe.answering = false;
+                fds[1].fd = -1;
+                close(CONTROL_FD);
+                control = false;
+                close_fd(&sigfd);
+                if (probe.pid > 0) {
+                    kill(-probe.pid, SIGKILL);
+                    kill(probe.pid, SIGKILL);
+                }
+                continue;
+            }
+            if (!(fds[0].revents & POLLIN))
+                continue;
+            struct signalfd_siginfo si;
+            if (read(sigfd, &si, sizeof(si)) != sizeof(si))
+                continue;
+            sig = (int)si.ssi_signo;
+        }
         if (sig != SIGCHLD) {
             /* The command leads its own session and process group. */
             kill(-child, sig);
@@ -168,6 +534,16 @@ void agent_init_run(int argc, char **argv, char *const *envp)
         int status;
         pid_t pid;
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+            if (pid == probe.pid && probe.pid > 0) {
+                probe.status = status;
+                if (control) {
+                    probe_finish();
+                    probe_send_answer();
+                } else {
+                    probe.pid = 0;
+                }
+                continue;
+            }
             if (pid != child)
                 continue; /* an orphan: reaped, nothing else to do */
             /* _exit: the sanitizers' exit-time leak scan would need ptrace,

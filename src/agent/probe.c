@@ -592,6 +592,33 @@ static json_t *processes(json_t *req)
     return o;
 }
 
+/* The probe's own open descriptors, by kind ("0 pipe", "3 socket"): what
+ * whoever started it left it holding (evidence; nothing of the supervisor's
+ * should be among them). */
+static json_t *descriptors(void)
+{
+    json_t *list = json_array();
+    _cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
+    struct dirent *de;
+    while (d && (de = readdir(d)) && json_array_size(list) < PROBE_PROCS_MAX) {
+        char *end;
+        long fd = strtol(de->d_name, &end, 10);
+        if (*end || de->d_name[0] == '.' || fd == dirfd(d))
+            continue;
+        char link[256] = "";
+        ssize_t m = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+        link[m > 0 ? m : 0] = '\0';
+        const char *kind = strncmp(link, "socket:", 7) == 0        ? "socket"
+                           : strncmp(link, "pipe:", 5) == 0        ? "pipe"
+                           : strncmp(link, "anon_inode:", 11) == 0 ? link + 11
+                                                                   : "file";
+        char item[sizeof(link) + 32];
+        snprintf(item, sizeof(item), "%ld %s", fd, kind);
+        json_array_append_new(list, json_string(item));
+    }
+    return list;
+}
+
 static json_t *landlock(void)
 {
     json_t *o = json_object();
@@ -635,6 +662,7 @@ int agent_probe(void)
     json_object_set_new(out, "writable", write_attempts(json_object_get(req, "writable")));
     json_object_set_new(out, "readonly", write_attempts(json_object_get(req, "readonly")));
     json_object_set_new(out, "processes", processes(req));
+    json_object_set_new(out, "fds", descriptors());
     json_object_set_new(out, "landlock", landlock());
     _cleanup_free_ char *text = json_dumps(out, JSON_COMPACT);
     printf("CORDON-PROBE %s\n", text ? text : "{}");

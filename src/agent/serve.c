@@ -4,9 +4,13 @@
  * read/write/edit/ls run inline (they are bounded and fast); find and grep
  * run in forked workers so a long walk never holds up other calls; bash is a
  * process group whose output the loop collects. Single-threaded. Sandbox
- * context, no privileges, under seccomp. */
+ * context, no privileges, under seccomp; or, with `host` (serve --host), on
+ * the host for host execution: a child subreaper that also takes SIGTERM,
+ * SIGINT and SIGHUP on the signalfd, and ends with what its calls left
+ * running (agent/reap.c). */
 #include "agent/serve.h"
 #include "agent/protocol.h"
+#include "agent/reap.h"
 #include "agent/tools/bash.h"
 #include "agent/tools/registry.h"
 #include "agent/tools/tool.h"
@@ -414,11 +418,15 @@ static void on_channel(struct agent *a)
         a->shutting_down = true;
 }
 
-static void on_sigchld(struct agent *a)
+static void on_signal(struct agent *a)
 {
     struct signalfd_siginfo si;
-    while (read(a->sigfd, &si, sizeof(si)) == sizeof(si))
-        ;
+    while (read(a->sigfd, &si, sizeof(si)) == sizeof(si)) {
+        /* Host agent only (the others do not take these): end, and end
+         * what the calls left running, rather than die and leave it. */
+        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP)
+            a->shutting_down = true;
+    }
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
@@ -487,8 +495,12 @@ static void on_timers(struct agent *a)
     }
 }
 
-int agent_serve(int channel_fd)
+int agent_serve(int channel_fd, bool host)
 {
+    struct cordon_error rerr;
+    /* Before any call: every process a call leaves behind stays ours. */
+    if (host && reap_become_subreaper(&rerr) < 0)
+        fprintf(stderr, "cordon-agent: %s\n", rerr.message);
     struct agent *a = calloc(1, sizeof(*a));
     if (!a)
         return CORDON_EXIT_FAILURE;
@@ -506,6 +518,11 @@ int agent_serve(int channel_fd)
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
     sigaddset(&mask, SIGPIPE);
+    if (host) {
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+    }
     sigprocmask(SIG_BLOCK, &mask, NULL);
     a->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     a->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -539,7 +556,7 @@ int agent_serve(int channel_fd)
                     on_channel(a);
                 break;
             case TAG_SIGNAL:
-                on_sigchld(a);
+                on_signal(a);
                 break;
             case TAG_WORKER:
                 if (a->calls[idx].used)
@@ -574,6 +591,10 @@ int agent_serve(int channel_fd)
         }
         call_release(a, c);
     }
+    /* On the host, what the calls left running (`cmd &`, nohup, setsid,
+     * double forks) ends with the session, as it does in the sandbox. */
+    if (host && reap_descendants(REAP_HOST_TIMEOUT_MS, &rerr) < 0)
+        fprintf(stderr, "cordon-agent: %s\n", rerr.message);
     frame_reader_free(&a->in);
     frame_writer_free(&a->out);
     close(a->epfd);

@@ -3,6 +3,10 @@
  * calls, where it is not PID 1). */
 #pragma once
 
+#include <stdbool.h>
+
 /* Serves until the channel closes or a shutdown frame arrives; returns the
- * exit status. */
-int agent_serve(int channel_fd);
+ * exit status. `host` (cordon-agent serve --host, outside any sandbox): the
+ * agent is a child subreaper, and at the end kills every process its calls
+ * left behind (agent/reap.h). */
+int agent_serve(int channel_fd, bool host);

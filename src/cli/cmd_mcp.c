@@ -20,7 +20,8 @@ static void usage(FILE *out)
             "can approve a call's execution_target \"host\", so it is refused.\n"
             "--attach NAME goes back into a sandbox kept by teardown \"stop\" or \"none\"\n"
             "(its home and /tmp); the tools are blocked if there is none.\n"
-            "See docs/routing.md.\n\n%s",
+            "While the sandbox runs, `cordon verify NAME` audits it through this\n"
+            "process (docs/verify.md). See docs/routing.md.\n\n%s",
             cli_config_flags_help);
 }
 

@@ -20,7 +20,8 @@ static const struct cli_command commands[] = {
     {"ls", cmd_ls, "list the sandboxes cordon made (running and stopped)"},
     {"rm", cmd_rm, "remove a stopped sandbox's state"},
     {"gc", cmd_gc, "remove stale sandboxes (not running, older than gc_hours)"},
-    {"verify", cmd_verify, "audit a sandbox: PASS/FAIL with evidence for each check"},
+    {"verify", cmd_verify,
+     "audit a fresh sandbox, or a running session's (NAME): PASS/FAIL + evidence"},
 };
 
 static void usage(FILE *out)

@@ -11,6 +11,7 @@
 #include "mcp/tools-list.h"
 #include "agent/tools/path.h"
 #include "agent/tools/registry.h"
+#include "supervisor/control.h"
 #include "supervisor/route.h"
 #include "supervisor/workspace.h"
 #include "supervisor/session.h"
@@ -53,6 +54,7 @@ struct pending {
     uint64_t approval;
     json_t *elicit_id;         /* our elicitation/create request's id */
     struct verify_run *verify; /* sandbox_verify: the probe's bash call */
+    uint64_t control_conn;     /* a verify asked on the control socket: answered there */
 };
 
 struct server {
@@ -64,6 +66,7 @@ struct server {
     bool stopping;
     struct session *session; /* the sandbox */
     struct session *host;    /* cordon-agent on the host, started on demand */
+    struct control *control; /* the sandbox's control socket (`cordon verify NAME`) */
     char blocked[1024];      /* why the tools cannot run, or "" */
     bool session_tried;
     json_t *tools;
@@ -85,7 +88,8 @@ enum {
     TAG_SANDBOX,
     TAG_SIGNAL,
     TAG_HOST_CHANNEL,
-    TAG_HOST
+    TAG_HOST,
+    TAG_CONTROL
 };
 
 static void send_msg(struct server *s, json_t *msg)
@@ -191,6 +195,19 @@ static void epoll_set(struct server *s, int fd, int tag, uint32_t events, int op
     epoll_ctl(s->epfd, op, fd, &ev);
 }
 
+static void control_error(struct server *s, uint64_t conn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void control_error(struct server *s, uint64_t conn, const char *fmt, ...)
+{
+    char message[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    control_reply(s->control, conn, json_pack("{s:b, s:s}", "ok", 0, "error", message));
+}
+
 /* Every call in flight at that place ends with the reason; none ran to
  * completion. */
 static void fail_pending(struct server *s, enum pending_where where, const char *what,
@@ -200,7 +217,9 @@ static void fail_pending(struct server *s, enum pending_where where, const char 
         struct pending *p = &s->pending[i];
         if (!p->used || p->where != where)
             continue;
-        if (!p->cancelled)
+        if (p->control_conn)
+            control_error(s, p->control_conn, "%s is unavailable: %s", what, reason);
+        else if (!p->cancelled)
             reply_tool_error(s, p->request_id, where_route(where), "cordon: %s is unavailable: %s",
                              what, reason);
         pending_release(s, p);
@@ -237,6 +256,20 @@ static void stop_session(struct server *s)
 {
     if (!s->session)
         return;
+    if (s->control) {
+        /* The socket goes with the sandbox it speaks for; a verify asked
+         * on it is answered before it closes. */
+        for (int i = 0; i < MAX_PENDING; i++) {
+            struct pending *p = &s->pending[i];
+            if (p->used && p->control_conn) {
+                control_error(s, p->control_conn, "the sandbox stopped before the audit ended");
+                pending_release(s, p);
+            }
+        }
+        epoll_ctl(s->epfd, EPOLL_CTL_DEL, control_fd(s->control), NULL);
+        control_close(s->control);
+        s->control = NULL;
+    }
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, session_channel_fd(s->session), NULL);
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, session_pidfd(s->session), NULL);
     session_stop(s->session);
@@ -263,6 +296,16 @@ static void start_session(struct server *s)
     s->state = before == ROUTE_OFF ? ROUTE_OFF : ROUTE_SANDBOXED;
     epoll_set(s, session_channel_fd(s->session), TAG_CHANNEL, EPOLLIN, EPOLL_CTL_ADD);
     epoll_set(s, session_pidfd(s->session), TAG_SANDBOX, EPOLLIN, EPOLL_CTL_ADD);
+    /* After the lock (taken by session_start): `cordon verify NAME` reaches
+     * this sandbox here. Without it the tools still work. */
+    if (control_open(session_state_dir_fd(s->session), session_name(s->session), &s->control,
+                     &err) < 0) {
+        s->control = NULL;
+        log_warn("%s: `cordon verify %s` will not reach this session", err.message,
+                 session_name(s->session));
+    } else {
+        epoll_set(s, control_fd(s->control), TAG_CONTROL, EPOLLIN, EPOLL_CTL_ADD);
+    }
 }
 
 static void stop_host(struct server *s)
@@ -296,6 +339,11 @@ static void reply_verify(struct server *s, struct pending *p, const struct sessi
 {
     json_t *report = verify_finish(p->verify, ev->kind == SESSION_RESULT ? ev->result : NULL,
                                    ev->kind == SESSION_RESULT ? NULL : ev->message);
+    if (p->control_conn) {
+        control_reply(s->control, p->control_conn,
+                      json_pack("{s:b, s:o}", "ok", 1, "report", report));
+        return;
+    }
     _cleanup_free_ char *text = verify_report_text(report);
     struct tool_result res = {0};
     tool_result_text(&res, text ? text : "cordon verify: out of memory", report);
@@ -513,9 +561,27 @@ static void on_response(struct server *s, json_t *id, json_t *result)
     json_decref(args);
 }
 
-/* sandbox_verify: the audit of the running sandbox, sent as a bash call of
- * the probe and judged when it answers (reply_verify). Never routed to the
- * host. */
+/* The audit of the running sandbox, sent as a bash call of the probe and
+ * judged when it answers (reply_verify). Never routed to the host. */
+static int start_verify(struct server *s, struct pending *p, struct cordon_error *err)
+{
+    snprintf(p->tool, sizeof(p->tool), "%s", "verify");
+    p->started_us = log_now_us();
+    p->where = AT_SANDBOX;
+    p->state = s->state;
+    p->call_id = ++s->next_call_id;
+    json_t *probe_args = NULL;
+    if (verify_prepare(s->session, &p->verify, &probe_args, err) < 0)
+        return -1;
+    int rc = session_send_call(s->session, p->call_id, "bash", probe_args, err);
+    json_decref(probe_args);
+    if (rc == 0 && session_wants_write(s->session))
+        epoll_set(s, session_channel_fd(s->session), TAG_CHANNEL, EPOLLIN | EPOLLOUT,
+                  EPOLL_CTL_MOD);
+    return rc;
+}
+
+/* sandbox_verify: the MCP tool. */
 static void on_sandbox_verify(struct server *s, json_t *id, json_t *params)
 {
     if (s->opts->lazy_start && s->state == ROUTE_STARTING)
@@ -530,26 +596,43 @@ static void on_sandbox_verify(struct server *s, json_t *id, json_t *params)
         reply_tool_error(s, id, "none", "cordon: too many calls in flight (%d)", MAX_PENDING);
         return;
     }
-    snprintf(p->tool, sizeof(p->tool), "%s", "verify");
-    p->started_us = log_now_us();
-    p->where = AT_SANDBOX;
-    p->state = s->state;
-    p->call_id = ++s->next_call_id;
     struct cordon_error err;
-    json_t *probe_args = NULL;
-    if (verify_prepare(s->session, &p->verify, &probe_args, &err) < 0) {
+    if (start_verify(s, p, &err) < 0) {
         pending_release(s, p);
         reply_tool_error(s, id, "none", "cordon: sandbox_verify: %s", err.message);
-        return;
-    }
-    int rc = session_send_call(s->session, p->call_id, "bash", probe_args, &err);
-    json_decref(probe_args);
-    if (rc < 0) {
-        pending_release(s, p);
-        reply_tool_error(s, id, "none", "cordon: sandbox_verify: %s", err.message);
-        return;
     }
     (void)params;
+}
+
+static json_t *status_json(const struct server *s);
+
+/* A request on the control socket. The verify is the same as
+ * sandbox_verify's, in flight like any call: the loop serves the client
+ * meanwhile. */
+static void on_control_request(void *ctx, uint64_t conn, const char *op)
+{
+    struct server *s = ctx;
+    if (strcmp(op, "status") == 0) {
+        json_t *st = status_json(s);
+        json_object_set_new(st, "pid", json_integer(getpid()));
+        control_reply(s->control, conn, json_pack("{s:b, s:o}", "ok", 1, "status", st));
+        return;
+    }
+    if (strcmp(op, "verify") != 0) {
+        control_error(s, conn, "unknown op \"%.60s\" (verify, status)", op);
+        return;
+    }
+    struct pending *p = s->session ? pending_new(s, NULL) : NULL;
+    if (!p) {
+        control_error(s, conn, s->session ? "too many calls in flight" : "no sandbox is running");
+        return;
+    }
+    p->control_conn = conn;
+    struct cordon_error err;
+    if (start_verify(s, p, &err) < 0) {
+        pending_release(s, p);
+        control_error(s, conn, "%s", err.message);
+    }
 }
 
 static void on_tools_call(struct server *s, json_t *id, json_t *params)
@@ -935,6 +1018,10 @@ static void loop(struct server *s)
                 }
                 epoll_set(s, session_channel_fd(s->host), TAG_HOST_CHANNEL,
                           EPOLLIN | (session_wants_write(s->host) ? EPOLLOUT : 0), EPOLL_CTL_MOD);
+                break;
+            case TAG_CONTROL:
+                if (s->control)
+                    control_dispatch(s->control, on_control_request, s);
                 break;
             case TAG_HOST:
                 stop_host(s);

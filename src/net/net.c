@@ -9,15 +9,17 @@
  *    `- proxy (allowlist mode, or any published port, or open mode): stays
  *       in the host's network namespace (its outbound connects are the
  *       host's, where the allowlist is checked)
- *        `- namespace socket factory: joined the sandbox's user and network
- *           namespaces; makes the in-sandbox listener and the sockets that
- *           connect published ports to the sandbox's loopback
+ *        |- namespace socket factory: joined the sandbox's user and network
+ *        |  namespaces; makes the in-sandbox listener and the sockets that
+ *        |  connect published ports to the sandbox's loopback
+ *        `- resolver workers (allowlist mode, 4): one name lookup each at a
+ *           time, in the host's namespace (resolve-pool.c)
  *
  * All of them die with the supervisor (PR_SET_PDEATHSIG) and are stopped by
  * net_session_stop at the end of the session. Nothing runs inside the
- * sandbox for the network. The proxy resolves names with a blocking call
- * (getaddrinfo or the hosts file): a slow DNS server stalls the loop for
- * that long (a known limit, see the report on issue 8). */
+ * sandbox for the network. The proxy resolves names in a few worker
+ * processes of its own (resolve-pool.c), so a slow DNS server stalls only
+ * the connection that asked, for at most 10 s. */
 #include "net/net.h"
 #include "net/allowlist.h"
 #include "net/netns-factory.h"
@@ -215,11 +217,24 @@ static int helper_child_setup(pid_t parent, int keep, int keep4)
 static int start_pasta(struct net_session *s, pid_t sandbox_pid, struct cordon_error *err)
 {
     /* pasta opens the tun device from inside the sandbox's user namespace,
-     * where only our own uid counts: a root-only device cannot work. */
-    if (access("/dev/net/tun", R_OK | W_OK) < 0)
-        return error_set(err, errno,
-                         "network: open mode needs /dev/net/tun readable and writable by this "
-                         "user (pasta creates its interface with it)");
+     * where only our own uid counts: a root-only device cannot work. Fail
+     * before anything runs inside, with what to do about it. */
+    int tun = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    if (tun < 0) {
+        int e = errno;
+        const char *fix = e == ENOENT ? "Load the tun module (modprobe tun)"
+                                      : "Ask an administrator to give the device mode 0666 "
+                                        "(Debian's default; udev rule KERNEL==\"tun\", "
+                                        "MODE=\"0666\")";
+        error_set(err, 0,
+                  "network: open mode: cannot open /dev/net/tun: %s. pasta needs it readable "
+                  "and writable by this user to create the sandbox's interface; nothing was "
+                  "run. %s, or use --network allowlist or deny",
+                  strerror(e), fix);
+        err->errnum = e;
+        return -1;
+    }
+    close(tun);
     char netns[64], userns[64];
     snprintf(netns, sizeof(netns), "/proc/%d/ns/net", sandbox_pid);
     snprintf(userns, sizeof(userns), "/proc/%d/ns/user", sandbox_pid);

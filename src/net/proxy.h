@@ -1,4 +1,5 @@
-/* The allowlist proxy and port publisher: one epoll loop, no threads, in a
+/* The allowlist proxy and port publisher: one epoll loop (name lookups
+ * run in its resolver worker processes, see resolve-pool.h), in a
  * child process of the supervisor that stays in the host's network
  * namespace. It accepts on a listener that lives inside the sandbox
  * (127.0.0.1:NET_PROXY_PORT there), speaks HTTP CONNECT, plain HTTP

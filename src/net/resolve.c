@@ -35,8 +35,12 @@ static int resolve_from_file(const char *host, const char *path, struct allow_ad
             }
         }
     }
-    if (*count == 0)
-        return error_set(err, ENOENT, "%s: not found in %s", host, path);
+    if (*count == 0) {
+        /* Not strerror(ENOENT): that would read as if the file were missing. */
+        error_set(err, 0, "%s: not found in %s", host, path);
+        err->errnum = ENOENT;
+        return -1;
+    }
     return 0;
 }
 
@@ -61,7 +65,10 @@ int net_resolve(const char *host, const char *hosts_file, struct allow_addr *out
             allow_addr_from_sockaddr(i->ai_addr, &out[(*count)++]);
     }
     freeaddrinfo(res);
-    if (*count == 0)
-        return error_set(err, ENOENT, "resolving %s: no IPv4 or IPv6 address", host);
+    if (*count == 0) {
+        error_set(err, 0, "resolving %s: no IPv4 or IPv6 address", host);
+        err->errnum = ENOENT;
+        return -1;
+    }
     return 0;
 }

@@ -1,7 +1,8 @@
 /* Name resolution for the allowlist proxy: the proxy resolves names itself
  * (the sandbox has no DNS), from the system resolver or, when configured,
  * only from a hosts(5)-style file (tests never touch public DNS). Host
- * context (the proxy process). Blocking: see the report in net.c. */
+ * context (the proxy process). Blocking: the proxy calls it from its
+ * resolver workers (resolve-pool.h), never from its event loop. */
 #pragma once
 
 #include "net/allowlist.h"

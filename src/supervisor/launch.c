@@ -302,6 +302,18 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     if (launch_network(req, l, err) < 0)
         goto fail;
 
+    /* The curated /etc is prepared once per content, in the state root. */
+    {
+        _cleanup_free_ char *root = NULL;
+        if (state_root(&root, err) < 0)
+            goto fail;
+        if (asprintf(&l->etc_cache_root, "%s/.etc", root) < 0) {
+            l->etc_cache_root = NULL;
+            error_set(err, ENOMEM, "launch");
+            goto fail;
+        }
+    }
+
     l->spec = (struct ns_spec){
         .workspace = l->ws.root,
         .workspace_view = l->ws.view_root,
@@ -326,6 +338,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         .stdio = {0, 1, 2},
         .control_fd = -1,
         .name = l->name,
+        .etc_cache_root = l->etc_cache_root,
         .on_namespaces_ready = net_on_namespaces_ready,
         .on_namespaces_ready_ctx = &l->net_session,
     };
@@ -353,5 +366,6 @@ void launch_free(struct launch *l)
     env_free(l->env);
     free(l->agent_path);
     free(l->home);
+    free(l->etc_cache_root);
     *l = (struct launch){0};
 }

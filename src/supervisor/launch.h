@@ -29,6 +29,7 @@ struct launch {
     char **env;
     char *agent_path;
     char *home;
+    char *etc_cache_root; /* <state root>/.etc, or NULL */
     char name[128];
     const char *protected_paths[LAUNCH_MAX_PROTECTED + 1];
     const char *git_dirs[3];

@@ -5,6 +5,7 @@
  * supervisor, the sandbox's pidfd, and a copy of the lock, so the session
  * stays "owned" until its teardown is complete. */
 #include "supervisor/lifecycle.h"
+#include "supervisor/control.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -20,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WATCHDOG_KILL_TRIES 5
@@ -52,16 +54,53 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
     /* Explicitly named sandboxes default to "none": their record stays. */
     if (cfg->sandbox_name && cfg->origin[CFG_TEARDOWN].layer == CFG_LAYER_DEFAULT)
         lc->teardown = TEARDOWN_NONE;
+    lc->gc_hours = (double)cfg->gc_hours;
     if (state_acquire(l->name, l->ws.root, cfg_enum_name(CFG_BACKEND, cfg->backend), &lc->owner,
                       err) < 0)
         return -1;
+    /* A control socket here is a dead supervisor's: whoever serves one
+     * (cordon mcp) binds its own, and nobody answers on this one. */
+    control_unlink_stale(lc->owner.dir_fd);
+    return 0;
+}
+
+/* The sweep of stale sessions runs off the start path (in the watchdog, or
+ * at the end of a session that has none) and at most once a minute: its
+ * cost grows with the number of kept sessions. */
+#define LIFECYCLE_GC_INTERVAL 60
+
+static bool lifecycle_gc_due(void)
+{
+    struct cordon_error err;
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, &err) < 0)
+        return false;
+    _cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (rootfd < 0)
+        return false;
+    struct stat st;
+    if (fstatat(rootfd, ".gc-stamp", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        difftime(time(NULL), st.st_mtime) < LIFECYCLE_GC_INTERVAL &&
+        difftime(time(NULL), st.st_mtime) >= 0)
+        return false;
+    int fd = openat(rootfd, ".gc-stamp", O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return true;
+    futimens(fd, NULL);
+    close(fd);
+    return true;
+}
+
+static void lifecycle_gc(const struct lifecycle *lc)
+{
+    if (!lifecycle_gc_due())
+        return;
     size_t removed = 0;
     struct cordon_error gc_err;
-    if (state_gc((double)cfg->gc_hours, l->name, &removed, &gc_err) < 0)
+    if (state_gc(lc->gc_hours, lc->owner.name, &removed, &gc_err) < 0)
         log_warn("garbage collection: %s", gc_err.message);
     else if (removed)
         log_debug("garbage collection removed %zu stale sandbox(es)", removed);
-    return 0;
 }
 
 int lifecycle_persist(struct lifecycle *lc, struct launch *l, struct cordon_error *err)
@@ -131,6 +170,7 @@ static void watchdog_run(int supervisor_pidfd, int disarm_fd, struct lifecycle *
     signal(SIGPIPE, SIG_IGN);
     int proxy_pidfd = l->net_session.proxy_pid > 0 ? pidfd_open_(l->net_session.proxy_pid) : -1;
     int pasta_pidfd = l->net_session.pasta_pid > 0 ? pidfd_open_(l->net_session.pasta_pid) : -1;
+    lifecycle_gc(lc);
     struct pollfd p[2] = {{supervisor_pidfd, POLLIN, 0}, {disarm_fd, POLLIN, 0}};
     for (;;) {
         if (poll(p, 2, -1) < 0 && errno == EINTR)
@@ -167,6 +207,8 @@ static void watchdog_run(int supervisor_pidfd, int disarm_fd, struct lifecycle *
     if (t->vm)
         remove_tree_at(lc->owner.dir_fd, "vm", 0);
     struct cordon_error err;
+    /* Nobody answers on the dead supervisor's control socket any more. */
+    control_unlink_stale(lc->owner.dir_fd);
     state_set_status(&lc->owner, "stopped", 0, &err);
     state_release(&lc->owner, lc->teardown == TEARDOWN_REMOVE);
     _exit(0);
@@ -200,33 +242,20 @@ static int watchdog_arm(struct lifecycle *lc, const struct launch *l, const stru
     int disarm[2];
     if (pipe2(disarm, O_CLOEXEC) < 0)
         return error_set(err, errno, "watchdog: pipe");
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) < 0) {
-        close(disarm[0]);
-        close(disarm[1]);
-        return error_set(err, errno, "watchdog: pipe");
-    }
+    /* One fork and a session of its own: a process group kill of the
+     * client does not reach it, and when the supervisor dies it is
+     * reparented and goes on. The supervisor reaps it in lifecycle_end. */
     pid_t child = fork();
     if (child < 0) {
         int e = errno;
         close(disarm[0]);
         close(disarm[1]);
-        close(report[0]);
-        close(report[1]);
         return error_set(err, e, "watchdog: fork");
     }
     if (child == 0) {
         close(disarm[1]);
-        close(report[0]);
         if (setsid() < 0)
             _exit(1);
-        pid_t grandchild = fork();
-        if (grandchild != 0) {
-            ssize_t w = write(report[1], &grandchild, sizeof(grandchild));
-            (void)w;
-            _exit(grandchild < 0 ? 1 : 0);
-        }
-        close(report[1]);
         /* Nothing of the supervisor's but what the watchdog needs: holding
          * the client's pipes or the agent channel would keep them open. */
         int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -255,16 +284,7 @@ static int watchdog_arm(struct lifecycle *lc, const struct launch *l, const stru
         watchdog_run(self, disarm[0], lc, t, l);
     }
     close(disarm[0]);
-    close(report[1]);
-    pid_t grandchild = -1;
-    ssize_t r = read(report[0], &grandchild, sizeof(grandchild));
-    close(report[0]);
-    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-        ;
-    if (r != sizeof(grandchild) || grandchild <= 0) {
-        close(disarm[1]);
-        return error_set(err, 0, "watchdog: could not start");
-    }
+    pid_t grandchild = child;
     lc->watchdog_pid = grandchild;
     lc->watchdog_pidfd = pidfd_open_(grandchild);
     lc->disarm_fd = disarm[1];
@@ -287,12 +307,22 @@ void lifecycle_end(struct lifecycle *lc)
             poll(&p, 1, 2000);
         }
     }
-    if (lc->watchdog_pidfd >= 0)
+    if (lc->watchdog_pidfd >= 0) {
+        /* Reaped now if it is already gone (it exits as soon as it reads the
+         * disarm byte); otherwise the supervisor's exit reaps it. */
+        siginfo_t si;
+        waitid(P_PIDFD, (id_t)lc->watchdog_pidfd, &si, WEXITED | WNOHANG);
         close(lc->watchdog_pidfd);
+    }
     lc->watchdog_pidfd = -1;
-    struct cordon_error err;
     if (lc->owner.lock_fd >= 0) {
-        state_set_status(&lc->owner, "stopped", 0, &err);
-        state_release(&lc->owner, lc->teardown == TEARDOWN_REMOVE);
+        if (lc->watchdog_pid < 0)
+            lifecycle_gc(lc);
+        control_unlink_stale(lc->owner.dir_fd);
+        bool remove = lc->teardown == TEARDOWN_REMOVE;
+        struct cordon_error err;
+        if (!remove)
+            state_set_status(&lc->owner, "stopped", 0, &err);
+        state_release(&lc->owner, remove);
     }
 }

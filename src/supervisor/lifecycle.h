@@ -16,10 +16,12 @@ struct lifecycle {
     pid_t watchdog_pid;
     int watchdog_pidfd;
     int disarm_fd; /* write end: closing it tells the watchdog to stand down */
+    double gc_hours;
 };
 
 /* Takes ownership of the launch's sandbox name (before anything is
- * created) and sweeps stale sandboxes (gc_hours). */
+ * created). Stale sandboxes (gc_hours) are swept later, off the start path:
+ * by the watchdog, or by lifecycle_end when no watchdog was armed. */
 int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error *err);
 /* For a sandbox kept after its session (teardown stop/none): creates its
  * tmp/ and home/ in the state directory and points the spec at them. */

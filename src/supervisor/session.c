@@ -4,6 +4,7 @@
 #include "supervisor/session.h"
 #include "supervisor/lifecycle.h"
 #include "agent/protocol.h"
+#include "agent/reap.h"
 #include "backend/ns/ns.h"
 #include "backend/vm/vm.h"
 #include "util/cleanup.h"
@@ -197,7 +198,7 @@ int session_start_host(struct session **out, struct cordon_error *err)
         return -1;
     }
     s->channel = pair[0];
-    char *const argv[] = {"cordon-agent", "serve", NULL};
+    char *const argv[] = {"cordon-agent", "serve", "--host", NULL};
     pid_t pid = fork();
     if (pid < 0) {
         error_set(err, errno, "fork");
@@ -208,7 +209,11 @@ int session_start_host(struct session **out, struct cordon_error *err)
     if (pid == 0) {
         /* Child, host context, between fork and exec: no allocation. The
          * agent gets the user's cwd and environment as they are; stdout is
-         * the MCP stream's, so it gets /dev/null. */
+         * the MCP stream's, so it gets /dev/null. A session of its own: a
+         * terminal's hangup or Ctrl+C reaches the supervisor, which ends
+         * the session, not the agent, which would die without ending what
+         * its calls left running. */
+        setsid();
         int control = pair[1] == 3 ? 3 : dup2(pair[1], 3);
         if (control != 3 || dup2(s->devnull, 0) < 0 || dup2(s->devnull, 1) < 0)
             _exit(CORDON_EXIT_FAILURE);
@@ -389,8 +394,10 @@ void session_stop(struct session *s)
             poll(&p, 1, 1000);
         vm_backend_ops.stop(&s->vm);
     } else if (s->started && s->sb.pid > 0) {
+        /* The host agent ends what its calls left running first. */
+        int grace_ms = s->host ? REAP_HOST_TIMEOUT_MS + 1000 : 1000;
         struct pollfd p = {s->sb.pidfd, POLLIN, 0};
-        if (s->sb.pidfd < 0 || poll(&p, 1, 1000) <= 0)
+        if (s->sb.pidfd < 0 || poll(&p, 1, grace_ms) <= 0)
             kill(s->sb.pid, SIGKILL);
         while (waitpid(s->sb.pid, NULL, 0) < 0 && errno == EINTR)
             ;
@@ -417,6 +424,11 @@ void session_stop(struct session *s)
 const char *session_state_dir(const struct session *s)
 {
     return s->owned ? s->lifecycle.owner.dir : NULL;
+}
+
+int session_state_dir_fd(const struct session *s)
+{
+    return s->owned ? s->lifecycle.owner.dir_fd : -1;
 }
 
 void session_audit(struct session *s, const char *tool, const char *target, const char *outcome,

@@ -53,6 +53,8 @@ int session_call_sync(struct session *s, const char *tool, json_t *args, struct 
 
 /* The session's state directory (its lock and audit log), or NULL. */
 const char *session_state_dir(const struct session *s);
+/* The same directory as an O_PATH fd (borrowed), or -1. */
+int session_state_dir_fd(const struct session *s);
 
 /* One line in the session's audit log (exit_code < 0: none). */
 void session_audit(struct session *s, const char *tool, const char *target, const char *outcome,

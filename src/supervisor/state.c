@@ -3,6 +3,7 @@
  * O_NOFOLLOW from directory fds: a planted symlink in the state tree cannot
  * redirect a removal. */
 #include "supervisor/state.h"
+#include "supervisor/control.h"
 #include "util/fs.h"
 #include "util/cleanup.h"
 
@@ -321,6 +322,40 @@ bool state_exists(const char *name)
     return root_fd >= 0 && entry_read(root_fd, name, &e);
 }
 
+int state_get(const char *name, struct state_entry *ret, struct cordon_error *err)
+{
+    if (state_check_name(name, err) < 0)
+        return -1;
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, err) < 0)
+        return -1;
+    _cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (root_fd < 0 || !entry_read(root_fd, name, ret))
+        return error_set(err, 0, "no cordon sandbox named %s (see cordon ls)", name);
+    return 0;
+}
+
+/* A kept sandbox nobody runs: its control socket is a leftover of a
+ * supervisor that died (the watchdog removes it too; this covers a watchdog
+ * that was killed as well). Only under the lock, so a supervisor that is
+ * starting it right now keeps its fresh socket. */
+static void sweep_stale_control(const char *name)
+{
+    _cleanup_free_ char *root = NULL;
+    struct cordon_error err;
+    if (state_root(&root, &err) < 0)
+        return;
+    _cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int dir_fd =
+        root_fd < 0 ? -1 : openat(root_fd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int fd =
+        dir_fd < 0 ? -1 : openat(dir_fd, LOCK_FILE, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+        return;
+    control_unlink_stale(dir_fd);
+    flock(fd, LOCK_UN);
+}
+
 int state_remove(const char *name, struct cordon_error *err)
 {
     if (state_check_name(name, err) < 0)
@@ -377,8 +412,10 @@ int state_gc(double hours, const char *keep, size_t *removed, struct cordon_erro
         struct state_entry *e = &entries[i];
         if (e->locked || (keep && strcmp(e->name, keep) == 0))
             continue;
-        if (difftime(now, e->started) < hours * 3600.0)
+        if (difftime(now, e->started) < hours * 3600.0) {
+            sweep_stale_control(e->name);
             continue;
+        }
         struct cordon_error ignored;
         struct state_owner o;
         if (state_acquire(e->name, NULL, NULL, &o, &ignored) < 0)

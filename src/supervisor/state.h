@@ -57,10 +57,13 @@ struct state_entry {
 
 /* Lists cordon's state directories (NULL-free array, count in *n). */
 int state_list(struct state_entry **ret, size_t *n, struct cordon_error *err);
+/* The entry of NAME; an error naming it when cordon made no such sandbox. */
+int state_get(const char *name, struct state_entry *ret, struct cordon_error *err);
 /* True when cordon made a sandbox named NAME (running or stopped). */
 bool state_exists(const char *name);
 /* Removes NAME unless another process owns it. */
 int state_remove(const char *name, struct cordon_error *err);
 /* Removes sandboxes that are not running, not `keep`, whose lock can be
- * taken and that are older than hours; returns how many. */
+ * taken and that are older than hours; returns how many. From the younger
+ * ones that are not running it removes a stale control socket. */
 int state_gc(double hours, const char *keep, size_t *removed, struct cordon_error *err);

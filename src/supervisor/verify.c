@@ -50,9 +50,16 @@ struct listener {
 };
 
 struct verify_run {
-    struct session *s;
+    char *name;
+    char *state_dir; /* NULL: a host session, no lock to check */
+    const char *pid1_comm;
+    const char *probe_via; /* how the probe was started, for the evidence */
     const struct launch *l;
     pid_t agent_pid;
+    /* The agent's /proc/<pid>/environ, read with its other host-side facts
+     * (a probe process does not outlive its answer). */
+    int agent_env_rc;
+    char agent_env_flagged[512];
     json_t *host;    /* host-side facts, for the evidence */
     json_t *request; /* what the probe was asked */
     struct listener listeners[MAX_LISTENERS];
@@ -334,27 +341,38 @@ static json_t *host_paths(const struct launch *l, json_t *names)
     return list;
 }
 
-static char *probe_command(json_t *request)
+void verify_set_agent(struct verify_run *r, int pidfd)
 {
-    _cleanup_free_ char *body = json_dumps(request, JSON_COMPACT);
-    char *cmd = NULL;
-    if (body && asprintf(&cmd, "%s probe <<'CORDON_VERIFY_EOF'\n%s\nCORDON_VERIFY_EOF",
-                         NS_AGENT_VIEW_PATH, body) < 0)
-        cmd = NULL;
-    return cmd;
+    pid_t pid = pidfd >= 0 ? pid_of_pidfd(pidfd) : -1;
+    r->agent_pid = pid;
+    /* pid 0 would read this process's own files. */
+    json_object_set_new(r->host, "agent_status", pid > 0 ? read_status(pid) : json_object());
+    json_object_set_new(r->host, "agent_ns", pid > 0 ? read_namespaces(pid) : json_object());
+    json_object_set_new(r->host, "agent_pid", json_integer(pid));
+    r->agent_env_rc =
+        pid > 0 ? agent_environ_flagged(pid, r->agent_env_flagged, sizeof(r->agent_env_flagged))
+                : -ESRCH;
 }
 
-int verify_prepare(struct session *s, struct verify_run **out, json_t **bash_args,
-                   struct cordon_error *err)
+int verify_prepare_target(const struct verify_target *t, struct verify_run **out,
+                          char **probe_request, struct cordon_error *err)
 {
     struct verify_run *r = calloc(1, sizeof(*r));
     if (!r)
         return error_set(err, ENOMEM, "verify");
-    r->s = s;
-    r->l = session_launch(s);
-    r->agent_pid = pid_of_pidfd(session_pidfd(s));
+    r->name = strdup(t->name);
+    r->state_dir = t->state_dir ? strdup(t->state_dir) : NULL;
+    r->pid1_comm = t->pid1_comm;
+    r->probe_via = t->probe_via ? t->probe_via : "a process started by the bash tool";
+    r->agent_env_rc = -ESRCH;
+    r->l = t->l;
     r->checks = json_array();
     r->host_names = json_array();
+    r->host = json_pack("{s:o, s:o}", "self_status", read_status(0), "self_ns", read_namespaces(0));
+    if (!r->name || (t->state_dir && !r->state_dir) || !r->host) {
+        verify_free(r);
+        return error_set(err, ENOMEM, "verify");
+    }
     const struct launch *l = r->l;
 
     if (open_listener(r, "127.0.0.1") < 0) {
@@ -428,19 +446,40 @@ int verify_prepare(struct session *s, struct verify_run **out, json_t **bash_arg
         json_object_set_new(r->request, "proxy",
                             json_pack("{s:i, s:o}", "port", NET_PROXY_PORT, "targets", targets));
     }
-    r->host = json_pack("{s:o, s:o, s:o, s:o, s:i}", "self_status", read_status(0), "self_ns",
-                        read_namespaces(0), "agent_status", read_status(r->agent_pid), "agent_ns",
-                        read_namespaces(r->agent_pid), "agent_pid", (int)r->agent_pid);
+    if (t->agent_pidfd >= 0)
+        verify_set_agent(r, t->agent_pidfd);
     /* The probe treats "policy" as more paths that must not be writable. */
     json_t *ro = json_object_get(r->request, "readonly");
     json_array_extend(ro, policy);
-    _cleanup_free_ char *cmd = probe_command(r->request);
-    if (!cmd) {
+    *probe_request = json_dumps(r->request, JSON_COMPACT);
+    if (!*probe_request) {
         verify_free(r);
         return error_set(err, ENOMEM, "verify");
     }
-    *bash_args = json_pack("{s:s, s:i}", "command", cmd, "timeout", 60);
     *out = r;
+    return 0;
+}
+
+int verify_prepare(struct session *s, struct verify_run **out, json_t **bash_args,
+                   struct cordon_error *err)
+{
+    struct verify_target t = {.name = session_name(s),
+                              .l = session_launch(s),
+                              .agent_pidfd = session_pidfd(s),
+                              .state_dir = session_state_dir(s),
+                              .pid1_comm = "cordon-agent"};
+    _cleanup_free_ char *request = NULL;
+    if (verify_prepare_target(&t, out, &request, err) < 0)
+        return -1;
+    _cleanup_free_ char *cmd = NULL;
+    if (asprintf(&cmd, "%s probe <<'CORDON_VERIFY_EOF'\n%s\nCORDON_VERIFY_EOF", NS_AGENT_VIEW_PATH,
+                 request) < 0) {
+        cmd = NULL;
+        verify_free(*out);
+        *out = NULL;
+        return error_set(err, ENOMEM, "verify");
+    }
+    *bash_args = json_pack("{s:s, s:i}", "command", cmd, "timeout", 60);
     return 0;
 }
 
@@ -467,7 +506,8 @@ static void check_env(struct verify_run *r, const json_t *p)
     char **input = calloc(n + ARRAY_SIZE(sentinel_names) + 2, sizeof(char *));
     char **built = NULL;
     struct cordon_error err;
-    char scrub_flagged[512] = "", built_flagged[512] = "", agent_flagged[512] = "";
+    char scrub_flagged[512] = "", built_flagged[512] = "";
+    const char *agent_flagged = r->agent_env_rc < 0 ? "" : r->agent_env_flagged;
     bool scrub_probe = false, built_probe = false;
     int scrub_rc = -1;
     if (input) {
@@ -494,7 +534,7 @@ static void check_env(struct verify_run *r, const json_t *p)
         free(input);
     }
     flagged_in(l->env, built_flagged, sizeof(built_flagged), &built_probe);
-    int agent_rc = agent_environ_flagged(r->agent_pid, agent_flagged, sizeof(agent_flagged));
+    int agent_rc = r->agent_env_rc;
 
     char ev[2048] = "";
     bool fail = scrub_rc < 0 || scrub_flagged[0] || built_flagged[0] || agent_flagged[0];
@@ -522,7 +562,7 @@ static void check_env(struct verify_run *r, const json_t *p)
             _cleanup_free_ char *txt = json_dumps(found, JSON_COMPACT);
             add(ev, sizeof(ev), "; inside: %s", txt ? txt : "?");
         } else {
-            add(ev, sizeof(ev), "; inside (a process started by the bash tool): none present");
+            add(ev, sizeof(ev), "; inside (%s): none present", r->probe_via);
         }
     } else {
         add(ev, sizeof(ev), "; inside: no probe answer");
@@ -771,13 +811,20 @@ static void check_processes(struct verify_run *r, const json_t *p)
         return;
     }
     json_t *foreign = json_object_get(pr, "foreign");
-    bool ok = json_array_size(foreign) == 0 && strcmp(str(pr, "pid1_comm"), "cordon-agent") == 0;
+    bool ok = json_array_size(foreign) == 0 && strcmp(str(pr, "pid1_comm"), r->pid1_comm) == 0;
     _cleanup_free_ char *f = json_dumps(foreign, JSON_COMPACT);
+    char fds[512] = "";
+    size_t i;
+    json_t *fd;
+    json_array_foreach (json_object_get(p, "fds"), i, fd)
+        add(fds, sizeof(fds), "%s%s", i ? ", " : "",
+            json_string_value(fd) ? json_string_value(fd) : "?");
     row(r, "processes", ok ? "PASS" : "FAIL",
         "%lld processes visible inside, all in the sandbox's PID namespace unless listed: %s; "
-        "PID 1 is %s; kill(0) on the supervisor's host pid %d -> %s",
+        "PID 1 is %s; kill(0) on the supervisor's host pid %d -> %s; the probe's open "
+        "descriptors: %s",
         (long long)json_integer_value(json_object_get(pr, "count")), f ? f : "?",
-        str(pr, "pid1_comm"), (int)getpid(), str(pr, "kill_supervisor_pid"));
+        str(pr, "pid1_comm"), (int)getpid(), str(pr, "kill_supervisor_pid"), fds[0] ? fds : "?");
 }
 
 static void check_network(struct verify_run *r, const json_t *p)
@@ -895,6 +942,23 @@ static void check_landlock(struct verify_run *r, const json_t *p)
         abi, res);
 }
 
+/* The CORDON-PROBE line of one output text; NULL (why filled) when there
+ * is none (why left empty) or it is not JSON. */
+static json_t *probe_answer_in(const char *text, char *why, size_t size)
+{
+    const char *at = text ? strstr(text, PROBE_MARKER) : NULL;
+    if (!at)
+        return NULL;
+    at += strlen(PROBE_MARKER);
+    json_error_t jerr;
+    json_t *answer = json_loadb(at, strcspn(at, "\n"), 0, &jerr);
+    if (json_is_object(answer))
+        return answer;
+    json_decref(answer);
+    snprintf(why, size, "the probe's answer is not JSON: %s", jerr.text);
+    return NULL;
+}
+
 /* Parses the CORDON-PROBE line out of the bash tool's output. */
 static json_t *probe_answer(const struct tool_result *res, char *why, size_t size)
 {
@@ -905,18 +969,10 @@ static json_t *probe_answer(const struct tool_result *res, char *why, size_t siz
     size_t i;
     json_t *part;
     json_array_foreach (res->content, i, part) {
-        const char *text = json_string_value(json_object_get(part, "text"));
-        const char *at = text ? strstr(text, PROBE_MARKER) : NULL;
-        if (!at)
-            continue;
-        at += strlen(PROBE_MARKER);
-        json_error_t jerr;
-        json_t *answer = json_loadb(at, strcspn(at, "\n"), 0, &jerr);
-        if (json_is_object(answer))
+        json_t *answer =
+            probe_answer_in(json_string_value(json_object_get(part, "text")), why, size);
+        if (answer || why[0])
             return answer;
-        json_decref(answer);
-        snprintf(why, size, "the probe's answer is not JSON: %s", jerr.text);
-        return NULL;
     }
     json_t *first = json_array_get(res->content, 0);
     snprintf(why, size, "the probe printed no answer: %.300s",
@@ -930,7 +986,7 @@ static json_t *probe_answer(const struct tool_result *res, char *why, size_t siz
  * take it) and its record must name this supervisor. */
 static void check_ownership(struct verify_run *r)
 {
-    const char *dir = session_state_dir(r->s);
+    const char *dir = r->state_dir;
     if (!dir) {
         row(r, "ownership", "SKIP", "this session has no state directory (host session)");
         return;
@@ -958,12 +1014,36 @@ static void check_ownership(struct verify_run *r)
     row(r, "ownership", held && pid == getpid() ? "PASS" : "FAIL", "%s", evidence);
 }
 
+static json_t *judge(struct verify_run *r, json_t *p, const char *why);
+
 json_t *verify_finish(struct verify_run *r, const struct tool_result *probe, const char *call_error)
 {
     char why[512] = "";
     json_t *p = call_error ? NULL : probe_answer(probe, why, sizeof(why));
     if (call_error)
         snprintf(why, sizeof(why), "%s", call_error);
+    return judge(r, p, why);
+}
+
+json_t *verify_finish_output(struct verify_run *r, const char *output, const char *probe_error)
+{
+    char why[512] = "";
+    json_t *p = NULL;
+    if (probe_error) {
+        snprintf(why, sizeof(why), "%s", probe_error);
+    } else {
+        p = probe_answer_in(output, why, sizeof(why));
+        if (!p && !why[0])
+            snprintf(why, sizeof(why), "the probe printed no answer: %.300s",
+                     output && output[0] ? output : "(no output)");
+    }
+    return judge(r, p, why);
+}
+
+/* The probe's answer p (consumed; NULL: none, why says why) judged against
+ * the host's facts. */
+static json_t *judge(struct verify_run *r, json_t *p, const char *why)
+{
     check_env(r, p);
     check_host_files(r, p);
     check_docker(r, p);
@@ -985,9 +1065,9 @@ json_t *verify_finish(struct verify_run *r, const struct tool_result *probe, con
         failed += strcmp(str(c, "status"), "FAIL") == 0;
         warnings += strcmp(str(c, "status"), "WARN") == 0;
     }
-    json_t *report = json_pack("{s:s, s:s, s:i, s:i, s:O, s:O}", "sandbox", session_name(r->s),
-                               "result", failed ? "FAIL" : "PASS", "failed", failed, "warnings",
-                               warnings, "checks", r->checks, "host", r->host);
+    json_t *report = json_pack("{s:s, s:s, s:i, s:i, s:O, s:O}", "sandbox", r->name, "result",
+                               failed ? "FAIL" : "PASS", "failed", failed, "warnings", warnings,
+                               "checks", r->checks, "host", r->host);
     if (why[0])
         json_object_set_new(report, "probe_error", json_string(why));
     if (failed) {
@@ -995,7 +1075,7 @@ json_t *verify_finish(struct verify_run *r, const struct tool_result *probe, con
         snprintf(advice, sizeof(advice),
                  "Treat sandbox %s as compromised: stop using it, end the session and remove it "
                  "(`cordon rm %s`), then report the failed checks.",
-                 session_name(r->s), session_name(r->s));
+                 r->name, r->name);
         json_object_set_new(report, "advice", json_string(advice));
     }
     return report;
@@ -1007,6 +1087,8 @@ void verify_free(struct verify_run *r)
         return;
     for (size_t i = 0; i < r->nlisteners; i++)
         close(r->listeners[i].fd);
+    free(r->name);
+    free(r->state_dir);
     json_decref(r->host);
     json_decref(r->request);
     json_decref(r->checks);
@@ -1028,6 +1110,39 @@ int verify_session(struct session *s, json_t **report, struct cordon_error *err)
     tool_result_clear(&res);
     verify_free(r);
     return 0;
+}
+
+void verify_report_add_ownership(json_t *report, const char *name, bool held, pid_t record_pid,
+                                 pid_t peer_pid)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach (json_object_get(report, "checks"), i, c) {
+        if (strcmp(str(c, "check"), "ownership") != 0)
+            continue;
+        bool ok = held && record_pid > 0 && record_pid == peer_pid &&
+                  strcmp(str(c, "status"), "PASS") == 0;
+        char evidence[3072];
+        snprintf(evidence, sizeof(evidence),
+                 "%s; seen by `cordon verify %s`: the lock is %s, its record names pid %d, the "
+                 "control socket's peer (SO_PEERCRED) is pid %d",
+                 str(c, "evidence"), name, held ? "held" : "free", (int)record_pid, (int)peer_pid);
+        json_object_set_new(c, "evidence", json_string(evidence));
+        json_object_set_new(c, "status", json_string(ok ? "PASS" : "FAIL"));
+    }
+    int failed = 0;
+    json_array_foreach (json_object_get(report, "checks"), i, c)
+        failed += strcmp(str(c, "status"), "FAIL") == 0;
+    json_object_set_new(report, "failed", json_integer(failed));
+    json_object_set_new(report, "result", json_string(failed ? "FAIL" : "PASS"));
+    if (failed && !json_object_get(report, "advice")) {
+        char advice[512];
+        snprintf(advice, sizeof(advice),
+                 "Treat sandbox %s as compromised: stop using it, end the session and remove it "
+                 "(`cordon rm %s`), then report the failed checks.",
+                 name, name);
+        json_object_set_new(report, "advice", json_string(advice));
+    }
 }
 
 int verify_report_failed(const json_t *report)

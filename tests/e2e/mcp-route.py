@@ -8,6 +8,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,9 +32,10 @@ def ok(cond, name, diag=None):
 
 
 class Server:
-    def __init__(self, cwd, args=(), elicitation=True, env=None):
+    def __init__(self, cwd, args=(), elicitation=True, env=None, new_session=False):
         self.p = subprocess.Popen([CORDON, "mcp", *args], cwd=cwd, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                  start_new_session=new_session)
         self.buf = b""
         self.next_id = 100
         caps = {"elicitation": {}} if elicitation else {}
@@ -94,6 +96,34 @@ class Server:
         except subprocess.TimeoutExpired:
             self.p.kill()
         return self.p.stderr.read().decode(errors="replace")
+
+
+def alive(pid):
+    """Running, not a zombie left for init."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def wait_gone(pids, timeout=15):
+    """The pids still alive after timeout; those are then killed, so a
+    failing run leaves nothing behind."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    left = [p for p in pids if alive(p)]
+    for p in left:
+        try:
+            os.kill(p, 9)
+        except OSError:
+            pass
+    return left
+
+
+LEAVE_BEHIND = ("sleep 1000 >/dev/null 2>&1 & echo $!; nohup sleep 1001 >/dev/null 2>&1 & echo $!; "
+                "setsid sleep 1002 >/dev/null 2>&1 & echo $!; sh -c 'sleep 1003 >/dev/null 2>&1 & echo $!'")
 
 
 def text(r):
@@ -202,7 +232,16 @@ try:
     ok(pong and pong.get("result") == {} and not os.path.exists(m2), "a call cancelled while asking never runs and gets no response", pong)
     r = s.call("read", {"path": "x", "execution_target": "sandbox"})
     ok(r["isError"] and "ENOENT" in text(r) and meta(r)["cordon/route"] == "sandbox", "execution_target sandbox runs in the sandbox", r)
+    # an approved host call's background processes end with the session
+    cid = s.call_async("bash", {"command": LEAVE_BEHIND, "execution_target": "host"})
+    q5 = s.wait_for(lambda m: m.get("method") == "elicitation/create")
+    s.send({"jsonrpc": "2.0", "id": q5["id"], "result": {"action": "accept", "content": {"approve": True}}})
+    r = s.wait_for(lambda m: m.get("id") == cid)["result"]
+    left = [int(x) for x in text(r).split()]
+    ok(len(left) == 4 and all(alive(p) for p in left) and meta(r)["cordon/route"] == "host",
+       "an approved host call's background processes outlive the call", r)
     s.close()
+    ok(wait_gone(left) == [], "they end with the session", left)
 
     s = Server(ws, args=["--headless"], elicitation=True)
     r = s.call("ls", {"execution_target": "host"})
@@ -218,6 +257,23 @@ try:
     r = s.call("bash", {"command": "cat /proc/1/comm"})
     ok(text(r) != "cordon-agent\n" and meta(r)["cordon/state"] == "off" and s.request("cordon/status")["result"]["sandbox"] is None,
        "cordon mcp --off: host mode without a sandbox", r)
+    r = s.call("bash", {"command": LEAVE_BEHIND})
+    left = [int(x) for x in text(r).split()]
+    ok(len(left) == 4 and all(alive(p) for p in left),
+       "off: background processes (&, nohup, setsid, double fork) outlive their host call", r)
+    s.close()
+    ok(wait_gone(left) == [], "off: they end with the session (the client closes stdin)", left)
+    s = Server(ws, args=["--off"], elicitation=False)
+    left = [int(x) for x in text(s.call("bash", {"command": LEAVE_BEHIND})).split()]
+    s.p.kill()
+    ok(len(left) == 4 and wait_gone(left) == [], "off: they end when cordon mcp is SIGKILLed too (the host agent sees EOF)", left)
+    s.close()
+    # A terminal's hangup goes to its whole foreground process group: here,
+    # cordon mcp's group. The host agent has a session of its own.
+    s = Server(ws, args=["--off"], elicitation=False, new_session=True)
+    left = [int(x) for x in text(s.call("bash", {"command": LEAVE_BEHIND})).split()]
+    os.killpg(s.p.pid, signal.SIGHUP)
+    ok(len(left) == 4 and wait_gone(left) == [], "off: they end when the terminal hangs up (SIGHUP to cordon mcp's process group)", left)
     s.close()
     s = Server(ws, args=["--set", "backend=docker"], elicitation=True)
     m3 = os.path.join(outside, "blocked")
@@ -231,6 +287,11 @@ try:
     r = s.call("bash", {"command": "cat /proc/1/comm"})
     ok(not r["isError"] and text(r) != "cordon-agent\n" and meta(r) == {"cordon/route": "host", "cordon/state": "host fallback"},
        "fallback_mode = host from the session: host fallback, shown in _meta", r)
+    r = s.call("bash", {"command": LEAVE_BEHIND})
+    left = [int(x) for x in text(r).split()]
+    ok(len(left) == 4 and all(alive(p) for p in left), "host fallback: background processes outlive their call", r)
+    s.p.terminate()
+    ok(wait_gone(left) == [], "host fallback: they end with the session (SIGTERM to cordon mcp)", left)
     s.close()
     s = Server(ws, args=["--set", "limits.pids=many"], elicitation=False)
     r = s.call("ls", {})

@@ -92,8 +92,14 @@ try {
     await pi.commands.cordon.handler("on", pi.ctx);
     r = await userBash(pi, "cat /proc/1/comm");
     ok(pi.status.cordon === "cordon: sandboxed" && r.out === "cordon-agent\n", "/cordon on: back in the sandbox", [pi.status, r]);
+    const complete = pi.commands.cordon.getArgumentCompletions;
+    ok(JSON.stringify(complete("o")?.map((c) => c.value)) === '["on","off"]' && complete("off") === null && complete("on") === null,
+        "/cordon completes a prefix, and offers nothing once a subcommand is whole (so Enter runs it)");
     await pi.commands.cordon.handler("verify", pi.ctx);
-    ok(/verify is not available|PASS|FAIL/.test(pi.notes.pop()?.m ?? ""), "/cordon verify answers (or says it is not available)");
+    const verified = pi.notes.pop()?.m ?? "";
+    ok(/^cordon verify: sandbox cordon-/.test(verified) && /^PASS +seccomp /m.test(verified) && /^PASS +ownership /m.test(verified) &&
+       /result: PASS \(0 failed/.test(verified),
+       "/cordon verify: the session's sandbox_verify report, every check passing", verified);
     await pi.commands.cordon.handler("config", pi.ctx);
     ok(/"routeTools"/.test(pi.notes.pop()?.m ?? ""), "/cordon config shows the effective routing settings");
     const marker = path.join(ws, "..", path.basename(ws) + "-marker");

@@ -10,6 +10,8 @@
                               prints the SHA-256 of what came back
   bytes-sha N                 SHA-256 of the test servers' GET /bytes/N body
   abstract NAME               connect to the abstract Unix socket @NAME
+  stall HOST PORT PATH SECS   HTTP CONNECT, GET PATH, then read nothing for SECS
+                              (a slow reader); prints "stalled" once the request is out
 """
 import errno
 import socket
@@ -118,7 +120,20 @@ def abstract(name):
         print(err_name(e))
 
 
+def stall(host, port, path, secs):
+    import time
+    s = socket.create_connection(PROXY, timeout=10)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(("CONNECT %s:%s HTTP/1.1\r\n\r\n" % (host, port)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    s.sendall(("GET %s HTTP/1.0\r\nHost: %s\r\n\r\n" % (path, host)).encode())
+    print("stalled", flush=True)
+    time.sleep(float(secs))
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"direct": direct, "socks": socks, "connect-echo": connect_echo, "abstract": abstract,
-     "echo-file": echo_file, "bytes-sha": bytes_sha}[cmd](*args)
+     "echo-file": echo_file, "bytes-sha": bytes_sha, "stall": stall}[cmd](*args)

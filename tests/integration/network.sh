@@ -110,6 +110,35 @@ net_run "exec 4<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT web.test' >&4;
     exec 5<>/dev/tcp/127.0.0.1/3128; curl -sS -m 10 http://web.test:$HTTP/"
 like "allowlist: a stalled client does not block the next one" "$out" "hello-from-loopback"
 
+# A lookup that hangs stalls only its own connection. The hosts file is a
+# FIFO nobody writes to: reading it blocks like a DNS server that never
+# answers. An address literal needs no lookup and goes through at once;
+# the hanging name ends with 504 after the resolver's 10 s timeout.
+mkfifo "$TEST_TMP/hosts-fifo"
+cordon_run "$ws" --network allowlist --net-hosts-file "$TEST_TMP/hosts-fifo" --net-audit-log "$audit" \
+    --allow-host web.test --allow-host "127.0.0.1:$HTTP" -- bash -c "
+    curl -sS -m 30 -o /dev/stderr -w 'hung=%{http_code} after=%{time_total}\n' http://web.test:$HTTP/ &
+    sleep 1; start=\$(date +%s%N)
+    curl -sS -m 5 --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:$HTTP/
+    echo literal-ms=\$(( (\$(date +%s%N) - start) / 1000000 )); wait"
+like "resolver: an address literal goes through while a lookup hangs" "$out" "hello-from-loopback"
+ms=$(grep -o 'literal-ms=[0-9]*' <<<"$out" | cut -d= -f2)
+if [ -n "$ms" ] && [ "$ms" -lt 2000 ]; then
+    pass "resolver: ... promptly (${ms} ms)"
+else
+    fail "resolver: ... promptly" "took ${ms:-?} ms" "$out"
+fi
+is "resolver: the hanging lookup ends after the answered one" \
+    "$(grep -o -e 'literal-ms' -e 'hung=' <<<"$out" | tr '\n' ' ')" "literal-ms hung= "
+like "resolver: the hanging lookup ends with 504" "$out" "hung=504"
+like "resolver: the 504 says which name timed out" "$out" "resolving web.test timed out after 10 s"
+after=$(grep -o 'after=[0-9]*' <<<"$out" | cut -d= -f2)
+if [ -n "$after" ] && [ "$after" -ge 9 ] && [ "$after" -le 15 ]; then
+    pass "resolver: the timeout is 10 s (${after} s)"
+else
+    fail "resolver: the timeout is 10 s" "after ${after:-?} s"
+fi
+
 # Bytes arrive intact (the relay splices through pipes) and in both
 # directions at once; 300 idle connections (more than the 256 bound) do not
 # stop the proxy.
@@ -122,6 +151,27 @@ is "allowlist: a 20 MiB download through CONNECT is byte-identical" "$(sed -n 1p
 is "allowlist: 20 MiB echoed both ways at once through CONNECT is byte-identical" \
     "$(sed -n 2p <<<"$out")" "$(sha256sum <"$ws/blob" | cut -d' ' -f1)"
 rm -f "$ws/blob"
+# A reader that stops reading stalls only its own connection: its
+# direction stops reading from the server, the others keep flowing.
+net_run "$PY client.py stall web.test $HTTP /bytes/$n 20 & sleep 1;
+    start=\$(date +%s%N); curl -sS -m 15 -p http://web.test:$HTTP/bytes/$n | sha256sum | cut -d' ' -f1;
+    echo other-ms=\$(( (\$(date +%s%N) - start) / 1000000 )); kill %1"
+like "allowlist: a reader that stopped reading holds its own request" "$out" "stalled"
+is "allowlist: meanwhile a 20 MiB download through the proxy completes intact" \
+    "$(grep -E '^[0-9a-f]{64}$' <<<"$out")" "$($PY "$here/net-client.py" bytes-sha $n)"
+ms=$(grep -o 'other-ms=[0-9]*' <<<"$out" | cut -d= -f2)
+if [ -n "$ms" ] && [ "$ms" -lt 10000 ]; then
+    pass "allowlist: ... without waiting for the stalled one (${ms} ms)"
+else
+    fail "allowlist: ... without waiting for the stalled one" "took ${ms:-?} ms" "$out"
+fi
+# 24 downloads at once: more bulk transfers than the pipe budget grows
+# pipes for (16 MiB), the connections taking turns; every byte arrives.
+m=$((4 * 1024 * 1024))
+net_run "for i in \$(seq 24); do curl -sS -m 60 -p http://web.test:$HTTP/bytes/$m | sha256sum | cut -d' ' -f1 & done; wait"
+is "allowlist: 24 downloads of 4 MiB at once through CONNECT are byte-identical" \
+    "$(sort -u <<<"$out")" "$($PY "$here/net-client.py" bytes-sha $m)"
+is "allowlist: ... all 24 of them" "$(grep -c . <<<"$out")" 24
 net_run "$PY -c '
 import socket
 s = [socket.create_connection((\"127.0.0.1\", 3128)) for _ in range(300)]
@@ -196,8 +246,12 @@ like "publish: the error names the port" "$out" "publish 127.0.0.1:$HTTP:80"
 if ! command -v pasta >/dev/null; then
     skip "open mode" "pasta (Debian package passt) is not installed"
 elif [ ! -r /dev/net/tun ] || [ ! -w /dev/net/tun ]; then
-    cordon_run "$ws" --network open -- true
-    like "open: a tun device this user cannot open is named in the error" "$out" "needs /dev/net/tun"
+    rm -f "$ws/ran"
+    cordon_run "$ws" --network open -- touch "$ws/ran"
+    is "open: a tun device this user cannot open stops the start" "$rc" 125
+    ok "open: ... before the command runs (fail closed)" test ! -e "$ws/ran"
+    like "open: the error names /dev/net/tun and why" "$out" "cannot open /dev/net/tun: Permission denied"
+    like "open: the error says what to do" "$out" "give the device mode 0666.*or use --network allowlist"
     skip "open mode" "/dev/net/tun is not readable and writable by $(id -un)"
 else
     publish_check open

@@ -158,6 +158,36 @@ is "submodule: the submodule is the workspace and git works" "$out" "$sup/mod
 0
 mod"
 
+# --- the curated /etc, prepared once per content of the host's /etc ---
+rt="$TEST_TMP/runtime"
+mkdir -m 700 "$rt"
+out=$(cd "$ws" && PWD="$ws" XDG_RUNTIME_DIR="$rt" "$CORDON" --debug run -- cat /etc/passwd 2>&1)
+like "/etc comes from the prepared copy" "$out" "/etc: the prepared copy under $rt/cordon/.etc"
+inside=$(cd "$ws" && PWD="$ws" XDG_RUNTIME_DIR="$rt" "$CORDON" run -- cat /etc/passwd 2>/dev/null)
+is "/etc/passwd inside is the host's" "$inside" "$(cat /etc/passwd)"
+is "two starts share one prepared copy" "$(ls "$rt/cordon/.etc" | wc -l)" 1
+is "the prepared copies are private (0700)" "$(stat -c %a "$rt/cordon/.etc")" 700
+sh_in "$ws" 'ls /etc/shadow /etc/ssl/private 2>&1; true'
+like "no secrets in the prepared /etc" "$out" "cannot access '/etc/shadow'"
+chmod 777 "$rt/cordon/.etc"
+cordon_run_rt() { out=$(cd "$ws" && PWD="$ws" XDG_RUNTIME_DIR="$rt" "$CORDON" run "$@" 2>&1); rc=$?; }
+cordon_run_rt -- cat /etc/hostname
+is "a cache directory opened to others: the start goes on" "$rc" 0
+is "... and the directory is private again" "$(stat -c %a "$rt/cordon/.etc")" 700
+key=$(ls "$rt/cordon/.etc")
+rm -rf "${rt:?}/cordon/.etc/$key"
+mkdir "$rt/cordon/.etc/$key"
+if is_root; then
+    chown 65534 "$rt/cordon/.etc/$key"
+    cordon_run_rt -- cat /etc/hostname
+    is "a prepared copy that is not the user's own: nothing runs (125)" "$rc" 125
+    like "... and the error names it" "$out" "etc cache: .*$key is not a directory of this user"
+else
+    skip "a prepared copy that is not the user's own: nothing runs (125)" "needs root to chown"
+    skip "... and the error names it" "needs root to chown"
+fi
+rm -rf "${rt:?}/cordon/.etc/$key"
+
 # --- git failure other than "not a repository" fails closed ---
 echo '[broken' > "$TEST_TMP/bad-gitconfig"
 out=$(cd "$repo" && GIT_CONFIG_GLOBAL="$TEST_TMP/bad-gitconfig" "$CORDON" run -- true 2>&1)

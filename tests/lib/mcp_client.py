@@ -9,9 +9,9 @@ import time
 
 
 class Mcp:
-    def __init__(self, cordon, cwd, *args, env=None):
+    def __init__(self, cordon, cwd, *args, env=None, stderr=subprocess.PIPE):
         self.proc = subprocess.Popen([cordon, "mcp", *args], cwd=cwd, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                                     stdout=subprocess.PIPE, stderr=stderr, env=env)
         self.buf = b""
 
     def send(self, msg):

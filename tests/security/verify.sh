@@ -55,9 +55,7 @@ assert c["seccomp"] == "PASS" and c["ownership"] == "PASS"
 print("ok")' <<<"$out" 2>&1)
 is "verify --json: 16 checks with evidence, result PASS" "$json_ok" ok
 
-verify "$ws" some-session
-is "verify NAME: refused until session lifecycle exists" "$rc" 125
-like "verify NAME: says why" "$err" "needs session lifecycle"
+# `cordon verify NAME` (a running session): tests/security/verify-running.sh.
 
 # A host-owned policy directory that exists: not visible inside.
 etc=$(new_ws etc)

@@ -7,7 +7,7 @@
  * controls between sessions, are walked with openat2(RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS) from directory fds, never as strings. */
 #include "backend/ns/ns-mount.h"
-#include "backend/etc-allowlist.h"
+#include "backend/etc-cache.h"
 #include "util/cleanup.h"
 
 #include <dirent.h>
@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -144,51 +143,38 @@ static int plan_symlink(struct ns_mount_plan *plan, const char *host, const char
                     plan_str(plan, NEWROOT "%s", view), NULL, 0, 0);
 }
 
-/* Small files of the curated /etc are copied into its tmpfs rather than
- * bound: a copy costs a few file syscalls, a bind three mount syscalls under
- * the namespace lock, and the view stays with fewer mounts. */
-#define NS_COPY_MAX (1u << 20)
-
-/* Binds a host path, a symlink copied as a symlink; with may_copy, a small
- * regular file is copied. */
-static int plan_system_entry(struct ns_mount_plan *plan, const char *host, unsigned long attr,
-                             bool may_copy)
+/* Binds a host path; a symlink is copied as a symlink. */
+static int plan_system_entry(struct ns_mount_plan *plan, const char *host, unsigned long attr)
 {
     struct stat st;
     if (lstat(host, &st) < 0)
         return errno == ENOENT ? 0 : -1;
     if (S_ISLNK(st.st_mode))
         return plan_symlink(plan, host, host);
-    if (may_copy && S_ISREG(st.st_mode) && st.st_size <= NS_COPY_MAX)
-        return plan_add(plan, NS_OP_COPY, plan_str(plan, OLDROOT "%s", host),
-                        plan_str(plan, NEWROOT "%s", host), NULL, st.st_mode & 0755, 0);
     return plan_bind(plan, host, host, attr, NS_OP_OPTIONAL);
 }
 
-static int plan_etc(struct ns_mount_plan *plan)
+/* The curated /etc (etc-cache.c): the prepared copy bound read-only, and
+ * the directories bound from the host onto their mount points in it. */
+static int plan_etc(struct ns_mount_plan *plan, const char *cache_root, struct cordon_error *err)
 {
     const unsigned long ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    _cleanup_free_ struct etc_cache *cache = malloc(sizeof(*cache));
+    if (!cache)
+        return error_set(err, ENOMEM, "planning /etc");
+    if (etc_cache_prepare(cache_root, cache, err) < 0)
+        return -1;
     if (plan_mkdir_p(plan, "/etc") < 0 ||
-        plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/etc", "mode=0755,size=1m", 0, 0) < 0)
-        return -1;
-    _cleanup_closedir_ DIR *dir = opendir("/etc");
-    if (!dir)
-        return -1;
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        if (de->d_name[0] == '.' || !etc_entry_allowed(de->d_name))
-            continue;
-        char host[PATH_MAX];
-        snprintf(host, sizeof(host), "/etc/%s", de->d_name);
-        if (plan_system_entry(plan, host, ro, true) < 0)
-            return -1;
+        plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", cache->dir), NEWROOT "/etc", NULL,
+                 ro, 0) < 0)
+        return error_set(err, ENOMEM, "planning /etc");
+    for (size_t i = 0; i < cache->nbinds; i++) {
+        if (plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "/etc/%s", cache->binds[i]),
+                     plan_str(plan, NEWROOT "/etc/%s", cache->binds[i]), NULL, ro,
+                     NS_OP_OPTIONAL) < 0)
+            return error_set(err, ENOMEM, "planning /etc");
     }
-    /* TLS roots without /etc/ssl/private. */
-    if (plan_mkdir_p(plan, "/etc/ssl") < 0 ||
-        plan_system_entry(plan, "/etc/ssl/certs", ro, false) < 0 ||
-        plan_system_entry(plan, "/etc/ssl/openssl.cnf", ro, true) < 0)
-        return -1;
-    return plan_add(plan, NS_OP_REMOUNT_RO, NULL, NEWROOT "/etc", NULL, 0, 0);
+    return 0;
 }
 
 static int plan_dev(struct ns_mount_plan *plan)
@@ -274,14 +260,18 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
     const unsigned long rw = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     *plan = (struct ns_mount_plan){0};
 
-    if (plan_system_entry(plan, "/usr", ro, false) < 0)
+    if (plan_system_entry(plan, "/usr", ro) < 0)
         goto fail;
     static const char *const links[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
     for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
-        if (plan_system_entry(plan, links[i], ro, false) < 0)
+        if (plan_system_entry(plan, links[i], ro) < 0)
             goto fail;
     }
-    if (plan_etc(plan) < 0 || plan_dev(plan) < 0)
+    if (plan_etc(plan, spec->etc_cache_root, err) < 0) {
+        ns_mount_plan_free(plan);
+        return -1;
+    }
+    if (plan_dev(plan) < 0)
         goto fail;
     /* A sandbox that outlives its session (teardown stop/none) keeps /tmp
      * and home in its state directory; otherwise they are fresh tmpfs. */
@@ -547,35 +537,6 @@ static int op_protect_in_child(const struct ns_op *op, struct cordon_error *err)
     }
 }
 
-static int op_copy_in_child(const struct ns_op *op, struct cordon_error *err)
-{
-    int in = open(op->source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (in < 0)
-        return errno == ENOENT ? 0 : error_set_raw(err, errno, "copy: open", op->source);
-    int out =
-        open(op->dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, (mode_t)op->attr);
-    if (out < 0) {
-        int e = errno;
-        close(in);
-        return error_set_raw(err, e, "copy: create", op->dest);
-    }
-    for (size_t copied = 0; copied <= NS_COPY_MAX;) {
-        ssize_t n = sendfile(out, in, NULL, NS_COPY_MAX);
-        if (n < 0) {
-            int e = errno;
-            close(in);
-            close(out);
-            return error_set_raw(err, e, "copy", op->source);
-        }
-        if (n == 0)
-            break;
-        copied += (size_t)n;
-    }
-    close(in);
-    close(out);
-    return 0;
-}
-
 static int apply_op_in_child(const struct ns_op *op, struct cordon_error *err)
 {
     switch (op->kind) {
@@ -630,8 +591,6 @@ static int apply_op_in_child(const struct ns_op *op, struct cordon_error *err)
     }
     case NS_OP_PROTECT:
         return op_protect_in_child(op, err);
-    case NS_OP_COPY:
-        return op_copy_in_child(op, err);
     }
     return error_set_raw(err, EINVAL, "unknown mount operation", op->dest);
 }

@@ -21,7 +21,6 @@ enum ns_op_kind {
     NS_OP_READONLY,   /* dest: bound onto itself read-only */
     NS_OP_REMOUNT_RO, /* dest: an existing mount made read-only */
     NS_OP_PROTECT,    /* source = a bound directory inside the view, dest = relative path */
-    NS_OP_COPY,       /* source (under /oldroot) copied to dest; attr = the file mode */
 };
 
 enum {
@@ -42,7 +41,9 @@ struct ns_mount_plan {
     size_t count, capacity;
     char **strings; /* owned copies the ops point to */
     size_t nstrings, strings_capacity;
-    const char *cwd; /* inside the new root, after pivot */
+    const char *cwd;                     /* inside the new root, after pivot */
+    bool etc_cached;                     /* /etc comes from the prepared cache */
+    struct cordon_error etc_cache_error; /* why not, when it could not */
 };
 
 int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,

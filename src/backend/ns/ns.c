@@ -6,6 +6,7 @@
  * step, path and errno; a clean exec closes the socket (CLOEXEC), which the
  * parent reads as success. */
 #include "backend/ns/ns.h"
+#include "backend/ns/ns-seccomp.h"
 #include "agent/init.h"
 #include "backend/ns/ns-landlock.h"
 #include "backend/ns/ns-limits.h"
@@ -251,8 +252,7 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     if (ns_mount_plan_build(spec, uid, gid, &c.plan, err) < 0)
         return -1;
     long long t1 = log_now_us();
-    if (ns_seccomp_build(&c.seccomp, err) < 0)
-        goto out;
+    ns_seccomp_program(&c.seccomp);
     long long t2 = log_now_us();
     ns_limits_prepare(&spec->limits, &c.rlimits);
     c.landlock_abi = ns_landlock_abi();
@@ -337,6 +337,7 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
         log_debug("timing: plan %lld us (%zu operations), seccomp %lld us, "
                   "clone+maps+cgroups %lld us, view+exec %lld us",
                   t1 - t0, c.plan.count, t2 - t1, t4 - t3, log_now_us() - t4);
+        log_debug("/etc: the prepared copy under %s", spec->etc_cache_root);
         goto out;
     }
     if (n == (ssize_t)sizeof(child_err)) {
@@ -356,7 +357,6 @@ out:
         close(sync[0]);
     if (sync[1] >= 0)
         close(sync[1]);
-    free(c.seccomp.filter);
     ns_mount_plan_free(&c.plan);
     return rc;
 }

@@ -58,6 +58,8 @@ struct ns_spec {
     int stdio[3];      /* become fds 0, 1, 2 inside */
     int control_fd;    /* becomes fd 3 inside, or -1 */
     const char *name;  /* sandbox name (cgroup and hostname) */
+    /* Where the curated /etc is prepared once and reused (etc-cache.c). */
+    const char *etc_cache_root;
     /* Called on the host once the sandbox's namespaces exist and its id maps
      * are written, before anything runs inside (network set-up: joining the
      * sandbox's network namespace, starting pasta). May be NULL. */
@@ -83,7 +85,3 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
 void ns_sandbox_release(struct ns_sandbox *sb);
 
 /* --- internal interfaces between the backend's files --- */
-
-struct sock_fprog;
-/* Builds the seccomp filter as BPF (host side, before clone). */
-int ns_seccomp_build(struct sock_fprog *prog, struct cordon_error *err);

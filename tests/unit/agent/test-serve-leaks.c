@@ -96,7 +96,7 @@ int main(void)
     if (child == 0) {
         close(sv[0]);
         /* Return through exit(): the sanitizer's leak scan runs there. */
-        exit(agent_serve(sv[1]));
+        exit(agent_serve(sv[1], false));
     }
     close(sv[1]);
     struct peer p = {.fd = sv[0]};

@@ -1,0 +1,20 @@
+/* The curated /etc, prepared once per content (etc-cache.c). Host context. */
+#pragma once
+
+#include "util/error.h"
+
+#include <limits.h>
+#include <stddef.h>
+
+struct etc_cache {
+    char dir[PATH_MAX]; /* the prepared directory: bind it read-only as /etc */
+    /* Entries below /etc ("terminfo", "ssl/certs") to bind from the host
+     * onto their mount points in dir: directories and large files. */
+    char binds[64][64];
+    size_t nbinds;
+};
+
+/* Finds or builds the cache for the host's current /etc under root (created
+ * 0700 when missing; refused unless it is the caller's and closed to
+ * others). */
+int etc_cache_prepare(const char *root, struct etc_cache *out, struct cordon_error *err);
