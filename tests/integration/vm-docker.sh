@@ -253,6 +253,14 @@ else
     skip "unprivileged Docker checks" "not root, or no user $user"
 fi
 
+# --- disabled: no socket, no disk ---
+out=$(cd "$ws" && "$CORDON" --debug run --backend vm --set docker.mode=disabled -- bash -c '
+    test -e /var/run/docker.sock && echo socket=present || echo socket=absent
+    echo "disks=$(grep -c vd /proc/partitions)"' 2>&1 </dev/null)
+like "disabled: --debug says so" "$out" 'vm: docker: disabled \(docker.mode = "disabled"\)'
+like "disabled: no Docker socket in the guest" "$out" "socket=absent"
+like "disabled: no Docker disk attached" "$out" "disks=0"
+
 # A state root of the test's own: `cordon gc` below must not touch the
 # sessions of anything else running on this machine.
 name=vmdocker-$$
