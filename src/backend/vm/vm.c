@@ -641,6 +641,10 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     sb->pidfd = pidfd;
 
     long long timeout = strcmp(st->accel, "kvm") == 0 ? KVM_BOOT_TIMEOUT_MS : TCG_BOOT_TIMEOUT_MS;
+    /* docker.mode = "require": the guest answers once its daemon is verified
+     * (10 s under TCG on an idle host, a first boot formats its disk). */
+    if (st->docker.start && st->docker.mode == CFG_DOCKER_REQUIRE)
+        timeout += strcmp(st->accel, "kvm") == 0 ? 30000 : 120000;
     long long deadline = now_ms() + timeout;
     json_t *spec = NULL, *reply = NULL;
     if (!st->etc_filled) {
