@@ -243,8 +243,8 @@ verify_name "$name" --readonly
 is "verify NAME with configuration flags: refused (125)" "$rc" 125
 
 # A stale socket (planted) in a stopped session: still "not running", and
-# garbage collection removes it (the sweep the watchdog runs at most once a
-# minute does the same as `cordon gc`).
+# garbage collection removes it (the sweep at the end of a session, at most
+# once a minute, does the same as `cordon gc`).
 $PY -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$state/$name/control"
 verify_name "$name"
 is "verify NAME with a stale control socket: not running (2)" "$rc" 2
