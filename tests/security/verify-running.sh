@@ -422,6 +422,12 @@ is "a second verify NAME while one is in flight: refused (125)" "$rc" 125
 like "a second verify NAME while one is in flight: says so" "$err" \
     "the supervisor answered: a verify of this session is already running"
 kill -KILL "$cmd_pid"
+# The command is dead (a zombie waiting for init) before init goes on, so
+# init sees its death together with the request, whatever the load.
+for _ in $(seq 200); do
+    [ "$(awk '{print $3}' "/proc/$cmd_pid/stat" 2>/dev/null)" = Z ] && break
+    sleep 0.05
+done
 kill -CONT "$sandbox_pid"
 wait "$v6"
 is "verify NAME while the command exits: exit 125" "$?" 125
