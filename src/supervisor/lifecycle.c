@@ -64,9 +64,10 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
     return 0;
 }
 
-/* The sweep of stale sessions runs off the start path (in the watchdog, or
- * at the end of a session that has none) and at most once a minute: its
- * cost grows with the number of kept sessions. */
+/* The sweep of stale sessions runs off the start path, when a session ends
+ * (in the supervisor, so nothing of cordon writes to the state root after
+ * it exits), and at most once a minute: its cost grows with the number of
+ * kept sessions. */
 #define LIFECYCLE_GC_INTERVAL 60
 
 static bool lifecycle_gc_due(void)
@@ -91,13 +92,13 @@ static bool lifecycle_gc_due(void)
     return true;
 }
 
-static void lifecycle_gc(const struct lifecycle *lc)
+static void lifecycle_gc(double hours, const char *own_name)
 {
     if (!lifecycle_gc_due())
         return;
     size_t removed = 0;
     struct cordon_error gc_err;
-    if (state_gc(lc->gc_hours, lc->owner.name, &removed, &gc_err) < 0)
+    if (state_gc(hours, own_name, &removed, &gc_err) < 0)
         log_warn("garbage collection: %s", gc_err.message);
     else if (removed)
         log_debug("garbage collection removed %zu stale sandbox(es)", removed);
@@ -170,7 +171,6 @@ static void watchdog_run(int supervisor_pidfd, int disarm_fd, struct lifecycle *
     signal(SIGPIPE, SIG_IGN);
     int proxy_pidfd = l->net_session.proxy_pid > 0 ? pidfd_open_(l->net_session.proxy_pid) : -1;
     int pasta_pidfd = l->net_session.pasta_pid > 0 ? pidfd_open_(l->net_session.pasta_pid) : -1;
-    lifecycle_gc(lc);
     struct pollfd p[2] = {{supervisor_pidfd, POLLIN, 0}, {disarm_fd, POLLIN, 0}};
     for (;;) {
         if (poll(p, 2, -1) < 0 && errno == EINTR)
@@ -316,13 +316,14 @@ void lifecycle_end(struct lifecycle *lc)
     }
     lc->watchdog_pidfd = -1;
     if (lc->owner.lock_fd >= 0) {
-        if (lc->watchdog_pid < 0)
-            lifecycle_gc(lc);
         control_unlink_stale(lc->owner.dir_fd);
         bool remove = lc->teardown == TEARDOWN_REMOVE;
         struct cordon_error err;
         if (!remove)
             state_set_status(&lc->owner, "stopped", 0, &err);
+        char name[sizeof(lc->owner.name)];
+        memcpy(name, lc->owner.name, sizeof(name));
         state_release(&lc->owner, remove);
+        lifecycle_gc(lc->gc_hours, name);
     }
 }

@@ -7,6 +7,8 @@
 . "$CORDON_SRC/tests/lib/cordon.sh"
 
 ws=$(new_ws dws)
+# A git workspace: its .git/hooks and .git/config are protected paths.
+git -C "$ws" init -q
 
 # --- ns backend: no Docker inside; read-only mode (cheap, no VM) ---
 cordon_run "$ws" --set docker.mode=require -- true
@@ -123,6 +125,11 @@ out=$(cd "$ws" && PWD="$ws" DOCKER_HOST="${host_sock:-tcp://127.0.0.1:9}" DOCKER
     fi
     # Last: an impostor socket in place of the daemon'"'"'s; the probe (what
     # cordon verify runs) must not take it for the guest'"'"'s own.
+    # Guest root through Docker (a privileged container in the init'"'"'s
+    # mount namespace) undoes the guest'"'"'s read-only bind of .git/hooks;
+    # QEMU'"'"'s own view of the path is read-only on the host (cordon as root).
+    docker run --rm --privileged --pid=host cordon-test-base /bin/busybox nsenter -t 1 -m \
+        /bin/sh -c "umount $PWD/.git/hooks && echo hooks=unmounted; echo x > $PWD/.git/hooks/post-checkout" 2>&1 | sed "s/^/attack: /"
     probe() {
         echo "{}" | /run/cordon/agent probe | sed -n "s/^CORDON-PROBE //p" |
             python3 -c "import json, sys; g = json.load(sys.stdin)[\"guest_docker\"]; print(\"probe_own=%s: %s\" % (g[\"own\"], g[\"detail\"]))"
@@ -155,6 +162,9 @@ diag "dockerd ready (first use to verified answer, TCG): ${ready_ms:-?} ms"
 guest_id=$(sed -n 's/^id=//p' <<<"$out")
 like "the probe: the guest's own daemon answers (listener pid 1, same ID)" "$out" "probe_own=True: listener pid 1 uid 0; daemon ID seen ([A-Z0-9:]+), started "
 like "the probe rejects an impostor socket at the daemon's path" "$out" "probe_own=False: /var/run/docker.sock is not the socket the guest's init made"
+like "guest root via a privileged container unmounts the guest's bind of .git/hooks" "$out" "attack: hooks=unmounted"
+like "... and still cannot write the host's .git/hooks (QEMU's view is read-only)" "$out" "attack: .*post-checkout: Read-only file system"
+ok "no hook was planted in the host's workspace" test ! -e "$ws/.git/hooks/post-checkout"
 if command -v docker-compose >/dev/null; then
     like "docker-compose up runs the service" "$out" "compose: .*built inside the guest"
 else
@@ -220,6 +230,42 @@ rc=$?
 is "vm + auto + no dockerd: the command runs" "$rc" 0
 like "vm + auto + no dockerd: the reason in --debug" "$out" "vm: docker: missing: /usr/sbin/no-dockerd is not in the shared system directories"
 like "vm + auto + no dockerd: no daemon in the guest" "$out" "docker=1"
+
+# --- unprivileged: the agent's user reaches the daemon through the socket's
+# group, and a hook planted through a privileged container still fails ---
+user=cordon-test
+if is_root && { id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user" >/dev/null 2>&1; }; then
+    stage="$TEST_TMP/unpriv"
+    mkdir -p "$stage/ws"
+    chmod 755 "$stage"
+    cp "$CORDON" "$stage/cordon"
+    cp "${CORDON_AGENT:-$(dirname "$CORDON")/cordon-agent}" "$stage/cordon-agent"
+    cp "$ws/base.tar" "$stage/ws/"
+    chown -R "$user" "$stage/ws"
+    runuser -u "$user" -- git -C "$stage/ws" init -q
+    out=$(cd "$stage/ws" && runuser -u "$user" -- env PWD="$stage/ws" "$stage/cordon" run --backend vm -- bash -c '
+        echo "id=$(id -u) socket=$(stat -c "%U:%g %a" /var/run/docker.sock)"
+        docker import base.tar b >/dev/null && echo import=ok
+        docker run --rm --privileged --pid=host b /bin/busybox nsenter -t 1 -m \
+            /bin/sh -c "umount $PWD/.git/hooks && echo hooks=unmounted; echo x > $PWD/.git/hooks/post-checkout" 2>&1 | sed "s/^/attack: /"
+        echo x > mine.txt' 2>&1 </dev/null)
+    like "unprivileged: the socket is root's, group the user's, 0660" "$out" "id=$(id -u $user) socket=root:$(id -g $user) 660"
+    like "unprivileged: the user's docker reaches the guest's daemon" "$out" "import=ok"
+    like "unprivileged: guest root via Docker unmounts the guest's bind" "$out" "attack: hooks=unmounted"
+    like "unprivileged: ... and cannot write the host's .git/hooks" "$out" "attack: .*post-checkout: Read-only file system"
+    ok "unprivileged: no hook planted on the host" test ! -e "$stage/ws/.git/hooks/post-checkout"
+    is "unprivileged: files the guest creates are the user's on the host" "$(stat -c %U "$stage/ws/mine.txt" 2>&1)" "$user"
+else
+    skip "unprivileged Docker checks" "not root, or no user $user"
+fi
+
+# --- disabled: no socket, no disk ---
+out=$(cd "$ws" && "$CORDON" --debug run --backend vm --set docker.mode=disabled -- bash -c '
+    test -e /var/run/docker.sock && echo socket=present || echo socket=absent
+    echo "disks=$(grep -c vd /proc/partitions)"' 2>&1 </dev/null)
+like "disabled: --debug says so" "$out" 'vm: docker: disabled \(docker.mode = "disabled"\)'
+like "disabled: no Docker socket in the guest" "$out" "socket=absent"
+like "disabled: no Docker disk attached" "$out" "disks=0"
 
 # A state root of the test's own: `cordon gc` below must not touch the
 # sessions of anything else running on this machine.

@@ -243,8 +243,8 @@ verify_name "$name" --readonly
 is "verify NAME with configuration flags: refused (125)" "$rc" 125
 
 # A stale socket (planted) in a stopped session: still "not running", and
-# garbage collection removes it (the sweep the watchdog runs at most once a
-# minute does the same as `cordon gc`).
+# garbage collection removes it (the sweep at the end of a session, at most
+# once a minute, does the same as `cordon gc`).
 $PY -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$state/$name/control"
 verify_name "$name"
 is "verify NAME with a stale control socket: not running (2)" "$rc" 2
@@ -422,6 +422,12 @@ is "a second verify NAME while one is in flight: refused (125)" "$rc" 125
 like "a second verify NAME while one is in flight: says so" "$err" \
     "the supervisor answered: a verify of this session is already running"
 kill -KILL "$cmd_pid"
+# The command is dead (a zombie waiting for init) before init goes on, so
+# init sees its death together with the request, whatever the load.
+for _ in $(seq 200); do
+    [ "$(awk '{print $3}' "/proc/$cmd_pid/stat" 2>/dev/null)" = Z ] && break
+    sleep 0.05
+done
 kill -CONT "$sandbox_pid"
 wait "$v6"
 is "verify NAME while the command exits: exit 125" "$?" 125

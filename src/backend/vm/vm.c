@@ -12,6 +12,7 @@
 #include "backend/vm/vm.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm-docker-plan.h"
+#include "backend/vm/vm-protect.h"
 #include "backend/vm/vm-net.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
@@ -26,7 +27,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +58,7 @@ struct vm_state {
     int fds[SOCK_COUNT];    /* connected streams to QEMU's chardevs */
     int listen[SOCK_COUNT]; /* listening sockets, closed once accepted */
     struct vm_docker_plan docker;
+    char **protect;    /* host paths QEMU sees read-only (vm-protect.c), or NULL */
     bool etc_filled;   /* etc_fill() done (once, even across a KVM retry) */
     struct vm_net net; /* network mode, port relay, passt */
 };
@@ -445,42 +446,8 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     return b->failed ? -1 : 0;
 }
 
-static bool write_self_file(const char *name, const char *text)
-{
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/self/%s", name);
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t len = (ssize_t)strlen(text);
-    bool ok = write(fd, text, (size_t)len) == len;
-    close(fd);
-    return ok;
-}
-
-/* In the child that becomes QEMU, for an unprivileged supervisor: a user
- * namespace of its own, mapping only the supervisor's ids onto themselves
- * (files the 9p server creates keep their owner), so that the bounding set
- * can be emptied too (an unprivileged process cannot). Best effort: where
- * user namespaces are off, QEMU still holds no capability and has
- * no_new_privs, and `cordon verify` says so. */
-static void qemu_own_userns(void)
-{
-    uid_t uid = getuid();
-    gid_t gid = getgid();
-    if (uid == 0 || unshare(CLONE_NEWUSER) < 0)
-        return;
-    char map[64];
-    snprintf(map, sizeof(map), "%u %u 1\n", uid, uid);
-    if (!write_self_file("setgroups", "deny") || !write_self_file("uid_map", map))
-        _exit(127);
-    snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
-    if (!write_self_file("gid_map", map))
-        _exit(127);
-}
-
-static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, int *pidfd_out,
-                        struct cordon_error *err)
+static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, char *const *protect,
+                        int *pidfd_out, struct cordon_error *err)
 {
     char log[PATH_MAX];
     snprintf(log, sizeof(log), "%s/qemu.log", dir);
@@ -507,11 +474,15 @@ static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, int *pid
         dup2(logfd, 2);
         if (net_fd >= 0 && dup2(net_fd, VM_QEMU_NET_FD) < 0)
             _exit(127);
+        if (vm_protect_apply(protect) < 0) {
+            dprintf(2, "cordon: protecting paths for QEMU: %s\n", strerror(errno));
+            _exit(127);
+        }
         /* QEMU needs no capability: everything it opens belongs to the
          * supervisor's uid (state directory, kernel cache, the shares as
          * the ns sandbox would see them). A root supervisor's QEMU keeps
-         * uid 0 but no capability, so a QEMU escape is not full root. */
-        qemu_own_userns();
+         * uid 0 but no capability, so a QEMU escape is not full root; in
+         * vm_protect_apply's user namespace the bounding set goes too. */
         struct cordon_error perr;
         if (privs_drop_all(false, 0, 0, &perr) < 0) {
             dprintf(2, "dropping privileges for QEMU: %s\n", perr.message);
@@ -689,7 +660,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         log_debug("vm: %s", line);
     }
     int pidfd = -1;
-    pid_t pid = spawn_qemu(b.args, st->dir, st->net.passt_qemu_fd, &pidfd, err);
+    pid_t pid = spawn_qemu(b.args, st->dir, st->net.passt_qemu_fd, st->protect, &pidfd, err);
     argv_free(&b);
     if (pid < 0)
         return -1;
@@ -697,6 +668,10 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     sb->pidfd = pidfd;
 
     long long timeout = strcmp(st->accel, "kvm") == 0 ? KVM_BOOT_TIMEOUT_MS : TCG_BOOT_TIMEOUT_MS;
+    /* docker.mode = "require": the guest answers once its daemon is verified
+     * (10 s under TCG on an idle host, a first boot formats its disk). */
+    if (st->docker.start && st->docker.mode == CFG_DOCKER_REQUIRE)
+        timeout += strcmp(st->accel, "kvm") == 0 ? 30000 : 120000;
     long long deadline = now_ms() + timeout;
     json_t *spec = NULL, *reply = NULL;
     if (!st->etc_filled) {
@@ -807,7 +782,8 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
     }
     if (etc_dir_make(st->dir, err) < 0)
         return -1;
-    if (vm_docker_plan_make(l, &st->docker, err) < 0)
+    if (vm_docker_plan_make(l, &st->docker, err) < 0 ||
+        vm_protect_plan(l, st->docker.start, &st->protect, err) < 0)
         return -1;
     log_debug("vm: docker: %s", st->docker.reason);
 
@@ -859,6 +835,7 @@ static void vm_stop(struct sandbox *sb)
             if (pfd >= 0)
                 remove_tree(pfd, slash + 1);
         }
+        vm_protect_free(st->protect);
         free(st);
     }
     sb->priv = NULL;

@@ -1,0 +1,142 @@
+/* Host-enforced protected paths for the vm backend (see vm-protect.h).
+ * Why: the guest's view binds .git/hooks, .git/config, .cordon.toml ...
+ * read-only, but those binds live in the guest's kernel; whoever is root in
+ * the guest (a privileged container of the guest's Docker daemon, reachable
+ * from the agent's user) can unmount them and write through the workspace's
+ * 9p share, e.g. a hook the host's git would run. QEMU does the writing on
+ * the host, so QEMU's own view is where the paths must be read-only. Host
+ * context: the plan in the supervisor, the mounts in QEMU's child. */
+#include "backend/vm/vm-protect.h"
+#include "supervisor/launch.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PROTECT_MAX 64
+
+/* Adds dir/rel when it exists; refuses one that is, or is reached through,
+ * a symlink (it could point QEMU's bind anywhere). */
+static int add_path(char **list, size_t *n, const char *dir, const char *rel,
+                    struct cordon_error *err)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s/%s", dir, rel) >= (int)sizeof(path))
+        return error_set(err, ENAMETOOLONG, "vm: protected path %s/%s", dir, rel);
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT || errno == ENOTDIR
+                   ? 0
+                   : error_set(err, errno, "vm: protected path %s", path);
+    if (S_ISLNK(st.st_mode))
+        return error_set(err, ELOOP, "vm: protected path %s is a symlink; refusing to start", path);
+    _cleanup_free_ char *real = realpath(path, NULL);
+    if (!real || strcmp(real, path) != 0)
+        return error_set(err, ELOOP, "vm: protected path %s is reached through a symlink", path);
+    if (*n + 1 >= PROTECT_MAX)
+        return error_set(err, E2BIG, "vm: more than %d protected paths", PROTECT_MAX - 1);
+    list[*n] = strdup(path);
+    if (!list[*n])
+        return error_set(err, ENOMEM, "vm");
+    (*n)++;
+    return 0;
+}
+
+int vm_protect_plan(const struct launch *l, bool guest_root_reachable, char ***out,
+                    struct cordon_error *err)
+{
+    *out = NULL;
+    if (geteuid() != 0 && !guest_root_reachable) {
+        log_debug("vm: protected paths are read-only binds in the guest, which its user cannot "
+                  "undo (no Docker daemon in the guest)");
+        return 0;
+    }
+    char **list = calloc(PROTECT_MAX, sizeof(*list));
+    if (!list)
+        return error_set(err, ENOMEM, "vm");
+    size_t n = 0;
+    int rc = 0;
+    const char *ws = l->spec.workspace;
+    for (size_t i = 0; rc == 0 && l->spec.protected_paths && l->spec.protected_paths[i]; i++)
+        rc = add_path(list, &n, ws, l->spec.protected_paths[i], err);
+    /* A .git file names the git directory the host's git trusts. */
+    char dotgit[PATH_MAX];
+    struct stat st;
+    snprintf(dotgit, sizeof(dotgit), "%s/.git", ws);
+    if (rc == 0 && lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode))
+        rc = add_path(list, &n, ws, ".git", err);
+    static const char *const git_protected[] = {"hooks", "config", "config.worktree"};
+    for (size_t i = 0; rc == 0 && l->spec.git_dirs && l->spec.git_dirs[i]; i++)
+        for (size_t j = 0; rc == 0 && j < sizeof(git_protected) / sizeof(*git_protected); j++)
+            rc = add_path(list, &n, l->spec.git_dirs[i], git_protected[j], err);
+    if (rc < 0 || n == 0) {
+        vm_protect_free(list);
+        return rc;
+    }
+    *out = list;
+    return 0;
+}
+
+void vm_protect_free(char **paths)
+{
+    for (size_t i = 0; paths && paths[i]; i++)
+        free(paths[i]);
+    free(paths);
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    int e = errno;
+    close(fd);
+    errno = e;
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Unprivileged: a user namespace mapping only our own ids, so that QEMU
+ * keeps creating files as the user on the host. */
+static int enter_userns(void)
+{
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    char map[64];
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0 || write_file("/proc/self/setgroups", "deny") < 0)
+        return -1;
+    snprintf(map, sizeof(map), "%u %u 1", uid, uid);
+    if (write_file("/proc/self/uid_map", map) < 0)
+        return -1;
+    snprintf(map, sizeof(map), "%u %u 1", gid, gid);
+    return write_file("/proc/self/gid_map", map);
+}
+
+int vm_protect_apply(char *const *paths)
+{
+    if (!paths || !paths[0])
+        return 0;
+    if (geteuid() == 0 ? unshare(CLONE_NEWNS) < 0 : enter_userns() < 0)
+        return -1;
+    /* Slave: the host's later mounts still reach QEMU, its own never leak. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+        return -1;
+    /* mount_setattr only adds read-only: a remount would have to repeat
+     * every flag the user namespace locked. */
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    for (size_t i = 0; paths[i]; i++) {
+        if (mount(paths[i], paths[i], NULL, MS_BIND | MS_REC, NULL) < 0 ||
+            mount_setattr(AT_FDCWD, paths[i], AT_RECURSIVE, &ro, sizeof(ro)) < 0)
+            return -1;
+    }
+    return 0;
+}
