@@ -782,7 +782,16 @@ int vm_init_main(int argc, char **argv)
     load_modules();
     channel = open_port(VM_PORT_CHANNEL);
 
-    json_t *spec = vm_frame_read(channel, -1);
+    /* An EOF before the first byte: the port's "host connected" state was
+     * still settling (seen about once in ten TCG boots under load, after
+     * port_wait_host had seen it connected); wait for it again. */
+    json_t *spec = NULL;
+    long long spec_deadline = now_ms() + PORT_WAIT_MS;
+    while (!(spec = vm_frame_read(channel, -1)) && errno == ECONNRESET &&
+           now_ms() < spec_deadline) {
+        usleep(2000);
+        port_wait_host(channel, VM_PORT_CHANNEL, spec_deadline);
+    }
     if (!spec)
         guest_fail("reading the boot spec: %s", strerror(errno));
     const char *t = json_string_value(json_object_get(spec, "t"));
