@@ -105,8 +105,9 @@ if [ -e "$repo/ready" ] && [ -n "$qemu" ]; then
     like "case 23: QEMU holds no capability" "$qstatus" "CapPrm:0+
 CapEff:0+"
     # Emptied as root, and unprivileged when QEMU got a user namespace
-    # (vm-protect.c: the guest runs Docker); otherwise the unprivileged
-    # default, which grants nothing (docs/vm-backend.md).
+    # (vm-protect.c: the guest runs Docker and a protected path exists, as
+    # here); otherwise the unprivileged default, which grants nothing
+    # (docs/vm-backend.md).
     if is_root || [ -x /usr/sbin/dockerd ]; then
         like "case 23: QEMU's bounding set is empty" "$qstatus" "CapBnd:0+
 "
