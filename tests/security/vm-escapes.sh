@@ -212,6 +212,30 @@ else
     skip "the bash tool's docker CLI reaches the guest's daemon" "no dockerd/docker on this host"
 fi
 
+# --- boot 2b: the seven tools, confined agent and all, in one session ---
+tw=$(new_ws tools)
+echo hello > "$tw/a.txt"
+out=$(cd "$tw" && printf '%s\n' \
+    '{"id":1,"tool":"write","args":{"path":"b.txt","content":"one two\n"}}' \
+    '{"id":2,"tool":"edit","args":{"path":"b.txt","edits":[{"oldText":"two","newText":"three"}]}}' \
+    '{"id":3,"tool":"read","args":{"path":"b.txt"}}' \
+    '{"id":4,"tool":"ls","args":{}}' \
+    '{"id":5,"tool":"find","args":{"pattern":"*.txt"}}' \
+    '{"id":6,"tool":"grep","args":{"pattern":"three"}}' \
+    '{"id":7,"tool":"bash","args":{"command":"cat b.txt"}}' \
+    '{"id":8,"tool":"write","args":{"path":"/etc/cordon-vmsec","content":"x"}}' |
+    "$CORDON" tool --backend vm --batch 2>&1)
+like "tools: write" "$out" '"id":1,"content":\[\{"type":"text","text":"Successfully wrote 8 bytes to b.txt"'
+like "tools: edit" "$out" '"id":2,"content":\[\{"type":"text","text":"Successfully replaced 1 block'
+like "tools: read" "$out" '"id":3,"content":\[\{"type":"text","text":"one three\\n"'
+like "tools: ls" "$out" '"id":4,"content":\[\{"type":"text","text":"a.txt\\nb.txt"'
+like "tools: find" "$out" '"id":5,"content":\[\{"type":"text","text":"a.txt\\nb.txt"'
+like "tools: grep" "$out" '"id":6,"content":\[\{"type":"text","text":"b.txt:1: one three"'
+like "tools: bash" "$out" '"id":7,"content":\[\{"type":"text","text":"one three\\n"'
+like "case 1 (write tool): /etc is read-only" "$out" '"id":8,"content":\[\{"type":"text","text":"EROFS: read-only file system'
+is "tools: the edit reached the host" "$(cat "$tw/b.txt")" "one three"
+ok "case 1 (write tool): nothing created on the host" test ! -e /etc/cordon-vmsec
+
 # --- boot 3: `cordon verify --backend vm` passes here ---
 out=$(cd "$repo" && PWD="$repo" "$CORDON" verify --backend vm 2>&1)
 rc=$?
