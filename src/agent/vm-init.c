@@ -7,14 +7,14 @@
  * /var/lib/docker and home, protected paths bound read-only, loopback up,
  * the root made read-only. It answers {"t":"booted"} and continues into the
  * requested mode:
- * Whatever runs for the user (CMD below, or the agent and all it starts) is
- * confined first: confine_user() (no capability, no_new_privs, Landlock,
- * the ns backend's seccomp filter); the init and dockerd are not.
  *   - "init -- CMD...": runs CMD as the host user with its stdin/stdout on
  *     the virtio console (hvc0) and stderr on its own port, reports
  *     {"t":"exit","status":N} on the channel and powers off;
  *   - anything else: re-executes the agent with that argv, the channel as
  *     fd 3 (the agent protocol's stream).
+ * Whatever runs for the user (CMD above, or the agent and all it starts) is
+ * confined first: confine_user() (no capability, no_new_privs, Landlock,
+ * the ns backend's seccomp filter); the init and dockerd are not.
  * A failure before the channel exists ends in a kernel panic (QEMU exits,
  * -no-reboot); after, it is reported as {"t":"error","message":...}. */
 #include "agent/vm-init.h"
