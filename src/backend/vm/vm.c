@@ -585,7 +585,7 @@ static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
     }
     const struct ns_limits *lim = &l->spec.limits;
     /* The in-guest restrictions (vm-init.c confine_user): Landlock's
-     * writable places, as the ns backend's, and a debug builds' test hook
+     * writable places, as the ns backend's, and a debug build's test hook
      * that leaves the seccomp filter out so that `cordon verify` can be
      * shown to FAIL (tests/security/vm-escapes.sh). */
     bool no_seccomp = CORDON_TEST_HOOKS && getenv("CORDON_TEST_VM_NO_SECCOMP");
