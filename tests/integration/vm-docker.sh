@@ -267,6 +267,35 @@ like "disabled: --debug says so" "$out" 'vm: docker: disabled \(docker.mode = "d
 like "disabled: no Docker socket in the guest" "$out" "socket=absent"
 like "disabled: no Docker disk attached" "$out" "disks=0"
 
+# --- a container's port: reachable from the host only when publish_ports
+# lists it (containers share the guest's network; the host side forwards only
+# the listed ports) ---
+cpub=$((20000 + RANDOM % 20000)); cunl=$((cpub + 1))
+rm -f "$ws/cready" "$ws/cdone"
+(cd "$ws" && PWD="$ws" "$CORDON" run --backend vm --publish "127.0.0.1:$cpub:$cpub" -- bash -c "
+    docker import base.tar cport >/dev/null
+    mkdir -p /tmp/www && echo from-a-container > /tmp/www/index.html
+    for p in $cpub $cunl; do
+        docker run -d --network host -v /tmp/www:/www cport /bin/busybox httpd -f -p \$p -h /www >/dev/null
+    done
+    for i in \$(seq 150); do
+        (exec 3<>/dev/tcp/127.0.0.1/$cpub) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$cunl) 2>/dev/null && break
+        sleep 0.2
+    done
+    echo guest_sees=\$(curl -sS -m 5 http://127.0.0.1:$cunl/)
+    touch $ws/cready; for i in \$(seq 600); do [ -e $ws/cdone ] && break; sleep 0.1; done" \
+    >"$TEST_TMP/cport.out" 2>&1 </dev/null) &
+cport_pid=$!
+cleanup_pids+=("$cport_pid")
+for _ in $(seq 1800); do [ -e "$ws/cready" ] && break; sleep 0.1; done
+listed=$(curl -sS -m 10 "http://127.0.0.1:$cpub/" 2>&1)
+unlisted=$(curl -sS -m 5 "http://127.0.0.1:$cunl/" 2>&1; echo "rc=$?")
+touch "$ws/cdone"
+wait "$cport_pid"
+like "a container's port: served inside the guest" "$(cat "$TEST_TMP/cport.out")" "guest_sees=from-a-container"
+is "a container's port listed in publish_ports: reachable from the host" "$listed" "from-a-container"
+like "a container's port not listed: not reachable from the host" "$unlisted" "rc=7"
+
 # A state root of the test's own: `cordon gc` below must not touch the
 # sessions of anything else running on this machine.
 name=vmdocker-$$
