@@ -78,13 +78,16 @@ descends() { # descends PID ANCESTOR (other sessions may run on a shared machine
     return 1
 }
 # The proxy: a cordon process in the host's network namespace whose
-# parent is cordon (the supervisor).
+# parent is cordon (the supervisor) and whose grandparent is not.
 proxy_pid=
 for _ in $(seq 100); do
     for c in $(pgrep -x cordon); do
         [ "$(readlink "/proc/$c/ns/net")" = "$(readlink /proc/self/ns/net)" ] || continue
         parent=$(ppid "$c")
-        [ "$(cat "/proc/$parent/comm" 2>/dev/null)" = cordon ] && descends "$c" "$session" && proxy_pid=$c
+        # (not one of its resolver workers, whose parent is the proxy)
+        [ "$(cat "/proc/$parent/comm" 2>/dev/null)" = cordon ] &&
+            [ "$(cat "/proc/$(ppid "$parent")/comm" 2>/dev/null)" != cordon ] &&
+            descends "$c" "$session" && proxy_pid=$c
     done
     [ -n "$proxy_pid" ] && break
     sleep 0.05
