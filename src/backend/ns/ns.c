@@ -7,6 +7,7 @@
  * parent reads as success. */
 #include "backend/ns/ns.h"
 #include "backend/ns/ns-seccomp.h"
+#include "util/privs.h"
 #include "agent/init.h"
 #include "backend/ns/ns-landlock.h"
 #include "backend/ns/ns-limits.h"
@@ -18,7 +19,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
@@ -36,16 +36,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#ifndef SECBIT_NOROOT
-#define SECBIT_NOROOT                      (1 << 0)
-#define SECBIT_NOROOT_LOCKED               (1 << 1)
-#define SECBIT_NO_SETUID_FIXUP             (1 << 2)
-#define SECBIT_NO_SETUID_FIXUP_LOCKED      (1 << 3)
-#define SECBIT_KEEP_CAPS_LOCKED            (1 << 5)
-#define SECBIT_NO_CAP_AMBIENT_RAISE        (1 << 6)
-#define SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED (1 << 7)
-#endif
 
 /* Everything the child needs, prepared before clone. */
 struct ns_child {
@@ -88,30 +78,6 @@ static int loopback_up_in_child(struct cordon_error *err)
         return error_set_raw(err, e, "loopback: bring up", "lo");
     }
     close(fd);
-    return 0;
-}
-
-/* Child: no capability survives, and exec cannot give any back (securebits
- * locked: uid 0 inside gains nothing from exec, no ambient raise). */
-static int drop_privileges_in_child(struct cordon_error *err)
-{
-    if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-                                     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-                                     SECBIT_NO_CAP_AMBIENT_RAISE |
-                                     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
-        return error_set_raw(err, errno, "set securebits", NULL);
-    for (int cap = 0; cap <= 63; cap++) {
-        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-            return error_set_raw(err, errno, "drop capability bounding set", NULL);
-    }
-    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-        return error_set_raw(err, errno, "clear ambient capabilities", NULL);
-    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct data[2] = {{0}};
-    if (syscall(SYS_capset, &hdr, data) < 0)
-        return error_set_raw(err, errno, "capset", NULL);
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        return error_set_raw(err, errno, "no_new_privs", NULL);
     return 0;
 }
 
@@ -194,7 +160,9 @@ static void child_setup_and_exec(struct ns_child *c)
         error_set_raw(err, errno, "setsid", NULL);
         return;
     }
-    if (drop_privileges_in_child(err) < 0)
+    /* No capability survives, and exec cannot give any back (securebits
+     * locked: uid 0 inside gains nothing from exec, no ambient raise). */
+    if (privs_drop_all(false, 0, 0, err) < 0)
         return;
     if (ns_landlock_apply_in_child(c->landlock_abi, c->landlock_writable, err) < 0)
         return;
