@@ -6,6 +6,7 @@
 #include "net/netns-factory.h"
 #include "net/fdpass.h"
 #include "util/cleanup.h"
+#include "util/proc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,7 +18,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -119,21 +119,11 @@ int netns_factory_start(pid_t sandbox_pid, struct netns_factory *f, struct cordo
     if (netns < 0)
         return error_set(err, errno, "network: open %s", path);
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-        return error_set(err, errno, "network: socketpair");
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(sv[0]);
-        close(sv[1]);
-        return error_set(err, e, "network: fork the namespace socket factory");
-    }
+    pid_t pid = proc_fork_tied(sv, SOCK_SEQPACKET, "network: the namespace socket factory", err);
+    if (pid < 0)
+        return -1;
     if (pid == 0) {
         close(sv[0]);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(1);
         /* The user namespace first: it gives us CAP_SYS_ADMIN over the
          * network namespace it owns. */
         int32_t e = 0;

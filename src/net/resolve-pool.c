@@ -6,6 +6,7 @@
 #include "net/resolve-pool.h"
 #include "net/proxy-parse.h"
 #include "util/cleanup.h"
+#include "util/proc.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -13,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,21 +67,12 @@ static void worker_main(int sock, const char *hosts_file)
 static int worker_spawn(struct resolve_pool *pool, struct worker *w, struct cordon_error *err)
 {
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-        return error_set(err, errno, "resolver: socketpair");
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(sv[0]);
-        close(sv[1]);
-        return error_set(err, e, "resolver: fork");
-    }
+    pid_t pid = proc_fork_tied(sv, SOCK_SEQPACKET, "resolver", err);
+    if (pid < 0)
+        return -1;
     if (pid == 0) {
         /* Only the socket (and stderr) stays: the proxy's connections,
          * listeners and audit log are not the worker's business. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-            _exit(0);
         signal(SIGTERM, SIG_DFL);
         if (dup2(sv[1], 3) < 0)
             _exit(0);

@@ -6,6 +6,7 @@
  * connections the host made to a published port. */
 #include "backend/vm/vm-net.h"
 #include "util/cleanup.h"
+#include "util/proc.h"
 #include "util/log.h"
 #include "util/privs.h"
 
@@ -133,9 +134,6 @@ static int start_passt(struct vm_net *n, const char *dir, struct cordon_error *e
                          "network open on the vm backend needs passt (Debian package passt)");
     if (host_default_route(n, err) < 0)
         return -1;
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-        return error_set(err, errno, "network: socketpair");
     char log[PATH_MAX], prefix[8];
     snprintf(log, sizeof(log), "%s/passt.log", dir);
     snprintf(prefix, sizeof(prefix), "%d", n->prefix);
@@ -143,17 +141,11 @@ static int start_passt(struct vm_net *n, const char *dir, struct cordon_error *e
                     "3",     "--log-file",   log,       "--address", n->addr,       "--netmask",
                     prefix,  "--gateway",    n->gw,     "-t",        "none",        "-u",
                     "none",  "--no-map-gw",  NULL};
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(sv[0]);
-        close(sv[1]);
-        return error_set(err, e, "network: fork for passt");
-    }
+    int sv[2];
+    pid_t pid = proc_fork_tied(sv, SOCK_STREAM, "network: passt", err);
+    if (pid < 0)
+        return -1;
     if (pid == 0) {
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-            _exit(127);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);

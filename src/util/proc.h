@@ -1,0 +1,15 @@
+/* Helper processes that must not outlive the process that made them. Host
+ * context (supervisor, proxy). */
+#pragma once
+
+#include "util/error.h"
+
+#include <sys/types.h>
+
+/* A socketpair of TYPE (SOCK_CLOEXEC is added) in sv, then fork. In the
+ * child: the parent-death signal is SIGKILL and the parent is checked to be
+ * still alive (else _exit(127)); returns 0 with both ends open. In the
+ * parent: returns the child's pid with both ends open (each side closes
+ * the end it does not use). On failure both ends are closed, err names
+ * WHAT, and -1 is returned. */
+pid_t proc_fork_tied(int sv[2], int type, const char *what, struct cordon_error *err);
