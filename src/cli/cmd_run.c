@@ -111,19 +111,6 @@ static int exit_status_of(const siginfo_t *si)
     return 128 + si->si_status;
 }
 
-static void control_error(struct supervise *s, uint64_t conn, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void control_error(struct supervise *s, uint64_t conn, const char *fmt, ...)
-{
-    char message[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof(message), fmt, ap);
-    va_end(ap);
-    control_reply(s->ctl, conn, json_pack("{s:b, s:s}", "ok", 0, "error", message));
-}
-
 static void verify_end(struct supervise *s)
 {
     verify_free(s->verify);
@@ -159,11 +146,12 @@ static int chan_send(int fd, char type, const char *data, size_t len)
 static void start_verify(struct supervise *s, uint64_t conn)
 {
     if (s->verify) {
-        control_error(s, conn, "a verify of this session is already running");
+        control_reply_error(s->ctl, conn, "a verify of this session is already running");
         return;
     }
     if (s->chan < 0) {
-        control_error(s, conn, "the sandbox's init does not answer (its channel is closed)");
+        control_reply_error(s->ctl, conn,
+                            "the sandbox's init does not answer (its channel is closed)");
         return;
     }
     struct verify_target t = {.name = s->l->name,
@@ -175,27 +163,28 @@ static void start_verify(struct supervise *s, uint64_t conn)
     struct cordon_error err = {0};
     _cleanup_free_ char *request = NULL;
     if (verify_prepare_target(&t, &s->verify, &request, &err) < 0) {
-        control_error(s, conn, "%s", err.message);
+        control_reply_error(s->ctl, conn, "%s", err.message);
         return;
     }
     s->verify_conn = conn;
     size_t len = strlen(request);
     if (len > INIT_PROBE_REQUEST_MAX) {
-        control_error(s, conn, "the probe's request is longer than %d bytes",
-                      INIT_PROBE_REQUEST_MAX);
+        control_reply_error(s->ctl, conn, "the probe's request is longer than %d bytes",
+                            INIT_PROBE_REQUEST_MAX);
         verify_end(s);
         return;
     }
     for (size_t off = 0; off < len; off += INIT_FRAME_MAX - 1) {
         size_t piece = len - off < INIT_FRAME_MAX - 1 ? len - off : INIT_FRAME_MAX - 1;
         if (chan_send(s->chan, off == 0 ? 'B' : 'R', request + off, piece) < 0) {
-            control_error(s, conn, "the sandbox's init does not take the probe's request");
+            control_reply_error(s->ctl, conn,
+                                "the sandbox's init does not take the probe's request");
             verify_end(s);
             return;
         }
     }
     if (chan_send(s->chan, 'G', "", 0) < 0) {
-        control_error(s, conn, "the sandbox's init does not take the probe's request");
+        control_reply_error(s->ctl, conn, "the sandbox's init does not take the probe's request");
         verify_end(s);
     }
 }
@@ -211,7 +200,7 @@ static void on_control_request(void *ctx, uint64_t conn, const char *op)
         return;
     }
     if (strcmp(op, "verify") != 0) {
-        control_error(s, conn, "unknown op \"%.60s\" (verify, status)", op);
+        control_reply_error(s->ctl, conn, "unknown op \"%.60s\" (verify, status)", op);
         return;
     }
     start_verify(s, conn);
@@ -287,10 +276,10 @@ static void chan_gone(struct supervise *s, const char *why)
         close(s->chan);
     s->chan = -1;
     if (s->verify) {
-        control_error(s, s->verify_conn,
-                      "sandbox %s: %s before the audit ended: nothing was "
-                      "audited",
-                      s->l->name, why);
+        control_reply_error(s->ctl, s->verify_conn,
+                            "sandbox %s: %s before the audit ended: nothing was "
+                            "audited",
+                            s->l->name, why);
         verify_end(s);
     }
 }

@@ -195,19 +195,6 @@ static void epoll_set(struct server *s, int fd, int tag, uint32_t events, int op
     epoll_ctl(s->epfd, op, fd, &ev);
 }
 
-static void control_error(struct server *s, uint64_t conn, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void control_error(struct server *s, uint64_t conn, const char *fmt, ...)
-{
-    char message[1200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof(message), fmt, ap);
-    va_end(ap);
-    control_reply(s->control, conn, json_pack("{s:b, s:s}", "ok", 0, "error", message));
-}
-
 /* Every call in flight at that place ends with the reason; none ran to
  * completion. */
 static void fail_pending(struct server *s, enum pending_where where, const char *what,
@@ -218,7 +205,7 @@ static void fail_pending(struct server *s, enum pending_where where, const char 
         if (!p->used || p->where != where)
             continue;
         if (p->control_conn)
-            control_error(s, p->control_conn, "%s is unavailable: %s", what, reason);
+            control_reply_error(s->control, p->control_conn, "%s is unavailable: %s", what, reason);
         else if (!p->cancelled)
             reply_tool_error(s, p->request_id, where_route(where), "cordon: %s is unavailable: %s",
                              what, reason);
@@ -262,7 +249,8 @@ static void stop_session(struct server *s)
         for (int i = 0; i < MAX_PENDING; i++) {
             struct pending *p = &s->pending[i];
             if (p->used && p->control_conn) {
-                control_error(s, p->control_conn, "the sandbox stopped before the audit ended");
+                control_reply_error(s->control, p->control_conn,
+                                    "the sandbox stopped before the audit ended");
                 pending_release(s, p);
             }
         }
@@ -619,19 +607,20 @@ static void on_control_request(void *ctx, uint64_t conn, const char *op)
         return;
     }
     if (strcmp(op, "verify") != 0) {
-        control_error(s, conn, "unknown op \"%.60s\" (verify, status)", op);
+        control_reply_error(s->control, conn, "unknown op \"%.60s\" (verify, status)", op);
         return;
     }
     struct pending *p = s->session ? pending_new(s, NULL) : NULL;
     if (!p) {
-        control_error(s, conn, s->session ? "too many calls in flight" : "no sandbox is running");
+        control_reply_error(s->control, conn,
+                            s->session ? "too many calls in flight" : "no sandbox is running");
         return;
     }
     p->control_conn = conn;
     struct cordon_error err;
     if (start_verify(s, p, &err) < 0) {
         pending_release(s, p);
-        control_error(s, conn, "%s", err.message);
+        control_reply_error(s->control, conn, "%s", err.message);
     }
 }
 

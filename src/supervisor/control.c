@@ -10,6 +10,7 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -223,6 +224,16 @@ void control_reply(struct control *c, uint64_t conn, json_t *answer)
         return; /* the peer left meanwhile */
     }
     conn_answer(c, k, answer);
+}
+
+void control_reply_error(struct control *c, uint64_t conn, const char *fmt, ...)
+{
+    char message[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    control_reply(c, conn, json_pack("{s:b, s:s}", "ok", 0, "error", message));
 }
 
 /* Said once to a refused peer, without waiting for it to read. */

@@ -48,6 +48,9 @@ void control_dispatch(struct control *c, control_request_fn fn, void *ctx);
 /* Sends the answer (consumed) on conn and closes it once written; a
  * connection that is gone already is ignored. */
 void control_reply(struct control *c, uint64_t conn, json_t *answer);
+/* control_reply() with {"ok": false, "error": FMT...}. */
+void control_reply_error(struct control *c, uint64_t conn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Unlinks the socket and closes everything; NULL is fine. */
 void control_close(struct control *c);
 
