@@ -460,7 +460,27 @@ else
     fi
 fi
 
-for n in "$name" "$name2" "$name5" "$name6" "${name4:-}"; do
+# --- a cordon mcp session on the vm backend: the same socket, the guest's rows ---
+namevm="vmv-$$"
+if command -v qemu-system-x86_64 >/dev/null &&
+    { [ -e /var/cache/cordon/vm/current/vmlinuz ] || [ -n "${CORDON_VM_DIR:-}" ]; }; then
+    hold_start "$namevm" --backend vm
+    like "vm: the held session is up" "$hold_line" "^READY"
+    verify_name "$namevm"
+    is "vm: verify NAME of a running vm session exits 0" "$rc" 0
+    like "vm: the namespaces row checks the kernel boundary" "$(row namespaces)" \
+        "^PASS .*kernel boundary \(microVM\)"
+    like "vm: ownership names that session's supervisor from both sides" "$(row ownership)" \
+        "record names pid $mcp_pid.*control socket's peer \(SO_PEERCRED\) is pid $mcp_pid"
+    hold_stop
+else
+    for d in "the held session is up" "verify NAME of a running vm session exits 0" \
+        "the namespaces row checks the kernel boundary" "ownership names that session's supervisor"; do
+        skip "vm: $d" "no QEMU or guest kernel (scripts/bootstrap.sh --test)"
+    done
+fi
+
+for n in "$name" "$name2" "$name5" "$name6" "${name4:-}" "$namevm"; do
     [ -n "$n" ] && "$CORDON" rm "$n" >/dev/null 2>&1
 done
 tap_done
