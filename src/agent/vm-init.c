@@ -347,6 +347,7 @@ struct guest_command {
     const char *home;
     const char *workspace;
     bool workspace_readonly;
+    json_t *shares;  /* the boot spec's: the writable ones stay writable */
     bool no_seccomp; /* debug builds' test hook only */
 };
 
@@ -367,7 +368,7 @@ static int confine_user(const struct guest_command *c, struct cordon_error *err)
      * writable places, which the user may not be able to reach (a home
      * below a root-owned directory); restricting itself needs no
      * no_new_privs with CAP_SYS_ADMIN. */
-    const char *writable[8];
+    const char *writable[32];
     size_t n = 0;
     static const char *const always[] = {"/tmp", "/var/tmp", "/run", "/dev"};
     for (size_t i = 0; i < ARRAY_SIZE(always); i++)
@@ -376,6 +377,15 @@ static int confine_user(const struct guest_command *c, struct cordon_error *err)
         writable[n++] = c->home;
     if (c->workspace && c->workspace[0] == '/' && !c->workspace_readonly)
         writable[n++] = c->workspace;
+    /* Every share mounted read-write (a linked worktree's git directories,
+     * [[mounts]] with readonly = false): the mounts say what is writable,
+     * Landlock must not take it back. */
+    for (size_t i = 0; i < json_array_size(c->shares) && n + 1 < ARRAY_SIZE(writable); i++) {
+        json_t *sh = json_array_get(c->shares, i);
+        const char *path = json_string_value(json_object_get(sh, "path"));
+        if (path && path[0] == '/' && !json_is_true(json_object_get(sh, "ro")))
+            writable[n++] = path;
+    }
     writable[n] = NULL;
     if (ns_landlock_apply_in_child(ns_landlock_abi(), writable, err) < 0)
         return -1;
@@ -807,6 +817,7 @@ int vm_init_main(int argc, char **argv)
         .home = json_string_value(json_object_get(spec, "home")),
         .workspace = json_string_value(json_object_get(spec, "workspace")),
         .workspace_readonly = json_is_true(json_object_get(spec, "workspace_readonly")),
+        .shares = json_object_get(spec, "shares"),
         .no_seccomp = json_is_true(json_object_get(spec, "test_no_seccomp")),
     };
     if (!c.argv[0])

@@ -12,7 +12,7 @@
 #include "supervisor/workspace.h"
 
 #define LAUNCH_MAX_PROTECTED 64
-#define LAUNCH_MAX_MOUNTS    64
+#define LAUNCH_MAX_MOUNTS    NS_MAX_EXTRA_MOUNTS
 
 /* What the caller asks for: configuration flags, and the network's
  * per-run settings that are not configuration. */

@@ -86,6 +86,11 @@ out=$(cd "$ws" && MY_TOKEN=t0k OTHER=no "$CORDON" run -- bash -c 'cat /mnt/share
 like "a configured mount is visible" "$out" "shared-data"
 like "... read-only by default" "$out" "/mnt/shared/w: Read-only file system"
 like "env allowlist forwards only the named variable" "$out" "t0k unset"
+printf '[[mounts]]\nhost_path = "%s"\nguest_path = "/mnt/shared"\nreadonly = false\n' "$shared" > "$user"
+out=$(cd "$ws" && "$CORDON" run -- bash -c 'echo written > /mnt/shared/w && cat /mnt/shared/w' 2>&1)
+is "a mount with readonly = false is writable (the mount and Landlock agree)" "$out" "written"
+is "... and the write lands on the host" "$(cat "$shared/w" 2>&1)" "written"
+rm -f "$shared/w"
 printf '[[mounts]]\nhost_path = "/var/run/docker.sock"\n' > "$user"
 cordon_run "$ws" -- true
 is "a Docker socket mount is refused (125)" "$rc" 125

@@ -184,4 +184,25 @@ else
     is "the watchdog removed the vm session's state" "$left" no
 fi
 
+# --- [[mounts]] on the vm backend: shared as ns binds them, or no start ---
+mnt_ro="$TEST_TMP/mnt-ro"; mnt_rw="$TEST_TMP/mnt-rw"
+mkdir -p "$mnt_ro" "$mnt_rw"
+echo ro-data >"$mnt_ro/f"
+chmod 755 "$mnt_ro" "$mnt_rw"; chmod 777 "$mnt_rw"
+mkdir -p "$TEST_TMP/xdgm/cordon"
+printf '[[mounts]]\nhost_path = "%s"\nguest_path = "/opt/ro"\n[[mounts]]\nhost_path = "%s"\nguest_path = "/opt/rw"\nreadonly = false\n' \
+    "$mnt_ro" "$mnt_rw" >"$TEST_TMP/xdgm/cordon/config.toml"
+out=$(cd "$ws" && XDG_CONFIG_HOME="$TEST_TMP/xdgm" "$CORDON" run --backend vm -- bash -c '
+    cat /opt/ro/f; echo x > /opt/ro/g 2>&1; echo vm-wrote > /opt/rw/w && echo rw=ok' 2>&1 </dev/null)
+like "vm [[mounts]]: a read-only mount is shared" "$out" "ro-data"
+like "vm [[mounts]]: ... and read-only" "$out" "/opt/ro/g: Read-only file system"
+like "vm [[mounts]]: a readonly = false mount is writable" "$out" "rw=ok"
+is "vm [[mounts]]: ... and the write lands on the host" "$(cat "$mnt_rw/w" 2>&1)" "vm-wrote"
+printf '[[mounts]]\nhost_path = "%s"\nguest_path = "/opt/f"\n' "$mnt_ro/f" >"$TEST_TMP/xdgm/cordon/config.toml"
+out=$(cd "$ws" && XDG_CONFIG_HOME="$TEST_TMP/xdgm" "$CORDON" run --backend vm -- true 2>&1 </dev/null)
+rc=$?
+is "vm [[mounts]]: a file mount is refused (exit 125), nothing runs" "$rc" 125
+like "vm [[mounts]]: ... saying why" "$out" "the vm backend shares directories only"
+rm -rf "$TEST_TMP/xdgm"
+
 tap_done

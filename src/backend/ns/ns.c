@@ -44,7 +44,7 @@ struct ns_child {
     struct sock_fprog seccomp;
     struct ns_rlimits rlimits;
     int landlock_abi;
-    const char *landlock_writable[8];
+    const char *landlock_writable[8 + NS_MAX_EXTRA_MOUNTS + 3];
     int sync_fd; /* child's end of the sync socketpair */
     struct cordon_error err;
 };
@@ -232,6 +232,15 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
         c.landlock_writable[n++] = spec->home;
         if (!spec->workspace_readonly)
             c.landlock_writable[n++] = spec->workspace_view;
+        /* What the view binds read-write stays writable: a linked
+         * worktree's git directories, [[mounts]] with readonly = false. */
+        for (size_t i = 0;
+             !spec->workspace_readonly && spec->git_dirs && spec->git_dirs[i] && i < 2; i++)
+            c.landlock_writable[n++] = spec->git_dirs[i];
+        for (size_t i = 0; i < spec->nmounts && i < NS_MAX_EXTRA_MOUNTS; i++) {
+            if (!spec->mounts[i].readonly)
+                c.landlock_writable[n++] = spec->mounts[i].guest_path;
+        }
         c.landlock_writable[n] = NULL;
     }
     long long t3 = log_now_us();

@@ -24,6 +24,9 @@ struct ns_limits {
  * host binary, executed from there as PID 1. */
 #define NS_AGENT_VIEW_PATH "/run/cordon/agent"
 
+/* At most this many [[mounts]] (launch.c refuses more). */
+#define NS_MAX_EXTRA_MOUNTS 64
+
 struct ns_extra_mount {
     const char *host_path;
     const char *guest_path;

@@ -272,6 +272,8 @@ static void argv_free(struct argv_builder *b)
     b->n = 0;
 }
 
+#define VM_MAX_SHARES 13
+
 struct share {
     const char *host;
     const char *guest;
@@ -789,7 +791,9 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
 
     char etc[PATH_MAX];
     snprintf(etc, sizeof(etc), "%s/etc", st->dir);
-    struct share shares[8];
+    /* /usr, /etc, the workspace, two git directories, and [[mounts]]: each
+     * a 9p device on its own virtio-mmio slot, of which microvm has few. */
+    struct share shares[VM_MAX_SHARES];
     size_t n = 0;
     shares[n++] = (struct share){"/usr", "/usr", true};
     shares[n++] = (struct share){etc, "/etc", true};
@@ -798,6 +802,24 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
     for (size_t i = 0; l->spec.git_dirs && l->spec.git_dirs[i] && n < ARRAY_SIZE(shares); i++)
         shares[n++] =
             (struct share){l->spec.git_dirs[i], l->spec.git_dirs[i], l->spec.workspace_readonly};
+    /* Configured mounts exactly as ns binds them, or no start: 9p shares
+     * directories only, and sharing a file's parent would show its
+     * siblings. */
+    for (size_t i = 0; i < l->spec.nmounts; i++) {
+        const struct ns_extra_mount *m = &l->spec.mounts[i];
+        struct stat mst;
+        if (stat(m->host_path, &mst) < 0)
+            return error_set(err, errno, "vm: [[mounts]] %s", m->host_path);
+        if (!S_ISDIR(mst.st_mode))
+            return error_set(err, ENOTDIR,
+                             "vm: [[mounts]] %s: the vm backend shares directories only "
+                             "(virtio-9p); mount its directory, or use the ns backend",
+                             m->host_path);
+        if (n == ARRAY_SIZE(shares))
+            return error_set(err, E2BIG, "vm: [[mounts]]: at most %d directories on the vm backend",
+                             (int)(ARRAY_SIZE(shares) - 5));
+        shares[n++] = (struct share){m->host_path, m->guest_path, m->readonly};
+    }
 
     snprintf(st->accel, sizeof(st->accel), "%s", vm_accel_choose(&k));
     int rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, err);
