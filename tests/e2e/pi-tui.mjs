@@ -195,7 +195,10 @@ try {
     await command("/cordon off");
     ok(await waitFor(() => /cordon: HOST/.test(footer()), 15000, "cordon: HOST in the footer"),
         "`/cordon off`: the footer shows `cordon: HOST`", footer());
-    ok(isBold(styledStatus()) && /\x1b\[[0-9;]*3[0-9;]*m/.test(styledStatus()), "`cordon: HOST` is loud: bold and coloured",
+    // The styled cells are read back from tmux; a capture can land between
+    // two renders of the footer, so wait for the styled state, not one look.
+    const loud = () => isBold(styledStatus()) && /\x1b\[[0-9;]*3[0-9;]*m/.test(styledStatus());
+    ok(await waitFor(loud, 5000, "the footer's styled cells", true), "`cordon: HOST` is loud: bold and coloured",
         JSON.stringify(styledStatus()));
     type(`!echo host-$(cat /proc/1/comm)`);
     ok(await waitFor(() => hasLine(/^host-\S+$/), 30000, "the host command's output") && hasLine(new RegExp(`^host-${hostInit}$`)) &&
