@@ -74,6 +74,10 @@ const piArgs = ["--offline", "--no-session", "-ne", "-e", faux, "-e", ext, "--pr
     "--tools", "read,write,edit,ls,find,grep,bash"];
 fs.writeFileSync(runner, [
     `cd ${q(ws)}`,
+    // A user's terminal, not a CI job's: with CI=true in the environment
+    // (as .ci/run sets it) pi's TUI draws the footer without bold, which
+    // the footer check below looks for (seen here; cause not traced).
+    "unset CI",
     `export PI_OFFLINE=1 PI_CODING_AGENT_DIR=${q(agentDir)} CORDON_BIN=${q(cordon)} CORDON_FAUX_SCRIPT=${q(script)} CORDON_FAUX_LOG=${q(contextLog)}`,
     `${q(piBin)} ${piArgs.map(q).join(" ")} 2>${q(path.join(tmp, "pi.stderr"))}`,
     `echo $? > ${q(exitFile)}`,
