@@ -11,6 +11,12 @@
 # Each proxied run is its own `cordon run` session (fresh proxy); only the
 # download is timed.
 #
+# The floor: bench/splice-relay.c, the least work any relaying proxy must
+# do (CONNECT answered, then splice(2) both ways; no policy, no lookup, no
+# sandbox), runs in the same loop with the client on the host. It tells
+# what share of the gap to direct is the proxy's code and what share is
+# the second TCP connection on this machine's cores.
+#
 # Usage: bench/proxy.sh [BUILD_DIR] [--markdown]   (RUNS=N, LATENCY_N=N)
 # With --markdown, also a table row for docs/benchmarks.md.
 set -euo pipefail
@@ -26,14 +32,16 @@ done
 build=$(cd "$build" && pwd)
 cordon=$build/cordon
 client=$build/bench/proxy-client
-for f in "$cordon" "$client"; do
+relay=$build/bench/splice-relay
+for f in "$cordon" "$client" "$relay"; do
     [ -x "$f" ] || { echo "bench: build first ($f missing)" >&2; exit 1; }
 done
 PY=/usr/bin/python3
 tmp=$(mktemp -d /tmp/cordon-bench.XXXXXX)
 chmod 755 "$tmp"
 server_pid=
-trap '[ -n "$server_pid" ] && kill $server_pid 2>/dev/null; rm -rf "$tmp"' EXIT
+relay_pid=
+trap 'kill $server_pid $relay_pid 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/www" "$tmp/ws"
 head -c $((100 * 1024 * 1024)) /dev/urandom >"$tmp/www/big"
 echo small >"$tmp/www/small"
@@ -41,7 +49,12 @@ cp "$client" "$tmp/ws/proxy-client"
 port=$((30000 + RANDOM % 20000))
 $PY "$src/bench/proxy-server.py" "$port" "$tmp/www" >/dev/null 2>&1 &
 server_pid=$!
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+relay_port=$((port + 1))
+"$relay" "$relay_port" &
+relay_pid=$!
+for p in "$port" "$relay_port"; do
+    for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done
+done
 echo "127.0.0.1 bench.test" >"$tmp/hosts"
 runs=${RUNS:-15}
 latency_n=${LATENCY_N:-200}
@@ -56,12 +69,19 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 : >"$tmp/direct"
 : >"$tmp/proxy"
+: >"$tmp/relay"
 for i in $(seq "$runs"); do
     "$client" download 127.0.0.1 "$port" /big | mibs >>"$tmp/direct"
     in_sandbox ./proxy-client download bench.test "$port" /big 3128 | mibs >>"$tmp/proxy"
+    "$client" download 127.0.0.1 "$port" /big "$relay_port" | mibs >>"$tmp/relay"
 done
 direct=$(median <"$tmp/direct")
 proxied=$(median <"$tmp/proxy")
+floor=$(median <"$tmp/relay")
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+relay_t0=$(cpu_ticks "$relay_pid")
+for i in $(seq 10); do "$client" download 127.0.0.1 "$port" /big "$relay_port" >/dev/null; done
+relay_cpu_ms=$(awk -v t="$(($(cpu_ticks "$relay_pid") - relay_t0))" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", 1000 * t / hz / 10 }')
 # The proxy's own CPU time (user + system, from /proc) for 10 downloads in
 # one session: less sensitive to other load than the throughput.
 cpu_runs=10
@@ -102,20 +122,25 @@ cpu_ms=$(awk -v t="${ticks:-0}" -v hz="$(getconf CLK_TCK)" -v n=$cpu_runs 'BEGIN
 lat_direct=$("$client" latency 127.0.0.1 "$port" "$latency_n")
 lat_proxy=$(in_sandbox ./proxy-client latency bench.test "$port" "$latency_n" 3128)
 ratio=$(awk -v a="$proxied" -v b="$direct" 'BEGIN { printf "%.0f", 100 * a / b }')
+floor_ratio=$(awk -v a="$floor" -v b="$direct" 'BEGIN { printf "%.0f", 100 * a / b }')
+vs_floor=$(awk -v a="$proxied" -v b="$floor" 'BEGIN { printf "%.0f", 100 * a / b }')
 # Each proxied run against the direct run just before it (same load).
 pair_ratio=$(paste "$tmp/direct" "$tmp/proxy" | awk '{ printf "%.1f\n", 100 * $2 / $1 }' | median)
 echo "direct MiB/s:    $(tr '\n' ' ' <"$tmp/direct")"
 echo "via proxy MiB/s: $(tr '\n' ' ' <"$tmp/proxy")"
+echo "via splice-relay MiB/s: $(tr '\n' ' ' <"$tmp/relay")"
 printf 'download 100 MiB, median of %d alternating runs:  direct %s MiB/s   via proxy %s MiB/s   (%s%% of direct, target >= 80%%; median of per-pair ratios %s%%)\n' \
     "$runs" "$direct" "$proxied" "$ratio" "$pair_ratio"
-printf 'proxy CPU time (user + system) per 100 MiB relayed: %s ms (%d downloads in one session)\n' \
-    "$cpu_ms" "$cpu_runs"
+printf 'floor, bench/splice-relay (no sandbox, no policy): %s MiB/s (%s%% of direct); cordon is at %s%% of the floor\n' \
+    "$floor" "$floor_ratio" "$vs_floor"
+printf 'proxy CPU time (user + system) per 100 MiB relayed: %s ms (%d downloads in one session); splice-relay: %s ms\n' \
+    "$cpu_ms" "$cpu_runs" "$relay_cpu_ms"
 printf 'connect + GET /small, median of %d:  direct %s ms   via proxy %s ms\n' \
     "$latency_n" "$lat_direct" "$lat_proxy"
 if [ "$ratio" -ge 80 ]; then echo "target (>= 80%) met"; else echo "target (>= 80%) NOT met"; fi
 if [ -n "$markdown" ]; then
     echo
-    echo "| runs | direct median | via proxy median | ratio of medians | median of per-pair ratios | proxy CPU per 100 MiB | connect + GET, direct | connect + GET, via proxy | load average |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-    echo "| $runs | $direct MiB/s | $proxied MiB/s | $ratio% | $pair_ratio% | $cpu_ms ms | $lat_direct ms | $lat_proxy ms | $(cut -d' ' -f1-3 /proc/loadavg) |"
+    echo "| runs | direct median | via proxy median | ratio of medians | median of per-pair ratios | splice-relay floor median (of direct) | cordon / floor | proxy CPU per 100 MiB (floor) | connect + GET, direct | connect + GET, via proxy | load average |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| $runs | $direct MiB/s | $proxied MiB/s | $ratio% | $pair_ratio% | $floor MiB/s ($floor_ratio%) | $vs_floor% | $cpu_ms ms ($relay_cpu_ms ms) | $lat_direct ms | $lat_proxy ms | $(cut -d' ' -f1-3 /proc/loadavg) |"
 fi
