@@ -72,8 +72,8 @@ struct way {
 static int pump(struct way *w)
 {
     if (!w->eof) {
-        ssize_t n = splice(w->from, NULL, w->pipe[1], NULL, PIPE_BYTES,
-                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        ssize_t n =
+            splice(w->from, NULL, w->pipe[1], NULL, PIPE_BYTES, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n == 0)
             w->eof = 1;
         else if (n > 0)
