@@ -5,6 +5,7 @@
 #include "supervisor/state.h"
 #include "supervisor/control.h"
 #include "util/fs.h"
+#include "util/log.h"
 #include "util/cleanup.h"
 
 #include <dirent.h>
@@ -218,13 +219,8 @@ void state_audit(struct state_owner *o, const char *tool, const char *target, co
         openat(o->dir_fd, AUDIT_FILE, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char when[64];
-    snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+    char when[LOG_UTC_LEN];
+    log_utc_now(when);
     json_t *line =
         json_pack("{s:s, s:s, s:s, s:s, s:s, s:f}", "time", when, "session", o->name, "tool", tool,
                   "target", target, "outcome", outcome, "duration_ms", duration_ms);
