@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Integration: `cordon shell --backend vm` in a real terminal (a tmux pane),
+# as a user sees it: a terminal of its own inside, the window's size and its
+# changes, a prompt, Ctrl-C and Ctrl-Z for the foreground job only, a host
+# signal to the foreground job, the exit status, and the host terminal back
+# in cooked mode afterwards. Then `cordon run --backend vm --pty` without a
+# host terminal, as on ns. Two boots.
+. "$CORDON_SRC/tests/lib/tap.sh"
+. "$CORDON_SRC/tests/lib/cordon.sh"
+
+if ! command -v qemu-system-x86_64 >/dev/null; then
+    echo "1..0 # SKIP qemu-system-x86_64 not installed (scripts/bootstrap.sh --test)"
+    exit 0
+fi
+if [ ! -e /var/cache/cordon/vm/current/vmlinuz ] && [ -z "${CORDON_VM_DIR:-}" ]; then
+    echo "1..0 # SKIP no guest kernel (scripts/vm-kernel.sh)"
+    exit 0
+fi
+if ! command -v tmux >/dev/null; then
+    echo "1..0 # SKIP tmux not installed (scripts/bootstrap.sh --test)"
+    exit 0
+fi
+
+ws=$(new_ws vmpty)
+sock="$TEST_TMP/tmux.sock"
+tm() { tmux -S "$sock" -f /dev/null "$@"; }
+trap 'tm kill-server 2>/dev/null; test_cleanup' EXIT
+
+# The pane runs cordon shell, then shows its exit status and the terminal's
+# settings, and stays open to be read.
+cat >"$TEST_TMP/runner.sh" <<EOF
+cd "$ws" && export PWD="$ws"
+"$CORDON" shell --backend vm
+echo "cordon-exit=\$?"
+stty -a
+exec sleep 600
+EOF
+
+screen() { tm capture-pane -p -J -t vm 2>/dev/null; }
+# wait_screen REGEX SECONDS: true once the pane shows REGEX.
+wait_screen() {
+    local deadline=$((SECONDS + $2))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        [[ "$(screen)" =~ $1 ]] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+type_line() { tm send-keys -t vm -l "$1" && tm send-keys -t vm Enter; }
+# shell_do N CMD: types CMD and waits (30 s) for its end marker, which only
+# the command's output shows (the typed line holds the unexpanded $((...))).
+shell_do() {
+    type_line "$2; echo end-\$((1000+$1))"
+    wait_screen $'(^|\n)end-'$((1000 + $1))$'\n' 30
+}
+
+uid=$(id -u)
+tm new-session -d -s vm -x 100 -y 30 "bash $TEST_TMP/runner.sh"
+# Debian's bash.bashrc prompt: user@host:dir$ (the guest's hostname).
+if wait_screen '@cordon:[^ ]*[#$] $' 90; then
+    pass "a prompt appears in the terminal"
+else
+    fail "a prompt appears in the terminal" "screen: $(screen | grep -v '^$' | tail -5)"
+fi
+
+shell_do 1 'tty; test -t 0 && echo stdin-is-a-tty; stat -c "owner=%u" "$(tty)"; stty size'
+out=$(screen)
+like "the shell has a terminal of the guest" "$out" $'\n/dev/pts/[0-9]+\r?\n'
+like "stdin is a terminal (test -t 0)" "$out" $'\nstdin-is-a-tty'
+like "the terminal belongs to the user (uid $uid)" "$out" $'\nowner='"$uid"$'\n'
+like "the terminal has the window's size" "$out" $'\n30 100\n'
+
+# While the shell runs, the host terminal (the pane's) is raw: the keys go
+# to the guest's terminal as bytes.
+pane_tty=$(tm display -p -t vm '#{pane_tty}')
+like "the host terminal is raw during the session (-icanon -isig -echo)" \
+    "$(stty -a -F "$pane_tty" 2>&1 | tr '\n' ' ')" ' -isig -icanon .* -echo '
+
+tm resize-window -t vm -x 120 -y 40
+sleep 1
+shell_do 2 'stty size'
+like "a resize of the window reaches the terminal inside" "$(screen)" $'\n40 120\n'
+
+# Ctrl-C: a byte through the raw host terminal, SIGINT from the guest's
+# line discipline to the foreground job only.
+type_line 'echo sleep-3-$((0+3)); sleep 100'
+wait_screen $'\nsleep-3-3'$'(\n|$)' 30 || diag "the job of step 3 did not start"
+sleep 1
+t0=$SECONDS
+tm send-keys -t vm C-c
+if shell_do 4 'echo alive-$((6*7))' && [[ "$(screen)" =~ $'\nalive-42\n' ]]; then
+    pass "Ctrl-C ends the foreground job and the shell takes the next command ($((SECONDS - t0)) s)"
+else
+    fail "Ctrl-C ends the foreground job and the shell takes the next command" \
+        "screen: $(screen | grep -v '^$' | tail -5)"
+fi
+
+# Ctrl-Z: job control.
+type_line 'echo sleep-5-$((0+5)); sleep 100'
+wait_screen $'\nsleep-5-5'$'(\n|$)' 30 || diag "the job of step 5 did not start"
+sleep 1
+tm send-keys -t vm C-z
+if wait_screen 'Stopped +sleep 100' 30; then
+    pass "Ctrl-Z stops the foreground job (job control)"
+else
+    fail "Ctrl-Z stops the foreground job (job control)" "screen: $(screen | grep -v '^$' | tail -5)"
+fi
+shell_do 6 'kill %1; wait'
+
+# A signal sent to cordon itself goes to the terminal's foreground job, as
+# the terminal's own key would, not to the shell.
+type_line 'echo sleep-7-$((0+7)); sleep 100'
+wait_screen $'\nsleep-7-7'$'(\n|$)' 30 || diag "the job of step 7 did not start"
+sleep 1
+pane_pid=$(tm display -p -t vm '#{pane_pid}')
+cordon_pid=$(pgrep -P "$pane_pid" -x cordon)
+if [ -n "$cordon_pid" ]; then
+    kill -INT "$cordon_pid"
+    if shell_do 8 'echo host-int-$((6*7))' && [[ "$(screen)" =~ $'\nhost-int-42\n' ]]; then
+        pass "SIGINT to cordon ends the foreground job; the shell stays"
+    else
+        fail "SIGINT to cordon ends the foreground job; the shell stays" \
+            "screen: $(screen | grep -v '^$' | tail -5)"
+    fi
+else
+    fail "SIGINT to cordon ends the foreground job; the shell stays" "no cordon process below pane $pane_pid"
+fi
+
+type_line 'exit 3'
+if wait_screen $'cordon-exit=3\n' 30; then
+    pass "exit 3 ends cordon shell with status 3"
+else
+    fail "exit 3 ends cordon shell with status 3" "screen: $(screen | grep -v '^$' | tail -5)"
+fi
+wait_screen 'lnext' 10
+out=$(screen)
+out=${out#*cordon-exit=}
+like "the host terminal is back in cooked mode (icanon)" "$out" '(^|[ \n])icanon( |$)'
+like "the host terminal echoes again (echo)" "$out" '(^|[ \n])echo( |$)'
+unlike "the host terminal is not raw (-isig)" "$out" '(^|[ \n])-isig( |$)'
+tm kill-server 2>/dev/null
+
+# --- without a host terminal: --pty still gives the command a terminal, as
+# on ns (size 0x0 there too), and its status comes back ---
+out=$(cd "$ws" && PWD="$ws" "$CORDON" run --backend vm --pty -- \
+    bash -c 'tty; test -t 1 && echo stdout-is-a-tty; echo to-stderr >&2; exit 5' </dev/null 2>"$TEST_TMP/err")
+rc=$?
+is "run --pty without a host terminal: the command's status" "$rc" 5
+like "run --pty without a host terminal: a terminal inside" "$out" $'^/dev/pts/[0-9]+\r\nstdout-is-a-tty\r\n'
+like "run --pty: stderr comes through the terminal too" "$out" $'\nto-stderr\r'
+is "run --pty: nothing on cordon's stderr" "$(cat "$TEST_TMP/err")" ""
+
+tap_done
