@@ -1,5 +1,6 @@
 /* JSON-lines audit records for network decisions. Host context (proxy). */
 #include "net/audit.h"
+#include "util/log.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -11,13 +12,8 @@ void net_audit_write(int fd, const struct net_audit_record *r)
 {
     if (fd < 0)
         return;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    char when[40];
-    size_t n = strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(when + n, sizeof(when) - n, ".%03ldZ", now.tv_nsec / 1000000);
+    char when[LOG_UTC_LEN];
+    log_utc_now(when);
     json_t *o = json_object();
     json_object_set_new(o, "time", json_string(when));
     if (r->session)

@@ -29,11 +29,9 @@ int control_connect(const char *name, pid_t *ret_peer_pid, struct cordon_error *
     if (state_check_name(name, err) < 0)
         return -1;
     _cleanup_free_ char *root = NULL;
-    if (state_root(&root, err) < 0)
-        return -1;
-    _cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int root_fd = state_root_open(&root, err);
     if (root_fd < 0)
-        return error_set(err, errno, "state: %s", root);
+        return -1;
     _cleanup_close_ int dir_fd =
         openat(root_fd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dir_fd < 0)

@@ -73,10 +73,7 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
 static bool lifecycle_gc_due(void)
 {
     struct cordon_error err;
-    _cleanup_free_ char *root = NULL;
-    if (state_root(&root, &err) < 0)
-        return false;
-    _cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int rootfd = state_root_open(NULL, &err);
     if (rootfd < 0)
         return false;
     struct stat st;

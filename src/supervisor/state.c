@@ -5,6 +5,7 @@
 #include "supervisor/state.h"
 #include "supervisor/control.h"
 #include "util/fs.h"
+#include "util/log.h"
 #include "util/cleanup.h"
 
 #include <dirent.h>
@@ -108,11 +109,9 @@ int state_acquire(const char *name, const char *workspace, const char *backend,
     if (state_check_name(name, err) < 0)
         return -1;
     _cleanup_free_ char *root = NULL;
-    if (state_root(&root, err) < 0)
-        return -1;
-    _cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int root_fd = state_root_open(&root, err);
     if (root_fd < 0)
-        return error_set(err, errno, "state: %s", root);
+        return -1;
     if (mkdirat(root_fd, name, 0700) < 0 && errno != EEXIST)
         return error_set(err, errno, "state: creating %s/%s", root, name);
     _cleanup_close_ int dir_fd =
@@ -220,13 +219,8 @@ void state_audit(struct state_owner *o, const char *tool, const char *target, co
         openat(o->dir_fd, AUDIT_FILE, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char when[64];
-    snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+    char when[LOG_UTC_LEN];
+    log_utc_now(when);
     json_t *line =
         json_pack("{s:s, s:s, s:s, s:s, s:s, s:f}", "time", when, "session", o->name, "tool", tool,
                   "target", target, "outcome", outcome, "duration_ms", duration_ms);
@@ -278,6 +272,19 @@ static bool entry_read(int root_fd, const char *name, struct state_entry *e)
     return true;
 }
 
+int state_root_open(char **ret_path, struct cordon_error *err)
+{
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, err) < 0)
+        return -1;
+    int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return error_set(err, errno, "state: %s", root);
+    if (ret_path)
+        *ret_path = TAKE_PTR(root);
+    return fd;
+}
+
 int state_list(struct state_entry **ret, size_t *n, struct cordon_error *err)
 {
     *ret = NULL;
@@ -314,10 +321,9 @@ int state_list(struct state_entry **ret, size_t *n, struct cordon_error *err)
 bool state_exists(const char *name)
 {
     struct cordon_error err;
-    _cleanup_free_ char *root = NULL;
-    if (state_check_name(name, &err) < 0 || state_root(&root, &err) < 0)
+    if (state_check_name(name, &err) < 0)
         return false;
-    _cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int root_fd = state_root_open(NULL, &err);
     struct state_entry e;
     return root_fd >= 0 && entry_read(root_fd, name, &e);
 }
@@ -326,11 +332,10 @@ int state_get(const char *name, struct state_entry *ret, struct cordon_error *er
 {
     if (state_check_name(name, err) < 0)
         return -1;
-    _cleanup_free_ char *root = NULL;
-    if (state_root(&root, err) < 0)
+    _cleanup_close_ int root_fd = state_root_open(NULL, err);
+    if (root_fd < 0)
         return -1;
-    _cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (root_fd < 0 || !entry_read(root_fd, name, ret))
+    if (!entry_read(root_fd, name, ret))
         return error_set(err, 0, "no cordon sandbox named %s (see cordon ls)", name);
     return 0;
 }
@@ -341,11 +346,8 @@ int state_get(const char *name, struct state_entry *ret, struct cordon_error *er
  * starting it right now keeps its fresh socket. */
 static void sweep_stale_control(const char *name)
 {
-    _cleanup_free_ char *root = NULL;
     struct cordon_error err;
-    if (state_root(&root, &err) < 0)
-        return;
-    _cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int root_fd = state_root_open(NULL, &err);
     _cleanup_close_ int dir_fd =
         root_fd < 0 ? -1 : openat(root_fd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     _cleanup_close_ int fd =
@@ -360,12 +362,11 @@ int state_remove(const char *name, struct cordon_error *err)
 {
     if (state_check_name(name, err) < 0)
         return -1;
-    _cleanup_free_ char *root = NULL;
-    if (state_root(&root, err) < 0)
+    _cleanup_close_ int root_fd = state_root_open(NULL, err);
+    if (root_fd < 0)
         return -1;
-    _cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     struct state_entry e;
-    if (root_fd < 0 || !entry_read(root_fd, name, &e))
+    if (!entry_read(root_fd, name, &e))
         return error_set(err, ENOENT, "no cordon sandbox named %s", name);
     struct state_owner o;
     if (state_acquire(name, NULL, NULL, &o, err) < 0)

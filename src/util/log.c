@@ -51,3 +51,13 @@ long long log_now_us(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
+
+void log_utc_now(char buf[LOG_UTC_LEN])
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(buf, LOG_UTC_LEN, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, LOG_UTC_LEN - n, ".%03ldZ", ts.tv_nsec / 1000000);
+}

@@ -145,6 +145,29 @@ ok "linked worktree: nothing planted on the host" test ! -e "$repo/.git/hooks/pr
 out=$(cd "$wt" && "$CORDON" run -- bash -c "ls $TEST_TMP" 2>&1)
 unlike "linked worktree: sibling directories stay hidden" "$out" "plain"
 
+# Landlock allows writes under /tmp, /var/tmp, /run, /dev and home anyway; a
+# linked worktree elsewhere shows that its git directories (the main
+# repository's, outside the workspace) are in the writable set.
+if ! "$CORDON" --debug run -- true 2>&1 | grep -q 'landlock: available'; then
+    skip "linked worktree outside /tmp commits under Landlock" "Landlock not available on this kernel"
+elif [ "$(id -u)" -ne 0 ]; then
+    skip "linked worktree outside /tmp commits under Landlock" "needs a directory outside /tmp, /var/tmp and home (the root run covers it)"
+else
+    far=$(mktemp -d /var/lib/cordon-worktree.XXXXXX)
+    cleanup_dirs+=("$far")
+    chmod 755 "$far"
+    mkdir "$far/repo"
+    in_ws "$far/repo" "${gitc[@]}" init -q
+    echo a >"$far/repo/a"
+    in_ws "$far/repo" "${gitc[@]}" add a
+    in_ws "$far/repo" "${gitc[@]}" commit -qm first
+    in_ws "$far/repo" "${gitc[@]}" worktree add -q "$far/wt" -b far 2>/dev/null
+    out=$(cd "$far/wt" && "$CORDON" run -- bash -c 'echo w > w && git -c user.name=t -c user.email=t@e add w && git -c user.name=t -c user.email=t@e commit -qm far && git log --oneline | wc -l; touch ../outside' 2>&1)
+    is "linked worktree outside /tmp: git add and commit work under Landlock" "$out" "2
+touch: cannot touch '../outside': Read-only file system"
+    is "linked worktree outside /tmp: the commit is in the main repository" "$(git -C "$far/repo" log --oneline far | wc -l)" 2
+fi
+
 sup=$(new_ws super)
 subsrc=$(new_ws subsrc)
 in_ws "$subsrc" "${gitc[@]}" init -q

@@ -295,19 +295,5 @@ int tool_find(const struct tool_env *env, json_t *args, struct tool_result *res)
     }
     fclose(nf);
     _cleanup_free_ char *notice_text = notices;
-    _cleanup_free_ char *output = NULL;
-    int n;
-    if (notices_len > 0)
-        n = asprintf(&output, "%.*s\n\n[%s]", (int)t.content_len, t.content, notice_text);
-    else
-        n = asprintf(&output, "%.*s", (int)t.content_len, t.content);
-    if (n < 0) {
-        json_decref(details);
-        return tool_result_error(res, "out of memory");
-    }
-    if (json_object_size(details) == 0) {
-        json_decref(details);
-        details = NULL;
-    }
-    return tool_result_text(res, output, details);
+    return tool_result_listing(res, t.content, t.content_len, notice_text, notices_len, details);
 }

@@ -616,25 +616,13 @@ static int build_result(struct grep_state *g, struct tool_result *res)
                   notices.len ? ". " : "", TRUNCATE_GREP_LINE_MAX);
         json_object_set_new(details, "linesTruncated", json_true());
     }
-    struct membuf text = {0};
-    mb_append(&text, t.content, t.content_len);
-    if (notices.len) {
-        mb_append(&text, "\n\n[", 3);
-        mb_append(&text, notices.data, notices.len);
-        mb_append(&text, "]", 1);
-    }
-    free(notices.data);
-    if (text.failed || notices.failed || !details) {
-        free(text.data);
+    if (notices.failed) {
+        free(notices.data);
         json_decref(details);
         return tool_result_error(res, "out of memory");
     }
-    if (json_object_size(details) == 0) {
-        json_decref(details);
-        details = NULL;
-    }
-    int r = tool_result_text_len(res, text.data ? text.data : "", text.len, details);
-    free(text.data);
+    int r = tool_result_listing(res, t.content, t.content_len, notices.data, notices.len, details);
+    free(notices.data);
     return r;
 }
 

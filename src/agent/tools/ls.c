@@ -233,16 +233,5 @@ int tool_ls(const struct tool_env *env, json_t *args, struct tool_result *res)
                  format_size(TRUNCATE_MAX_BYTES, size, sizeof(size)));
         json_object_set_new(details, "truncation", truncation_to_json(&t));
     }
-    _cleanup_free_ char *text = NULL;
-    int n = *notice ? asprintf(&text, "%.*s\n\n[%s]", (int)t.content_len, t.content, notice)
-                    : asprintf(&text, "%.*s", (int)t.content_len, t.content);
-    if (n < 0) {
-        json_decref(details);
-        return tool_result_error(res, "out of memory");
-    }
-    if (json_object_size(details) == 0) {
-        json_decref(details);
-        details = NULL;
-    }
-    return tool_result_text(res, text, details);
+    return tool_result_listing(res, t.content, t.content_len, notice, strlen(notice), details);
 }

@@ -1,5 +1,6 @@
 /* Tool result helpers. Sandbox (agent) or host context. */
 #include "agent/tools/tool.h"
+#include "agent/tools/js.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,35 @@ int tool_result_text(struct tool_result *res, const char *text, json_t *details)
     res->details = details;
     res->is_error = false;
     return 0;
+}
+
+int tool_result_listing(struct tool_result *res, const char *content, size_t len,
+                        const char *notice, size_t notice_len, json_t *details)
+{
+    char *text = NULL;
+    size_t text_len = len;
+    if (notice_len > 0)
+        text_len += notice_len + 4; /* "\n\n[" and "]" */
+    text = malloc(text_len + 1);
+    if (!text || !details) {
+        free(text);
+        json_decref(details);
+        return tool_result_error(res, "out of memory");
+    }
+    memcpy(text, content, len);
+    if (notice_len > 0) {
+        memcpy(text + len, "\n\n[", 3);
+        memcpy(text + len + 3, notice, notice_len);
+        text[text_len - 1] = ']';
+    }
+    text[text_len] = '\0';
+    if (json_object_size(details) == 0) {
+        json_decref(details);
+        details = NULL;
+    }
+    int r = tool_result_text_len(res, text, text_len, details);
+    free(text);
+    return r < 0 ? tool_result_error(res, "out of memory") : 0;
 }
 
 int tool_result_error(struct tool_result *res, const char *fmt, ...)

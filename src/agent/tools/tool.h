@@ -35,5 +35,11 @@ int tool_result_error(struct tool_result *res, const char *fmt, ...)
 /* Sets res to success with one text part and the given details (stolen). */
 int tool_result_text(struct tool_result *res, const char *text, json_t *details);
 
+/* The listing tools' result (ls, find, grep): CONTENT (LEN bytes, may hold
+ * NUL), then "\n\n[NOTICE]" when NOTICE is not empty, as pi joins them;
+ * DETAILS (stolen) is dropped when it is empty ({} becomes undefined). */
+int tool_result_listing(struct tool_result *res, const char *content, size_t len,
+                        const char *notice, size_t notice_len, json_t *details);
+
 /* Serialise {content, details, isError} as cordon prints it. Caller frees. */
 char *tool_result_to_json(const struct tool_result *res);
