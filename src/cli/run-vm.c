@@ -83,6 +83,7 @@ struct relay {
     int console, errport, channel;
     bool stdin_open;
     bool pty;               /* the command has a terminal in the guest */
+    struct term_raw *term;  /* the host's, raw while the command runs */
     bool stdin_ready;       /* the guest's console is raw: input may flow */
     json_int_t stdin_bytes; /* written to the console so far */
     int status;             /* -1 until the guest reports */
@@ -179,6 +180,9 @@ static int relay_loop(struct relay *r)
             if (t && strcmp(t, "stdin-ready") == 0) {
                 r->stdin_ready = true;
             } else if (t && strcmp(t, "exit") == 0) {
+                /* The command is gone: what is printed from here (the
+                 * guest's last output, --debug lines) reads as cooked. */
+                term_raw_restore(r->term);
                 r->status = (int)json_integer_value(json_object_get(m, "status"));
                 json_t *d = json_object_get(m, "docker");
                 const char *state = json_string_value(json_object_get(d, "state"));
@@ -188,6 +192,7 @@ static int relay_loop(struct relay *r)
                               reason ? reason : "");
                 reported_at = now_ms();
             } else if (t && strcmp(t, "error") == 0) {
+                term_raw_restore(r->term);
                 log_error("vm: %s", json_string_value(json_object_get(m, "message")));
                 r->status = CORDON_EXIT_FAILURE;
                 reported_at = now_ms();
@@ -197,6 +202,7 @@ static int relay_loop(struct relay *r)
             json_decref(m);
         }
         if (p[1].revents & POLLIN) {
+            term_raw_restore(r->term);
             drain(r);
             if (r->status < 0) {
                 log_error("vm: the guest stopped without reporting an exit status");
@@ -235,6 +241,7 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, 
         ops->stop(&sb);
         return CORDON_EXIT_FAILURE;
     }
+    struct term_raw term = {.active = false};
     struct relay r = {
         .sb = &sb,
         .sigfd = sigfd,
@@ -243,12 +250,12 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, 
         .channel = sb.channel_fd,
         .stdin_open = true,
         .pty = pty,
+        .term = &term,
         .status = -1,
     };
     /* Raw from here: the guest's line discipline handles the keys (^C is a
      * byte for the pty, which signals the foreground job). Every return of
      * the loop comes back here: the signals it handles are blocked. */
-    struct term_raw term = {.active = false};
     if (pty)
         term_raw_enter(&term, 0);
     /* A resize during the boot is not in the spec: send the size now. */
