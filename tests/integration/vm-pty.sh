@@ -63,8 +63,12 @@ else
     fail "a prompt appears in the terminal" "screen: $(screen | grep -v '^$' | tail -5)"
 fi
 
-shell_do 1 'tty; test -t 0 && echo stdin-is-a-tty; stat -c "owner=%u" "$(tty)"; stty size'
+shell_do 1 'tty; test -t 0 && echo stdin-is-a-tty; stat -c "owner=%u" "$(tty)"; stty size; grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status | tr -s "\t" " "'
 out=$(screen)
+# The terminal changes nothing of the confinement (vm-init.c confine_user).
+like "the shell is confined as without a terminal (no capability)" "$out" $'\nCapEff: 0000000000000000\n'
+like "the shell is confined as without a terminal (no_new_privs)" "$out" $'\nNoNewPrivs: 1\n'
+like "the shell is confined as without a terminal (seccomp filter)" "$out" $'\nSeccomp: 2\n'
 like "the shell has a terminal of the guest" "$out" $'\n/dev/pts/[0-9]+\r?\n'
 like "stdin is a terminal (test -t 0)" "$out" $'\nstdin-is-a-tty'
 like "the terminal belongs to the user (uid $uid)" "$out" $'\nowner='"$uid"$'\n'
