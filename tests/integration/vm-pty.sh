@@ -4,7 +4,7 @@
 # changes, a prompt, Ctrl-C and Ctrl-Z for the foreground job only, a host
 # signal to the foreground job, the exit status, and the host terminal back
 # in cooked mode afterwards. Then `cordon run --backend vm --pty` without a
-# host terminal, as on ns. Two boots.
+# host terminal, as on ns, and `cordon shell` without one. Three boots.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
 
@@ -153,5 +153,13 @@ is "run --pty without a host terminal: the command's status" "$rc" 5
 like "run --pty without a host terminal: a terminal inside" "$out" $'^/dev/pts/[0-9]+\r\nstdout-is-a-tty\r\n'
 like "run --pty: stderr comes through the terminal too" "$out" $'\nto-stderr\r'
 is "run --pty: nothing on cordon's stderr" "$(cat "$TEST_TMP/err")" ""
+
+# --- and cordon shell without a terminal still reads commands from stdin,
+# with no terminal inside (the choice is made on the host's stdin/stdout) ---
+out=$(cd "$ws" && printf 'echo from-shell; tty; exit 4\n' | PWD="$ws" "$CORDON" shell --backend vm 2>&1)
+rc=$?
+is "shell without a terminal: commands from stdin, no terminal inside" "$out" "from-shell
+not a tty"
+is "shell without a terminal: the exit status" "$rc" 4
 
 tap_done
