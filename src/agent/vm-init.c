@@ -9,7 +9,9 @@
  * requested mode:
  *   - "init -- CMD...": runs CMD as the host user with its stdin/stdout on
  *     the virtio console (hvc0) and stderr on its own port, reports
- *     {"t":"exit","status":N} on the channel and powers off;
+ *     {"t":"exit","status":N} on the channel and powers off; with "init
+ *     --pty", CMD has a terminal of the guest's instead, its master relayed
+ *     over hvc0 (vm-pty.c);
  *   - anything else: re-executes the agent with that argv, the channel as
  *     fd 3 (the agent protocol's stream).
  * Whatever runs for the user (CMD above, or the agent and all it starts) is
