@@ -3,8 +3,9 @@
 # as a user sees it: a terminal of its own inside, the window's size and its
 # changes, a prompt, Ctrl-C and Ctrl-Z for the foreground job only, a host
 # signal to the foreground job, the exit status, and the host terminal back
-# in cooked mode afterwards. Then `cordon run --backend vm --pty` without a
-# host terminal, as on ns, and `cordon shell` without one. Three boots.
+# in cooked mode afterwards, also after a hang-up and after the guest died.
+# Then `cordon run --backend vm --pty` without a host terminal, as on ns,
+# and `cordon shell` without one. Five boots.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
 
@@ -22,9 +23,12 @@ if ! command -v tmux >/dev/null; then
 fi
 
 ws=$(new_ws vmpty)
-sock="$TEST_TMP/tmux.sock"
+# One tmux server per session (a new server on a socket whose server is
+# still shutting down fails to start).
+sessions=0
+sock="$TEST_TMP/tmux0.sock"
 tm() { tmux -S "$sock" -f /dev/null "$@"; }
-trap 'tm kill-server 2>/dev/null; test_cleanup' EXIT
+trap 'for s in "$TEST_TMP"/tmux*.sock; do tmux -S "$s" kill-server 2>/dev/null; done; test_cleanup' EXIT
 
 # The pane runs cordon shell, then shows its exit status and the terminal's
 # settings, and stays open to be read.
@@ -54,10 +58,28 @@ shell_do() {
     wait_screen $'(^|\n)end-'$((1000 + $1))$'\n' 30
 }
 
+# start_shell: a new pane running the runner; true once the shell's prompt
+# (Debian's bash.bashrc: user@host:dir$, the guest's hostname) shows.
+start_shell() {
+    sessions=$((sessions + 1))
+    sock="$TEST_TMP/tmux$sessions.sock"
+    tm new-session -d -s vm -x 100 -y 30 "bash $TEST_TMP/runner.sh"
+    wait_screen '@cordon:[^ ]*[#$] $' 90
+}
+# check_cooked WHEN: the pane's terminal settings, printed by the runner
+# after cordon ended, are the cooked ones again.
+check_cooked() {
+    wait_screen 'lnext' 10
+    local settings
+    settings=$(screen)
+    settings=${settings#*cordon-exit=}
+    like "the host terminal is back in cooked mode $1 (icanon)" "$settings" '(^|[ \n])icanon( |$)'
+    like "the host terminal echoes again $1 (echo)" "$settings" '(^|[ \n])echo( |$)'
+    unlike "the host terminal is not raw $1 (-isig)" "$settings" '(^|[ \n])-isig( |$)'
+}
+
 uid=$(id -u)
-tm new-session -d -s vm -x 100 -y 30 "bash $TEST_TMP/runner.sh"
-# Debian's bash.bashrc prompt: user@host:dir$ (the guest's hostname).
-if wait_screen '@cordon:[^ ]*[#$] $' 90; then
+if start_shell; then
     pass "a prompt appears in the terminal"
 else
     fail "a prompt appears in the terminal" "screen: $(screen | grep -v '^$' | tail -5)"
@@ -136,12 +158,37 @@ if wait_screen $'cordon-exit=3\n' 30; then
 else
     fail "exit 3 ends cordon shell with status 3" "screen: $(screen | grep -v '^$' | tail -5)"
 fi
-wait_screen 'lnext' 10
-out=$(screen)
-out=${out#*cordon-exit=}
-like "the host terminal is back in cooked mode (icanon)" "$out" '(^|[ \n])icanon( |$)'
-like "the host terminal echoes again (echo)" "$out" '(^|[ \n])echo( |$)'
-unlike "the host terminal is not raw (-isig)" "$out" '(^|[ \n])-isig( |$)'
+check_cooked "after exit"
+tm kill-server 2>/dev/null
+
+# --- the terminal comes back on the other ways out: a hang-up (SIGHUP to
+# cordon, as when its terminal window closes: the shell gets it and ends),
+# and a guest that dies (QEMU killed: cordon's own error) ---
+start_shell || diag "no prompt in the second session: $(screen | grep -v '^$' | tail -3)"
+cordon_pid=$(pgrep -P "$(tm display -p -t vm '#{pane_pid}')" -x cordon)
+[ -n "$cordon_pid" ] && kill -HUP "$cordon_pid"
+if wait_screen $'cordon-exit=129\n' 30; then
+    pass "SIGHUP to cordon ends the shell (status 129)"
+else
+    fail "SIGHUP to cordon ends the shell (status 129)" "screen: $(screen | grep -v '^$' | tail -5)"
+fi
+check_cooked "after SIGHUP"
+tm kill-server 2>/dev/null
+
+start_shell || diag "no prompt in the third session: $(screen | grep -v '^$' | tail -3)"
+cordon_pid=$(pgrep -P "$(tm display -p -t vm '#{pane_pid}')" -x cordon)
+qemu_pid=$([ -n "$cordon_pid" ] && pgrep -P "$cordon_pid" -f qemu-system)
+[ -n "$qemu_pid" ] && kill -KILL "$qemu_pid"
+if wait_screen $'cordon-exit=125\n' 30; then
+    pass "a guest that dies ends cordon shell with cordon's own status (125)"
+else
+    fail "a guest that dies ends cordon shell with cordon's own status (125)" \
+        "screen: $(screen | grep -v '^$' | tail -5)"
+fi
+# Printed in raw mode, the next line would start where the message ended.
+like "the error is shown, and the line after it starts at its beginning" "$(screen)" \
+    $'cordon: error: vm: the guest stopped without reporting an exit status\ncordon-exit=125\n'
+check_cooked "after the guest died"
 tm kill-server 2>/dev/null
 
 # --- without a host terminal: --pty still gives the command a terminal, as
