@@ -452,6 +452,12 @@ static int run_common(int argc, char **argv, bool shell)
         return CORDON_EXIT_FAILURE;
     }
     bool vm = l.cfg.backend == CFG_BACKEND_VM;
+    if (vm && pty) {
+        /* The guest's init makes the terminal (agent/vm-pty.c), at the host
+         * terminal's size (0x0 without one, as on ns). */
+        l.pty = true;
+        term_size(0, &l.pty_rows, &l.pty_cols);
+    }
     if (!vm)
         ns_probe_report();
     /* Ownership of the name before any sandbox mutation. */
@@ -490,9 +496,7 @@ static int run_common(int argc, char **argv, bool shell)
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
     if (vm) {
-        if (pty)
-            term_size(0, &l.pty_rows, &l.pty_cols); /* stays 0x0 without a terminal */
-        int status = cli_run_vm(&l, &lc, agent_argv, pty);
+        int status = cli_run_vm(&l, &lc, agent_argv);
         lifecycle_end(&lc);
         launch_free(&l);
         return status;

@@ -2,8 +2,6 @@
  * exit status. */
 #pragma once
 
-#include <stdbool.h>
-
 struct launch;
 
 struct cli_command {
@@ -25,7 +23,6 @@ int cmd_trust(int argc, char **argv);
 int cmd_untrust(int argc, char **argv);
 
 /* `cordon run` on the vm backend (cli/run-vm.c): boots, relays, returns the
- * command's exit status. With pty, the command has a terminal of the guest
- * (agent_argv holds "--pty") and the host's is raw while it runs. */
+ * command's exit status. */
 struct lifecycle;
-int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, bool pty);
+int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv);

@@ -213,7 +213,7 @@ static int relay_loop(struct relay *r)
     }
 }
 
-int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, bool pty)
+int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
 {
     const struct backend_ops *ops = backend_lookup("vm");
     sigset_t mask;
@@ -249,14 +249,14 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, 
         .errport = vm_sandbox_stderr_fd(&sb),
         .channel = sb.channel_fd,
         .stdin_open = true,
-        .pty = pty,
+        .pty = l->pty,
         .term = &term,
         .status = -1,
     };
     /* Raw from here: the guest's line discipline handles the keys (^C is a
      * byte for the pty, which signals the foreground job). Every return of
      * the loop comes back here: the signals it handles are blocked. */
-    if (pty)
+    if (l->pty)
         term_raw_enter(&term, 0);
     /* A resize during the boot is not in the spec: send the size now. */
     send_resize(&r);
