@@ -8,6 +8,7 @@
 #include "backend/ns/ns.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/term.h"
 #include "net/fdpass.h"
 #include "supervisor/control.h"
 #include "supervisor/launch.h"
@@ -29,7 +30,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 static const int relayed_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -453,12 +453,10 @@ static int run_common(int argc, char **argv, bool shell)
     }
     bool vm = l.cfg.backend == CFG_BACKEND_VM;
     if (vm && pty) {
-        if (want_pty == 1) {
-            log_error("--pty is not available on the vm backend yet");
-            launch_free(&l);
-            return CORDON_EXIT_FAILURE;
-        }
-        pty = false; /* cordon shell on the vm backend reads commands from stdin */
+        /* The guest's init makes the terminal (agent/vm-pty.c), at the host
+         * terminal's size (0x0 without one, as on ns). */
+        l.pty = true;
+        term_size(0, &l.pty_rows, &l.pty_cols);
     }
     if (!vm)
         ns_probe_report();
@@ -557,17 +555,12 @@ static int run_common(int argc, char **argv, bool shell)
                           .l = &l,
                           .state_dir = lc.owner.dir,
                           .shell = shell};
-    struct termios saved;
-    bool restore = false;
+    struct term_raw term = {.active = false};
     if (pty) {
         s.master = recv_fd(control[0]);
         if (s.master >= 0) {
             copy_winsize(0, s.master);
-            if (tcgetattr(0, &saved) == 0) {
-                struct termios raw = saved;
-                cfmakeraw(&raw);
-                restore = tcsetattr(0, TCSANOW, &raw) == 0;
-            }
+            term_raw_enter(&term, 0);
         }
     }
     s.chan = TAKE_FD(control[0]);
@@ -583,8 +576,7 @@ static int run_common(int argc, char **argv, bool shell)
     verify_end(&s);
     if (s.chan >= 0)
         close(s.chan);
-    if (restore)
-        tcsetattr(0, TCSANOW, &saved);
+    term_raw_restore(&term);
     if (s.master >= 0)
         close(s.master);
     ns_sandbox_release(&sb);

@@ -2,12 +2,17 @@
  * mode and relays the command's stdio (stdin/stdout on the guest's virtio
  * console hvc0, stderr on its own virtio-serial port); control travels on
  * the channel as frames: stdin EOF and signals to the guest, the exit status
- * back. Host context, unprivileged supervisor, one poll loop. */
+ * back. With a pty (`cordon shell` on a terminal, `--pty`) the command has a
+ * terminal of the guest's (agent/vm-pty.c): the host's terminal is raw while
+ * the relay runs, its size goes in the boot spec and in "resize" frames, and
+ * all the command's output comes back on the console. Host context,
+ * unprivileged supervisor, one poll loop. */
 #include "backend/backend.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
 #include "supervisor/lifecycle.h"
 #include "cli/commands.h"
+#include "cli/term.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -77,6 +82,8 @@ struct relay {
     int sigfd;
     int console, errport, channel;
     bool stdin_open;
+    bool pty;               /* the command has a terminal in the guest */
+    struct term_raw *term;  /* the host's, raw while the command runs */
     bool stdin_ready;       /* the guest's console is raw: input may flow */
     json_int_t stdin_bytes; /* written to the console so far */
     int status;             /* -1 until the guest reports */
@@ -97,6 +104,18 @@ static void drain(struct relay *r)
         if (poll(&p, 1, 20) <= 0)
             break;
     }
+}
+
+/* The host terminal's new size (SIGWINCH) for the guest's pty. */
+static void send_resize(struct relay *r)
+{
+    unsigned short rows, cols;
+    if (!r->pty || r->channel < 0 || !term_size(0, &rows, &cols))
+        return;
+    json_t *m = vm_frame_winsize_pack(rows, cols);
+    if (m)
+        json_object_set_new(m, "t", json_string("resize"));
+    send_message(r->channel, m);
 }
 
 static int relay_loop(struct relay *r)
@@ -126,8 +145,12 @@ static int relay_loop(struct relay *r)
             return CORDON_EXIT_FAILURE;
         }
         if (p[0].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            if (read(r->sigfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGPIPE)
+            struct signalfd_siginfo si = {0};
+            if (read(r->sigfd, &si, sizeof(si)) != sizeof(si))
+                si.ssi_signo = 0;
+            if (si.ssi_signo == SIGWINCH)
+                send_resize(r);
+            else if (si.ssi_signo != 0 && si.ssi_signo != SIGPIPE)
                 send_message(r->channel,
                              json_pack("{s:s,s:i}", "t", "signal", "signal", (int)si.ssi_signo));
         }
@@ -140,9 +163,11 @@ static int relay_loop(struct relay *r)
             } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
                 r->stdin_open = false;
                 /* The count lets the guest wait for input still in flight
-                 * on the console port (another port than the channel). */
-                send_message(r->channel,
-                             json_pack("{s:s,s:I}", "t", "stdin-eof", "bytes", r->stdin_bytes));
+                 * on the console port (another port than the channel). A
+                 * terminal's input has no end (as on the ns backend). */
+                if (!r->pty)
+                    send_message(r->channel,
+                                 json_pack("{s:s,s:I}", "t", "stdin-eof", "bytes", r->stdin_bytes));
             }
         }
         if (p[3].revents & (POLLIN | POLLHUP | POLLERR))
@@ -155,6 +180,9 @@ static int relay_loop(struct relay *r)
             if (t && strcmp(t, "stdin-ready") == 0) {
                 r->stdin_ready = true;
             } else if (t && strcmp(t, "exit") == 0) {
+                /* The command is gone: what is printed from here (the
+                 * guest's last output, --debug lines) reads as cooked. */
+                term_raw_restore(r->term);
                 r->status = (int)json_integer_value(json_object_get(m, "status"));
                 json_t *d = json_object_get(m, "docker");
                 const char *state = json_string_value(json_object_get(d, "state"));
@@ -164,6 +192,7 @@ static int relay_loop(struct relay *r)
                               reason ? reason : "");
                 reported_at = now_ms();
             } else if (t && strcmp(t, "error") == 0) {
+                term_raw_restore(r->term);
                 log_error("vm: %s", json_string_value(json_object_get(m, "message")));
                 r->status = CORDON_EXIT_FAILURE;
                 reported_at = now_ms();
@@ -173,6 +202,7 @@ static int relay_loop(struct relay *r)
             json_decref(m);
         }
         if (p[1].revents & POLLIN) {
+            term_raw_restore(r->term);
             drain(r);
             if (r->status < 0) {
                 log_error("vm: the guest stopped without reporting an exit status");
@@ -191,6 +221,7 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
     for (size_t i = 0; i < ARRAY_SIZE(relayed_signals); i++)
         sigaddset(&mask, relayed_signals[i]);
     sigaddset(&mask, SIGPIPE);
+    sigaddset(&mask, SIGWINCH);
     sigprocmask(SIG_BLOCK, &mask, NULL);
     _cleanup_close_ int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
@@ -210,6 +241,7 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
         ops->stop(&sb);
         return CORDON_EXIT_FAILURE;
     }
+    struct term_raw term = {.active = false};
     struct relay r = {
         .sb = &sb,
         .sigfd = sigfd,
@@ -217,9 +249,19 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
         .errport = vm_sandbox_stderr_fd(&sb),
         .channel = sb.channel_fd,
         .stdin_open = true,
+        .pty = l->pty,
+        .term = &term,
         .status = -1,
     };
+    /* Raw from here: the guest's line discipline handles the keys (^C is a
+     * byte for the pty, which signals the foreground job). Every return of
+     * the loop comes back here: the signals it handles are blocked. */
+    if (l->pty)
+        term_raw_enter(&term, 0);
+    /* A resize during the boot is not in the spec: send the size now. */
+    send_resize(&r);
     int status = relay_loop(&r);
+    term_raw_restore(&term);
     ops->stop(&sb);
     return status;
 }
