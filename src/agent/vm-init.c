@@ -19,6 +19,8 @@
  * -no-reboot); after, it is reported as {"t":"error","message":...}. */
 #include "agent/vm-init.h"
 #include "agent/vm-docker.h"
+#include "agent/vm-probe.h"
+#include "backend/ns/ns.h"
 #include "util/fs.h"
 #include "backend/ns/ns-landlock.h"
 #include "backend/ns/ns-seccomp.h"
@@ -48,6 +50,7 @@
 #include <sys/ioctl.h>
 #include <linux/seccomp.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -445,6 +448,28 @@ static void exec_guest_command(const struct guest_command *c, int in, int out, i
     _exit(e == ENOENT ? CORDON_EXIT_NOT_FOUND : CORDON_EXIT_CANNOT_EXEC);
 }
 
+/* The probe of `cordon verify NAME` (vm-probe.c), in its forked child:
+ * the command's own confinement step, then the agent's probe mode from
+ * where the ns view keeps the agent (agent_view_link). */
+static void exec_probe(const void *ctx)
+{
+    const struct guest_command *c = ctx;
+    apply_limits(c->rlimits);
+    struct cordon_error err;
+    if (confine_user(c, &err) < 0) {
+        fprintf(stderr, "cordon: confining the probe (uid %u): %s\n", c->uid, err.message);
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    if (c->cwd && chdir(c->cwd) < 0) {
+        fprintf(stderr, "cordon: chdir %s: %s\n", c->cwd, strerror(errno));
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    char *argv[] = {"cordon-agent", "probe", NULL};
+    execve(NS_AGENT_VIEW_PATH, argv, c->env);
+    fprintf(stderr, "cordon: exec %s: %s\n", NS_AGENT_VIEW_PATH, strerror(errno));
+    _exit(CORDON_EXIT_CANNOT_EXEC);
+}
+
 static ssize_t write_some(int fd, const char *buf, size_t len)
 {
     ssize_t n;
@@ -491,6 +516,9 @@ static void run_relayed(const struct guest_command *c)
         guest_fail("channel: %s", strerror(errno));
     json_decref(ready);
     int errport = open_port(VM_PORT_STDERR);
+    /* `cordon verify NAME` sees PID 1 as on ns (the probe reads its comm). */
+    prctl(PR_SET_NAME, "cordon-init");
+    vm_probe_setup(channel, exec_probe, c);
     int in[2], out[2], errp[2];
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
         guest_fail("pipe: %s", strerror(errno));
@@ -530,9 +558,14 @@ static void run_relayed(const struct guest_command *c)
             {channel, POLLIN, 0},
         };
         struct pollfd ps = {sigfd, POLLIN, 0};
-        struct pollfd all[6] = {p[0], p[1], p[2], p[3], p[4], ps};
-        if (poll(all, 6, status >= 0 ? 100 : -1) < 0 && errno != EINTR)
+        struct pollfd all[6 + VM_PROBE_POLLFDS] = {p[0], p[1], p[2], p[3], p[4], ps};
+        vm_probe_pollfds(all + 6);
+        int timeout = vm_probe_timeout_ms();
+        if (status >= 0 && (timeout < 0 || timeout > 100))
+            timeout = 100;
+        if (poll(all, ARRAY_SIZE(all), timeout) < 0 && errno != EINTR)
             guest_fail("poll: %s", strerror(errno));
+        vm_probe_events(all + 6);
         if (all[0].revents & POLLIN) {
             ssize_t n = read(console, inbuf, sizeof(inbuf));
             if (n > 0) {
@@ -577,6 +610,8 @@ static void run_relayed(const struct guest_command *c)
                 int sig = (int)json_integer_value(json_object_get(m, "signal"));
                 if (sig > 0 && sig < 65)
                     kill(-child, sig);
+            } else if (type && strcmp(type, "probe") == 0) {
+                vm_probe_request(m);
             }
             json_decref(m);
         }
@@ -597,6 +632,8 @@ static void run_relayed(const struct guest_command *c)
             int ws;
             pid_t pid;
             while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+                if (vm_probe_reaped(pid, ws))
+                    continue;
                 if (pid == child && status < 0) {
                     status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
                     exited_at = now_ms();
@@ -605,6 +642,7 @@ static void run_relayed(const struct guest_command *c)
         }
     }
     tcdrain(console);
+    vm_probe_finish();
     json_t *m = json_pack("{s:s,s:i}", "t", "exit", "status", status);
     /* How the guest's Docker daemon fared (started on first use, so only
      * known now), for `cordon --debug run`. */

@@ -2,10 +2,13 @@
  * mode and relays the command's stdio (stdin/stdout on the guest's virtio
  * console hvc0, stderr on its own virtio-serial port); control travels on
  * the channel as frames: stdin EOF and signals to the guest, the exit status
- * back. Host context, unprivileged supervisor, one poll loop. */
+ * back. The session's control socket (`cordon verify NAME`) is served from
+ * the same loop, its probe run by the guest's init (run-vm-verify.c). Host
+ * context, unprivileged supervisor, one poll loop. */
 #include "backend/backend.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
+#include "cli/run-vm-verify.h"
 #include "supervisor/lifecycle.h"
 #include "cli/commands.h"
 #include "util/cleanup.h"
@@ -77,9 +80,10 @@ struct relay {
     int sigfd;
     int console, errport, channel;
     bool stdin_open;
-    bool stdin_ready;       /* the guest's console is raw: input may flow */
-    json_int_t stdin_bytes; /* written to the console so far */
-    int status;             /* -1 until the guest reports */
+    bool stdin_ready;         /* the guest's console is raw: input may flow */
+    json_int_t stdin_bytes;   /* written to the console so far */
+    int status;               /* -1 until the guest reports */
+    struct vm_verify *verify; /* the control socket, or NULL */
 };
 
 /* Drains the output streams once QEMU is gone (EOF ends each). */
@@ -103,28 +107,33 @@ static int relay_loop(struct relay *r)
 {
     long long reported_at = 0;
     for (;;) {
-        struct pollfd p[6] = {
+        struct pollfd p[7] = {
             {r->sigfd, POLLIN, 0},
             {r->sb->pidfd, POLLIN, 0},
             {r->stdin_open && r->stdin_ready ? 0 : -1, POLLIN, 0},
             {r->console, POLLIN, 0},
             {r->errport, POLLIN, 0},
             {r->status < 0 ? r->channel : -1, POLLIN, 0},
+            {vm_verify_fd(r->verify), POLLIN, 0},
         };
-        int timeout = -1;
+        int timeout = vm_verify_timeout_ms(r->verify);
         if (r->status >= 0) {
             long long left = reported_at + VM_POWEROFF_GRACE_MS - now_ms();
             if (left <= 0) {
                 log_debug("vm: the guest did not power off; stopping QEMU");
                 return r->status;
             }
-            timeout = (int)left;
+            if (timeout < 0 || left < timeout)
+                timeout = (int)left;
         }
-        if (poll(p, 6, timeout) < 0) {
+        if (poll(p, 7, timeout) < 0) {
             if (errno == EINTR)
                 continue;
             return CORDON_EXIT_FAILURE;
         }
+        if (p[6].revents & POLLIN)
+            vm_verify_dispatch(r->verify);
+        vm_verify_tick(r->verify);
         if (p[0].revents & POLLIN) {
             struct signalfd_siginfo si;
             if (read(r->sigfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGPIPE)
@@ -152,7 +161,9 @@ static int relay_loop(struct relay *r)
         if (p[5].revents & (POLLIN | POLLHUP | POLLERR)) {
             json_t *m = vm_frame_read(r->channel, 2000);
             const char *t = json_string_value(json_object_get(m, "t"));
-            if (t && strcmp(t, "stdin-ready") == 0) {
+            if (vm_verify_frame(r->verify, m)) {
+                /* the probe's answer (cordon verify NAME) */
+            } else if (t && strcmp(t, "stdin-ready") == 0) {
                 r->stdin_ready = true;
             } else if (t && strcmp(t, "exit") == 0) {
                 r->status = (int)json_integer_value(json_object_get(m, "status"));
@@ -163,16 +174,20 @@ static int relay_loop(struct relay *r)
                     log_debug("vm: docker at exit: %s%s%s", state, reason && reason[0] ? ": " : "",
                               reason ? reason : "");
                 reported_at = now_ms();
+                vm_verify_exited(r->verify, r->status);
             } else if (t && strcmp(t, "error") == 0) {
                 log_error("vm: %s", json_string_value(json_object_get(m, "message")));
                 r->status = CORDON_EXIT_FAILURE;
                 reported_at = now_ms();
+                vm_verify_gone(r->verify, "the guest's init failed");
             } else if (!m) {
                 r->channel = -1; /* closed: QEMU is going */
+                vm_verify_gone(r->verify, "the guest closed its channel");
             }
             json_decref(m);
         }
         if (p[1].revents & POLLIN) {
+            vm_verify_gone(r->verify, "the guest stopped");
             drain(r);
             if (r->status < 0) {
                 log_error("vm: the guest stopped without reporting an exit status");
@@ -183,7 +198,7 @@ static int relay_loop(struct relay *r)
     }
 }
 
-int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
+int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
 {
     const struct backend_ops *ops = backend_lookup("vm");
     sigset_t mask;
@@ -219,7 +234,15 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
         .stdin_open = true,
         .status = -1,
     };
+    /* After the lock and the guest: `cordon verify NAME` reaches this
+     * session through it. */
+    if (vm_verify_open(l, lc, &sb, sb.channel_fd, shell, &r.verify, &err) < 0) {
+        r.verify = NULL;
+        log_warn("%s: `cordon verify %s` will not reach this session", err.message, l->name);
+    }
     int status = relay_loop(&r);
+    /* The socket goes with the sandbox it speaks for. */
+    vm_verify_close(r.verify);
     ops->stop(&sb);
     return status;
 }
