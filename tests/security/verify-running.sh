@@ -272,8 +272,10 @@ is "supervisor SIGKILLed: the watchdog removed the control socket" \
 hold_stop >/dev/null 2>&1
 
 # --- `cordon shell --name` and `cordon run --name`: probed through their init ---
-# wait_verify NAME: until the session answers on its control socket.
+# wait_verify NAME [TRIES]: until the session answers on its control socket
+# (out, err and rc: its last try's, empty when it never answered).
 wait_verify() {
+    out= err= rc=
     for _ in $(seq "${2:-150}"); do
         [ -S "$state/$1/control" ] && verify_name "$1" && [ "$rc" != 125 ] && [ "$rc" != 2 ] && return
         sleep 0.1
