@@ -543,6 +543,20 @@ EOF
     )
     is "vm shell: verify NAME --json: 16 checks, QEMU of the pid the lock records" "$json_ok" ok
 
+    # A probe that hangs (stopped from inside by the shell, as a sandboxed
+    # process may): the guest's init kills it after 30 s and goes on.
+    shell_send "for i in \$(seq 1000); do pkill -STOP -f '^cordon-agent probe' && break; sleep 0.01; done; echo probe-stopped-\$i"
+    (cd / && exec "$CORDON" verify "$namevsh" >"$TEST_TMP/vt.out" 2>"$TEST_TMP/vt.err" </dev/null) &
+    vt=$!
+    shell_wait probe-stopped- 300
+    like "vm shell: the shell stopped the probe" "$(cat "$sh_out")" "probe-stopped-[0-9]+$"
+    wait "$vt"
+    is "vm shell: a probe that hangs: verify NAME exits 1 (its rows FAIL)" "$?" 1
+    like "vm shell: a probe that hangs: killed after 30 s by the guest's init, said so" \
+        "$(cat "$TEST_TMP/vt.out")" "probe: the probe in the sandbox was killed after 30 s \(timeout\)"
+    verify_name "$namevsh"
+    is "vm shell: after the hung probe: the session is still audited (exit 0)" "$rc" 0
+
     # A Docker API look-alike started by the shell in the guest's /tmp.
     shell_send "python3 $ws/dock.py /tmp/d.sock </dev/null >/dev/null 2>&1 & for i in \$(seq 100); do [ -S /tmp/d.sock ] && break; sleep 0.1; done; echo planted-\$(ls /tmp/d.sock)"
     shell_wait planted- 300
