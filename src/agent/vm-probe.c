@@ -10,6 +10,7 @@
 #include "agent/vm-probe.h"
 #include "agent/init.h"
 #include "agent/protocol.h"
+#include "backend/vm/vm-probe-frame.h"
 #include "util/cleanup.h"
 
 #include <errno.h>
@@ -82,51 +83,12 @@ static void flush_answer(void)
     fcntl(probe.channel, F_SETFL, flags);
 }
 
-static void queue(json_t *msg)
-{
-    struct cordon_error err;
-    if (msg && probe.answer.len - probe.answer.start < PENDING_MAX)
-        frame_writer_queue(&probe.answer, msg, &err);
-    json_decref(msg);
-}
-
 static void queue_end(json_int_t id, const char *end)
 {
-    queue(json_pack("{s:s, s:I, s:s}", "t", "probe-end", "id", id, "end", end));
-}
-
-/* A JSON string must be UTF-8; the probe's own line is, but what else
- * reaches its stderr need not be: such bytes become '?'. */
-static json_t *output_string(const char *data, size_t len)
-{
-    json_t *s = json_stringn(data, len);
-    if (s)
-        return s;
-    _cleanup_free_ char *copy = malloc(len ? len : 1);
-    if (!copy)
-        return NULL;
-    for (size_t i = 0; i < len; i++)
-        copy[i] = (unsigned char)data[i] < 0x80 ? data[i] : '?';
-    return json_stringn(copy, len);
-}
-
-static void queue_answer(const char *end)
-{
-    for (size_t off = 0; off < probe.output_len;) {
-        size_t len = probe.output_len - off;
-        if (len > VM_PROBE_CHUNK) {
-            len = VM_PROBE_CHUNK;
-            /* Not inside a UTF-8 sequence: each piece must be valid. */
-            for (int back = 0; back < 3 && ((unsigned char)probe.output[off + len] & 0xC0) == 0x80;
-                 back++)
-                len--;
-        }
-        json_t *data = output_string(probe.output + off, len);
-        queue(data ? json_pack("{s:s, s:I, s:o}", "t", "probe-out", "id", probe.id, "data", data)
-                   : NULL);
-        off += len;
-    }
-    queue_end(probe.id, end);
+    struct cordon_error err;
+    /* A host that sends requests without reading the answers gets no more. */
+    if (probe.answer.len - probe.answer.start < PENDING_MAX)
+        vm_probe_answer_queue(&probe.answer, id, "", 0, end, &err);
 }
 
 /* The forked child: its stdio on the pipes, then the caller's exec step.
@@ -193,20 +155,18 @@ static const char *start(const char *request, size_t len)
 
 void vm_probe_request(const json_t *msg)
 {
-    json_t *id = json_object_get(msg, "id");
-    json_t *request = json_object_get(msg, "request");
-    json_int_t want = json_is_integer(id) ? json_integer_value(id) : 0;
-    if (!json_is_integer(id) || !json_is_string(request)) {
-        queue_end(want, "error: a probe request needs an integer id and a string request");
+    json_int_t id;
+    const char *request = NULL, *why = NULL;
+    size_t len = 0;
+    if (vm_probe_request_check(msg, &id, &request, &len, &why) < 0) {
+        queue_end(id, why);
     } else if (probe.pid > 0 || frame_writer_pending(&probe.answer)) {
-        queue_end(want, "error: a probe is already running");
-    } else if (json_string_length(request) > INIT_PROBE_REQUEST_MAX) {
-        queue_end(want, "error: the probe's request is too long");
+        queue_end(id, "error: a probe is already running");
     } else {
-        probe.id = want;
-        const char *failed = start(json_string_value(request), json_string_length(request));
+        probe.id = id;
+        const char *failed = start(request, len);
         if (failed)
-            queue_end(want, failed);
+            queue_end(id, failed);
     }
     flush_answer();
 }
@@ -313,9 +273,18 @@ bool vm_probe_reaped(pid_t pid, int status)
         snprintf(end + strlen(end), sizeof(end) - strlen(end), " (output cut at %d bytes)",
                  INIT_PROBE_OUTPUT_MAX);
     probe.pid = 0;
-    queue_answer(end);
+    struct cordon_error err;
+    vm_probe_answer_queue(&probe.answer, probe.id, probe.output, probe.output_len, end, &err);
     flush_answer();
     return true;
+}
+
+void vm_probe_flush(void)
+{
+    struct cordon_error err;
+    if (frame_writer_pending(&probe.answer) &&
+        frame_writer_flush(&probe.answer, probe.channel, &err) < 0)
+        frame_writer_free(&probe.answer);
 }
 
 void vm_probe_finish(void)
@@ -323,8 +292,6 @@ void vm_probe_finish(void)
     kill_probe();
     close_fd(&probe.in_fd);
     close_fd(&probe.out_fd);
-    struct cordon_error err;
-    if (frame_writer_pending(&probe.answer))
-        frame_writer_flush(&probe.answer, probe.channel, &err);
+    vm_probe_flush();
     frame_writer_free(&probe.answer);
 }

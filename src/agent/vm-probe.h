@@ -2,7 +2,8 @@
  * session, guest side (vm-probe.c). Guest context: the microVM's init
  * (PID 1, root in the guest), inside run mode's relay loop (vm-init.c).
  *
- * On the channel, after the boot exchange (JSON frames, vm-frame.h):
+ * On the channel, after the boot exchange (JSON frames, vm-frame.h; built
+ * and checked by backend/vm/vm-probe-frame.c):
  *   host -> guest: {"t":"probe","id":N,"request":TEXT} run the probe with
  *     TEXT (at most INIT_PROBE_REQUEST_MAX bytes) on its stdin;
  *   guest -> host: {"t":"probe-out","id":N,"data":TEXT} its stdout and
@@ -21,9 +22,6 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* Raw output bytes per probe-out frame (JSON escaping at most sextuples
- * it: far below VM_FRAME_MAX). */
-#define VM_PROBE_CHUNK 16384
 /* The pollfd entries vm_probe_pollfds() fills. */
 #define VM_PROBE_POLLFDS 3
 
@@ -46,6 +44,11 @@ void vm_probe_events(const struct pollfd *p);
 /* A child reaped by the relay loop: true when it was the probe (its
  * answer is then queued). */
 bool vm_probe_reaped(pid_t pid, int status);
+/* Sends what is queued of an answer, waiting for room. The answer's frames
+ * may be partly written when the relay loop wants to write a frame of its
+ * own on the channel: call this first, or that frame cuts into one of the
+ * probe's. */
+void vm_probe_flush(void);
 /* The command is done and the guest powers off: the probe is killed and
  * what is queued of an answer goes out whole (a frame is never cut), so
  * that the next frame on the channel is read as one. */

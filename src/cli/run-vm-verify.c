@@ -12,6 +12,7 @@
 #include "cli/run-vm-verify.h"
 #include "agent/init.h"
 #include "backend/vm/vm-frame.h"
+#include "backend/vm/vm-probe-frame.h"
 #include "supervisor/control.h"
 #include "supervisor/verify.h"
 #include "util/cleanup.h"
@@ -37,8 +38,7 @@ struct vm_verify {
     uint64_t conn;
     json_int_t id; /* of the last request sent; the guest echoes it */
     long long deadline_ms;
-    char *out;
-    size_t out_len;
+    struct vm_probe_answer answer;
 };
 
 static long long now_ms(void)
@@ -86,9 +86,7 @@ static void audit_end(struct vm_verify *v)
     verify_free(v->run);
     v->run = NULL;
     v->conn = 0;
-    free(v->out);
-    v->out = NULL;
-    v->out_len = 0;
+    vm_probe_answer_clear(&v->answer);
 }
 
 /* The audit in flight ends without a report. */
@@ -147,7 +145,7 @@ static void start_audit(struct vm_verify *v, uint64_t conn)
         return;
     }
     v->id++;
-    json_t *m = json_pack("{s:s, s:I, s:s}", "t", "probe", "id", v->id, "request", request);
+    json_t *m = vm_probe_request_new(v->id, request);
     /* The guest reads its channel from a loop that never blocks on the
      * probe: a write that fails means the guest is gone. */
     int rc = m ? vm_frame_write(v->channel, m) : -1;
@@ -157,6 +155,7 @@ static void start_audit(struct vm_verify *v, uint64_t conn)
         audit_end(v);
         return;
     }
+    vm_probe_answer_start(&v->answer, v->id);
     v->deadline_ms = now_ms() + INIT_PROBE_TIMEOUT_MS + VM_VERIFY_GRACE_MS;
 }
 
@@ -193,39 +192,19 @@ void vm_verify_tick(struct vm_verify *v)
     audit_fail(v, why);
 }
 
-static void add_output(struct vm_verify *v, const json_t *data)
-{
-    size_t len = json_string_length(data);
-    if (!json_is_string(data) || v->out_len >= INIT_PROBE_OUTPUT_MAX)
-        return;
-    if (len > INIT_PROBE_OUTPUT_MAX - v->out_len)
-        len = INIT_PROBE_OUTPUT_MAX - v->out_len;
-    char *grown = realloc(v->out, v->out_len + len + 1);
-    if (!grown)
-        return;
-    v->out = grown;
-    memcpy(v->out + v->out_len, json_string_value(data), len);
-    v->out_len += len;
-    v->out[v->out_len] = '\0';
-}
-
 bool vm_verify_frame(struct vm_verify *v, const json_t *m)
 {
-    const char *t = json_string_value(json_object_get(m, "t"));
-    if (!t || (strcmp(t, "probe-out") != 0 && strcmp(t, "probe-end") != 0))
-        return false;
-    json_t *id = json_object_get(m, "id");
-    /* An answer to an audit given up on, or not asked for at all. */
-    if (!v || !v->run || !json_is_integer(id) || json_integer_value(id) != v->id)
-        return true;
-    if (strcmp(t, "probe-out") == 0) {
-        add_output(v, json_object_get(m, "data"));
-        return true;
-    }
-    const char *end = json_string_value(json_object_get(m, "end"));
-    char bounded[160];
-    snprintf(bounded, sizeof(bounded), "%.128s", end ? end : "error: the guest sent no end");
-    json_t *report = verify_finish_init_probe(v->run, v->out ? v->out : "", bounded);
+    struct vm_probe_answer idle = {0};
+    enum vm_probe_frame kind = vm_probe_answer_take(v && v->run ? &v->answer : &idle, m);
+    if (kind != VM_PROBE_FRAME_END)
+        return kind != VM_PROBE_FRAME_OTHER;
+    const char *output = v->answer.output ? v->answer.output : "";
+    /* The guest says so itself when it cut the output; one that sent more
+     * than it may has its excess dropped here, and that is said too. */
+    char end[VM_PROBE_END_MAX + 64];
+    snprintf(end, sizeof(end), "%s%s", v->answer.end,
+             v->answer.output_cut ? " (more output than the guest may send: dropped)" : "");
+    json_t *report = verify_finish_init_probe(v->run, output, end);
     control_reply(v->ctl, v->conn, json_pack("{s:b, s:o}", "ok", 1, "report", report));
     audit_end(v);
     return true;
