@@ -92,6 +92,7 @@ static void guest_fail(const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "cordon-agent (vm init): %s\n", msg);
     if (channel >= 0) {
+        vm_probe_flush(); /* a probe's answer partly sent: whole frames first */
         json_t *m = json_pack("{s:s,s:s}", "t", "error", "message", msg);
         if (m)
             vm_frame_write(channel, m);
