@@ -80,10 +80,11 @@ struct relay {
     int sigfd;
     int console, errport, channel;
     bool stdin_open;
-    bool stdin_ready;         /* the guest's console is raw: input may flow */
-    json_int_t stdin_bytes;   /* written to the console so far */
-    int status;               /* -1 until the guest reports */
-    struct vm_verify *verify; /* the control socket, or NULL */
+    bool stdin_ready;       /* the guest's console is raw: input may flow */
+    json_int_t stdin_bytes; /* written to the console so far */
+    int status;             /* -1 until the guest reports */
+    /* The session's control socket and its audit in flight, or NULL. */
+    struct vm_verify *verify;
 };
 
 /* Drains the output streams once QEMU is gone (EOF ends each). */
