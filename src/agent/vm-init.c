@@ -19,11 +19,11 @@
  * -no-reboot); after, it is reported as {"t":"error","message":...}. */
 #include "agent/vm-init.h"
 #include "agent/vm-docker.h"
-#include "agent/vm-probe.h"
-#include "backend/ns/ns.h"
 #include "util/fs.h"
 #include "backend/ns/ns-landlock.h"
 #include "backend/ns/ns-seccomp.h"
+#include "agent/vm-probe.h"
+#include "backend/ns/ns.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
 #include "net/vmux.h"
@@ -607,12 +607,12 @@ static void run_relayed(const struct guest_command *c)
             if (type && strcmp(type, "stdin-eof") == 0) {
                 json_t *bytes = json_object_get(m, "bytes");
                 eof_after = json_is_integer(bytes) ? json_integer_value(bytes) : 0;
+            } else if (type && strcmp(type, "probe") == 0) {
+                vm_probe_request(m);
             } else if (type && strcmp(type, "signal") == 0) {
                 int sig = (int)json_integer_value(json_object_get(m, "signal"));
                 if (sig > 0 && sig < 65)
                     kill(-child, sig);
-            } else if (type && strcmp(type, "probe") == 0) {
-                vm_probe_request(m);
             }
             json_decref(m);
         }

@@ -2,9 +2,7 @@
  * mode and relays the command's stdio (stdin/stdout on the guest's virtio
  * console hvc0, stderr on its own virtio-serial port); control travels on
  * the channel as frames: stdin EOF and signals to the guest, the exit status
- * back. The session's control socket (`cordon verify NAME`) is served from
- * the same loop, its probe run by the guest's init (run-vm-verify.c). Host
- * context, unprivileged supervisor, one poll loop. */
+ * back. Host context, unprivileged supervisor, one poll loop. */
 #include "backend/backend.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
@@ -188,8 +186,8 @@ static int relay_loop(struct relay *r)
             json_decref(m);
         }
         if (p[1].revents & POLLIN) {
-            vm_verify_gone(r->verify, "the guest stopped");
             drain(r);
+            vm_verify_gone(r->verify, "the guest stopped");
             if (r->status < 0) {
                 log_error("vm: the guest stopped without reporting an exit status");
                 return CORDON_EXIT_FAILURE;
@@ -219,10 +217,17 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, 
         return CORDON_EXIT_FAILURE;
     }
     log_debug("vm: booted in %lld ms: %s", now_ms() - t0, sb.description);
+    /* `cordon verify NAME` reaches this session through its control
+     * socket (run-vm-verify.c), which the relay loop serves: the audit's
+     * probe is run by the guest's init. */
+    struct vm_verify *verify = NULL;
+    if (vm_verify_open(l, lc, &sb, sb.channel_fd, shell, &verify, &err) < 0)
+        log_warn("%s: `cordon verify %s` will not reach this session", err.message, l->name);
     /* A cordon killed with SIGKILL: the watchdog kills QEMU and removes
      * the state. */
     if (lifecycle_started_vm(lc, l, &sb, &err) < 0) {
         log_error("%s", err.message);
+        vm_verify_close(verify);
         ops->stop(&sb);
         return CORDON_EXIT_FAILURE;
     }
@@ -234,16 +239,11 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, 
         .channel = sb.channel_fd,
         .stdin_open = true,
         .status = -1,
+        .verify = verify,
     };
-    /* After the lock and the guest: `cordon verify NAME` reaches this
-     * session through it. */
-    if (vm_verify_open(l, lc, &sb, sb.channel_fd, shell, &r.verify, &err) < 0) {
-        r.verify = NULL;
-        log_warn("%s: `cordon verify %s` will not reach this session", err.message, l->name);
-    }
     int status = relay_loop(&r);
-    /* The socket goes with the sandbox it speaks for. */
-    vm_verify_close(r.verify);
     ops->stop(&sb);
+    /* The socket goes with the sandbox it speaks for. */
+    vm_verify_close(verify);
     return status;
 }
