@@ -25,6 +25,8 @@
 #include "util/fs.h"
 #include "backend/ns/ns-landlock.h"
 #include "backend/ns/ns-seccomp.h"
+#include "agent/vm-probe.h"
+#include "backend/ns/ns.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
 #include "net/vmux.h"
@@ -51,6 +53,7 @@
 #include <sys/ioctl.h>
 #include <linux/seccomp.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -92,6 +95,7 @@ static void guest_fail(const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "cordon-agent (vm init): %s\n", msg);
     if (channel >= 0) {
+        vm_probe_flush(); /* a probe's answer partly sent: whole frames first */
         json_t *m = json_pack("{s:s,s:s}", "t", "error", "message", msg);
         if (m)
             vm_frame_write(channel, m);
@@ -459,6 +463,28 @@ static void exec_guest_command(const struct guest_command *c, int in, int out, i
     _exit(e == ENOENT ? CORDON_EXIT_NOT_FOUND : CORDON_EXIT_CANNOT_EXEC);
 }
 
+/* The probe of `cordon verify NAME` (vm-probe.c), in its forked child:
+ * the command's own confinement step, then the agent's probe mode from
+ * where the ns view keeps the agent (agent_view_link). */
+static void exec_probe(const void *ctx)
+{
+    const struct guest_command *c = ctx;
+    apply_limits(c->rlimits);
+    struct cordon_error err;
+    if (confine_user(c, &err) < 0) {
+        fprintf(stderr, "cordon: confining the probe (uid %u): %s\n", c->uid, err.message);
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    if (c->cwd && chdir(c->cwd) < 0) {
+        fprintf(stderr, "cordon: chdir %s: %s\n", c->cwd, strerror(errno));
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    char *argv[] = {"cordon-agent", "probe", NULL};
+    execve(NS_AGENT_VIEW_PATH, argv, c->env);
+    fprintf(stderr, "cordon: exec %s: %s\n", NS_AGENT_VIEW_PATH, strerror(errno));
+    _exit(CORDON_EXIT_CANNOT_EXEC);
+}
+
 static ssize_t write_some(int fd, const char *buf, size_t len)
 {
     ssize_t n;
@@ -505,6 +531,9 @@ static void run_relayed(const struct guest_command *c)
         guest_fail("channel: %s", strerror(errno));
     json_decref(ready);
     int errport = open_port(VM_PORT_STDERR);
+    /* `cordon verify NAME` sees PID 1 as on ns (the probe reads its comm). */
+    prctl(PR_SET_NAME, "cordon-init");
+    vm_probe_setup(channel, exec_probe, c);
     int in[2], out[2], errp[2];
     struct vm_pty pty = {.master = -1};
     if (c->pty) {
@@ -561,9 +590,14 @@ static void run_relayed(const struct guest_command *c)
             {channel, POLLIN, 0},
         };
         struct pollfd ps = {sigfd, POLLIN, 0};
-        struct pollfd all[6] = {p[0], p[1], p[2], p[3], p[4], ps};
-        if (poll(all, 6, status >= 0 ? 100 : -1) < 0 && errno != EINTR)
+        struct pollfd all[6 + VM_PROBE_POLLFDS] = {p[0], p[1], p[2], p[3], p[4], ps};
+        vm_probe_pollfds(all + 6);
+        int timeout = vm_probe_timeout_ms();
+        if (status >= 0 && (timeout < 0 || timeout > 100))
+            timeout = 100;
+        if (poll(all, ARRAY_SIZE(all), timeout) < 0 && errno != EINTR)
             guest_fail("poll: %s", strerror(errno));
+        vm_probe_events(all + 6);
         if (all[0].revents & POLLIN) {
             ssize_t n = read(console, inbuf, sizeof(inbuf));
             if (n > 0) {
@@ -606,6 +640,8 @@ static void run_relayed(const struct guest_command *c)
                  * as on the ns backend.) */
                 json_t *bytes = json_object_get(m, "bytes");
                 eof_after = json_is_integer(bytes) ? json_integer_value(bytes) : 0;
+            } else if (type && strcmp(type, "probe") == 0) {
+                vm_probe_request(m);
             } else if (type && strcmp(type, "signal") == 0) {
                 int sig = (int)json_integer_value(json_object_get(m, "signal"));
                 if (sig > 0 && sig < 65 && c->pty)
@@ -634,6 +670,8 @@ static void run_relayed(const struct guest_command *c)
             int ws;
             pid_t pid;
             while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+                if (vm_probe_reaped(pid, ws))
+                    continue;
                 if (pid == child && status < 0) {
                     status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
                     exited_at = now_ms();
@@ -642,6 +680,7 @@ static void run_relayed(const struct guest_command *c)
         }
     }
     tcdrain(console);
+    vm_probe_finish();
     json_t *m = json_pack("{s:s,s:i}", "t", "exit", "status", status);
     /* How the guest's Docker daemon fared (started on first use, so only
      * known now), for `cordon --debug run`. */

@@ -210,14 +210,7 @@ static void on_control_request(void *ctx, uint64_t conn, const char *op)
  * init): judged as sandbox_verify judges the bash tool's output. */
 static void finish_verify(struct supervise *s, const char *end)
 {
-    char why[1024] = "";
-    if (strcmp(end, "timeout") == 0)
-        snprintf(why, sizeof(why), "the probe in the sandbox was killed after %d s (timeout)",
-                 INIT_PROBE_TIMEOUT_MS / 1000);
-    else if (strcmp(end, "exit 0") != 0)
-        snprintf(why, sizeof(why), "the probe in the sandbox ended: %.200s; its output: %.300s",
-                 end, s->out_len ? s->out : "(none)");
-    json_t *report = verify_finish_output(s->verify, s->out ? s->out : "", why[0] ? why : NULL);
+    json_t *report = verify_finish_init_probe(s->verify, s->out ? s->out : "", end);
     control_reply(s->ctl, s->verify_conn, json_pack("{s:b, s:o}", "ok", 1, "report", report));
     verify_end(s);
 }
@@ -496,7 +489,7 @@ static int run_common(int argc, char **argv, bool shell)
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
     if (vm) {
-        int status = cli_run_vm(&l, &lc, agent_argv);
+        int status = cli_run_vm(&l, &lc, agent_argv, shell);
         lifecycle_end(&lc);
         launch_free(&l);
         return status;

@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
+#include "cli/run-vm-verify.h"
 #include "supervisor/lifecycle.h"
 #include "cli/commands.h"
 #include "cli/term.h"
@@ -87,6 +88,8 @@ struct relay {
     bool stdin_ready;       /* the guest's console is raw: input may flow */
     json_int_t stdin_bytes; /* written to the console so far */
     int status;             /* -1 until the guest reports */
+    /* The session's control socket and its audit in flight, or NULL. */
+    struct vm_verify *verify;
 };
 
 /* Drains the output streams once QEMU is gone (EOF ends each). */
@@ -122,28 +125,33 @@ static int relay_loop(struct relay *r)
 {
     long long reported_at = 0;
     for (;;) {
-        struct pollfd p[6] = {
+        struct pollfd p[7] = {
             {r->sigfd, POLLIN, 0},
             {r->sb->pidfd, POLLIN, 0},
             {r->stdin_open && r->stdin_ready ? 0 : -1, POLLIN, 0},
             {r->console, POLLIN, 0},
             {r->errport, POLLIN, 0},
             {r->status < 0 ? r->channel : -1, POLLIN, 0},
+            {vm_verify_fd(r->verify), POLLIN, 0},
         };
-        int timeout = -1;
+        int timeout = vm_verify_timeout_ms(r->verify);
         if (r->status >= 0) {
             long long left = reported_at + VM_POWEROFF_GRACE_MS - now_ms();
             if (left <= 0) {
                 log_debug("vm: the guest did not power off; stopping QEMU");
                 return r->status;
             }
-            timeout = (int)left;
+            if (timeout < 0 || left < timeout)
+                timeout = (int)left;
         }
-        if (poll(p, 6, timeout) < 0) {
+        if (poll(p, 7, timeout) < 0) {
             if (errno == EINTR)
                 continue;
             return CORDON_EXIT_FAILURE;
         }
+        if (p[6].revents & POLLIN)
+            vm_verify_dispatch(r->verify);
+        vm_verify_tick(r->verify);
         if (p[0].revents & POLLIN) {
             struct signalfd_siginfo si = {0};
             if (read(r->sigfd, &si, sizeof(si)) != sizeof(si))
@@ -177,7 +185,9 @@ static int relay_loop(struct relay *r)
         if (p[5].revents & (POLLIN | POLLHUP | POLLERR)) {
             json_t *m = vm_frame_read(r->channel, 2000);
             const char *t = json_string_value(json_object_get(m, "t"));
-            if (t && strcmp(t, "stdin-ready") == 0) {
+            if (vm_verify_frame(r->verify, m)) {
+                /* the probe's answer (cordon verify NAME) */
+            } else if (t && strcmp(t, "stdin-ready") == 0) {
                 r->stdin_ready = true;
             } else if (t && strcmp(t, "exit") == 0) {
                 /* The command is gone: what is printed from here (the
@@ -191,19 +201,23 @@ static int relay_loop(struct relay *r)
                     log_debug("vm: docker at exit: %s%s%s", state, reason && reason[0] ? ": " : "",
                               reason ? reason : "");
                 reported_at = now_ms();
+                vm_verify_exited(r->verify, r->status);
             } else if (t && strcmp(t, "error") == 0) {
                 term_raw_restore(r->term);
                 log_error("vm: %s", json_string_value(json_object_get(m, "message")));
                 r->status = CORDON_EXIT_FAILURE;
                 reported_at = now_ms();
+                vm_verify_gone(r->verify, "the guest's init failed");
             } else if (!m) {
                 r->channel = -1; /* closed: QEMU is going */
+                vm_verify_gone(r->verify, "the guest closed its channel");
             }
             json_decref(m);
         }
         if (p[1].revents & POLLIN) {
             term_raw_restore(r->term);
             drain(r);
+            vm_verify_gone(r->verify, "the guest stopped");
             if (r->status < 0) {
                 log_error("vm: the guest stopped without reporting an exit status");
                 return CORDON_EXIT_FAILURE;
@@ -213,7 +227,7 @@ static int relay_loop(struct relay *r)
     }
 }
 
-int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
+int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
 {
     const struct backend_ops *ops = backend_lookup("vm");
     sigset_t mask;
@@ -234,10 +248,17 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
         return CORDON_EXIT_FAILURE;
     }
     log_debug("vm: booted in %lld ms: %s", now_ms() - t0, sb.description);
+    /* `cordon verify NAME` reaches this session through its control
+     * socket (run-vm-verify.c), which the relay loop serves: the audit's
+     * probe is run by the guest's init. */
+    struct vm_verify *verify = NULL;
+    if (vm_verify_open(l, lc, &sb, sb.channel_fd, shell, &verify, &err) < 0)
+        log_warn("%s: `cordon verify %s` will not reach this session", err.message, l->name);
     /* A cordon killed with SIGKILL: the watchdog kills QEMU and removes
      * the state. */
     if (lifecycle_started_vm(lc, l, &sb, &err) < 0) {
         log_error("%s", err.message);
+        vm_verify_close(verify);
         ops->stop(&sb);
         return CORDON_EXIT_FAILURE;
     }
@@ -252,6 +273,7 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
         .pty = l->pty,
         .term = &term,
         .status = -1,
+        .verify = verify,
     };
     /* Raw from here: the guest's line discipline handles the keys (^C is a
      * byte for the pty, which signals the foreground job). Every return of
@@ -263,5 +285,7 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv)
     int status = relay_loop(&r);
     term_raw_restore(&term);
     ops->stop(&sb);
+    /* The socket goes with the sandbox it speaks for. */
+    vm_verify_close(verify);
     return status;
 }
