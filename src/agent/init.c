@@ -14,6 +14,7 @@
  * In the latter case it runs between clone() and the command's exec: no
  * allocation, no stdio. */
 #include "agent/init.h"
+#include "agent/probe-io.h"
 #include "backend/ns/ns.h"
 #include "net/fdpass.h"
 #include "util/error.h"
@@ -141,29 +142,15 @@ static struct {
     size_t request_len;
     bool request_too_long;
     char output[INIT_PROBE_OUTPUT_MAX];
-    size_t output_len;
-    bool output_cut;
-    pid_t pid;     /* 0: no probe */
-    int in_fd;     /* its stdin's write end, -1 once fed or closed */
-    int out_fd;    /* its stdout's read end, -1 at EOF */
+    struct probe_io io;
     int exec_fd;   /* EOF once it has exec'd (or died): -1 after */
     bool released; /* 'W' came: feed it */
-    size_t in_done;
     int status;
-    bool timed_out;
-    long long deadline_ms;
     /* The answer being sent: output[sent..] then the 'X' frame. */
     bool answering;
     size_t sent;
     char end[128];
-} probe = {.in_fd = -1, .out_fd = -1, .exec_fd = -1};
-
-static long long init_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+} probe = {.io = PROBE_IO_INIT, .exec_fd = -1};
 
 static void close_fd(int *fd)
 {
@@ -174,9 +161,10 @@ static void close_fd(int *fd)
 
 /* The probe's child side: stdin and stdout/stderr on the pipes, nothing
  * else of init's (fd 3 is not CLOEXEC: it was dup2'ed there), then the
- * agent's probe mode. */
-static void exec_probe(int in, int out, char *const *envp)
+ * agent's probe mode. CTX: the environment. */
+static void exec_probe(int in, int out, void *ctx)
 {
+    char *const *envp = ctx;
     sigset_t none;
     sigemptyset(&none);
     for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
@@ -209,53 +197,28 @@ static void probe_answer_now(const char *end)
 
 static void probe_start(char *const *envp)
 {
-    probe.output_len = 0;
-    probe.output_cut = false;
-    probe.timed_out = probe.released = false;
-    probe.in_done = 0;
+    probe.released = false;
+    probe.io.output = probe.output;
+    probe.io.output_len = 0; /* an error answer carries no output */
     if (probe.request_too_long) {
         probe_answer_now("error: the probe's request is too long");
         return;
     }
-    int in[2], out[2], ex[2];
-    if (pipe2(in, O_CLOEXEC) < 0) {
-        probe_answer_now("error: pipe failed");
-        return;
-    }
-    if (pipe2(out, O_CLOEXEC) < 0) {
-        close(in[0]);
-        close(in[1]);
-        probe_answer_now("error: pipe failed");
-        return;
-    }
+    /* Its write end closes with the probe's exec (CLOEXEC). */
+    int ex[2];
     if (pipe2(ex, O_CLOEXEC) < 0) {
-        close(in[0]);
-        close(in[1]);
-        close(out[0]);
-        close(out[1]);
         probe_answer_now("error: pipe failed");
         return;
     }
-    pid_t pid = fork();
-    if (pid == 0)
-        exec_probe(in[0], out[1], envp);
-    close(in[0]);
-    close(out[1]);
+    const char *failed =
+        probe_io_spawn(&probe.io, probe.request, probe.request_len, exec_probe, (void *)envp);
     close(ex[1]);
-    if (pid < 0) {
-        close(in[1]);
-        close(out[0]);
+    if (failed) {
         close(ex[0]);
-        probe_answer_now("error: fork failed");
+        probe_answer_now(failed);
         return;
     }
-    fcntl(in[1], F_SETFL, O_NONBLOCK);
-    fcntl(out[0], F_SETFL, O_NONBLOCK);
-    probe.pid = pid;
-    probe.in_fd = in[1];
-    probe.out_fd = out[0];
     probe.exec_fd = ex[0];
-    probe.deadline_ms = init_now_ms() + INIT_PROBE_TIMEOUT_MS;
 }
 
 /* The probe has exec'd (its write end of exec_fd closed with it): only now
@@ -266,7 +229,7 @@ static void probe_start(char *const *envp)
 static void probe_execed(void)
 {
     close_fd(&probe.exec_fd);
-    int pidfd = (int)syscall(SYS_pidfd_open, probe.pid, 0);
+    int pidfd = (int)syscall(SYS_pidfd_open, probe.io.pid, 0);
     int rc = fdpass_send(CONTROL_FD, "S", 1, pidfd);
     if (pidfd >= 0)
         close(pidfd);
@@ -274,69 +237,12 @@ static void probe_execed(void)
         probe.released = true; /* nobody to wait for */
 }
 
-/* Reads what the probe printed; keeps the first INIT_PROBE_OUTPUT_MAX. */
-static void probe_read(void)
-{
-    for (;;) {
-        char scratch[4096];
-        char *dst = scratch;
-        size_t room = sizeof(scratch);
-        if (probe.output_len < sizeof(probe.output)) {
-            dst = probe.output + probe.output_len;
-            room = sizeof(probe.output) - probe.output_len;
-        }
-        ssize_t n = read(probe.out_fd, dst, room);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            return;
-        if (n <= 0) {
-            close_fd(&probe.out_fd);
-            return;
-        }
-        if (dst == scratch)
-            probe.output_cut = true;
-        else
-            probe.output_len += (size_t)n;
-    }
-}
-
-static void probe_write(void)
-{
-    while (probe.in_done < probe.request_len) {
-        ssize_t n =
-            write(probe.in_fd, probe.request + probe.in_done, probe.request_len - probe.in_done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            return;
-        if (n < 0)
-            break; /* it left without reading all: its answer says why */
-        probe.in_done += (size_t)n;
-    }
-    close_fd(&probe.in_fd);
-}
-
 /* After the probe was reaped: the rest of its output, then the answer. */
 static void probe_finish(void)
 {
-    if (probe.out_fd >= 0)
-        probe_read();
-    /* A descendant may hold the pipe open: what is not there now is lost. */
-    close_fd(&probe.out_fd);
-    close_fd(&probe.in_fd);
     close_fd(&probe.exec_fd);
     char end[128];
-    if (probe.timed_out)
-        snprintf(end, sizeof(end), "timeout");
-    else if (WIFEXITED(probe.status))
-        snprintf(end, sizeof(end), "exit %d", WEXITSTATUS(probe.status));
-    else
-        snprintf(end, sizeof(end), "signal %d", WTERMSIG(probe.status));
-    if (probe.output_cut)
-        snprintf(end + strlen(end), sizeof(end) - strlen(end), " (output cut at %d bytes)",
-                 INIT_PROBE_OUTPUT_MAX);
-    probe.pid = 0;
+    probe_io_reaped(&probe.io, probe.status, end, sizeof(end));
     probe_answer_now(end);
 }
 
@@ -347,14 +253,14 @@ static bool probe_send_answer(void)
     char frame[INIT_FRAME_MAX];
     while (probe.answering) {
         size_t len;
-        bool last = probe.sent >= probe.output_len;
+        bool last = probe.sent >= probe.io.output_len;
         if (last) {
             frame[0] = 'X';
             len = strlen(probe.end);
             memcpy(frame + 1, probe.end, len);
         } else {
             frame[0] = 'O';
-            len = probe.output_len - probe.sent;
+            len = probe.io.output_len - probe.sent;
             if (len > sizeof(frame) - 1)
                 len = sizeof(frame) - 1;
             memcpy(frame + 1, probe.output + probe.sent, len);
@@ -386,7 +292,7 @@ static bool control_frame(const struct init_options *o, char *const *envp)
         return errno == EAGAIN || errno == EINTR;
     if (n == 0)
         return false;
-    bool busy = probe.pid > 0 || probe.answering;
+    bool busy = probe.io.pid > 0 || probe.answering;
     switch (frame[0]) {
     case 'B':
         if (busy)
@@ -410,7 +316,7 @@ static bool control_frame(const struct init_options *o, char *const *envp)
             probe_start(envp);
         break;
     case 'W':
-        if (probe.pid > 0)
+        if (probe.io.pid > 0)
             probe.released = true;
         break;
     default:
@@ -478,29 +384,20 @@ void agent_init_run(int argc, char **argv, char *const *envp)
             struct pollfd fds[5] = {
                 {sigfd, POLLIN, 0},
                 {CONTROL_FD, (short)(POLLIN | (probe.answering ? POLLOUT : 0)), 0},
-                {probe.released ? probe.in_fd : -1, POLLOUT, 0},
-                {probe.out_fd, POLLIN, 0},
+                {probe.released ? probe.io.in_fd : -1, POLLOUT, 0},
+                {probe.io.out_fd, POLLIN, 0},
                 {probe.exec_fd, POLLIN, 0},
             };
-            int timeout = -1;
-            if (probe.pid > 0 && !probe.timed_out) {
-                long long left = probe.deadline_ms - init_now_ms();
-                timeout = left > 0 ? (int)left : 0;
-            }
-            int n = poll(fds, 5, timeout);
+            int n = poll(fds, 5, probe_io_timeout_ms(&probe.io));
             if (n < 0)
                 continue;
-            if (probe.pid > 0 && !probe.timed_out && init_now_ms() >= probe.deadline_ms) {
-                probe.timed_out = true;
-                kill(-probe.pid, SIGKILL);
-                kill(probe.pid, SIGKILL);
-            }
-            if (fds[4].revents && probe.pid > 0)
+            probe_io_check_deadline(&probe.io);
+            if (fds[4].revents && probe.io.pid > 0)
                 probe_execed();
             if (fds[3].revents)
-                probe_read();
+                probe_io_read(&probe.io);
             if (fds[2].revents)
-                probe_write();
+                probe_io_write(&probe.io);
             if ((fds[1].revents & POLLIN) && !control_frame(&o, envp))
                 fds[1].revents |= POLLHUP;
             if ((fds[1].revents & POLLOUT) && !probe_send_answer())
@@ -513,10 +410,7 @@ void agent_init_run(int argc, char **argv, char *const *envp)
                 close(CONTROL_FD);
                 control = false;
                 close_fd(&sigfd);
-                if (probe.pid > 0) {
-                    kill(-probe.pid, SIGKILL);
-                    kill(probe.pid, SIGKILL);
-                }
+                probe_io_kill(&probe.io);
                 continue;
             }
             if (!(fds[0].revents & POLLIN))
@@ -534,13 +428,13 @@ void agent_init_run(int argc, char **argv, char *const *envp)
         int status;
         pid_t pid;
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-            if (pid == probe.pid && probe.pid > 0) {
+            if (pid == probe.io.pid && probe.io.pid > 0) {
                 probe.status = status;
                 if (control) {
                     probe_finish();
                     probe_send_answer();
                 } else {
-                    probe.pid = 0;
+                    probe.io.pid = 0;
                 }
                 continue;
             }
