@@ -7,8 +7,9 @@
  *     it was killed). With --pty, the terminal is made here, on the sandbox's
  *     own devpts, and its master end is sent to the supervisor over fd 3.
  *
- *   cordon-agent serve [--host]
- *     serves the seven tools over the agent protocol on fd 3
+ *   cordon-agent serve [--host | --stdio]
+ *     serves the seven tools over the agent protocol on fd 3 (--stdio: read
+ *     from stdin, written to stdout, the docker backend's `docker run -i`)
  *     (docs/agent-protocol.md), reaping orphans as init. With --host (host
  *     execution, no sandbox) it is a child subreaper and kills every process
  *     its calls left behind when it ends.
@@ -52,7 +53,20 @@ int main(int argc, char **argv)
         prctl(PR_SET_DUMPABLE, 0);
         /* --host: the supervisor's helper for host execution, no sandbox. */
         bool host = argc >= 3 && strcmp(argv[2], "--host") == 0;
-        int rc = agent_serve(CONTROL_FD, host);
+        int rc;
+        if (argc >= 3 && strcmp(argv[2], "--stdio") == 0) {
+            /* The channel moves off 0 and 1 (close-on-exec), which become
+             * /dev/null: no call's process inherits the protocol stream. */
+            int in = fcntl(0, F_DUPFD_CLOEXEC, 3);
+            int out = fcntl(1, F_DUPFD_CLOEXEC, 3);
+            int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+            if (in < 0 || out < 0 || devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
+                _exit(CORDON_EXIT_FAILURE);
+            close(devnull);
+            rc = agent_serve_pipes(in, out, false);
+        } else {
+            rc = agent_serve(CONTROL_FD, host);
+        }
         /* As PID 1, leaving ends the sandbox; _exit skips the sanitizers'
          * exit-time leak scan, which would need ptrace. */
         fflush(NULL);
@@ -66,6 +80,7 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n"
                     "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
+                    "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
                     "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n");
     return CORDON_EXIT_FAILURE;
 }

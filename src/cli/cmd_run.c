@@ -452,15 +452,16 @@ static int run_common(int argc, char **argv, bool shell)
         return CORDON_EXIT_FAILURE;
     }
     bool vm = l.cfg.backend == CFG_BACKEND_VM;
-    if (vm && pty) {
+    bool docker = l.cfg.backend == CFG_BACKEND_DOCKER;
+    if ((vm || docker) && pty) {
         if (want_pty == 1) {
-            log_error("--pty is not available on the vm backend yet");
+            log_error("--pty is not available on the %s backend yet", vm ? "vm" : "docker");
             launch_free(&l);
             return CORDON_EXIT_FAILURE;
         }
-        pty = false; /* cordon shell on the vm backend reads commands from stdin */
+        pty = false; /* cordon shell on these backends reads commands from stdin */
     }
-    if (!vm)
+    if (!vm && !docker)
         ns_probe_report();
     /* Ownership of the name before any sandbox mutation. */
     struct lifecycle lc;
@@ -488,7 +489,7 @@ static int run_common(int argc, char **argv, bool shell)
     agent_argv[a++] = "init";
     if (pty)
         agent_argv[a++] = "--pty";
-    if (!vm)
+    if (!vm && !docker)
         agent_argv[a++] = "--control"; /* fd 3: the probe of `cordon verify NAME` */
     agent_argv[a++] = "--memory-mib";
     agent_argv[a++] = memory;
@@ -497,8 +498,8 @@ static int run_common(int argc, char **argv, bool shell)
         agent_argv[a++] = cmd[c];
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
-    if (vm) {
-        int status = cli_run_vm(&l, &lc, agent_argv);
+    if (vm || docker) {
+        int status = docker ? cli_run_docker(&l, &lc, agent_argv) : cli_run_vm(&l, &lc, agent_argv);
         lifecycle_end(&lc);
         launch_free(&l);
         return status;

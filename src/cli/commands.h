@@ -26,3 +26,6 @@ int cmd_untrust(int argc, char **argv);
  * command's exit status. */
 struct lifecycle;
 int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv);
+/* `cordon run` on the docker backend (cli/run-docker.c): the docker CLI
+ * attached to cordon's stdio; returns the container's exit status. */
+int cli_run_docker(const struct launch *l, struct lifecycle *lc, char **agent_argv);
