@@ -50,6 +50,13 @@ int session_pidfd(const struct session *s)
     return s->is_vm ? s->vm.pidfd : s->sb.pidfd;
 }
 
+int session_agent_pidfd(struct session *s)
+{
+    if (s->is_vm && s->vm.ops == &docker_backend_ops)
+        return docker_sandbox_agent_pidfd(&s->vm);
+    return session_pidfd(s);
+}
+
 const char *session_name(const struct session *s)
 {
     return s->launch.name;

@@ -37,8 +37,9 @@
 
 /* The CLI is looked up here only, and this is the PATH it runs with. */
 #define DOCKER_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-/* Where the agent is bind-mounted (read-only) in the container. */
-#define DOCKER_AGENT_PATH "/.cordon/cordon-agent"
+/* Where the agent is bind-mounted (read-only) in the container: where the
+ * other backends show it too (`cordon verify` runs it there as the probe). */
+#define DOCKER_AGENT_PATH "/run/cordon/agent"
 /* The daemon's answers (info, image inspect) and the container's removal. */
 #define DOCKER_QUERY_TIMEOUT_MS 15000
 #define DOCKER_RM_TIMEOUT_MS    10000
@@ -52,7 +53,8 @@ struct docker_state {
     char *envp[5];
     char name_arg[160];
     char *rm_argv[5];
-    bool spawned; /* the container may exist */
+    bool spawned;    /* the container may exist */
+    int agent_pidfd; /* the container's PID 1, once asked for; else -1 */
 };
 
 /* ---- small helpers ---- */
@@ -98,13 +100,22 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* openat2 with no symlink anywhere, the last component included (O_PATH |
+ * O_NOFOLLOW alone would open a trailing symlink itself): ELOOP. */
 static int openat2_nofollow(int dirfd, const char *path, int flags, unsigned long long resolve)
 {
     struct open_how how = {
         .flags = (unsigned long long)(flags | O_CLOEXEC | O_NOFOLLOW),
         .resolve = resolve | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
     };
-    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+    int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+        close(fd);
+        errno = ELOOP;
+        return -1;
+    }
+    return fd;
 }
 
 /* A host path handed to the daemon: it must exist and no component may be
@@ -530,6 +541,8 @@ static int build_run(const struct launch *l, const struct docker_state *st, char
     oom |= args_add(a, "--label") < 0 || args_add(a, "io.cordon.session=%s", l->name) < 0;
     oom |= args_add(a, "--pull") < 0 || args_add(a, "never") < 0;
     oom |= args_add(a, "--network") < 0 || args_add(a, "none") < 0;
+    /* The daemon's default on cgroup v1 is the host's cgroup namespace. */
+    oom |= args_add(a, "--cgroupns") < 0 || args_add(a, "private") < 0;
     oom |= args_add(a, "--cap-drop") < 0 || args_add(a, "ALL") < 0;
     oom |= args_add(a, "--security-opt") < 0 || args_add(a, "no-new-privileges") < 0;
     oom |= args_add(a, "--user") < 0 || args_add(a, "%u:%u", getuid(), getgid()) < 0;
@@ -706,6 +719,7 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
     struct docker_state *st = calloc(1, sizeof(*st));
     if (!st)
         return error_set(err, ENOMEM, "docker");
+    st->agent_pidfd = -1;
     sb->priv = st;
     if (find_cli(st->cli, sizeof(st->cli), err) < 0 || check_socket(l->cfg.docker.host, err) < 0 ||
         state_init(st, l->name, l->cfg.docker.host, err) < 0)
@@ -792,8 +806,34 @@ static void docker_stop(struct sandbox *sb)
                 remove_tree(pfd, slash + 1, 0);
         }
     }
+    if (st && st->agent_pidfd >= 0)
+        close(st->agent_pidfd);
     free(st);
     sb->priv = NULL;
+}
+
+int docker_sandbox_agent_pidfd(struct sandbox *sb)
+{
+    struct docker_state *st = sb->priv;
+    if (!st || !st->spawned)
+        return -1;
+    if (st->agent_pidfd >= 0)
+        return st->agent_pidfd;
+    char *argv[] = {st->cli, "inspect", "--format", "{{.State.Pid}}", st->name_arg, NULL};
+    char out[64];
+    int status;
+    struct cordon_error err;
+    if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, &err) < 0 ||
+        status != 0) {
+        log_debug("docker: inspect %s: %s", st->name_arg, out);
+        return -1;
+    }
+    char *end;
+    long pid = strtol(out, &end, 10);
+    if (pid <= 1 || *end)
+        return -1;
+    st->agent_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    return st->agent_pidfd;
 }
 
 char *const *docker_sandbox_rm_argv(const struct sandbox *sb)

@@ -24,6 +24,10 @@ extern const struct backend_ops docker_backend_ops;
 char *const *docker_sandbox_rm_argv(const struct sandbox *sb);
 char *const *docker_sandbox_rm_envp(const struct sandbox *sb);
 
+/* A pidfd of the container's PID 1 (the agent) on the host, asked of the
+ * daemon once (`docker inspect`); owned by the sandbox. -1 when unknown. */
+int docker_sandbox_agent_pidfd(struct sandbox *sb);
+
 /* Runs the prepared `docker rm -f NAME` and waits at most timeout_ms for it
  * (killed after that). For the watchdog (after fork, no exec of its own):
  * allocates nothing. */

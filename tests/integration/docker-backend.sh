@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# Integration: the docker backend (backend = "docker") against a private
+# dockerd this test starts (own socket, data-root and exec-root in TEST_TMP,
+# no iptables, no bridge), with an image it imports from busybox-static and
+# bash-static, and a static cordon-agent (the release build of this tree).
+# Root only: a user who may talk to a dockerd is root-equivalent, and
+# starting one needs root. The unprivileged user is exercised from here,
+# through a socket chowned to it. Needs docker.io, busybox-static and
+# bash-static (scripts/bootstrap.sh --test).
+. "$CORDON_SRC/tests/lib/tap.sh"
+. "$CORDON_SRC/tests/lib/cordon.sh"
+
+if ! is_root; then
+    skip "docker backend" "needs root: it starts a private dockerd (a user who may talk to dockerd is root-equivalent)"
+    tap_done
+fi
+for need in /usr/sbin/dockerd /bin/busybox /bin/bash-static; do
+    if [ ! -x "$need" ] || ! command -v docker >/dev/null; then
+        skip "docker backend" "$need or the docker CLI is missing (scripts/bootstrap.sh --test)"
+        tap_done
+    fi
+done
+if [ "${CORDON_BUILDTYPE:-debug}" != debug ]; then
+    skip "docker backend" "needs a debug build (the CORDON_TEST_AGENT hook)"
+    tap_done
+fi
+
+# --- a static agent: the release build of this tree (shared with release.sh) ---
+rel="$CORDON_BUILD/release-smoke"
+if [ ! -f "$rel/build.ninja" ]; then
+    meson setup "$rel" "$CORDON_SRC" --buildtype=release >"$TEST_TMP/setup.log" 2>&1 ||
+        cat "$TEST_TMP/setup.log" >&2
+fi
+ninja -C "$rel" cordon-agent >"$TEST_TMP/build.log" 2>&1 || tail -20 "$TEST_TMP/build.log" >&2
+mkdir -p "$TEST_TMP/bin" && cp "$rel/cordon-agent" "$TEST_TMP/bin/" && chmod 755 "$TEST_TMP/bin"
+export CORDON_TEST_AGENT="$TEST_TMP/bin/cordon-agent"
+like "the static agent is static" "$(file -L "$CORDON_TEST_AGENT")" "statically linked"
+
+# --- the private daemon ---
+hd="$TEST_TMP/dockerd"
+mkdir -p "$hd"
+dockerd --iptables=false --bridge=none -H "unix://$hd/sock" --data-root "$hd/data" \
+    --exec-root "$hd/exec" --pidfile "$hd/pid" >"$hd/log" 2>&1 &
+dockerd_pid=$!
+stop_dockerd() {
+    kill "$dockerd_pid" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$dockerd_pid" 2>/dev/null
+    umount -R "$hd/exec" "$hd/data" 2>/dev/null
+    test_cleanup
+}
+trap stop_dockerd EXIT
+export DOCKER_HOST="unix://$hd/sock" # for this script's own docker commands only
+for _ in $(seq 1 100); do
+    docker info --format '{{.ID}}' >/dev/null 2>&1 && break
+    sleep 0.3
+done
+if ! docker info --format '{{.ID}}' >/dev/null 2>&1; then
+    fail "the private dockerd starts: $(tail -3 "$hd/log")"
+    tap_done
+fi
+
+# --- the image: busybox and a static bash at /bin/bash ---
+img="$TEST_TMP/img"
+mkdir -p "$img/bin" "$img/etc"
+cp /bin/busybox "$img/bin/"
+cp /bin/bash-static "$img/bin/bash"
+for c in sh cat ls touch id hostname echo mkdir rm stat env sleep true; do ln -s busybox "$img/bin/$c"; done
+echo 'root:x:0:0:root:/root:/bin/sh' >"$img/etc/passwd"
+tar -C "$img" -cf "$TEST_TMP/img.tar" .
+docker import "$TEST_TMP/img.tar" cordon-docker-test >/dev/null
+out=$(docker run --rm --network none cordon-docker-test sh -c 'file=$(ls -l /bin/bash); echo "$file"; bash -c "echo bash=\$BASH_VERSION"')
+like "the image has a static bash at /bin/bash" "$out" "bash=5"
+
+# The settings every run below uses, and a HOME of its own with a secret.
+host_sock="unix://$hd/sock"
+D=(--backend docker --set "docker.host=$host_sock" --set docker.image=cordon-docker-test)
+export HOME="$TEST_TMP/home"
+mkdir -p "$HOME" && echo "home-secret" >"$HOME/.secret-token"
+export XDG_CONFIG_HOME="$TEST_TMP/xdg"
+ws=$(new_ws dws)
+git -C "$ws" init -q
+echo "hello" >"$ws/hello.txt"
+printf '[limits]\npids = 500\n' >"$ws/.cordon.toml"
+ncontainers() { docker ps -aq | wc -l; }
+
+# --- cordon run ---
+t0=$(date +%s%N)
+out=$(cd "$ws" && PWD="$ws" CORDON_DOCKER_SENTINEL=leaked "$CORDON" run "${D[@]}" -- bash -c '
+    echo "host=$(hostname)"
+    read -r -d "" pid1 </proc/1/cmdline; echo "pid1=$pid1"
+    echo "uid=$(id -u)"
+    cat hello.txt
+    echo w > written.txt && echo "write=ok"
+    echo x > /etc/cordon-x 2>&1; echo x > /usr/cordon-x 2>&1; echo x > /cordon-x 2>&1
+    echo x > .git/hooks/pre-commit 2>&1
+    echo x >> .git/config 2>&1
+    echo x >> .cordon.toml 2>&1
+    mv .git .git-moved 2>&1 || echo "mv-git=refused"
+    ls -a "$HOME"; echo "home-listed"
+    [ -e /etc/shadow ] && echo "shadow=present"
+    [ -S /var/run/docker.sock ] || [ -S /run/docker.sock ] && echo "docker-sock=present"
+    echo "sentinel=${CORDON_DOCKER_SENTINEL-unset}"
+    echo tmp > /tmp/t && echo "tmp=ok"
+    exit 7' 2>&1 </dev/null)
+rc=$?
+diag "cordon run on docker: $((($(date +%s%N) - t0) / 1000000)) ms (noisy: 2 shared cores)"
+is "run: the command's exit status propagates" "$rc" 7
+unlike "run: another hostname inside" "$out" "host=$(hostname)$"
+like "run: PID 1 is the agent" "$out" "pid1=/run/cordon/agent"
+like "run: the user's uid inside" "$out" "uid=0"
+like "run: the workspace is visible" "$out" "hello"
+like "run: a workspace write works" "$out" "write=ok"
+is "run: the write lands on the host" "$(cat "$ws/written.txt" 2>/dev/null)" "w"
+is "run: owned by the user" "$(stat -c %u "$ws/written.txt" 2>/dev/null)" "0"
+like "run: /etc is read-only" "$out" "/etc/cordon-x: Read-only file system"
+like "run: /usr is read-only" "$out" "/usr/cordon-x: Read-only file system"
+like "run: / is read-only" "$out" "/cordon-x: Read-only file system"
+like "run: .git/hooks is read-only" "$out" ".git/hooks/pre-commit: Read-only file system"
+like "run: .git/config is read-only" "$out" ".git/config: Read-only file system"
+like "run: .cordon.toml is read-only" "$out" ".cordon.toml: Read-only file system"
+like "run: .git cannot be moved away from its protection" "$out" "mv-git=refused"
+[ -d "$ws/.git" ] && [ ! -e "$ws/.git/hooks/pre-commit" ] && pass "run: nothing written into .git" ||
+    fail "run: nothing written into .git"
+unlike "run: the host's home is not there" "$out" ".secret-token"
+like "run: HOME is an empty scratch" "$out" "home-listed"
+unlike "run: no /etc/shadow of the host" "$out" "shadow=present"
+unlike "run: no docker socket inside" "$out" "docker-sock=present"
+like "run: the environment sentinel is absent" "$out" "sentinel=unset"
+like "run: /tmp is writable" "$out" "tmp=ok"
+is "run: the container is gone afterwards" "$(ncontainers)" 0
+
+# Exit statuses: a signal, and stdin relayed.
+cordon_run "$ws" "${D[@]}" -- bash -c 'kill -9 $$'
+is "run: a command killed by SIGKILL gives 137" "$rc" 137
+out=$(cd "$ws" && echo "from-stdin" | PWD="$ws" "$CORDON" run "${D[@]}" -- bash -c 'read -r l; echo "got=$l"' 2>&1)
+like "run: stdin reaches the command" "$out" "got=from-stdin"
+
+# No network: a loopback server on the host, and the host's own address.
+port=$((20000 + RANDOM % 20000))
+socat TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork SYSTEM:'echo reached' &
+cleanup_pids+=($!)
+sleep 0.3
+hostip=$(ip -4 -o addr show scope global 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -1)
+out=$(cd "$ws" && PWD="$ws" "$CORDON" run "${D[@]}" -- bash -c "
+    (exec 3<>/dev/tcp/127.0.0.1/$port && echo lo=connected) 2>/dev/null || echo lo=blocked
+    (exec 3<>/dev/tcp/${hostip:-10.0.0.1}/$port && echo host=connected) 2>/dev/null || echo host=blocked
+    ls /sys/class/net" 2>&1 </dev/null)
+like "network: the host's loopback server is unreachable" "$out" "lo=blocked"
+like "network: the host's address is unreachable" "$out" "host=blocked"
+is "network: only lo inside" "$(echo "$out" | tail -1)" "lo"
+
+# --- cordon tool: the same answers as the ns backend ---
+tool_both() { # NAME ARGS: runs on ns, then on docker (same workspace, reset between)
+    local name=$1 args=$2
+    printf 'alpha\nbeta\ngamma\n' >"$ws/t.txt"
+    rm -f "$ws/new.txt"
+    ns_out=$(cd "$ws" && PWD="$ws" "$CORDON" tool "$name" "$args" 2>&1)
+    ns_rc=$?
+    ns_file=$(cat "$ws/t.txt" "$ws/new.txt" 2>/dev/null)
+    printf 'alpha\nbeta\ngamma\n' >"$ws/t.txt"
+    rm -f "$ws/new.txt"
+    dk_out=$(cd "$ws" && PWD="$ws" "$CORDON" tool "${D[@]}" "$name" "$args" 2>&1)
+    dk_rc=$?
+    dk_file=$(cat "$ws/t.txt" "$ws/new.txt" 2>/dev/null)
+}
+for call in 'read {"path":"t.txt"}' 'read {"path":"t.txt","offset":2,"limit":1}' \
+    'write {"path":"new.txt","content":"made\n"}' \
+    'edit {"path":"t.txt","edits":[{"oldText":"beta","newText":"BETA"}]}' \
+    'ls {"path":"."}' 'find {"pattern":"*.txt"}' 'grep {"pattern":"gam","path":"."}' \
+    'bash {"command":"echo out; echo err >&2; exit 4"}' 'read {"path":"missing.txt"}'; do
+    name=${call%% *}
+    tool_both "$name" "${call#* }"
+    if [ "$ns_out" = "$dk_out" ] && [ "$ns_rc" = "$dk_rc" ] && [ "$ns_file" = "$dk_file" ]; then
+        pass "tool $call: the same result as on ns"
+    else
+        fail "tool $call: the same result as on ns"
+        diag "ns ($ns_rc): $ns_out"
+        diag "docker ($dk_rc): $dk_out"
+    fi
+done
+like "tool bash: the output is the command's" "$dk_out" "ENOENT|not found|No such file"
+is "tool: no container left" "$(ncontainers)" 0
+
+# --- the watchdog: SIGKILL of the supervisor removes the container ---
+(cd "$ws" && PWD="$ws" exec "$CORDON" run "${D[@]}" -- bash -c 'sleep 120' </dev/null >/dev/null 2>&1) &
+sup=$!
+for _ in $(seq 1 50); do [ "$(ncontainers)" -ge 1 ] && break; sleep 0.2; done
+is "watchdog: the container runs" "$(ncontainers)" 1
+kill -9 "$sup"
+gone=no
+for _ in $(seq 1 50); do [ "$(ncontainers)" -eq 0 ] && { gone=yes; break; }; sleep 0.2; done
+is "watchdog: SIGKILL of cordon removes the container within 10 s" "$gone" yes
+
+# --- refusals, each with exit 125 and the reason ---
+cordon_run "$ws" --backend docker --set "docker.host=$host_sock" -- true
+is "no image: refused (125)" "$rc" 125
+like "no image: says how to set it" "$out" 'needs an image: set docker.image'
+cordon_run "$ws" --backend docker --set "docker.host=$host_sock" --set docker.image=no-such-image -- true
+is "missing image: refused (125)" "$rc" 125
+like "missing image: names it" "$out" 'image "no-such-image" is not on the daemon'
+out=$(cd "$ws" && PWD="$ws" CORDON_TEST_AGENT="$CORDON_AGENT" "$CORDON" run "${D[@]}" -- true 2>&1 </dev/null)
+rc=$?
+if file -L "$CORDON_AGENT" | grep -q "dynamically linked"; then
+    is "a dynamic agent: refused (125)" "$rc" 125
+    like "a dynamic agent: the reason" "$out" "is dynamically linked .* needs a static cordon-agent"
+else
+    skip "a dynamic agent: refused (125)" "this build's agent is static"
+    skip "a dynamic agent: the reason" "this build's agent is static"
+fi
+cordon_run "$ws" "${D[@]}" --set network.mode=allowlist --set 'network.allow_hosts=["example.com"]' -- true
+is "network allowlist: refused (125)" "$rc" 125
+like "network allowlist: the reason" "$out" 'network.mode = "allowlist" is not supported on the docker backend'
+cordon_run "$ws" "${D[@]}" --set docker.host=unix:///nonexistent/docker.sock -- true
+is "a missing socket: refused (125)" "$rc" 125
+like "a missing socket: names it" "$out" "/nonexistent/docker.sock"
+cordon_run "$ws" "${D[@]}" --set docker.host=tcp://127.0.0.1:2375 -- true
+is "a TCP daemon: refused (125)" "$rc" 125
+like "a TCP daemon: unix sockets only" "$out" "unix sockets only"
+cordon_run "$ws" "${D[@]}" --pty -- true
+is "--pty: refused (125)" "$rc" 125
+like "--pty: the reason" "$out" "--pty is not available on the docker backend"
+# The workspace file may not pick the daemon.
+printf '[docker]\nhost = "unix://%s/sock"\n' "$hd" >"$ws/.cordon.toml"
+(cd "$ws" && PWD="$ws" "$CORDON" trust >/dev/null 2>&1)
+cordon_run "$ws" --backend docker --set docker.image=cordon-docker-test -- true
+is "docker.host in the workspace file: refused (125)" "$rc" 125
+like "docker.host in the workspace file: the reason" "$out" "docker.host is refused in the workspace file"
+printf '[limits]\npids = 500\n' >"$ws/.cordon.toml"
+(cd "$ws" && PWD="$ws" "$CORDON" trust >/dev/null 2>&1)
+# A protected path that is a symlink refuses the start.
+sws=$(new_ws symws)
+mkdir -p "$sws/elsewhere"
+ln -s elsewhere "$sws/.vscode"
+cordon_run "$sws" "${D[@]}" -- true
+is "a symlinked protected path: refused (125)" "$rc" 125
+like "a symlinked protected path: the reason" "$out" "protected path .*\.vscode is a symlink"
+# A socket owned by someone else.
+if id cordon-test >/dev/null 2>&1; then
+    chown cordon-test "$hd/sock"
+    cordon_run "$ws" "${D[@]}" -- true
+    is "a socket owned by another user: refused (125)" "$rc" 125
+    like "a socket owned by another user: the reason" "$out" "is owned by uid $(id -u cordon-test), neither root nor you"
+    # ... which that user may drive: its uid inside, its files on the host.
+    uws=$(mktemp -d /tmp/cordon-dk.XXXXXX)
+    cleanup_dirs+=("$uws")
+    chown cordon-test "$uws"
+    uhome=$(mktemp -d /tmp/cordon-dkh.XXXXXX)
+    cleanup_dirs+=("$uhome")
+    chown cordon-test "$uhome"
+    out=$(cd "$uws" && runuser -u cordon-test -- env -u XDG_CONFIG_HOME PWD="$uws" HOME="$uhome" \
+        CORDON_TEST_AGENT="$CORDON_TEST_AGENT" "$CORDON" run "${D[@]}" -- bash -c 'id -u; touch made' 2>&1 </dev/null)
+    rc=$?
+    is "unprivileged: run exits 0" "$rc" 0
+    like "unprivileged: the user's uid inside" "$out" "^$(id -u cordon-test)"
+    is "unprivileged: the file is the user's on the host" "$(stat -c %U "$uws/made" 2>/dev/null)" cordon-test
+    chown root "$hd/sock"
+else
+    for d in "a socket owned by another user: refused" "unprivileged: run exits 0"; do
+        skip "$d" "no cordon-test user"
+    done
+fi
+
+# --- cordon verify on docker ---
+out=$(cd "$ws" && PWD="$ws" "$CORDON" verify "${D[@]}" 2>&1 </dev/null)
+rc=$?
+diag "$out"
+if [[ $out == *"not supported on the docker backend"* ]]; then
+    is "verify: refused on docker (125)" "$rc" 125
+else
+    is "verify: passes on docker" "$rc" 0
+    unlike "verify: no FAIL row" "$out" "FAIL"
+fi
+is "verify: no container left" "$(ncontainers)" 0
+tap_done
