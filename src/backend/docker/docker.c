@@ -379,11 +379,14 @@ static void remove_tree(int parent, const char *name, int depth)
     unlinkat(parent, name, AT_REMOVEDIR);
 }
 
-/* The daemon answers and confines containers with seccomp (its default
- * profile; cordon never asks for unconfined). */
-static int check_daemon(const struct docker_state *st, struct cordon_error *err)
+/* The daemon answers, confines containers with seccomp (its default
+ * profile; cordon never asks for unconfined), and can apply the configured
+ * limits (without the controller it would warn and run without them). */
+static int check_daemon(const struct docker_state *st, const struct cordon_config *cfg,
+                        struct cordon_error *err)
 {
-    char *argv[] = {(char *)st->cli, "info", "--format", "{{json .SecurityOptions}}", NULL};
+    char *argv[] = {(char *)st->cli, "info", "--format",
+                    "{{json .SecurityOptions}} memory={{.MemoryLimit}} pids={{.PidsLimit}}", NULL};
     char out[4096];
     int status;
     if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, err) < 0)
@@ -395,6 +398,16 @@ static int check_daemon(const struct docker_state *st, struct cordon_error *err)
                          "docker: the daemon at %s does not confine containers with seccomp "
                          "(its security options: %s); the docker backend needs it",
                          st->host, out);
+    if (cfg->limits.memory_mib > 0 && !strstr(out, "memory=true"))
+        return error_set(err, 0,
+                         "docker: the daemon at %s cannot limit memory (%s): limits.memory_mib = "
+                         "%lld would not hold (set it to 0 to run without a memory limit)",
+                         st->host, out, (long long)cfg->limits.memory_mib);
+    if (cfg->limits.pids > 0 && !strstr(out, "pids=true"))
+        return error_set(err, 0,
+                         "docker: the daemon at %s cannot limit processes (%s): limits.pids = "
+                         "%lld would not hold (set it to 0 to run without a process limit)",
+                         st->host, out, (long long)cfg->limits.pids);
     return 0;
 }
 
@@ -731,7 +744,7 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
     st->rm_argv[3] = st->name_arg;
     st->rm_argv[4] = NULL;
     long long t0 = now_ms();
-    if (check_daemon(st, err) < 0 || check_image(st, l->cfg.docker.image, err) < 0 ||
+    if (check_daemon(st, &l->cfg, err) < 0 || check_image(st, l->cfg.docker.image, err) < 0 ||
         write_env_file(st, l->env, err) < 0)
         return -1;
     log_debug("docker: daemon and image checked in %lld ms", now_ms() - t0);
