@@ -136,6 +136,64 @@ is "run: a command killed by SIGKILL gives 137" "$rc" 137
 out=$(cd "$ws" && echo "from-stdin" | PWD="$ws" "$CORDON" run "${D[@]}" -- bash -c 'read -r l; echo "got=$l"' 2>&1)
 like "run: stdin reaches the command" "$out" "got=from-stdin"
 
+# A protected directory that is also on the way to another (.git/hooks,
+# then .git): read-only wins.
+cordon_run "$ws" "${D[@]}" --set 'protected_paths=[".git"]' -- bash -c 'echo x > .git/cordon-x'
+like "protected .git after .git/hooks: .git is read-only" "$out" ".git/cordon-x: Read-only file system"
+
+# A signal sent to cordon reaches the command (through the docker CLI).
+(cd "$ws" && PWD="$ws" exec "$CORDON" run "${D[@]}" -- bash -c 'trap "echo got-term; exit 9" TERM; sleep 60 & wait' </dev/null >"$TEST_TMP/term.out" 2>&1) &
+sup=$!
+disown $sup
+for _ in $(seq 1 50); do [ "$(ncontainers)" -ge 1 ] && break; sleep 0.2; done
+sleep 0.5
+kill -TERM "$sup"
+for _ in $(seq 1 50); do kill -0 "$sup" 2>/dev/null || break; sleep 0.2; done
+like "run: SIGTERM to cordon reaches the command" "$(cat "$TEST_TMP/term.out")" "got-term"
+is "run: the container is gone after SIGTERM" "$(ncontainers)" 0
+
+# Limits from [limits].
+out=$(cd "$ws" && PWD="$ws" "$CORDON" run "${D[@]}" --set limits.open_files=77 --set limits.memory_mib=300 \
+    --set limits.pids=33 -- bash -c 'echo "nofile=$(ulimit -n)"
+    for f in /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes; do [ -r $f ] && echo "mem=$(<$f)"; done
+    for f in /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max; do [ -r $f ] && echo "pids=$(<$f)"; done' 2>&1 </dev/null)
+like "limits: open_files" "$out" "nofile=77"
+like "limits: memory_mib" "$out" "mem=314572800"
+like "limits: pids" "$out" "pids=33"
+
+# workspace_readonly, and [[mounts]] from the user's file.
+mkdir -p "$TEST_TMP/share-ro" "$TEST_TMP/share-rw" "$XDG_CONFIG_HOME/cordon"
+echo "shared" >"$TEST_TMP/share-ro/s.txt"
+printf '[[mounts]]\nhost_path = "%s"\nguest_path = "/data/ro"\n[[mounts]]\nhost_path = "%s"\nguest_path = "/data/rw"\nreadonly = false\n' \
+    "$TEST_TMP/share-ro" "$TEST_TMP/share-rw" >"$XDG_CONFIG_HOME/cordon/config.toml"
+out=$(cd "$ws" && PWD="$ws" "$CORDON" run "${D[@]}" --readonly -- bash -c '
+    echo x > ro-ws.txt 2>&1; cat /data/ro/s.txt; echo x > /data/ro/n 2>&1; echo rw > /data/rw/n && echo "rw=ok"
+    echo h > "$HOME/h" && echo "home=ok"' 2>&1 </dev/null)
+rm -f "$XDG_CONFIG_HOME/cordon/config.toml"
+like "readonly: a workspace write fails with EROFS" "$out" "ro-ws.txt: Read-only file system"
+like "mounts: a read-only mount is visible" "$out" "shared"
+like "mounts: ... and read-only" "$out" "/data/ro/n: Read-only file system"
+like "mounts: a writable mount takes writes" "$out" "rw=ok"
+is "mounts: ... which land on the host" "$(cat "$TEST_TMP/share-rw/n" 2>/dev/null)" "rw"
+like "readonly: HOME is writable scratch" "$out" "home=ok"
+
+# A linked worktree: its git directories are there, their hooks and config
+# read-only.
+git -C "$ws" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+wt="$TEST_TMP/wt"
+git -C "$ws" worktree add -q "$wt" 2>/dev/null
+out=$(cd "$wt" && PWD="$wt" "$CORDON" run "${D[@]}" -- bash -c "
+    echo x > '$ws/.git/hooks/post-checkout' 2>&1
+    echo x >> '$ws/.git/config' 2>&1
+    echo x >> '$ws/.git/worktrees/wt/config.worktree' 2>&1
+    echo x >> .git 2>&1
+    touch '$ws/.git/objects/cordon-probe' && echo objects=ok" 2>&1 </dev/null)
+like "worktree: the common hooks are read-only" "$out" "post-checkout: Read-only file system"
+like "worktree: the common config is read-only" "$out" "$ws/.git/config: Read-only file system"
+like "worktree: the .git file is read-only" "$out" "\.git: Read-only file system"
+like "worktree: the object store is writable" "$out" "objects=ok"
+rm -f "$ws/.git/objects/cordon-probe"
+
 # No network: a loopback server on the host, and the host's own address.
 port=$((20000 + RANDOM % 20000))
 socat TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork SYSTEM:'echo reached' &

@@ -455,17 +455,23 @@ int docker_check_config(const struct cordon_config *cfg, struct cordon_error *er
 /* ---- the container's view ---- */
 
 struct binds {
-    struct args *a;
-    char *targets[DOCKER_MAX_BINDS];
+    struct {
+        char *source, *target;
+        bool readonly;
+    } items[DOCKER_MAX_BINDS];
     size_t n;
 };
 
+/* One bind per target; asked twice for a target (a directory on the way
+ * to one protected path, and protected itself), read-only wins. */
 static int bind_add(struct binds *b, const char *source, const char *target, bool readonly,
                     struct cordon_error *err)
 {
     for (size_t i = 0; i < b->n; i++) {
-        if (strcmp(b->targets[i], target) == 0)
+        if (strcmp(b->items[i].target, target) == 0) {
+            b->items[i].readonly |= readonly;
             return 0;
+        }
     }
     if (b->n >= DOCKER_MAX_BINDS)
         return error_set(err, E2BIG, "docker: more than %d binds", DOCKER_MAX_BINDS);
@@ -474,20 +480,32 @@ static int bind_add(struct binds *b, const char *source, const char *target, boo
                          "docker: %s contains ',', '\"' or a newline, which docker's --mount "
                          "syntax cannot carry",
                          target);
-    b->targets[b->n] = strdup(target);
-    if (!b->targets[b->n])
-        return error_set(err, ENOMEM, "docker");
+    b->items[b->n].source = strdup(source);
+    b->items[b->n].target = strdup(target);
+    b->items[b->n].readonly = readonly;
     b->n++;
-    if (args_add(b->a, "--mount") < 0 || args_add(b->a, "type=bind,source=%s,target=%s%s", source,
-                                                  target, readonly ? ",readonly" : "") < 0)
+    if (!b->items[b->n - 1].source || !b->items[b->n - 1].target)
         return error_set(err, ENOMEM, "docker");
+    return 0;
+}
+
+static int binds_emit(const struct binds *b, struct args *a, struct cordon_error *err)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (args_add(a, "--mount") < 0 ||
+            args_add(a, "type=bind,source=%s,target=%s%s", b->items[i].source, b->items[i].target,
+                     b->items[i].readonly ? ",readonly" : "") < 0)
+            return error_set(err, ENOMEM, "docker");
+    }
     return 0;
 }
 
 static void binds_free(struct binds *b)
 {
-    for (size_t i = 0; i < b->n; i++)
-        free(b->targets[i]);
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->items[i].source);
+        free(b->items[i].target);
+    }
     b->n = 0;
 }
 
@@ -501,18 +519,23 @@ static int protect(struct binds *b, const char *host_base, const char *view_base
     _cleanup_close_ int dirfd = openat2_nofollow(AT_FDCWD, host_base, O_PATH | O_DIRECTORY, 0);
     if (dirfd < 0)
         return errno == ENOENT ? 0 : error_set(err, errno, "docker: protect: %s", host_base);
-    char prefix[PATH_MAX] = "";
-    size_t plen = 0;
+    /* The whole way is checked first: nothing is bound for a path that is
+     * not there (a .git file is no directory to pin on the way to
+     * .git/hooks, and must keep its own read-only bind). */
+    size_t ends[PATH_MAX / 2];
+    size_t nends = 0;
     const char *p = rel;
-    while (*p) {
+    for (;;) {
         const char *slash = strchr(p, '/');
         size_t len = slash ? (size_t)(slash - p) : strlen(p);
-        if (len == 0 || len > NAME_MAX || plen + len + 2 >= sizeof(prefix))
+        if (len == 0 || len > NAME_MAX || nends >= ARRAY_SIZE(ends))
             return error_set(err, EINVAL, "docker: protected path %s", rel);
         char component[NAME_MAX + 1];
         memcpy(component, p, len);
         component[len] = '\0';
-        int fd = openat2_nofollow(dirfd, component, O_PATH, RESOLVE_BENEATH);
+        bool last = !slash || !slash[1];
+        int fd = openat2_nofollow(dirfd, component, last ? O_PATH : O_PATH | O_DIRECTORY,
+                                  RESOLVE_BENEATH);
         if (fd < 0) {
             if (errno == ENOENT || errno == ENOTDIR)
                 return 0; /* nothing there to protect */
@@ -525,17 +548,18 @@ static int protect(struct binds *b, const char *host_base, const char *view_base
         }
         close(dirfd);
         dirfd = fd;
-        plen += (size_t)snprintf(prefix + plen, sizeof(prefix) - plen, "%s%s", plen ? "/" : "",
-                                 component);
-        char source[PATH_MAX * 2], target[PATH_MAX * 2];
-        snprintf(source, sizeof(source), "%s/%s", host_base, prefix);
-        snprintf(target, sizeof(target), "%s/%s", view_base, prefix);
-        bool last = !slash || !slash[1];
-        if (bind_add(b, source, target, last || readonly_ancestors, err) < 0)
-            return -1;
+        ends[nends++] = (size_t)(p - rel) + len;
         if (last)
             break;
         p = slash + 1;
+    }
+    for (size_t i = 0; i < nends; i++) {
+        char source[PATH_MAX * 2], target[PATH_MAX * 2];
+        snprintf(source, sizeof(source), "%s/%.*s", host_base, (int)ends[i], rel);
+        snprintf(target, sizeof(target), "%s/%.*s", view_base, (int)ends[i], rel);
+        bool last = i + 1 == nends;
+        if (bind_add(b, source, target, last || readonly_ancestors, err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -588,7 +612,10 @@ static int build_run(const struct launch *l, const struct docker_state *st, char
     if (oom)
         return error_set(err, ENOMEM, "docker");
 
-    struct binds b = {.a = a};
+    _cleanup_free_ struct binds *bp = calloc(1, sizeof(*bp));
+    if (!bp)
+        return error_set(err, ENOMEM, "docker");
+    struct binds *b = bp;
     int rc = -1;
     /* Scratch: /tmp, /var/tmp, /run and HOME (kept in the state directory
      * for a sandbox that outlives its session). */
@@ -609,11 +636,11 @@ static int build_run(const struct launch *l, const struct docker_state *st, char
         char src[PATH_MAX * 2];
         snprintf(src, sizeof(src), "%s/tmp", spec->persist_dir);
         if (check_host_path(src, "the kept /tmp", err) < 0 ||
-            bind_add(&b, src, "/tmp", false, err) < 0)
+            bind_add(b, src, "/tmp", false, err) < 0)
             goto out;
         snprintf(src, sizeof(src), "%s/home", spec->persist_dir);
         if (check_host_path(src, "the kept home", err) < 0 ||
-            bind_add(&b, src, spec->home, false, err) < 0)
+            bind_add(b, src, spec->home, false, err) < 0)
             goto out;
     } else if (args_add(a, "--tmpfs") < 0 ||
                args_add(a, "%s:rw,nosuid,nodev,mode=0700,uid=%u,gid=%u", spec->home, getuid(),
@@ -623,13 +650,13 @@ static int build_run(const struct launch *l, const struct docker_state *st, char
 
     /* The agent, read-only; then the workspace at its lexical path. */
     if (check_host_path(l->agent_path, "the agent", err) < 0 ||
-        bind_add(&b, l->agent_path, DOCKER_AGENT_PATH, true, err) < 0)
+        bind_add(b, l->agent_path, DOCKER_AGENT_PATH, true, err) < 0)
         goto out;
     if (check_host_path(spec->workspace, "the workspace", err) < 0 ||
-        bind_add(&b, spec->workspace, spec->workspace_view, ro, err) < 0)
+        bind_add(b, spec->workspace, spec->workspace_view, ro, err) < 0)
         goto out;
     for (const char *const *p = spec->protected_paths; p && *p; p++) {
-        if (protect(&b, spec->workspace, spec->workspace_view, *p, ro, err) < 0)
+        if (protect(b, spec->workspace, spec->workspace_view, *p, ro, err) < 0)
             goto out;
     }
     /* A .git file names the git directory the host's git trusts. */
@@ -637,22 +664,23 @@ static int build_run(const struct launch *l, const struct docker_state *st, char
     struct stat sst;
     snprintf(dotgit, sizeof(dotgit), "%s/.git", spec->workspace);
     if (lstat(dotgit, &sst) == 0 && S_ISREG(sst.st_mode) &&
-        protect(&b, spec->workspace, spec->workspace_view, ".git", ro, err) < 0)
+        protect(b, spec->workspace, spec->workspace_view, ".git", ro, err) < 0)
         goto out;
     for (const char *const *g = spec->git_dirs; g && *g; g++) {
-        if (check_host_path(*g, "the git directory", err) < 0 ||
-            bind_add(&b, *g, *g, ro, err) < 0 || protect(&b, *g, *g, "hooks", ro, err) < 0 ||
-            protect(&b, *g, *g, "config", ro, err) < 0 ||
-            protect(&b, *g, *g, "config.worktree", ro, err) < 0)
+        if (check_host_path(*g, "the git directory", err) < 0 || bind_add(b, *g, *g, ro, err) < 0 ||
+            protect(b, *g, *g, "hooks", ro, err) < 0 || protect(b, *g, *g, "config", ro, err) < 0 ||
+            protect(b, *g, *g, "config.worktree", ro, err) < 0)
             goto out;
     }
     for (size_t i = 0; i < spec->nmounts; i++) {
         const struct ns_extra_mount *m = &spec->mounts[i];
         if (check_host_path(m->host_path, "the mount", err) < 0 ||
-            bind_add(&b, m->host_path, m->guest_path, m->readonly, err) < 0)
+            bind_add(b, m->host_path, m->guest_path, m->readonly, err) < 0)
             goto out;
     }
 
+    if (binds_emit(b, a, err) < 0)
+        goto out;
     if (args_add(a, "%s", cfg->docker.image) < 0)
         goto oom;
     for (size_t i = 1; agent_argv[i]; i++) {
@@ -666,7 +694,7 @@ static int build_run(const struct launch *l, const struct docker_state *st, char
 oom:
     error_set(err, ENOMEM, "docker");
 out:
-    binds_free(&b);
+    binds_free(b);
     return rc;
 }
 
