@@ -278,6 +278,10 @@ else
     skip "a dynamic agent: refused (125)" "this build's agent is static"
     skip "a dynamic agent: the reason" "this build's agent is static"
 fi
+docker import --change 'ENV LD_PRELOAD=/x.so' "$TEST_TMP/img.tar" cordon-docker-ldpreload >/dev/null
+cordon_run "$ws" --backend docker --set "docker.host=$host_sock" --set docker.image=cordon-docker-ldpreload -- true
+is "an image whose ENV sets LD_PRELOAD: refused (125)" "$rc" 125
+like "an image whose ENV sets LD_PRELOAD: the reason" "$out" 'sets LD_PRELOAD in its ENV'
 cordon_run "$ws" "${D[@]}" --set network.mode=allowlist --set 'network.allow_hosts=["example.com"]' -- true
 is "network allowlist: refused (125)" "$rc" 125
 like "network allowlist: the reason" "$out" 'network.mode = "allowlist" is not supported on the docker backend'

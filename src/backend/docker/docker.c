@@ -10,6 +10,7 @@
  * symlink refuses the start as it does on ns. What remains is the race
  * between that check and the daemon's own resolution (the docs say so). */
 #include "backend/docker/docker.h"
+#include "supervisor/environ.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
@@ -19,6 +20,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <poll.h>
@@ -411,11 +413,13 @@ static int check_daemon(const struct docker_state *st, const struct cordon_confi
     return 0;
 }
 
+/* The image is there (never pulled), and its own ENV (which Docker sets
+ * under the sandbox's) names nothing cordon never lets into a sandbox. */
 static int check_image(const struct docker_state *st, const char *image, struct cordon_error *err)
 {
-    char *argv[] = {(char *)st->cli, "image",       "inspect", "--format",
-                    "{{.Id}}",       (char *)image, NULL};
-    char out[1024];
+    char *argv[] = {(char *)st->cli,        "image",       "inspect", "--format",
+                    "{{json .Config.Env}}", (char *)image, NULL};
+    char out[65536];
     int status;
     if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, err) < 0)
         return -1;
@@ -424,7 +428,29 @@ static int check_image(const struct docker_state *st, const char *image, struct 
                          "docker: image \"%s\" is not on the daemon at %s (cordon never pulls: "
                          "docker pull, load or import it there first)",
                          image, st->host);
-    log_debug("docker: image %s is %s", image, out);
+    json_error_t jerr;
+    json_t *env = json_loads(out, JSON_DECODE_ANY, &jerr);
+    if (!env || !(json_is_array(env) || json_is_null(env))) {
+        json_decref(env);
+        return error_set(err, EINVAL, "docker: image \"%s\": unreadable ENV (%.200s)", image, out);
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach (env, i, e) {
+        const char *kv = json_string_value(e);
+        const char *eq = kv ? strchr(kv, '=') : NULL;
+        char name[256];
+        snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - kv) : 255, kv ? kv : "?");
+        if (!kv || env_name_is_protected(name)) {
+            json_decref(env);
+            return error_set(err, EPERM,
+                             "docker: image \"%s\" sets %s in its ENV, a variable cordon never "
+                             "lets into a sandbox: use an image without it",
+                             image, name);
+        }
+    }
+    log_debug("docker: image %s has %zu ENV variable(s)", image, json_array_size(env));
+    json_decref(env);
     return 0;
 }
 
