@@ -262,6 +262,23 @@ gone=no
 for _ in $(seq 1 50); do [ "$(ncontainers)" -eq 0 ] && { gone=yes; break; }; sleep 0.2; done
 is "watchdog: SIGKILL of cordon removes the container within 10 s" "$gone" yes
 
+# ... and of `cordon mcp` with a call running.
+(cd "$ws" && (printf '%s\n' \
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 120"}}}'
+    sleep 60) | PWD="$ws" exec "$CORDON" mcp "${D[@]}" >/dev/null 2>&1) &
+sub=$!
+disown $sub
+for _ in $(seq 1 50); do [ "$(ncontainers)" -ge 1 ] && break; sleep 0.2; done
+is "watchdog (mcp): the container runs" "$(ncontainers)" 1
+mcp_pid=$(pgrep -P "$sub" -f "cordon mcp" | head -1)
+[ -n "$mcp_pid" ] && kill -9 "$mcp_pid"
+gone=no
+for _ in $(seq 1 50); do [ "$(ncontainers)" -eq 0 ] && { gone=yes; break; }; sleep 0.2; done
+is "watchdog (mcp): SIGKILL of cordon mcp removes the container within 10 s" "$gone" yes
+pkill -P "$sub" sleep 2>/dev/null
+
 # --- refusals, each with exit 125 and the reason ---
 cordon_run "$ws" --backend docker --set "docker.host=$host_sock" -- true
 is "no image: refused (125)" "$rc" 125
