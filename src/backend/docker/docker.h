@@ -33,8 +33,8 @@ int docker_sandbox_agent_pidfd(struct sandbox *sb);
  * allocates nothing. */
 void docker_remove_container(char *const *argv, char *const *envp, int timeout_ms);
 
-/* True when the ELF executable at path has no program interpreter (a
- * static executable, which runs in any image); otherwise err says why. */
+/* 0 when the ELF executable at path has no program interpreter (a static
+ * executable, which runs in any image); otherwise <0 and err says why. */
 int docker_check_static(const char *path, struct cordon_error *err);
 
 /* What the docker backend cannot do with this configuration (no image,
