@@ -305,6 +305,11 @@ like "network allowlist: the reason" "$out" 'network.mode = "allowlist" is not s
 cordon_run "$ws" "${D[@]}" --set docker.host=unix:///nonexistent/docker.sock -- true
 is "a missing socket: refused (125)" "$rc" 125
 like "a missing socket: names it" "$out" "/nonexistent/docker.sock"
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$TEST_TMP/dead.sock"
+out=$(cd "$ws" && PWD="$ws" "$CORDON" tool "${D[@]}" --set "docker.host=unix://$TEST_TMP/dead.sock" read '{"path":"hello.txt"}' 2>&1)
+rc=$?
+is "a daemon that does not answer: cordon tool refused (125)" "$rc" 125
+like "a daemon that does not answer: the reason" "$out" "docker: the daemon at unix://$TEST_TMP/dead.sock does not answer: Cannot connect"
 cordon_run "$ws" "${D[@]}" --set docker.host=tcp://127.0.0.1:2375 -- true
 is "a TCP daemon: refused (125)" "$rc" 125
 like "a TCP daemon: unix sockets only" "$out" "unix sockets only"

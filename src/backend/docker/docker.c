@@ -381,6 +381,14 @@ static void remove_tree(int parent, const char *name, int depth)
     unlinkat(parent, name, AT_REMOVEDIR);
 }
 
+/* The CLI's complaint: the last line of what it printed (the lines before
+ * it are a --format template filled with nothing). */
+static const char *last_line(const char *out)
+{
+    const char *nl = strrchr(out, '\n');
+    return nl ? nl + 1 : out;
+}
+
 /* The daemon answers, confines containers with seccomp (its default
  * profile; cordon never asks for unconfined), and can apply the configured
  * limits (without the controller it would warn and run without them). */
@@ -394,7 +402,8 @@ static int check_daemon(const struct docker_state *st, const struct cordon_confi
     if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, err) < 0)
         return -1;
     if (status != 0)
-        return error_set(err, 0, "docker: the daemon at %s does not answer: %s", st->host, out);
+        return error_set(err, 0, "docker: the daemon at %s does not answer: %s", st->host,
+                         last_line(out));
     if (!strstr(out, "name=seccomp"))
         return error_set(err, 0,
                          "docker: the daemon at %s does not confine containers with seccomp "
