@@ -175,6 +175,10 @@ started:
     fcntl(s->channel, F_SETFL, fcntl(s->channel, F_GETFL) | O_NONBLOCK);
     if (frame_reader_fill(&s->in, s->channel, err) < 0 || wait_hello(s, err) < 0)
         goto fail;
+    /* Before any call: what the daemon made is checked from the host. */
+    if (s->is_vm && s->vm.ops == &docker_backend_ops &&
+        docker_sandbox_check_confined(&s->vm, err) < 0)
+        goto fail;
     if (s->is_vm)
         log_debug("session %s: agent ready in %s", s->launch.name, s->vm.description);
     else

@@ -57,6 +57,7 @@ struct docker_state {
     char *rm_argv[5];
     bool spawned;    /* the container may exist */
     int agent_pidfd; /* the container's PID 1, once asked for; else -1 */
+    pid_t agent_pid;
 };
 
 /* ---- small helpers ---- */
@@ -404,7 +405,7 @@ static int check_daemon(const struct docker_state *st, const struct cordon_confi
     if (status != 0)
         return error_set(err, 0, "docker: the daemon at %s does not answer: %s", st->host,
                          last_line(out));
-    if (!strstr(out, "name=seccomp"))
+    if (!strstr(out, "name=seccomp") || strstr(out, "profile=unconfined"))
         return error_set(err, 0,
                          "docker: the daemon at %s does not confine containers with seccomp "
                          "(its security options: %s); the docker backend needs it",
@@ -909,7 +910,38 @@ int docker_sandbox_agent_pidfd(struct sandbox *sb)
     if (pid <= 1 || *end)
         return -1;
     st->agent_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    st->agent_pid = (pid_t)pid;
     return st->agent_pidfd;
+}
+
+int docker_sandbox_check_confined(struct sandbox *sb, struct cordon_error *err)
+{
+    int pidfd = docker_sandbox_agent_pidfd(sb);
+    const struct docker_state *st = sb->priv;
+    if (pidfd < 0)
+        return error_set(err, ESRCH, "docker: the daemon does not name the container's process");
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)st->agent_pid);
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    char line[256], seccomp[32] = "?", nnp[32] = "?", capeff[64] = "?", capbnd[64] = "?";
+    while (f && fgets(line, sizeof(line), f)) {
+        sscanf(line, "Seccomp: %31s", seccomp);
+        sscanf(line, "NoNewPrivs: %31s", nnp);
+        sscanf(line, "CapEff: %63s", capeff);
+        sscanf(line, "CapBnd: %63s", capbnd);
+    }
+    /* Still the same process: the numbers read are its own. */
+    struct pollfd p = {pidfd, POLLIN, 0};
+    if (!f || poll(&p, 1, 0) != 0)
+        return error_set(err, ESRCH, "docker: the container's agent is gone");
+    if (strcmp(seccomp, "2") != 0 || strcmp(nnp, "1") != 0 ||
+        strspn(capeff, "0") != strlen(capeff) || strspn(capbnd, "0") != strlen(capbnd))
+        return error_set(err, EPERM,
+                         "docker: the container's agent (pid %d on the host) is not confined as "
+                         "required: Seccomp %s (want 2), NoNewPrivs %s (want 1), CapEff %s, "
+                         "CapBnd %s (want none)",
+                         (int)st->agent_pid, seccomp, nnp, capeff, capbnd);
+    return 0;
 }
 
 char *const *docker_sandbox_rm_argv(const struct sandbox *sb)

@@ -28,6 +28,11 @@ char *const *docker_sandbox_rm_envp(const struct sandbox *sb);
  * daemon once (`docker inspect`); owned by the sandbox. -1 when unknown. */
 int docker_sandbox_agent_pidfd(struct sandbox *sb);
 
+/* Reads the container's PID 1 from the host's /proc: seccomp in filter
+ * mode, no_new_privs, no capability (effective or bounding). A daemon
+ * configured otherwise refuses the session instead of a weaker sandbox. */
+int docker_sandbox_check_confined(struct sandbox *sb, struct cordon_error *err);
+
 /* Runs the prepared `docker rm -f NAME` and waits at most timeout_ms for it
  * (killed after that). For the watchdog (after fork, no exec of its own):
  * allocates nothing. */
