@@ -31,8 +31,8 @@ if [ ! -f "$rel/build.ninja" ]; then
     meson setup "$rel" "$CORDON_SRC" --buildtype=release >"$TEST_TMP/setup.log" 2>&1 ||
         cat "$TEST_TMP/setup.log" >&2
 fi
-ninja -C "$rel" cordon-agent >"$TEST_TMP/build.log" 2>&1 || tail -20 "$TEST_TMP/build.log" >&2
-mkdir -p "$TEST_TMP/bin" && cp "$rel/cordon-agent" "$TEST_TMP/bin/" && chmod 755 "$TEST_TMP/bin"
+ninja -C "$rel" cordon cordon-agent >"$TEST_TMP/build.log" 2>&1 || tail -20 "$TEST_TMP/build.log" >&2
+mkdir -p "$TEST_TMP/bin" && cp "$rel/cordon" "$rel/cordon-agent" "$TEST_TMP/bin/" && chmod 755 "$TEST_TMP/bin"
 export CORDON_TEST_AGENT="$TEST_TMP/bin/cordon-agent"
 like "the static agent is static" "$(file -L "$CORDON_TEST_AGENT")" "statically linked"
 
@@ -129,6 +129,12 @@ unlike "run: no docker socket inside" "$out" "docker-sock=present"
 like "run: the environment sentinel is absent" "$out" "sentinel=unset"
 like "run: /tmp is writable" "$out" "tmp=ok"
 is "run: the container is gone afterwards" "$(ncontainers)" 0
+
+# The release build as users get it: the static agent found next to cordon.
+out=$(cd "$ws" && PWD="$ws" env -u CORDON_TEST_AGENT "$TEST_TMP/bin/cordon" run "${D[@]}" -- bash -c 'cat hello.txt' 2>&1 </dev/null)
+rc=$?
+is "release build: run exits 0" "$rc" 0
+like "release build: the workspace is visible" "$out" "hello"
 
 # Exit statuses: a signal, and stdin relayed.
 cordon_run "$ws" "${D[@]}" -- bash -c 'kill -9 $$'
