@@ -16,14 +16,22 @@
  *
  *   cordon-agent probe
  *     run by `cordon verify` through the bash tool (or by init, --control,
- *     init.h): observations of the sandbox from inside (probe.c). */
+ *     init.h): observations of the sandbox from inside (probe.c).
+ *
+ *   cordon-agent --seccomp MODE ...
+ *     loads cordon's own seccomp filter on itself first (the docker
+ *     backend: the container runs under Docker's profile, and the kernel
+ *     applies both), then MODE as above. */
 #include "agent/init.h"
 #include "agent/probe.h"
 #include "agent/serve.h"
 #include "agent/vm-init.h"
+#include "backend/ns/ns-seccomp.h"
+#include "config.h"
 #include "util/error.h"
 
 #include <errno.h>
+#include <linux/seccomp.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -35,16 +43,39 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
 #define CONTROL_FD 3
 
+/* Stacks the ns backend's filter on whatever confines this process (a
+ * container's profile): every process of the sandbox inherits it, so the
+ * tools face the same kernel surface as on ns. Fails closed. */
+static void load_own_seccomp(void)
+{
+    if (CORDON_UNSAFE_NO_SECCOMP)
+        return;
+    struct sock_fprog prog;
+    ns_seccomp_program(&prog);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
+        fprintf(stderr, "cordon-agent: loading the seccomp filter: %s\n", strerror(errno));
+        _exit(CORDON_EXIT_FAILURE);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (vm_init_is_guest(argc, argv))
         return vm_init_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "--seccomp") == 0) {
+        load_own_seccomp();
+        argv[1] = argv[0];
+        argv++;
+        argc--;
+    }
     /* Executed from a memfd, the kernel names us "memfd:cordon-ag". */
     prctl(PR_SET_NAME, "cordon-agent");
     if (argc >= 2 && strcmp(argv[1], "init") == 0)

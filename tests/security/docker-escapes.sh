@@ -5,7 +5,8 @@
 # docker` against a private dockerd (tests/lib/docker-backend.sh), each
 # asserting the precise outcome and that the host is unchanged. The
 # container's seccomp profile is Docker's default, not cordon's own filter:
-# where the two answer differently the test says so (docs/docker-backend.md).
+# the agent stacks cordon's own filter on it (cordon-agent --seccomp), so
+# the answers are the ns backend's (docs/docker-backend.md).
 # Root only (a user who may talk to a dockerd is root-equivalent).
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
@@ -107,6 +108,8 @@ CapEff:0+
 CapBnd:0+"
     like "case 23: ... with no_new_privs and a seccomp filter" "$cstatus" "NoNewPrivs:1
 Seccomp:2"
+    is "cases 16-25: two filters on the container's PID 1 (Docker's, cordon's own)" \
+        "$(sed -n 's/^Seccomp_filters:\t*//p' "/proc/$cpid/status")" 2
     # The docker CLI cordon drives: the scrubbed environment, nothing else.
     cli=$(pgrep -n -f "docker run -i --rm --name $name")
     clienv=$(tr '\0' '\n' <"/proc/$cli/environ" 2>/dev/null | cut -d= -f1 | sort | tr '\n' ' ')
@@ -153,11 +156,11 @@ is "case 20: setns -> EPERM" "$(val setns)" EPERM
 for p in kexec_load init_module finit_module reboot swapon acct syslog open_by_handle_at; do
     is "case 25: $p -> EPERM" "$(val $p)" EPERM
 done
-# Where Docker's default profile is broader than cordon's own filter: the
-# answers are shown, not required (docs/docker-backend.md).
-for p in io_uring_setup socket_vsock socket_netlink_audit ptrace; do
-    diag "Docker's profile: $p -> $(val $p) (EPERM under cordon's own filter on ns and vm)"
-done
+# Where Docker's default profile (20.10) alone would allow them: cordon's
+# own filter, stacked by the agent, refuses them as on ns.
+is "case 18: io_uring_setup -> EPERM" "$(val io_uring_setup)" EPERM
+for p in socket_vsock socket_netlink_audit; do is "case 24: $p -> EPERM" "$(val $p)" EPERM; done
+is "case 17: ptrace attach to the container's PID 1 -> EPERM" "$(val ptrace)" EPERM
 # case 23
 for c in CapInh CapPrm CapEff CapBnd CapAmb; do
     is "case 23: $c all zero inside" "$(val $c)" 0000000000000000

@@ -717,7 +717,8 @@ static int build_run(const struct launch *l, const struct docker_state *st, char
 
     if (binds_emit(b, a, err) < 0)
         goto out;
-    if (args_add(a, "%s", cfg->docker.image) < 0)
+    /* The agent stacks cordon's own seccomp filter on Docker's profile. */
+    if (args_add(a, "%s", cfg->docker.image) < 0 || args_add(a, "--seccomp") < 0)
         goto oom;
     for (size_t i = 1; agent_argv[i]; i++) {
         if (args_add(a, "%s", agent_argv[i]) < 0)
@@ -924,8 +925,10 @@ int docker_sandbox_check_confined(struct sandbox *sb, struct cordon_error *err)
     snprintf(path, sizeof(path), "/proc/%d/status", (int)st->agent_pid);
     _cleanup_fclose_ FILE *f = fopen(path, "re");
     char line[256], seccomp[32] = "?", nnp[32] = "?", capeff[64] = "?", capbnd[64] = "?";
+    int filters = 0;
     while (f && fgets(line, sizeof(line), f)) {
         sscanf(line, "Seccomp: %31s", seccomp);
+        sscanf(line, "Seccomp_filters: %d", &filters);
         sscanf(line, "NoNewPrivs: %31s", nnp);
         sscanf(line, "CapEff: %63s", capeff);
         sscanf(line, "CapBnd: %63s", capbnd);
@@ -934,13 +937,15 @@ int docker_sandbox_check_confined(struct sandbox *sb, struct cordon_error *err)
     struct pollfd p = {pidfd, POLLIN, 0};
     if (!f || poll(&p, 1, 0) != 0)
         return error_set(err, ESRCH, "docker: the container's agent is gone");
-    if (strcmp(seccomp, "2") != 0 || strcmp(nnp, "1") != 0 ||
+    /* Two filters: Docker's profile and cordon's own, which the agent
+     * stacked before it said hello. */
+    if (strcmp(seccomp, "2") != 0 || filters < 2 || strcmp(nnp, "1") != 0 ||
         strspn(capeff, "0") != strlen(capeff) || strspn(capbnd, "0") != strlen(capbnd))
         return error_set(err, EPERM,
                          "docker: the container's agent (pid %d on the host) is not confined as "
-                         "required: Seccomp %s (want 2), NoNewPrivs %s (want 1), CapEff %s, "
-                         "CapBnd %s (want none)",
-                         (int)st->agent_pid, seccomp, nnp, capeff, capbnd);
+                         "required: Seccomp %s with %d filter(s) (want 2, Docker's and "
+                         "cordon's), NoNewPrivs %s (want 1), CapEff %s, CapBnd %s (want none)",
+                         (int)st->agent_pid, seccomp, filters, nnp, capeff, capbnd);
     return 0;
 }
 

@@ -29,7 +29,8 @@ char *const *docker_sandbox_rm_envp(const struct sandbox *sb);
 int docker_sandbox_agent_pidfd(struct sandbox *sb);
 
 /* Reads the container's PID 1 from the host's /proc: seccomp in filter
- * mode, no_new_privs, no capability (effective or bounding). A daemon
+ * mode with two filters (Docker's profile and cordon's own, stacked by the
+ * agent), no_new_privs, no capability (effective or bounding). A daemon
  * configured otherwise refuses the session instead of a weaker sandbox. */
 int docker_sandbox_check_confined(struct sandbox *sb, struct cordon_error *err);
 
