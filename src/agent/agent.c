@@ -18,14 +18,17 @@
  *     run by `cordon verify` through the bash tool (or by init, --control,
  *     init.h): observations of the sandbox from inside (probe.c).
  *
- *   cordon-agent --seccomp MODE ...
- *     loads cordon's own seccomp filter on itself first (the docker
- *     backend: the container runs under Docker's profile, and the kernel
- *     applies both), then MODE as above. */
+ *   cordon-agent --confine [--writable PATH]... -- MODE ...
+ *     confines itself first, as the ns backend confines its sandbox
+ *     (Landlock: everything readable, only the PATHs writable, when the
+ *     kernel has it; then cordon's own seccomp filter), then MODE as above.
+ *     The docker backend's containers start so: Docker's profile and
+ *     mounts stay, and the kernel applies both. */
 #include "agent/init.h"
 #include "agent/probe.h"
 #include "agent/serve.h"
 #include "agent/vm-init.h"
+#include "backend/ns/ns-landlock.h"
 #include "backend/ns/ns-seccomp.h"
 #include "config.h"
 #include "util/error.h"
@@ -50,17 +53,30 @@
 
 #define CONTROL_FD 3
 
-/* Stacks the ns backend's filter on whatever confines this process (a
- * container's profile): every process of the sandbox inherits it, so the
- * tools face the same kernel surface as on ns. Fails closed. */
-static void load_own_seccomp(void)
+#define AGENT_MAX_WRITABLE 64
+
+/* Landlock, then the ns backend's seccomp filter, on this process and so
+ * on everything it starts (no_new_privs first: the container has it
+ * already). A kernel or profile without Landlock leaves the mounts as the
+ * filesystem boundary, as on ns (`cordon verify` says so); any other
+ * failure ends the agent before it serves anything. */
+static void confine_self(const char *const *writable)
 {
+    struct cordon_error err = {0};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        fprintf(stderr, "cordon-agent: no_new_privs: %s\n", strerror(errno));
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    int abi = ns_landlock_abi();
+    if (abi > 0 && ns_landlock_apply_in_child(abi, writable, &err) < 0) {
+        fprintf(stderr, "cordon-agent: %s\n", err.message);
+        _exit(CORDON_EXIT_FAILURE);
+    }
     if (CORDON_UNSAFE_NO_SECCOMP)
         return;
     struct sock_fprog prog;
     ns_seccomp_program(&prog);
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
         fprintf(stderr, "cordon-agent: loading the seccomp filter: %s\n", strerror(errno));
         _exit(CORDON_EXIT_FAILURE);
     }
@@ -70,11 +86,21 @@ int main(int argc, char **argv)
 {
     if (vm_init_is_guest(argc, argv))
         return vm_init_main(argc, argv);
-    if (argc >= 2 && strcmp(argv[1], "--seccomp") == 0) {
-        load_own_seccomp();
-        argv[1] = argv[0];
-        argv++;
-        argc--;
+    if (argc >= 2 && strcmp(argv[1], "--confine") == 0) {
+        const char *writable[AGENT_MAX_WRITABLE + 1];
+        size_t n = 0;
+        int i = 2;
+        for (; i + 1 < argc && strcmp(argv[i], "--writable") == 0 && n < AGENT_MAX_WRITABLE; i += 2)
+            writable[n++] = argv[i + 1];
+        writable[n] = NULL;
+        if (i >= argc || strcmp(argv[i], "--") != 0) {
+            fprintf(stderr, "cordon-agent: --confine [--writable PATH]... -- MODE ...\n");
+            return CORDON_EXIT_FAILURE;
+        }
+        confine_self(writable);
+        argv[i] = argv[0];
+        argv += i;
+        argc -= i;
     }
     /* Executed from a memfd, the kernel names us "memfd:cordon-ag". */
     prctl(PR_SET_NAME, "cordon-agent");

@@ -309,6 +309,11 @@ if [[ $out == *"not supported on the docker backend"* ]]; then
 else
     is "verify: passes on docker" "$rc" 0
     unlike "verify: no FAIL row" "$out" "FAIL"
+    like "verify: the agent seen from the host is the container's PID 1, with both filters" "$out" \
+        "PASS  seccomp +agent \(pid [0-9]+, from the host\): Seccomp 2, 2 filter\(s\)"
+    like "verify: Landlock applies in the container" "$out" \
+        "PASS  landlock +kernel \(seen in the container\) ABI [0-9]+; .* -> EACCES"
+    like "verify: the user namespace is the host's, said so" "$out" "the host's: docker, the user's uid, no capabilities"
 fi
 is "verify: no container left" "$(ncontainers)" 0
 tap_done

@@ -717,9 +717,33 @@ static int build_run(const struct launch *l, const struct docker_state *st, char
 
     if (binds_emit(b, a, err) < 0)
         goto out;
-    /* The agent stacks cordon's own seccomp filter on Docker's profile. */
-    if (args_add(a, "%s", cfg->docker.image) < 0 || args_add(a, "--seccomp") < 0)
+    /* The agent confines itself as the ns backend confines its sandbox,
+     * under Docker's profile and mounts: Landlock with the same writable
+     * places, then cordon's own seccomp filter. */
+    if (args_add(a, "%s", cfg->docker.image) < 0 || args_add(a, "--confine") < 0)
         goto oom;
+    {
+        const char *writable[8 + 2 + LAUNCH_MAX_MOUNTS];
+        size_t n = 0;
+        static const char *const always[] = {"/tmp", "/var/tmp", "/run", "/dev"};
+        for (size_t i = 0; i < ARRAY_SIZE(always); i++)
+            writable[n++] = always[i];
+        writable[n++] = spec->home;
+        if (!ro)
+            writable[n++] = spec->workspace_view;
+        for (size_t i = 0; !ro && spec->git_dirs && spec->git_dirs[i] && i < 2; i++)
+            writable[n++] = spec->git_dirs[i];
+        for (size_t i = 0; i < spec->nmounts && i < LAUNCH_MAX_MOUNTS; i++) {
+            if (!spec->mounts[i].readonly)
+                writable[n++] = spec->mounts[i].guest_path;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (args_add(a, "--writable") < 0 || args_add(a, "%s", writable[i]) < 0)
+                goto oom;
+        }
+        if (args_add(a, "--") < 0)
+            goto oom;
+    }
     for (size_t i = 1; agent_argv[i]; i++) {
         if (args_add(a, "%s", agent_argv[i]) < 0)
             goto oom;
