@@ -63,6 +63,24 @@
 static void confine_self(const char *const *writable)
 {
     struct cordon_error err = {0};
+    /* The container must hold no capability (--cap-drop ALL): one that
+     * does is not the sandbox asked for. */
+    FILE *status = fopen("/proc/self/status", "re");
+    char line[256];
+    bool capable = !status;
+    while (status && fgets(line, sizeof(line), status)) {
+        char name[16], hex[32];
+        if (sscanf(line, "Cap%15[^:]: %31s", name, hex) == 2 && strcmp(name, "Inh") != 0 &&
+            strspn(hex, "0") != strlen(hex))
+            capable = true;
+    }
+    if (status)
+        fclose(status);
+    if (capable) {
+        fprintf(stderr, "cordon-agent: the sandbox holds capabilities (or /proc/self/status is "
+                        "unreadable): refusing to run in it\n");
+        _exit(CORDON_EXIT_FAILURE);
+    }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
         fprintf(stderr, "cordon-agent: no_new_privs: %s\n", strerror(errno));
         _exit(CORDON_EXIT_FAILURE);

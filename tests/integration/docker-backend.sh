@@ -300,6 +300,13 @@ else
     done
 fi
 
+# The agent's own confinement refuses a place that holds capabilities
+# (here: root on the host, outside any container).
+out=$("$CORDON_TEST_AGENT" --confine --writable /tmp -- probe </dev/null 2>&1)
+rc=$?
+is "agent --confine with capabilities: refused (125)" "$rc" 125
+like "agent --confine with capabilities: the reason" "$out" "the sandbox holds capabilities"
+
 # --- cordon verify on docker ---
 out=$(cd "$ws" && PWD="$ws" "$CORDON" verify "${D[@]}" 2>&1 </dev/null)
 rc=$?
