@@ -63,9 +63,13 @@ static long long now_ms(void)
 /* ---- running the CLI ---- */
 
 /* Forks the CLI with argv and the scrubbed environment, stdio on in, out,
- * errfd. It dies with the supervisor (the watchdog removes the container). */
+ * errfd. It dies with the supervisor (the watchdog removes the container).
+ * Unless it is attached to the user's terminal (terminal: `cordon run`),
+ * it gets a process group of its own, so that a terminal's Ctrl+C is the
+ * supervisor's to handle, not something the CLI proxies into the
+ * container. */
 static pid_t cli_spawn(const struct docker_state *st, char *const *argv, int in, int out, int errfd,
-                       struct cordon_error *err)
+                       bool terminal, struct cordon_error *err)
 {
     pid_t ppid = getpid();
     pid_t pid = fork();
@@ -76,6 +80,8 @@ static pid_t cli_spawn(const struct docker_state *st, char *const *argv, int in,
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != ppid)
             _exit(CORDON_EXIT_FAILURE);
+        if (!terminal)
+            setpgid(0, 0);
         int fds[3] = {in, out, errfd};
         /* Above 2 first, so that no dup2 below overwrites a source. */
         for (int i = 0; i < 3; i++) {
@@ -112,7 +118,7 @@ static int cli_capture(const struct docker_state *st, char *const *argv, int tim
     if (pipe2(p, O_CLOEXEC) < 0)
         return error_set(err, errno, "docker: pipe");
     _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    pid_t pid = cli_spawn(st, argv, devnull, p[1], p[1], err);
+    pid_t pid = cli_spawn(st, argv, devnull, p[1], p[1], false, err);
     close(p[1]);
     if (pid < 0) {
         close(p[0]);
@@ -502,9 +508,9 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
         docker_args_free(&a);
         return error_set(err, errno, "docker: socketpair");
     }
-    pid_t pid = serve
-                    ? cli_spawn(st, a.v, pair[1], pair[1], 2, err)
-                    : cli_spawn(st, a.v, l->spec.stdio[0], l->spec.stdio[1], l->spec.stdio[2], err);
+    pid_t pid =
+        serve ? cli_spawn(st, a.v, pair[1], pair[1], 2, false, err)
+              : cli_spawn(st, a.v, l->spec.stdio[0], l->spec.stdio[1], l->spec.stdio[2], true, err);
     docker_args_free(&a);
     if (pair[1] >= 0)
         close(pair[1]);
