@@ -9,7 +9,9 @@
  * requested mode:
  *   - "init -- CMD...": runs CMD as the host user with its stdin/stdout on
  *     the virtio console (hvc0) and stderr on its own port, reports
- *     {"t":"exit","status":N} on the channel and powers off;
+ *     {"t":"exit","status":N} on the channel and powers off; with "init
+ *     --pty", CMD has a terminal of the guest's instead, its master relayed
+ *     over hvc0 (vm-pty.c);
  *   - anything else: re-executes the agent with that argv, the channel as
  *     fd 3 (the agent protocol's stream).
  * Whatever runs for the user (CMD above, or the agent and all it starts) is
@@ -19,9 +21,12 @@
  * -no-reboot); after, it is reported as {"t":"error","message":...}. */
 #include "agent/vm-init.h"
 #include "agent/vm-docker.h"
+#include "agent/vm-pty.h"
 #include "util/fs.h"
 #include "backend/ns/ns-landlock.h"
 #include "backend/ns/ns-seccomp.h"
+#include "agent/vm-probe.h"
+#include "backend/ns/ns.h"
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm.h"
 #include "net/vmux.h"
@@ -48,6 +53,7 @@
 #include <sys/ioctl.h>
 #include <linux/seccomp.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -89,6 +95,7 @@ static void guest_fail(const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "cordon-agent (vm init): %s\n", msg);
     if (channel >= 0) {
+        vm_probe_flush(); /* a probe's answer partly sent: whole frames first */
         json_t *m = json_pack("{s:s,s:s}", "t", "error", "message", msg);
         if (m)
             vm_frame_write(channel, m);
@@ -349,6 +356,8 @@ struct guest_command {
     bool workspace_readonly;
     json_t *shares;  /* the boot spec's: the writable ones stay writable */
     bool no_seccomp; /* debug builds' test hook only */
+    bool pty;        /* "init --pty": a terminal of the guest (vm-pty.c) */
+    json_t *winsize; /* the boot spec's: the terminal's first size */
 };
 
 /* Every process started for the user (the agent and all it runs, or the
@@ -417,17 +426,26 @@ static void apply_limits(json_t *r)
     set_limit(RLIMIT_NPROC, json_integer_value(json_object_get(r, "nproc")), 1);
 }
 
-/* In the forked child: the host user's identity, the limits the ns backend
- * applies, then exec. */
-static void exec_guest_command(const struct guest_command *c, int in, int out, int errfd)
+/* In the forked child: its stdio (pipes, or the terminal's slave as its
+ * controlling terminal), the host user's identity, the limits the ns
+ * backend applies, then exec. */
+static void exec_guest_command(const struct guest_command *c, int in, int out, int errfd,
+                               const char *slave)
 {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     setsid();
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(errfd, 2);
+    if (slave) {
+        if (vm_pty_attach_in_child(slave) < 0) {
+            fprintf(stderr, "cordon: terminal %s: %s\n", slave, strerror(errno));
+            _exit(CORDON_EXIT_FAILURE);
+        }
+    } else {
+        dup2(in, 0);
+        dup2(out, 1);
+        dup2(errfd, 2);
+    }
     apply_limits(c->rlimits);
     struct cordon_error err;
     if (confine_user(c, &err) < 0) {
@@ -443,6 +461,28 @@ static void exec_guest_command(const struct guest_command *c, int in, int out, i
     int e = errno;
     fprintf(stderr, "cordon: %s: %s\n", c->argv[0], strerror(e));
     _exit(e == ENOENT ? CORDON_EXIT_NOT_FOUND : CORDON_EXIT_CANNOT_EXEC);
+}
+
+/* The probe of `cordon verify NAME` (vm-probe.c), in its forked child:
+ * the command's own confinement step, then the agent's probe mode from
+ * where the ns view keeps the agent (agent_view_link). */
+static void exec_probe(const void *ctx)
+{
+    const struct guest_command *c = ctx;
+    apply_limits(c->rlimits);
+    struct cordon_error err;
+    if (confine_user(c, &err) < 0) {
+        fprintf(stderr, "cordon: confining the probe (uid %u): %s\n", c->uid, err.message);
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    if (c->cwd && chdir(c->cwd) < 0) {
+        fprintf(stderr, "cordon: chdir %s: %s\n", c->cwd, strerror(errno));
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    char *argv[] = {"cordon-agent", "probe", NULL};
+    execve(NS_AGENT_VIEW_PATH, argv, c->env);
+    fprintf(stderr, "cordon: exec %s: %s\n", NS_AGENT_VIEW_PATH, strerror(errno));
+    _exit(CORDON_EXIT_CANNOT_EXEC);
 }
 
 static ssize_t write_some(int fd, const char *buf, size_t len)
@@ -491,9 +531,27 @@ static void run_relayed(const struct guest_command *c)
         guest_fail("channel: %s", strerror(errno));
     json_decref(ready);
     int errport = open_port(VM_PORT_STDERR);
+    /* `cordon verify NAME` sees PID 1 as on ns (the probe reads its comm). */
+    prctl(PR_SET_NAME, "cordon-init");
+    vm_probe_setup(channel, exec_probe, c);
     int in[2], out[2], errp[2];
-    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
+    struct vm_pty pty = {.master = -1};
+    if (c->pty) {
+        /* The master takes the pipes' places: input is written to it, its
+         * output (stdout and stderr alike) read from a second descriptor
+         * (the loop closes each end on its own). */
+        struct cordon_error err;
+        if (vm_pty_open(&pty, c->winsize, c->uid, c->gid, &err) < 0)
+            guest_fail("%s", err.message);
+        in[0] = out[1] = errp[0] = errp[1] = -1;
+        in[1] = pty.master;
+        out[0] = fcntl(pty.master, F_DUPFD_CLOEXEC, 3);
+        if (out[0] < 0)
+            guest_fail("dup: %s", strerror(errno));
+    } else if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
+               pipe2(errp, O_CLOEXEC) < 0) {
         guest_fail("pipe: %s", strerror(errno));
+    }
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
@@ -503,10 +561,12 @@ static void run_relayed(const struct guest_command *c)
     if (child < 0)
         guest_fail("fork: %s", strerror(errno));
     if (child == 0)
-        exec_guest_command(c, in[0], out[1], errp[1]);
-    close(in[0]);
-    close(out[1]);
-    close(errp[1]);
+        exec_guest_command(c, in[0], out[1], errp[1], c->pty ? pty.slave : NULL);
+    if (!c->pty) {
+        close(in[0]);
+        close(out[1]);
+        close(errp[1]);
+    }
     fcntl(in[1], F_SETFL, O_NONBLOCK);
 
     char inbuf[16384];
@@ -530,9 +590,14 @@ static void run_relayed(const struct guest_command *c)
             {channel, POLLIN, 0},
         };
         struct pollfd ps = {sigfd, POLLIN, 0};
-        struct pollfd all[6] = {p[0], p[1], p[2], p[3], p[4], ps};
-        if (poll(all, 6, status >= 0 ? 100 : -1) < 0 && errno != EINTR)
+        struct pollfd all[6 + VM_PROBE_POLLFDS] = {p[0], p[1], p[2], p[3], p[4], ps};
+        vm_probe_pollfds(all + 6);
+        int timeout = vm_probe_timeout_ms();
+        if (status >= 0 && (timeout < 0 || timeout > 100))
+            timeout = 100;
+        if (poll(all, ARRAY_SIZE(all), timeout) < 0 && errno != EINTR)
             guest_fail("poll: %s", strerror(errno));
+        vm_probe_events(all + 6);
         if (all[0].revents & POLLIN) {
             ssize_t n = read(console, inbuf, sizeof(inbuf));
             if (n > 0) {
@@ -555,8 +620,8 @@ static void run_relayed(const struct guest_command *c)
             ssize_t n = read(outfd, buf, sizeof(buf));
             if (n > 0)
                 write_all_blocking(console, buf, (size_t)n);
-            else if (n == 0 || errno != EINTR)
-                close(outfd), outfd = -1;
+            else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+                close(outfd), outfd = -1; /* a pty's master: EIO, no slave left */
         }
         if (all[3].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = read(errfd, buf, sizeof(buf));
@@ -570,13 +635,21 @@ static void run_relayed(const struct guest_command *c)
             if (!m)
                 guest_fail("the channel failed: %s", strerror(errno));
             const char *type = json_string_value(json_object_get(m, "t"));
-            if (type && strcmp(type, "stdin-eof") == 0) {
+            if (type && strcmp(type, "stdin-eof") == 0 && !c->pty) {
+                /* (A terminal's input has no end: the master stays open,
+                 * as on the ns backend.) */
                 json_t *bytes = json_object_get(m, "bytes");
                 eof_after = json_is_integer(bytes) ? json_integer_value(bytes) : 0;
+            } else if (type && strcmp(type, "probe") == 0) {
+                vm_probe_request(m);
             } else if (type && strcmp(type, "signal") == 0) {
                 int sig = (int)json_integer_value(json_object_get(m, "signal"));
-                if (sig > 0 && sig < 65)
+                if (sig > 0 && sig < 65 && c->pty)
+                    vm_pty_signal(&pty, child, sig);
+                else if (sig > 0 && sig < 65)
                     kill(-child, sig);
+            } else if (type && strcmp(type, "resize") == 0 && c->pty) {
+                vm_pty_resize(&pty, m);
             }
             json_decref(m);
         }
@@ -597,6 +670,8 @@ static void run_relayed(const struct guest_command *c)
             int ws;
             pid_t pid;
             while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+                if (vm_probe_reaped(pid, ws))
+                    continue;
                 if (pid == child && status < 0) {
                     status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
                     exited_at = now_ms();
@@ -605,6 +680,7 @@ static void run_relayed(const struct guest_command *c)
         }
     }
     tcdrain(console);
+    vm_probe_finish();
     json_t *m = json_pack("{s:s,s:i}", "t", "exit", "status", status);
     /* How the guest's Docker daemon fared (started on first use, so only
      * known now), for `cordon --debug run`. */
@@ -819,6 +895,7 @@ int vm_init_main(int argc, char **argv)
         .workspace_readonly = json_is_true(json_object_get(spec, "workspace_readonly")),
         .shares = json_object_get(spec, "shares"),
         .no_seccomp = json_is_true(json_object_get(spec, "test_no_seccomp")),
+        .winsize = json_object_get(spec, "winsize"),
     };
     if (!c.argv[0])
         guest_fail("empty argv in the boot spec");
@@ -837,10 +914,11 @@ int vm_init_main(int argc, char **argv)
     json_decref(booted);
 
     if (c.argv[1] && strcmp(c.argv[1], "init") == 0) {
-        /* Skip init's own options up to "--". */
+        /* Skip init's own options up to "--"; --pty is the only one that
+         * matters here. */
         char **cmd = c.argv + 2;
-        while (*cmd && strcmp(*cmd, "--") != 0)
-            cmd++;
+        for (; *cmd && strcmp(*cmd, "--") != 0; cmd++)
+            c.pty = c.pty || strcmp(*cmd, "--pty") == 0;
         if (!*cmd || !cmd[1])
             guest_fail("init: no command given");
         c.argv = cmd + 1;

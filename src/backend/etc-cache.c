@@ -218,10 +218,9 @@ static void sweep(int rootfd, const char *keep)
 int etc_cache_prepare(const char *root, struct etc_cache *out, struct cordon_error *err)
 {
     *out = (struct etc_cache){0};
-    struct etc_item *items = calloc(ETC_CACHE_MAX_ENTRIES, sizeof(*items));
+    _cleanup_free_ struct etc_item *items = calloc(ETC_CACHE_MAX_ENTRIES, sizeof(*items));
     if (!items)
         return error_set(err, ENOMEM, "etc cache");
-    _cleanup_free_ struct etc_item *owned = items;
     size_t n;
     if (collect(items, &n) < 0)
         return error_set(err, errno, "etc cache: reading /etc");

@@ -8,6 +8,7 @@
 #include "backend/ns/ns.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/term.h"
 #include "net/fdpass.h"
 #include "supervisor/control.h"
 #include "supervisor/launch.h"
@@ -29,7 +30,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 static const int relayed_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -210,14 +210,7 @@ static void on_control_request(void *ctx, uint64_t conn, const char *op)
  * init): judged as sandbox_verify judges the bash tool's output. */
 static void finish_verify(struct supervise *s, const char *end)
 {
-    char why[1024] = "";
-    if (strcmp(end, "timeout") == 0)
-        snprintf(why, sizeof(why), "the probe in the sandbox was killed after %d s (timeout)",
-                 INIT_PROBE_TIMEOUT_MS / 1000);
-    else if (strcmp(end, "exit 0") != 0)
-        snprintf(why, sizeof(why), "the probe in the sandbox ended: %.200s; its output: %.300s",
-                 end, s->out_len ? s->out : "(none)");
-    json_t *report = verify_finish_output(s->verify, s->out ? s->out : "", why[0] ? why : NULL);
+    json_t *report = verify_finish_init_probe(s->verify, s->out ? s->out : "", end);
     control_reply(s->ctl, s->verify_conn, json_pack("{s:b, s:o}", "ok", 1, "report", report));
     verify_end(s);
 }
@@ -453,13 +446,19 @@ static int run_common(int argc, char **argv, bool shell)
     }
     bool vm = l.cfg.backend == CFG_BACKEND_VM;
     bool docker = l.cfg.backend == CFG_BACKEND_DOCKER;
-    if ((vm || docker) && pty) {
+    if (docker && pty) {
         if (want_pty == 1) {
-            log_error("--pty is not available on the %s backend yet", vm ? "vm" : "docker");
+            log_error("--pty is not available on the docker backend yet");
             launch_free(&l);
             return CORDON_EXIT_FAILURE;
         }
-        pty = false; /* cordon shell on these backends reads commands from stdin */
+        pty = false; /* cordon shell on docker reads commands from stdin */
+    }
+    if (vm && pty) {
+        /* The guest's init makes the terminal (agent/vm-pty.c), at the host
+         * terminal's size (0x0 without one, as on ns). */
+        l.pty = true;
+        term_size(0, &l.pty_rows, &l.pty_cols);
     }
     if (!vm && !docker)
         ns_probe_report();
@@ -499,7 +498,8 @@ static int run_common(int argc, char **argv, bool shell)
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
     if (vm || docker) {
-        int status = docker ? cli_run_docker(&l, &lc, agent_argv) : cli_run_vm(&l, &lc, agent_argv);
+        int status =
+            docker ? cli_run_docker(&l, &lc, agent_argv) : cli_run_vm(&l, &lc, agent_argv, shell);
         lifecycle_end(&lc);
         launch_free(&l);
         return status;
@@ -558,17 +558,12 @@ static int run_common(int argc, char **argv, bool shell)
                           .l = &l,
                           .state_dir = lc.owner.dir,
                           .shell = shell};
-    struct termios saved;
-    bool restore = false;
+    struct term_raw term = {.active = false};
     if (pty) {
         s.master = recv_fd(control[0]);
         if (s.master >= 0) {
             copy_winsize(0, s.master);
-            if (tcgetattr(0, &saved) == 0) {
-                struct termios raw = saved;
-                cfmakeraw(&raw);
-                restore = tcsetattr(0, TCSANOW, &raw) == 0;
-            }
+            term_raw_enter(&term, 0);
         }
     }
     s.chan = TAKE_FD(control[0]);
@@ -584,8 +579,7 @@ static int run_common(int argc, char **argv, bool shell)
     verify_end(&s);
     if (s.chan >= 0)
         close(s.chan);
-    if (restore)
-        tcsetattr(0, TCSANOW, &saved);
+    term_raw_restore(&term);
     if (s.master >= 0)
         close(s.master);
     ns_sandbox_release(&sb);

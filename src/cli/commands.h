@@ -2,6 +2,8 @@
  * exit status. */
 #pragma once
 
+#include <stdbool.h>
+
 struct launch;
 
 struct cli_command {
@@ -22,10 +24,11 @@ int cmd_config(int argc, char **argv);
 int cmd_trust(int argc, char **argv);
 int cmd_untrust(int argc, char **argv);
 
-/* `cordon run` on the vm backend (cli/run-vm.c): boots, relays, returns the
- * command's exit status. */
+/* `cordon run` and `cordon shell` on the vm backend (cli/run-vm.c): boots,
+ * relays, serves the session's control socket (`cordon verify NAME`; shell
+ * only changes what its status says), returns the command's exit status. */
 struct lifecycle;
-int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv);
+int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell);
 /* `cordon run` on the docker backend (cli/run-docker.c): the docker CLI
  * attached to cordon's stdio; returns the container's exit status. */
 int cli_run_docker(const struct launch *l, struct lifecycle *lc, char **agent_argv);

@@ -39,6 +39,11 @@ struct launch {
     struct net_session net_session; /* proxy / pasta, started with the sandbox */
     char *net_audit_log;
     struct ns_spec spec; /* argv, stdio and control_fd are the caller's to fill */
+    /* vm backend: the command gets a terminal of the guest's (`cordon
+     * shell` on a terminal, `--pty`), and the host terminal's size for the
+     * boot spec (0 when there is none). */
+    bool pty;
+    unsigned short pty_rows, pty_cols;
 };
 
 /* The cordon-agent binary: next to cordon, else the installed one.

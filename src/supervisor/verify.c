@@ -4,6 +4,7 @@
  * applicable here, with the reason), and the evidence: what was probed and
  * what was seen. */
 #include "supervisor/verify.h"
+#include "agent/init.h"
 #include "backend/ns/ns-landlock.h"
 #include "supervisor/environ.h"
 #include "util/cleanup.h"
@@ -1217,6 +1218,18 @@ json_t *verify_finish_output(struct verify_run *r, const char *output, const cha
                      output && output[0] ? output : "(no output)");
     }
     return judge(r, p, why);
+}
+
+json_t *verify_finish_init_probe(struct verify_run *r, const char *output, const char *end)
+{
+    char why[1024] = "";
+    if (strcmp(end, "timeout") == 0)
+        snprintf(why, sizeof(why), "the probe in the sandbox was killed after %d s (timeout)",
+                 INIT_PROBE_TIMEOUT_MS / 1000);
+    else if (strcmp(end, "exit 0") != 0)
+        snprintf(why, sizeof(why), "the probe in the sandbox ended: %.200s; its output: %.300s",
+                 end, output[0] ? output : "(none)");
+    return verify_finish_output(r, output, why[0] ? why : NULL);
 }
 
 /* The probe's answer p (consumed; NULL: none, why says why) judged against

@@ -55,6 +55,10 @@ void verify_set_agent(struct verify_run *r, int pidfd);
  * or probe_error when it did not run to the end) judged against the host's
  * facts. Returns the report (as verify_finish). */
 json_t *verify_finish_output(struct verify_run *r, const char *output, const char *probe_error);
+/* Phase 2 of a probe run by a sandbox's init (`cordon shell`/`cordon run`,
+ * ns and vm backends): its output ("" when none) and how it ended: "exit
+ * N", "signal N", "timeout" or "error: ..." (agent/init.h). */
+json_t *verify_finish_init_probe(struct verify_run *r, const char *output, const char *end);
 
 /* Phase 1 of an MCP session: verify_prepare_target() with the session's
  * agent; *bash_args is the bash tool call that runs the probe (caller owns

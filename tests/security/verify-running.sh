@@ -272,9 +272,11 @@ is "supervisor SIGKILLed: the watchdog removed the control socket" \
 hold_stop >/dev/null 2>&1
 
 # --- `cordon shell --name` and `cordon run --name`: probed through their init ---
-# wait_verify NAME: until the session answers on its control socket.
+# wait_verify NAME [TRIES]: until the session answers on its control socket
+# (out, err and rc: its last try's, empty when it never answered).
 wait_verify() {
-    for _ in $(seq 150); do
+    out= err= rc=
+    for _ in $(seq "${2:-150}"); do
         [ -S "$state/$1/control" ] && verify_name "$1" && [ "$rc" != 125 ] && [ "$rc" != 2 ] && return
         sleep 0.1
     done
@@ -282,9 +284,11 @@ wait_verify() {
 # shell_send LINE, shell_wait TEXT: a command line into the held shell, and
 # waiting for what it prints.
 shell_send() { printf '%s\n' "$1" >&"$sh_w"; }
+# sh_out: where the held shell's stdout goes; shell_wait tries $2 times.
+sh_out="$TEST_TMP/sh.out"
 shell_wait() {
-    for _ in $(seq 100); do
-        grep -q -- "$1" "$TEST_TMP/sh.out" 2>/dev/null && return 0
+    for _ in $(seq "${2:-100}"); do
+        grep -q -- "$1" "$sh_out" 2>/dev/null && return 0
         sleep 0.1
     done
     return 1
@@ -473,14 +477,179 @@ if command -v qemu-system-x86_64 >/dev/null &&
     like "vm: ownership names that session's supervisor from both sides" "$(row ownership)" \
         "record names pid $mcp_pid.*control socket's peer \(SO_PEERCRED\) is pid $mcp_pid"
     hold_stop
+    # --- `cordon shell` and `cordon run` on the vm backend: the probe run
+    # by the guest's init, the host-side evidence QEMU's ---
+    # A shell held on a fifo, as above: THAT guest's audit, a change made
+    # inside it, commands typed afterwards.
+    namevsh="vmsh-$$"
+    rm -f "$TEST_TMP/vsh.in"
+    mkfifo "$TEST_TMP/vsh.in"
+    (cd "$ws" && exec "$CORDON" shell --backend vm --readonly --name "$namevsh" \
+        <"$TEST_TMP/vsh.in" >"$TEST_TMP/vsh.out" 2>"$TEST_TMP/vsh.err") &
+    vsh_pid=$!
+    cleanup_pids+=("$vsh_pid")
+    exec {sh_w}>"$TEST_TMP/vsh.in"
+    sh_out="$TEST_TMP/vsh.out"
+    shell_send "echo vshell-up"
+    shell_wait vshell-up 600
+    is "vm shell --name: the shell runs commands" "$(cat "$sh_out")" "vshell-up"
+    wait_verify "$namevsh"
+    is "vm shell: control socket: a socket, mode 0600" \
+        "$(stat -c '%a %F' "$state/$namevsh/control" 2>&1)" "600 socket"
+    is "vm: verify NAME of a \`cordon shell\` session: exit 0" "$rc" 0
+    like "vm shell: the table, headed by the session's name" "$out" "^cordon verify: sandbox $namevsh"
+    for check in env-scrub env-forwarding host-files docker-socket seccomp no-new-privs \
+        capabilities namespaces processes network-egress policy-dir; do
+        like "vm shell: $check passes" "$(row "$check")" "^PASS"
+    done
+    like "vm shell: the kernel boundary, not namespace ids" "$(row namespaces)" \
+        "^PASS +namespaces +kernel boundary \(microVM\): boot_id inside"
+    like "vm shell: seccomp: QEMU's filter from the host, the guest's inside" "$(row seccomp)" \
+        "^PASS +seccomp +QEMU \(pid [0-9]+, from the host; its own -sandbox filter\).*inside the guest: Seccomp 2"
+    like "vm shell: the probe is a child of the guest's init, PID 1 is cordon-init" \
+        "$(row processes)" "all the guest kernel's own .*PID 1 is cordon-init"
+    like "vm shell: env-scrub: QEMU's environment from the host, the probe's inside" \
+        "$(row env-scrub)" \
+        "agent /proc/[0-9]+/environ from the host: clean; inside \(the probe, a child of the guest's init\): none present"
+    like "vm shell: ownership: held by the supervisor's pid ($vsh_pid), seen by both sides" \
+        "$(row ownership)" \
+        "^PASS .*the record names pid $vsh_pid, this supervisor is $vsh_pid; .*the control socket's peer \(SO_PEERCRED\) is pid $vsh_pid$"
+    like "vm shell: THAT session's configuration (--readonly)" "$(row workspace)" \
+        "^PASS .*read-only mode\): creating a file -> EROFS"
+    like "vm shell: control status: the kind, QEMU as the sandbox's pid, the supervisor" \
+        "$(ctl "$namevsh" '{"op":"status"}
+')" "\"kind\": ?\"shell\", ?\"sandbox_pid\": ?$(
+        $PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["sandbox_pid"])' \
+            "$state/$namevsh/lock"
+    ).*\"pid\": ?$vsh_pid"
+
+    verify_name "$namevsh" --json
+    printf '%s' "$out" >"$TEST_TMP/report-vsh.json"
+    json_ok=$(
+        $PY - "$TEST_TMP/report-vsh.json" "$state/$namevsh/lock" "$namevsh" 2>&1 <<'EOF'
+import json, sys
+sys.argv.pop(0)
+r = json.load(open(sys.argv[0]))
+lock = json.load(open(sys.argv[1]))
+c = {x["check"]: x["status"] for x in r["checks"]}
+assert r["sandbox"] == sys.argv[2], r["sandbox"]
+assert r["result"] == "PASS" and r["failed"] == 0, (r["result"], c, r.get("probe_error"))
+assert len(r["checks"]) == 16, len(r["checks"])
+# The host-side evidence is THIS session's QEMU (the pid its lock records).
+assert r["host"]["agent_pid"] == lock["sandbox_pid"], (r["host"]["agent_pid"], lock)
+assert r["host"]["agent_comm"].startswith("qemu"), r["host"]["agent_comm"]
+print("ok")
+EOF
+    )
+    is "vm shell: verify NAME --json: 16 checks, QEMU of the pid the lock records" "$json_ok" ok
+
+    # A probe that hangs (stopped from inside by the shell, as a sandboxed
+    # process may): the guest's init kills it after 30 s and goes on.
+    shell_send "for i in \$(seq 1000); do pkill -STOP -f '^cordon-agent probe' && break; sleep 0.01; done; echo probe-stopped-\$i"
+    (cd / && exec "$CORDON" verify "$namevsh" >"$TEST_TMP/vt.out" 2>"$TEST_TMP/vt.err" </dev/null) &
+    vt=$!
+    shell_wait probe-stopped- 300
+    like "vm shell: the shell stopped the probe" "$(cat "$sh_out")" "probe-stopped-[0-9]+$"
+    wait "$vt"
+    is "vm shell: a probe that hangs: verify NAME exits 1 (its rows FAIL)" "$?" 1
+    like "vm shell: a probe that hangs: killed after 30 s by the guest's init, said so" \
+        "$(cat "$TEST_TMP/vt.out")" "probe: the probe in the sandbox was killed after 30 s \(timeout\)"
+    verify_name "$namevsh"
+    is "vm shell: after the hung probe: the session is still audited (exit 0)" "$rc" 0
+
+    # A Docker API look-alike started by the shell in the guest's /tmp.
+    shell_send "python3 $ws/dock.py /tmp/d.sock </dev/null >/dev/null 2>&1 & for i in \$(seq 100); do [ -S /tmp/d.sock ] && break; sleep 0.1; done; echo planted-\$(ls /tmp/d.sock)"
+    shell_wait planted- 300
+    like "vm shell: /tmp/d.sock planted in the guest" "$(cat "$sh_out")" "planted-/tmp/d.sock"
+    verify_name "$namevsh"
+    is "vm shell: verify NAME after the change inside: exit 1" "$rc" 1
+    like "vm shell: the change made inside that guest is seen" "$(row docker-socket)" \
+        "^FAIL .*reachable: /tmp/d.sock \(answers the Docker API\)$"
+    like "vm shell: a FAIL tells the user what to do" "$out" \
+        "Treat sandbox $namevsh as compromised.*cordon rm $namevsh"
+
+    if is_root && id cordon-test >/dev/null 2>&1; then
+        is "vm shell: another uid: the socket's directory mode denies it" \
+            "$(ctl "$namevsh" '{"op":"verify"}
+' cordon-test)" PermissionError
+        chmod 711 "$state" "$state/$namevsh"
+        chmod 666 "$state/$namevsh/control"
+        like "vm shell: another uid: SO_PEERCRED refuses it when the modes would not" \
+            "$(ctl "$namevsh" '{"op":"verify"}
+' cordon-test)" "\"ok\": ?false, ?\"error\": ?\"permission denied: uid $(id -u cordon-test) is not the session owner \(uid 0\) or root\""
+        chmod 700 "$state" "$state/$namevsh"
+        chmod 600 "$state/$namevsh/control"
+    else
+        skip "vm shell: another uid: the socket's mode denies it" "needs root and the test user"
+        skip "vm shell: another uid: SO_PEERCRED refuses it" "needs root and the test user"
+    fi
+
+    shell_send "echo after-verify; (exit 3); echo status=\$?"
+    shell_wait status= 300
+    like "vm shell after verify: a command typed afterwards runs, its status unchanged" \
+        "$(cat "$sh_out")" "after-verify
+status=3$"
+    shell_send "exit 7"
+    exec {sh_w}>&-
+    wait "$vsh_pid"
+    is "vm shell after verify: its exit status is the shell's (7)" "$?" 7
+    is "vm shell: teardown removes the control socket" \
+        "$(ls -A "$state/$namevsh" 2>/dev/null | grep -c '^control$')" 0
+    verify_name "$namevsh"
+    is "vm shell: verify NAME after it ended: not running (2)" "$rc" 2
+
+    # `cordon run --backend vm`: its own guest (no /tmp/d.sock there); an
+    # audit in flight when the command exits.
+    namevrun="vmrun-$$"
+    (cd "$ws" && exec "$CORDON" run --backend vm --name "$namevrun" -- sleep 120 \
+        </dev/null >/dev/null 2>"$TEST_TMP/vrun.err") &
+    vrun_pid=$!
+    cleanup_pids+=("$vrun_pid")
+    wait_verify "$namevrun" 600
+    is "vm: verify NAME of a \`cordon run\` session: exit 0" "$rc" 0
+    like "vm run: ownership names the supervisor's pid ($vrun_pid)" "$(row ownership)" \
+        "^PASS .*the record names pid $vrun_pid, this supervisor is $vrun_pid; .*the control socket's peer \(SO_PEERCRED\) is pid $vrun_pid$"
+    like "vm run: THAT session's configuration (writable workspace)" "$(row workspace)" \
+        "^PASS .*writable mode\): creating a file -> ok"
+    like "vm run: not the shell's guest (no Docker look-alike here)" "$(row docker-socket)" "^PASS"
+    like "vm run: control status says run" "$(ctl "$namevrun" '{"op":"status"}
+')" "\"kind\": ?\"run\""
+    # QEMU is held (SIGSTOP from the host) while the request waits in its
+    # channel; the command gets SIGTERM through cordon the same way; both
+    # reach the guest together, and the command ends long before a probe
+    # could.
+    qemu_pid=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["sandbox_pid"])' \
+        "$state/$namevrun/lock")
+    kill -STOP "$qemu_pid"
+    (cd / && exec "$CORDON" verify "$namevrun" >"$TEST_TMP/vv.out" 2>"$TEST_TMP/vv.err" </dev/null) &
+    vv=$!
+    wait_in_flight "$namevrun"
+    verify_name "$namevrun"
+    is "vm run: a second verify NAME while one is in flight: refused (125)" "$rc" 125
+    like "vm run: a second verify NAME while one is in flight: says so" "$err" \
+        "the supervisor answered: a verify of this session is already running"
+    kill -TERM "$vrun_pid"
+    sleep 0.5
+    kill -CONT "$qemu_pid"
+    wait "$vv"
+    is "vm run: verify NAME while the command exits: exit 125" "$?" 125
+    like "vm run: verify NAME while the command exits: the same error as on ns" \
+        "$(cat "$TEST_TMP/vv.err")" \
+        "sandbox $namevrun: the supervisor answered: sandbox $namevrun: its command exited \(status 143\) before the audit ended: nothing was audited"
+    is "vm run: verify NAME while the command exits: no report" "$(cat "$TEST_TMP/vv.out")" ""
+    wait "$vrun_pid"
+    is "vm run: the exit status is the command's (143), unchanged by the probe" "$?" 143
+    verify_name "$namevrun"
+    is "vm run: verify NAME after the command exited: not running (2)" "$rc" 2
 else
     for d in "the held session is up" "verify NAME of a running vm session exits 0" \
         "the namespaces row checks the kernel boundary" "ownership names that session's supervisor"; do
         skip "vm: $d" "no QEMU or guest kernel (scripts/bootstrap.sh --test)"
     done
+    skip "vm: cordon shell and cordon run sessions" "no QEMU or guest kernel (scripts/bootstrap.sh --test)"
 fi
 
-for n in "$name" "$name2" "$name5" "$name6" "${name4:-}" "$namevm"; do
+for n in "$name" "$name2" "$name5" "$name6" "${name4:-}" "$namevm" "${namevsh:-}" "${namevrun:-}"; do
     [ -n "$n" ] && "$CORDON" rm "$n" >/dev/null 2>&1
 done
 tap_done

@@ -6,6 +6,7 @@
 #include "util/cleanup.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -122,4 +123,27 @@ json_t *vm_frame_read(int fd, int timeout_ms)
     if (!msg)
         errno = EPROTO;
     return msg;
+}
+
+static bool winsize_field_ok(json_int_t v)
+{
+    return v >= 1 && v <= 65535;
+}
+
+json_t *vm_frame_winsize_pack(long rows, long cols)
+{
+    if (!winsize_field_ok(rows) || !winsize_field_ok(cols))
+        return NULL;
+    return json_pack("{s:I,s:I}", "rows", (json_int_t)rows, "cols", (json_int_t)cols);
+}
+
+int vm_frame_winsize_get(const json_t *obj, unsigned short *rows, unsigned short *cols)
+{
+    json_t *r = json_object_get(obj, "rows"), *c = json_object_get(obj, "cols");
+    if (!json_is_integer(r) || !json_is_integer(c) || !winsize_field_ok(json_integer_value(r)) ||
+        !winsize_field_ok(json_integer_value(c)))
+        return -1;
+    *rows = (unsigned short)json_integer_value(r);
+    *cols = (unsigned short)json_integer_value(c);
+    return 0;
 }

@@ -602,6 +602,10 @@ static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
         json_object_set_new(spec, "workspace", json_string(l->spec.workspace_view));
         if (no_seccomp)
             json_object_set_new(spec, "test_no_seccomp", json_true());
+        /* The guest's pty starts at the host terminal's size (vm-pty.c). */
+        json_t *winsize = vm_frame_winsize_pack(l->pty_rows, l->pty_cols);
+        if (winsize)
+            json_object_set_new(spec, "winsize", winsize);
     }
     return spec;
 }
