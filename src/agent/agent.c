@@ -156,6 +156,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n"
                     "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
                     "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
-                    "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n");
+                    "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n"
+                    "       cordon-agent --confine [--writable PATH]... -- MODE ...\n");
     return CORDON_EXIT_FAILURE;
 }
