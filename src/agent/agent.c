@@ -7,22 +7,34 @@
  *     it was killed). With --pty, the terminal is made here, on the sandbox's
  *     own devpts, and its master end is sent to the supervisor over fd 3.
  *
- *   cordon-agent serve [--host]
- *     serves the seven tools over the agent protocol on fd 3
+ *   cordon-agent serve [--host | --stdio]
+ *     serves the seven tools over the agent protocol on fd 3 (--stdio: read
+ *     from stdin, written to stdout, the docker backend's `docker run -i`)
  *     (docs/agent-protocol.md), reaping orphans as init. With --host (host
  *     execution, no sandbox) it is a child subreaper and kills every process
  *     its calls left behind when it ends.
  *
  *   cordon-agent probe
  *     run by `cordon verify` through the bash tool (or by init, --control,
- *     init.h): observations of the sandbox from inside (probe.c). */
+ *     init.h): observations of the sandbox from inside (probe.c).
+ *
+ *   cordon-agent --confine [--writable PATH]... -- MODE ...
+ *     confines itself first, as the ns backend confines its sandbox
+ *     (Landlock: everything readable, only the PATHs writable, when the
+ *     kernel has it; then cordon's own seccomp filter), then MODE as above.
+ *     The docker backend's containers start so: Docker's profile and
+ *     mounts stay, and the kernel applies both. */
 #include "agent/init.h"
 #include "agent/probe.h"
 #include "agent/serve.h"
 #include "agent/vm-init.h"
+#include "backend/ns/ns-landlock.h"
+#include "backend/ns/ns-seccomp.h"
+#include "config.h"
 #include "util/error.h"
 
 #include <errno.h>
+#include <linux/seccomp.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -34,16 +46,80 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
 #define CONTROL_FD 3
 
+#define AGENT_MAX_WRITABLE 64
+
+/* Landlock, then the ns backend's seccomp filter, on this process and so
+ * on everything it starts (no_new_privs first: the container has it
+ * already). A kernel or profile without Landlock leaves the mounts as the
+ * filesystem boundary, as on ns (`cordon verify` says so); any other
+ * failure ends the agent before it serves anything. */
+static void confine_self(const char *const *writable)
+{
+    struct cordon_error err = {0};
+    /* The container must hold no capability (--cap-drop ALL): one that
+     * does is not the sandbox asked for. */
+    FILE *status = fopen("/proc/self/status", "re");
+    char line[256];
+    bool capable = !status;
+    while (status && fgets(line, sizeof(line), status)) {
+        char name[16], hex[32];
+        if (sscanf(line, "Cap%15[^:]: %31s", name, hex) == 2 && strcmp(name, "Inh") != 0 &&
+            strspn(hex, "0") != strlen(hex))
+            capable = true;
+    }
+    if (status)
+        fclose(status);
+    if (capable) {
+        fprintf(stderr, "cordon-agent: the sandbox holds capabilities (or /proc/self/status is "
+                        "unreadable): refusing to run in it\n");
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        fprintf(stderr, "cordon-agent: no_new_privs: %s\n", strerror(errno));
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    int abi = ns_landlock_abi();
+    if (abi > 0 && ns_landlock_apply_in_child(abi, writable, &err) < 0) {
+        fprintf(stderr, "cordon-agent: %s\n", err.message);
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    if (CORDON_UNSAFE_NO_SECCOMP)
+        return;
+    struct sock_fprog prog;
+    ns_seccomp_program(&prog);
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
+        fprintf(stderr, "cordon-agent: loading the seccomp filter: %s\n", strerror(errno));
+        _exit(CORDON_EXIT_FAILURE);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (vm_init_is_guest(argc, argv))
         return vm_init_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "--confine") == 0) {
+        const char *writable[AGENT_MAX_WRITABLE + 1];
+        size_t n = 0;
+        int i = 2;
+        for (; i + 1 < argc && strcmp(argv[i], "--writable") == 0 && n < AGENT_MAX_WRITABLE; i += 2)
+            writable[n++] = argv[i + 1];
+        writable[n] = NULL;
+        if (i >= argc || strcmp(argv[i], "--") != 0) {
+            fprintf(stderr, "cordon-agent: --confine [--writable PATH]... -- MODE ...\n");
+            return CORDON_EXIT_FAILURE;
+        }
+        confine_self(writable);
+        argv[i] = argv[0];
+        argv += i;
+        argc -= i;
+    }
     /* Executed from a memfd, the kernel names us "memfd:cordon-ag". */
     prctl(PR_SET_NAME, "cordon-agent");
     if (argc >= 2 && strcmp(argv[1], "init") == 0)
@@ -52,7 +128,20 @@ int main(int argc, char **argv)
         prctl(PR_SET_DUMPABLE, 0);
         /* --host: the supervisor's helper for host execution, no sandbox. */
         bool host = argc >= 3 && strcmp(argv[2], "--host") == 0;
-        int rc = agent_serve(CONTROL_FD, host);
+        int rc;
+        if (argc >= 3 && strcmp(argv[2], "--stdio") == 0) {
+            /* The channel moves off 0 and 1 (close-on-exec), which become
+             * /dev/null: no call's process inherits the protocol stream. */
+            int in = fcntl(0, F_DUPFD_CLOEXEC, 3);
+            int out = fcntl(1, F_DUPFD_CLOEXEC, 3);
+            int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+            if (in < 0 || out < 0 || devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
+                _exit(CORDON_EXIT_FAILURE);
+            close(devnull);
+            rc = agent_serve_pipes(in, out, false);
+        } else {
+            rc = agent_serve(CONTROL_FD, host);
+        }
         /* As PID 1, leaving ends the sandbox; _exit skips the sanitizers'
          * exit-time leak scan, which would need ptrace. */
         fflush(NULL);
@@ -66,6 +155,8 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n"
                     "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
-                    "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n");
+                    "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
+                    "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n"
+                    "       cordon-agent --confine [--writable PATH]... -- MODE ...\n");
     return CORDON_EXIT_FAILURE;
 }

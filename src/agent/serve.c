@@ -59,6 +59,7 @@ struct call {
 
 struct agent {
     int channel;
+    int channel_out; /* channel, or the write end of a pipe pair (serve --stdio) */
     int epfd;
     int sigfd;
     struct frame_reader in;
@@ -70,8 +71,20 @@ struct agent {
 };
 
 /* epoll data: low bits tag the kind of fd, the rest is the call index. */
-enum { TAG_CHANNEL = 1, TAG_SIGNAL = 2, TAG_WORKER = 3, TAG_BASH = 4 };
+enum { TAG_CHANNEL = 1, TAG_SIGNAL = 2, TAG_WORKER = 3, TAG_BASH = 4, TAG_CHANNEL_OUT = 5 };
 #define EV_DATA(tag, idx) (((uint64_t)(idx) << 8) | (tag))
+
+/* Writability is watched only while frames wait: on the channel itself,
+ * or on its separate write end. */
+static void watch_output(struct agent *a, bool pending)
+{
+    struct epoll_event ev = {.events = EPOLLIN | (pending ? EPOLLOUT : 0),
+                             .data.u64 = EV_DATA(TAG_CHANNEL, 0)};
+    if (a->channel_out != a->channel)
+        ev = (struct epoll_event){.events = pending ? EPOLLOUT : 0,
+                                  .data.u64 = EV_DATA(TAG_CHANNEL_OUT, 0)};
+    epoll_ctl(a->epfd, EPOLL_CTL_MOD, a->channel_out, &ev);
+}
 
 static void send_msg(struct agent *a, json_t *msg)
 {
@@ -79,14 +92,7 @@ static void send_msg(struct agent *a, json_t *msg)
     if (frame_writer_queue(&a->out, msg, &err) < 0)
         fprintf(stderr, "cordon-agent: %s\n", err.message);
     json_decref(msg);
-    struct epoll_event ev = {.events = EPOLLIN | (frame_writer_pending(&a->out) ? EPOLLOUT : 0),
-                             .data.u64 = EV_DATA(TAG_CHANNEL, 0)};
-    if (frame_writer_flush(&a->out, a->channel, &err) == 0) {
-        ev.events |= EPOLLOUT;
-    } else {
-        ev.events &= ~(uint32_t)EPOLLOUT;
-    }
-    epoll_ctl(a->epfd, EPOLL_CTL_MOD, a->channel, &ev);
+    watch_output(a, frame_writer_flush(&a->out, a->channel_out, &err) == 0);
 }
 
 static void send_result_status(struct agent *a, json_int_t id, struct tool_result *res,
@@ -497,6 +503,11 @@ static void on_timers(struct agent *a)
 
 int agent_serve(int channel_fd, bool host)
 {
+    return agent_serve_pipes(channel_fd, channel_fd, host);
+}
+
+int agent_serve_pipes(int channel_fd, int channel_out_fd, bool host)
+{
     struct cordon_error rerr;
     /* Before any call: every process a call leaves behind stays ours. */
     if (host && reap_become_subreaper(&rerr) < 0)
@@ -505,6 +516,7 @@ int agent_serve(int channel_fd, bool host)
     if (!a)
         return CORDON_EXIT_FAILURE;
     a->channel = channel_fd;
+    a->channel_out = channel_out_fd;
     if (!getcwd(a->cwd, sizeof(a->cwd)))
         snprintf(a->cwd, sizeof(a->cwd), "/");
     a->env = (struct tool_env){
@@ -514,6 +526,7 @@ int agent_serve(int channel_fd, bool host)
         .bash_environ = environ,
     };
     fcntl(channel_fd, F_SETFL, fcntl(channel_fd, F_GETFL) | O_NONBLOCK);
+    fcntl(channel_out_fd, F_SETFL, fcntl(channel_out_fd, F_GETFL) | O_NONBLOCK);
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
@@ -528,6 +541,10 @@ int agent_serve(int channel_fd, bool host)
     a->epfd = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_DATA(TAG_CHANNEL, 0)};
     epoll_ctl(a->epfd, EPOLL_CTL_ADD, channel_fd, &ev);
+    if (channel_out_fd != channel_fd) {
+        ev = (struct epoll_event){.events = 0, .data.u64 = EV_DATA(TAG_CHANNEL_OUT, 0)};
+        epoll_ctl(a->epfd, EPOLL_CTL_ADD, channel_out_fd, &ev);
+    }
     ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = EV_DATA(TAG_SIGNAL, 0)};
     epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sigfd, &ev);
 
@@ -544,15 +561,16 @@ int agent_serve(int channel_fd, bool host)
             int idx = (int)(data >> 8);
             switch (data & 0xff) {
             case TAG_CHANNEL:
+            case TAG_CHANNEL_OUT:
                 if (events[i].events & EPOLLOUT) {
                     struct cordon_error err;
-                    if (frame_writer_flush(&a->out, a->channel, &err) != 0) {
-                        struct epoll_event mod = {.events = EPOLLIN,
-                                                  .data.u64 = EV_DATA(TAG_CHANNEL, 0)};
-                        epoll_ctl(a->epfd, EPOLL_CTL_MOD, a->channel, &mod);
-                    }
+                    if (frame_writer_flush(&a->out, a->channel_out, &err) != 0)
+                        watch_output(a, false);
                 }
-                if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                /* The write end's reader went away: nobody hears us. */
+                if ((data & 0xff) == TAG_CHANNEL_OUT && (events[i].events & (EPOLLHUP | EPOLLERR)))
+                    a->shutting_down = true;
+                else if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
                     on_channel(a);
                 break;
             case TAG_SIGNAL:
@@ -574,7 +592,7 @@ int agent_serve(int channel_fd, bool host)
      * takes every process of the sandbox with it. */
     struct cordon_error err;
     for (int tries = 0; tries < 100 && frame_writer_pending(&a->out); tries++) {
-        if (frame_writer_flush(&a->out, a->channel, &err) != 0)
+        if (frame_writer_flush(&a->out, a->channel_out, &err) != 0)
             break;
         usleep(1000);
     }

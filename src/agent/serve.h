@@ -10,3 +10,6 @@
  * agent is a child subreaper, and at the end kills every process its calls
  * left behind (agent/reap.h). */
 int agent_serve(int channel_fd, bool host);
+/* The same, reading frames from in_fd and writing them to out_fd: the
+ * docker backend's channel is the container's stdin and stdout. */
+int agent_serve_pipes(int in_fd, int out_fd, bool host);

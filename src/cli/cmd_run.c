@@ -445,13 +445,22 @@ static int run_common(int argc, char **argv, bool shell)
         return CORDON_EXIT_FAILURE;
     }
     bool vm = l.cfg.backend == CFG_BACKEND_VM;
+    bool docker = l.cfg.backend == CFG_BACKEND_DOCKER;
+    if (docker && pty) {
+        if (want_pty == 1) {
+            log_error("--pty is not available on the docker backend yet");
+            launch_free(&l);
+            return CORDON_EXIT_FAILURE;
+        }
+        pty = false; /* cordon shell on docker reads commands from stdin */
+    }
     if (vm && pty) {
         /* The guest's init makes the terminal (agent/vm-pty.c), at the host
          * terminal's size (0x0 without one, as on ns). */
         l.pty = true;
         term_size(0, &l.pty_rows, &l.pty_cols);
     }
-    if (!vm)
+    if (!vm && !docker)
         ns_probe_report();
     /* Ownership of the name before any sandbox mutation. */
     struct lifecycle lc;
@@ -479,7 +488,7 @@ static int run_common(int argc, char **argv, bool shell)
     agent_argv[a++] = "init";
     if (pty)
         agent_argv[a++] = "--pty";
-    if (!vm)
+    if (!vm && !docker)
         agent_argv[a++] = "--control"; /* fd 3: the probe of `cordon verify NAME` */
     agent_argv[a++] = "--memory-mib";
     agent_argv[a++] = memory;
@@ -488,8 +497,9 @@ static int run_common(int argc, char **argv, bool shell)
         agent_argv[a++] = cmd[c];
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
-    if (vm) {
-        int status = cli_run_vm(&l, &lc, agent_argv, shell);
+    if (vm || docker) {
+        int status =
+            docker ? cli_run_docker(&l, &lc, agent_argv) : cli_run_vm(&l, &lc, agent_argv, shell);
         lifecycle_end(&lc);
         launch_free(&l);
         return status;

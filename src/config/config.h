@@ -49,6 +49,8 @@ enum cfg_key {
     CFG_MOUNTS,
     CFG_SKILLS_PATHS,
     CFG_DOCKER_MODE,
+    CFG_DOCKER_HOST,
+    CFG_DOCKER_IMAGE,
     CFG_KEY_COUNT,
 };
 
@@ -126,6 +128,10 @@ struct cordon_config {
     struct cfg_strings skills_paths;
     struct {
         int mode; /* enum cfg_docker_mode */
+        /* the docker backend's daemon: "unix:///path" (never from the
+         * workspace file), and the image its containers run */
+        char *host;
+        char *image; /* NULL: not set (the docker backend refuses to start) */
     } docker;
 
     struct cfg_origin origin[CFG_KEY_COUNT];

@@ -48,6 +48,10 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
         return json_integer(cfg->gc_hours);
     case CFG_SANDBOX_NAME:
         return cfg->sandbox_name ? json_string(cfg->sandbox_name) : json_null();
+    case CFG_DOCKER_HOST:
+        return json_string(cfg->docker.host);
+    case CFG_DOCKER_IMAGE:
+        return cfg->docker.image ? json_string(cfg->docker.image) : json_null();
     case CFG_LIMITS_CPUS:
         return (double)(int64_t)cfg->limits.cpus == cfg->limits.cpus
                    ? json_integer((json_int_t)cfg->limits.cpus)
@@ -108,7 +112,8 @@ json_t *cfg_to_json(const struct cordon_config *cfg, bool explain)
             json_object_set_new(root, name, origin_json(cfg, k));
             continue;
         }
-        if (k == CFG_SANDBOX_NAME && !cfg->sandbox_name)
+        if ((k == CFG_SANDBOX_NAME && !cfg->sandbox_name) ||
+            (k == CFG_DOCKER_IMAGE && !cfg->docker.image))
             continue;
         const char *dot = strchr(name, '.');
         if (!dot) {
@@ -195,7 +200,8 @@ int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
 {
     const char *section = "";
     for (int k = 0; k < CFG_KEY_COUNT; k++) {
-        if (k == CFG_MOUNTS || (k == CFG_SANDBOX_NAME && !cfg->sandbox_name))
+        if (k == CFG_MOUNTS || (k == CFG_SANDBOX_NAME && !cfg->sandbox_name) ||
+            (k == CFG_DOCKER_IMAGE && !cfg->docker.image))
             continue;
         const char *name = cfg_key_name(k);
         const char *dot = strchr(name, '.');

@@ -267,6 +267,11 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                              "it would forward every host secret",
                              file, line);
         break;
+    case CFG_DOCKER_HOST:
+        return error_set(err, 0,
+                         "%s:%d: docker.host is refused in the workspace file: the daemon the "
+                         "docker backend drives is a user or host-owned setting",
+                         file, line);
     case CFG_NETWORK_PUBLISH_PORTS:
         for (size_t i = 0; i < a->ports.count; i++)
             if (!is_loopback(a->ports.items[i].bind))

@@ -54,6 +54,8 @@ static const char *check_env_name(const char *item);
 static const char *check_host(const char *item);
 static const char *check_absolute_path(const char *item);
 static const char *check_sandbox_name(const char *item);
+static const char *check_docker_host(const char *item);
+static const char *check_docker_image(const char *item);
 
 #define AT(field) offsetof(struct cordon_config, field)
 
@@ -97,6 +99,10 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                           check_absolute_path, false},
     [CFG_DOCKER_MODE] = {"docker.mode", KIND_ENUM, AT(docker.mode), docker_mode_choices, 0, 0, NULL,
                          false},
+    [CFG_DOCKER_HOST] = {"docker.host", KIND_STRING, AT(docker.host), NULL, 0, 0, check_docker_host,
+                         false},
+    [CFG_DOCKER_IMAGE] = {"docker.image", KIND_STRING, AT(docker.image), NULL, 0, 0,
+                          check_docker_image, false},
 };
 
 static const char *const sections[] = {"env", "limits", "network", "skills", "docker", NULL};
@@ -344,6 +350,31 @@ static const char *check_sandbox_name(const char *item)
         if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.' || *c == '-'))
             return "must be 1-63 characters: letters, digits, '_', '.', '-', starting with a "
                    "letter or digit";
+    return NULL;
+}
+
+/* The docker backend talks to a daemon over a unix socket only: a TCP
+ * daemon would need TLS material cordon does not manage. */
+static const char *check_docker_host(const char *item)
+{
+    const char *path = strncmp(item, "unix://", 7) == 0 ? item + 7 : NULL;
+    if (!path || path[0] != '/' || strlen(path) >= 108)
+        return "must be unix:///absolute/path/to/docker.sock (unix sockets only)";
+    if (strstr(path, "/../") || strstr(path, "/./") || strstr(path, "//"))
+        return "must be a normalised absolute path";
+    return NULL;
+}
+
+/* An image reference as the docker CLI takes it; never an option. */
+static const char *check_docker_image(const char *item)
+{
+    size_t length = strlen(item);
+    if (length == 0 || length > 255 || !isalnum((unsigned char)item[0]))
+        return "must be an image reference (name[:tag] or name@sha256:digest), starting with a "
+               "letter or digit";
+    for (const char *c = item; *c; c++)
+        if (!(isalnum((unsigned char)*c) || strchr("._-/:@", *c)))
+            return "must be an image reference: letters, digits and . _ - / : @";
     return NULL;
 }
 
@@ -846,6 +877,9 @@ int cfg_set_defaults(struct cordon_config *cfg, struct cordon_error *err)
     cfg->limits.bash_timeout = 0;
     cfg->network.mode = CFG_NETWORK_DENY;
     cfg->docker.mode = CFG_DOCKER_AUTO;
+    cfg->docker.host = strdup("unix:///var/run/docker.sock");
+    if (!cfg->docker.host)
+        return error_set(err, ENOMEM, "defaults");
     static const char *const protected_defaults[] = {".git/hooks", ".git/config", ".cordon.toml",
                                                      ".vscode",    ".idea",       ".envrc"};
     for (size_t i = 0; i < ARRAY_SIZE(protected_defaults); i++)
@@ -953,6 +987,8 @@ void cfg_free(struct cordon_config *cfg)
     cfg_strings_free(&cfg->route_tools);
     cfg_strings_free(&cfg->protected_paths);
     free(cfg->sandbox_name);
+    free(cfg->docker.host);
+    free(cfg->docker.image);
     cfg_strings_free(&cfg->env.allow);
     cfg_strings_free(&cfg->network.allow_hosts);
     free(cfg->network.publish_ports.items);

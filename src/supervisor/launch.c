@@ -3,6 +3,7 @@
  * stops cordon with nothing started. */
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
+#include "backend/docker/docker.h"
 #include "config.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
@@ -77,9 +78,14 @@ int launch_resolve_config(const char *workspace, const char *const *session_sets
 }
 
 /* cordon-agent next to the cordon binary (build tree, tarball), else the
- * installed one. */
+ * installed one. A test build may be pointed at another (CORDON_TEST_AGENT:
+ * the docker backend's tests run a static agent with the sanitizer build's
+ * cordon). */
 char *launch_find_agent(struct cordon_error *err)
 {
+    const char *forced = CORDON_TEST_HOOKS ? getenv("CORDON_TEST_AGENT") : NULL;
+    if (forced && forced[0] == '/')
+        return strdup(forced);
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n > 0) {
@@ -224,18 +230,17 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         goto fail;
     log_debug("timing: workspace %lld us, configuration %lld us", t1 - t0, log_now_us() - t1);
     const struct cordon_config *cfg = &l->cfg;
-    if (cfg->backend == CFG_BACKEND_DOCKER) {
-        error_set(err, 0, "backend \"%s\" is not available in this build (set by %s)",
-                  cfg_enum_name(CFG_BACKEND, cfg->backend),
-                  cfg->origin[CFG_BACKEND].file ? cfg->origin[CFG_BACKEND].file
-                                                : cfg_layer_name(cfg->origin[CFG_BACKEND].layer));
-        goto fail;
-    }
     if (launch_check_docker(cfg, err) < 0)
+        goto fail;
+    if (cfg->backend == CFG_BACKEND_DOCKER && docker_check_config(cfg, err) < 0)
         goto fail;
     l->home = home_path();
     l->agent_path = launch_find_agent(err);
     if (!l->home || !l->agent_path)
+        goto fail;
+    /* The container's image has its own libraries: a dynamic agent would
+     * not start there. */
+    if (cfg->backend == CFG_BACKEND_DOCKER && docker_check_static(l->agent_path, err) < 0)
         goto fail;
 
     size_t na = 0;

@@ -6,6 +6,7 @@
  * stays "owned" until its teardown is complete. */
 #include "supervisor/lifecycle.h"
 #include "supervisor/control.h"
+#include "backend/docker/docker.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -128,8 +129,12 @@ int lifecycle_persist(struct lifecycle *lc, struct launch *l, struct cordon_erro
 struct watch_target {
     pid_t pid;
     int pidfd;
-    const struct ns_sandbox *ns; /* NULL for the vm backend */
+    const struct ns_sandbox *ns; /* NULL for the vm and docker backends */
     bool vm;
+    /* docker: `docker rm -f NAME` with its scrubbed environment (killing
+     * the CLI does not end the container) */
+    char *const *docker_rm_argv;
+    char *const *docker_rm_envp;
 };
 
 /* Removes name under parent, recursively (depth-bounded, no symlink is
@@ -201,8 +206,12 @@ static void watchdog_run(int supervisor_pidfd, int disarm_fd, struct lifecycle *
             usleep(20000);
         }
     }
+    if (t->docker_rm_argv)
+        docker_remove_container(t->docker_rm_argv, t->docker_rm_envp, 10000);
     if (t->vm)
         remove_tree_at(lc->owner.dir_fd, "vm", 0);
+    if (t->docker_rm_argv)
+        remove_tree_at(lc->owner.dir_fd, "docker", 0);
     struct cordon_error err;
     /* Nobody answers on the dead supervisor's control socket any more. */
     control_unlink_stale(lc->owner.dir_fd);
@@ -225,6 +234,16 @@ int lifecycle_started_vm(struct lifecycle *lc, const struct launch *l, const str
                          struct cordon_error *err)
 {
     struct watch_target t = {.pid = sb->pid, .pidfd = sb->pidfd, .vm = true};
+    return watchdog_arm(lc, l, &t, err);
+}
+
+int lifecycle_started_docker(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
+                             struct cordon_error *err)
+{
+    struct watch_target t = {.pid = sb->pid,
+                             .pidfd = sb->pidfd,
+                             .docker_rm_argv = docker_sandbox_rm_argv(sb),
+                             .docker_rm_envp = docker_sandbox_rm_envp(sb)};
     return watchdog_arm(lc, l, &t, err);
 }
 

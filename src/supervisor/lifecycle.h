@@ -33,6 +33,11 @@ int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct
  * backend's part of the state directory. */
 int lifecycle_started_vm(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
                          struct cordon_error *err);
+/* The same for the docker backend: the watchdog kills the docker CLI and
+ * removes the container (`docker rm -f`, bounded) and the backend's part of
+ * the state directory. */
+int lifecycle_started_docker(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
+                             struct cordon_error *err);
 /* After the sandbox is gone (graceful): disarm the watchdog, apply teardown,
  * release the lock. */
 void lifecycle_end(struct lifecycle *lc);

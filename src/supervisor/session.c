@@ -5,6 +5,7 @@
 #include "supervisor/lifecycle.h"
 #include "agent/protocol.h"
 #include "agent/reap.h"
+#include "backend/docker/docker.h"
 #include "backend/ns/ns.h"
 #include "backend/vm/vm.h"
 #include "util/cleanup.h"
@@ -29,8 +30,8 @@ struct session {
     struct lifecycle lifecycle;
     bool owned;
     struct ns_sandbox sb;
-    struct sandbox vm; /* the vm backend's sandbox, when is_vm */
-    bool is_vm;
+    struct sandbox vm; /* the vm or docker backend's sandbox, when is_vm */
+    bool is_vm;        /* a backend_ops sandbox (vm, docker) rather than ns */
     int channel;
     int devnull;
     struct frame_reader in;
@@ -47,6 +48,13 @@ int session_channel_fd(const struct session *s)
 int session_pidfd(const struct session *s)
 {
     return s->is_vm ? s->vm.pidfd : s->sb.pidfd;
+}
+
+int session_agent_pidfd(struct session *s)
+{
+    if (s->is_vm && s->vm.ops == &docker_backend_ops)
+        return docker_sandbox_agent_pidfd(&s->vm);
+    return session_pidfd(s);
 }
 
 const char *session_name(const struct session *s)
@@ -120,18 +128,22 @@ int session_start(const struct launch_request *req, struct session **out, struct
     if (lifecycle_persist(&s->lifecycle, &s->launch, err) < 0)
         goto fail;
     static char *const agent_argv[] = {"cordon-agent", "serve", NULL};
-    if (s->launch.cfg.backend == CFG_BACKEND_VM) {
-        /* The agent serves on the guest's virtio-serial channel; the
-         * session reads and writes its own duplicate of the host end. */
+    if (s->launch.cfg.backend == CFG_BACKEND_VM || s->launch.cfg.backend == CFG_BACKEND_DOCKER) {
+        /* The agent serves on the guest's virtio-serial channel (vm) or on
+         * the container's stdin and stdout (docker); the session reads and
+         * writes its own duplicate of the host end. */
+        bool docker = s->launch.cfg.backend == CFG_BACKEND_DOCKER;
+        const struct backend_ops *ops = docker ? &docker_backend_ops : &vm_backend_ops;
         s->is_vm = true;
         s->vm.pidfd = -1;
-        if (vm_backend_ops.start(&s->launch, agent_argv, &s->vm, err) < 0) {
-            vm_backend_ops.stop(&s->vm);
+        if (ops->start(&s->launch, agent_argv, &s->vm, err) < 0) {
+            ops->stop(&s->vm);
             s->is_vm = false;
             goto fail;
         }
         s->started = true;
-        if (lifecycle_started_vm(&s->lifecycle, &s->launch, &s->vm, err) < 0)
+        if ((docker ? lifecycle_started_docker(&s->lifecycle, &s->launch, &s->vm, err)
+                    : lifecycle_started_vm(&s->lifecycle, &s->launch, &s->vm, err)) < 0)
             goto fail;
         s->channel = fcntl(s->vm.channel_fd, F_DUPFD_CLOEXEC, 3);
         if (s->channel < 0) {
@@ -162,6 +174,10 @@ int session_start(const struct launch_request *req, struct session **out, struct
 started:
     fcntl(s->channel, F_SETFL, fcntl(s->channel, F_GETFL) | O_NONBLOCK);
     if (frame_reader_fill(&s->in, s->channel, err) < 0 || wait_hello(s, err) < 0)
+        goto fail;
+    /* Before any call: what the daemon made is checked from the host. */
+    if (s->is_vm && s->vm.ops == &docker_backend_ops &&
+        docker_sandbox_check_confined(&s->vm, err) < 0)
         goto fail;
     if (s->is_vm)
         log_debug("session %s: agent ready in %s", s->launch.name, s->vm.description);
@@ -388,11 +404,12 @@ void session_stop(struct session *s)
     if (s->channel >= 0)
         close(s->channel);
     if (s->is_vm) {
-        /* The agent leaving ends the guest (its init); QEMU then exits. */
+        /* The agent leaving ends the guest (its init) or the container;
+         * QEMU or the docker CLI then exits. */
         struct pollfd p = {s->vm.pidfd, POLLIN, 0};
         if (s->started && s->vm.pidfd >= 0)
             poll(&p, 1, 1000);
-        vm_backend_ops.stop(&s->vm);
+        s->vm.ops->stop(&s->vm);
     } else if (s->started && s->sb.pid > 0) {
         /* The host agent ends what its calls left running first. */
         int grace_ms = s->host ? REAP_HOST_TIMEOUT_MS + 1000 : 1000;

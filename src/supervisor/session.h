@@ -35,6 +35,10 @@ int session_start_host(struct session **out, struct cordon_error *err);
 
 int session_channel_fd(const struct session *s);
 int session_pidfd(const struct session *s);
+/* A pidfd of the agent as the host sees it (borrowed), for `cordon verify`:
+ * the session's pidfd, except on docker, where that is the docker CLI and
+ * this is the container's PID 1 (asked of the daemon). -1 when unknown. */
+int session_agent_pidfd(struct session *s);
 const char *session_name(const struct session *s);
 const struct launch *session_launch(const struct session *s);
 

@@ -504,7 +504,7 @@ int verify_prepare(struct session *s, struct verify_run **out, json_t **bash_arg
 {
     struct verify_target t = {.name = session_name(s),
                               .l = session_launch(s),
-                              .agent_pidfd = session_pidfd(s),
+                              .agent_pidfd = session_agent_pidfd(s),
                               .state_dir = session_state_dir(s),
                               .pid1_comm = "cordon-agent"};
     _cleanup_free_ char *request = NULL;
@@ -794,6 +794,13 @@ static bool on_vm(const struct verify_run *r)
     return r->l && r->l->cfg.backend == CFG_BACKEND_VM;
 }
 
+/* On the docker backend the agent is a container's PID 1: Docker's seccomp
+ * profile and capability set, no Landlock, the host's user namespace. */
+static bool on_docker(const struct verify_run *r)
+{
+    return r->l && r->l->cfg.backend == CFG_BACKEND_DOCKER;
+}
+
 static const char *host_side_name(const struct verify_run *r)
 {
     return on_vm(r) ? "QEMU" : "agent";
@@ -925,10 +932,16 @@ static void check_namespaces(struct verify_run *r, const json_t *p)
         /* The agent seen from the host is evidence the sandbox cannot
          * forge; the probe's view must agree with it. */
         bool distinct = strcmp(a, "?") != 0 && strcmp(a, host) != 0 && strcmp(inside, a) == 0;
-        if (!distinct)
+        /* Docker (without userns-remap) keeps the host's user namespace:
+         * the container runs as the user's own uid, with no capability
+         * (the capabilities row). */
+        bool shared_ok = on_docker(r) && strcmp(ns_names[i], "user") == 0 && strcmp(a, "?") != 0 &&
+                         strcmp(inside, a) == 0;
+        if (!distinct && !shared_ok)
             fail = true;
-        add(ev, sizeof(ev), "%s%s: supervisor %s, agent %s, inside %s", i ? "; " : "", ns_names[i],
-            host, a, inside);
+        add(ev, sizeof(ev), "%s%s: supervisor %s, agent %s, inside %s%s", i ? "; " : "",
+            ns_names[i], host, a, inside,
+            shared_ok && !distinct ? " (the host's: docker, the user's uid, no capabilities)" : "");
     }
     row(r, "namespaces", fail ? "FAIL" : "PASS", "%s", ev);
 }
@@ -1071,21 +1084,25 @@ static void check_writes(struct verify_run *r, const json_t *p)
 static void check_landlock(struct verify_run *r, const json_t *p)
 {
     json_t *ll = p ? json_object_get(p, "landlock") : NULL;
-    if (on_vm(r)) {
-        /* The guest's kernel decides, not the host's. */
+    if (on_vm(r) || on_docker(r)) {
+        /* The guest's kernel decides, not the host's; in a container,
+         * Docker's profile too (the agent applies Landlock when it can). */
+        const char *where = on_vm(r) ? "the guest's kernel" : "the container";
         json_t *gabi = json_object_get(ll, "abi");
         if (!ll) {
             row(r, "landlock", "FAIL", "no probe answer");
         } else if (!json_is_integer(gabi)) {
             row(r, "landlock", "SKIP",
-                "Landlock is not available in the guest's kernel (%s): the guest's mounts and "
-                "the seccomp filter are the filesystem boundary inside",
-                json_string_value(gabi) ? json_string_value(gabi) : "?");
+                "Landlock is not available in %s (%s): %s and the seccomp filter are the "
+                "filesystem boundary inside",
+                where, json_string_value(gabi) ? json_string_value(gabi) : "?",
+                on_vm(r) ? "the guest's mounts" : "the container's mounts");
         } else {
             const char *res = str(ll, "proc_self_comm_write");
             row(r, "landlock", strcmp(res, "EACCES") == 0 ? "PASS" : "FAIL",
-                "guest kernel ABI %lld; inside, opening /proc/self/comm for writing (allowed by "
-                "the mounts, not by the ruleset) -> %s",
+                "%s ABI %lld; inside, opening /proc/self/comm for writing (allowed by the mounts, "
+                "not by the ruleset) -> %s",
+                on_vm(r) ? "guest kernel" : "kernel (seen in the container)",
                 (long long)json_integer_value(gabi), res);
         }
         return;

@@ -396,6 +396,8 @@ static void test_workspace_forbidden(void)
     expect_workspace_refusal("route_tools = [\"read\"]\n", "route_tools may not drop",
                              "dropping routed tools");
     expect_workspace_refusal("[env]\nmode = \"passthrough\"\n", "passthrough", "env passthrough");
+    expect_workspace_refusal("[docker]\nhost = \"unix:///tmp/other.sock\"\n",
+                             "docker.host is refused in the workspace file", "docker.host");
 
     struct result r;
     mkdir(path_of("%s/data", ws), 0755);
@@ -424,6 +426,45 @@ static void test_workspace_forbidden(void)
            "fallback_mode = host is accepted from the "
            "user file");
     done(&r);
+}
+
+/* The docker backend's keys: the daemon (unix sockets only, default
+ * /var/run/docker.sock) and the image (a reference, never an option). */
+static void test_docker_keys(void)
+{
+    reset();
+    struct result r;
+    resolve(&r, NULL, NULL);
+    is_str(r.cfg.docker.host, "unix:///var/run/docker.sock", "docker.host default");
+    ok(r.cfg.docker.image == NULL, "docker.image has no default");
+    done(&r);
+    const char *good[] = {"docker.host=unix:///run/user/1000/docker.sock",
+                          "docker.image=registry.example/team/img:1.2@sha256:ab12", NULL};
+    resolve(&r, NULL, good);
+    is_int(r.ret, 0, "docker keys from the session: %s", r.err.message);
+    is_str(r.cfg.docker.host, "unix:///run/user/1000/docker.sock", "docker.host from --set");
+    is_str(r.cfg.docker.image, "registry.example/team/img:1.2@sha256:ab12", "docker.image");
+    done(&r);
+    static const char *const bad[][2] = {
+        {"docker.host=tcp://127.0.0.1:2375", "unix sockets only"},
+        {"docker.host=unix://relative.sock", "unix sockets only"},
+        {"docker.host=unix:///a/../b.sock", "normalised"},
+        {"docker.image=--privileged", "starting with a letter or digit"},
+        {"docker.image=img name", "letters, digits"},
+        {"docker.image=", "starting with a letter or digit"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        const char *sets[] = {bad[i][0], NULL};
+        resolve(&r, NULL, sets);
+        ok(r.ret < 0 && strstr(r.err.message, bad[i][1]), "%s is refused: %s", bad[i][0],
+           r.err.message);
+        done(&r);
+    }
+    write_file(path_of("%s/cordon/config.toml", xdg), "[docker]\nhost = \"unix:///srv/d.sock\"\n");
+    resolve(&r, NULL, NULL);
+    is_str(r.cfg.docker.host, "unix:///srv/d.sock", "docker.host from the user file");
+    done(&r);
+    unlink(path_of("%s/cordon/config.toml", xdg));
 }
 
 static void expect_mount_refusal(const char *mounts, const char *needle, const char *what)
@@ -570,6 +611,7 @@ int main(void)
     test_env_and_session();
     test_host_layers();
     test_workspace_forbidden();
+    test_docker_keys();
     test_mounts_and_policy();
     test_check_file_and_names();
     char command[300];

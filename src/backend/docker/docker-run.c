@@ -1,0 +1,364 @@
+/* The container's view and the `docker run` command line (docker-run.h):
+ * flags, limits, tmpfs, and the binds (workspace, protected paths, git
+ * directories, [[mounts]]). Host context, supervisor.
+ *
+ * Every host path handed to docker is a string the daemon resolves later,
+ * as root: each is opened here first with openat2(RESOLVE_NO_SYMLINKS), so a
+ * symlink refuses the start as it does on ns. What remains is the race
+ * between that check and the daemon's own resolution (the docs say so). */
+#include "backend/docker/docker-run.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define DOCKER_MAX_BINDS 256
+
+int docker_args_add(struct docker_args *a, const char *fmt, ...)
+{
+    if (a->n + 2 > a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        char **v = realloc(a->v, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        a->v = v;
+        a->cap = cap;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vasprintf(&a->v[a->n], fmt, ap);
+    va_end(ap);
+    if (rc < 0)
+        return -1;
+    a->v[++a->n] = NULL;
+    return 0;
+}
+
+void docker_args_free(struct docker_args *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        free(a->v[i]);
+    free(a->v);
+    *a = (struct docker_args){0};
+}
+
+/* openat2 with no symlink anywhere, the last component included (O_PATH |
+ * O_NOFOLLOW alone would open a trailing symlink itself): ELOOP. */
+static int openat2_nofollow(int dirfd, const char *path, int flags, unsigned long long resolve)
+{
+    struct open_how how = {
+        .flags = (unsigned long long)(flags | O_CLOEXEC | O_NOFOLLOW),
+        .resolve = resolve | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+        close(fd);
+        errno = ELOOP;
+        return -1;
+    }
+    return fd;
+}
+
+/* A host path handed to the daemon: it must exist and no component may be
+ * a symlink (the daemon, root, would follow it). */
+static int check_host_path(const char *path, const char *what, struct cordon_error *err)
+{
+    if (strpbrk(path, ",\"\n"))
+        return error_set(err, EINVAL,
+                         "docker: %s %s contains ',', '\"' or a newline, which docker's --mount "
+                         "syntax cannot carry",
+                         what, path);
+    int fd = openat2_nofollow(AT_FDCWD, path, O_PATH, 0);
+    if (fd < 0 && errno == ELOOP)
+        return error_set(err, ELOOP,
+                         "docker: %s %s is a symlink or reached through one; the daemon would "
+                         "follow it: name its real path",
+                         what, path);
+    if (fd < 0)
+        return error_set(err, errno, "docker: %s %s", what, path);
+    close(fd);
+    return 0;
+}
+
+struct binds {
+    struct {
+        char *source, *target;
+        bool readonly;
+    } items[DOCKER_MAX_BINDS];
+    size_t n;
+};
+
+/* One bind per target; asked twice for a target (a directory on the way
+ * to one protected path, and protected itself), read-only wins. */
+static int bind_add(struct binds *b, const char *source, const char *target, bool readonly,
+                    struct cordon_error *err)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (strcmp(b->items[i].target, target) == 0) {
+            b->items[i].readonly |= readonly;
+            return 0;
+        }
+    }
+    if (b->n >= DOCKER_MAX_BINDS)
+        return error_set(err, E2BIG, "docker: more than %d binds", DOCKER_MAX_BINDS);
+    if (strpbrk(target, ",\"\n"))
+        return error_set(err, EINVAL,
+                         "docker: %s contains ',', '\"' or a newline, which docker's --mount "
+                         "syntax cannot carry",
+                         target);
+    b->items[b->n].source = strdup(source);
+    b->items[b->n].target = strdup(target);
+    b->items[b->n].readonly = readonly;
+    b->n++;
+    if (!b->items[b->n - 1].source || !b->items[b->n - 1].target)
+        return error_set(err, ENOMEM, "docker");
+    return 0;
+}
+
+static int binds_emit(const struct binds *b, struct docker_args *a, struct cordon_error *err)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (docker_args_add(a, "--mount") < 0 ||
+            docker_args_add(a, "type=bind,source=%s,target=%s%s", b->items[i].source,
+                            b->items[i].target, b->items[i].readonly ? ",readonly" : "") < 0)
+            return error_set(err, ENOMEM, "docker");
+    }
+    return 0;
+}
+
+static void binds_free(struct binds *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->items[i].source);
+        free(b->items[i].target);
+    }
+    b->n = 0;
+}
+
+/* Keeps rel (under host_base, seen at view_base) read-only. Each directory
+ * on the way is bound over itself first: a mount point cannot be renamed
+ * (EBUSY), so `mv .git .git-old; mkdir -p .git/hooks` cannot escape the
+ * protection. A symlink on the way refuses the start, as on ns. */
+static int protect(struct binds *b, const char *host_base, const char *view_base, const char *rel,
+                   bool readonly_ancestors, struct cordon_error *err)
+{
+    _cleanup_close_ int dirfd = openat2_nofollow(AT_FDCWD, host_base, O_PATH | O_DIRECTORY, 0);
+    if (dirfd < 0)
+        return errno == ENOENT ? 0 : error_set(err, errno, "docker: protect: %s", host_base);
+    /* The whole way is checked first: nothing is bound for a path that is
+     * not there (a .git file is no directory to pin on the way to
+     * .git/hooks, and must keep its own read-only bind). */
+    size_t ends[PATH_MAX / 2];
+    size_t nends = 0;
+    const char *p = rel;
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (len == 0 || len > NAME_MAX || nends >= ARRAY_SIZE(ends))
+            return error_set(err, EINVAL, "docker: protected path %s", rel);
+        char component[NAME_MAX + 1];
+        memcpy(component, p, len);
+        component[len] = '\0';
+        bool last = !slash || !slash[1];
+        int fd = openat2_nofollow(dirfd, component, last ? O_PATH : O_PATH | O_DIRECTORY,
+                                  RESOLVE_BENEATH);
+        if (fd < 0) {
+            if (errno == ENOENT || errno == ENOTDIR)
+                return 0; /* nothing there to protect */
+            if (errno == ELOOP)
+                return error_set(err, ELOOP,
+                                 "docker: protected path %s/%s is a symlink or reached through "
+                                 "one; refusing to start",
+                                 host_base, rel);
+            return error_set(err, errno, "docker: protected path %s/%s", host_base, rel);
+        }
+        close(dirfd);
+        dirfd = fd;
+        ends[nends++] = (size_t)(p - rel) + len;
+        if (last)
+            break;
+        p = slash + 1;
+    }
+    for (size_t i = 0; i < nends; i++) {
+        char source[PATH_MAX * 2], target[PATH_MAX * 2];
+        snprintf(source, sizeof(source), "%s/%.*s", host_base, (int)ends[i], rel);
+        snprintf(target, sizeof(target), "%s/%.*s", view_base, (int)ends[i], rel);
+        bool last = i + 1 == nends;
+        if (bind_add(b, source, target, last || readonly_ancestors, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* `docker run` with everything: flags, binds, tmpfs, limits, image, agent. */
+int docker_run_argv(const struct launch *l, const char *cli, const char *name,
+                    const char *state_dir, char *const *agent_argv, bool serve,
+                    struct docker_args *a, struct cordon_error *err)
+{
+    const struct cordon_config *cfg = &l->cfg;
+    const struct ns_spec *spec = &l->spec;
+    bool ro = spec->workspace_readonly;
+    bool oom = false;
+    oom |= docker_args_add(a, "%s", cli) < 0;
+    oom |= docker_args_add(a, "run") < 0 || docker_args_add(a, "-i") < 0 ||
+           docker_args_add(a, "--rm") < 0;
+    oom |= docker_args_add(a, "--name") < 0 || docker_args_add(a, "%s", name) < 0;
+    oom |= docker_args_add(a, "--label") < 0 ||
+           docker_args_add(a, "io.cordon.session=%s", l->name) < 0;
+    oom |= docker_args_add(a, "--pull") < 0 || docker_args_add(a, "never") < 0;
+    oom |= docker_args_add(a, "--network") < 0 || docker_args_add(a, "none") < 0;
+    /* The daemon's default on cgroup v1 is the host's cgroup namespace. */
+    oom |= docker_args_add(a, "--cgroupns") < 0 || docker_args_add(a, "private") < 0;
+    oom |= docker_args_add(a, "--cap-drop") < 0 || docker_args_add(a, "ALL") < 0;
+    oom |= docker_args_add(a, "--security-opt") < 0 || docker_args_add(a, "no-new-privileges") < 0;
+    oom |= docker_args_add(a, "--user") < 0 || docker_args_add(a, "%u:%u", getuid(), getgid()) < 0;
+    oom |= docker_args_add(a, "--read-only") < 0;
+    oom |= docker_args_add(a, "--log-driver") < 0 || docker_args_add(a, "none") < 0;
+    oom |= docker_args_add(a, "--env-file") < 0 || docker_args_add(a, "%s/env", state_dir) < 0;
+    oom |= docker_args_add(a, "--workdir") < 0 || docker_args_add(a, "%s", spec->cwd) < 0;
+    oom |= docker_args_add(a, "--entrypoint") < 0 || docker_args_add(a, DOCKER_AGENT_PATH) < 0;
+    if (cfg->limits.pids > 0)
+        oom |= docker_args_add(a, "--pids-limit") < 0 ||
+               docker_args_add(a, "%lld", (long long)cfg->limits.pids);
+    if (cfg->limits.memory_mib > 0)
+        oom |= docker_args_add(a, "--memory") < 0 ||
+               docker_args_add(a, "%lldm", (long long)cfg->limits.memory_mib) < 0 ||
+               docker_args_add(a, "--memory-swap") < 0 ||
+               docker_args_add(a, "%lldm", (long long)cfg->limits.memory_mib) < 0;
+    if (cfg->limits.cpus > 0)
+        oom |= docker_args_add(a, "--cpus") < 0 || docker_args_add(a, "%g", cfg->limits.cpus) < 0;
+    if (cfg->limits.open_files > 0)
+        oom |= docker_args_add(a, "--ulimit") < 0 ||
+               docker_args_add(a, "nofile=%lld:%lld", (long long)cfg->limits.open_files,
+                               (long long)cfg->limits.open_files) < 0;
+    if (cfg->limits.file_size_mib > 0)
+        oom |= docker_args_add(a, "--ulimit") < 0 ||
+               docker_args_add(a, "fsize=%lld:%lld", (long long)cfg->limits.file_size_mib << 20,
+                               (long long)cfg->limits.file_size_mib << 20) < 0;
+    if (cfg->limits.cpu_seconds > 0)
+        oom |= docker_args_add(a, "--ulimit") < 0 ||
+               docker_args_add(a, "cpu=%lld:%lld", (long long)cfg->limits.cpu_seconds,
+                               (long long)cfg->limits.cpu_seconds) < 0;
+    if (oom)
+        return error_set(err, ENOMEM, "docker");
+
+    _cleanup_free_ struct binds *bp = calloc(1, sizeof(*bp));
+    if (!bp)
+        return error_set(err, ENOMEM, "docker");
+    struct binds *b = bp;
+    int rc = -1;
+    /* Scratch: /tmp, /var/tmp, /run and HOME (kept in the state directory
+     * for a sandbox that outlives its session). */
+    static const char *const scratch[] = {"/tmp", "/var/tmp", "/run"};
+    for (size_t i = 0; i < ARRAY_SIZE(scratch); i++) {
+        if (spec->persist_dir && strcmp(scratch[i], "/tmp") == 0)
+            continue;
+        if (docker_args_add(a, "--tmpfs") < 0 ||
+            docker_args_add(a, "%s:rw,nosuid,nodev,mode=%s", scratch[i],
+                            strcmp(scratch[i], "/run") == 0 ? "0755" : "1777") < 0)
+            goto oom;
+    }
+    if (strpbrk(spec->home, ",:\"\n")) {
+        error_set(err, EINVAL, "docker: HOME %s contains ',', ':', '\"' or a newline", spec->home);
+        goto out;
+    }
+    if (spec->persist_dir) {
+        char src[PATH_MAX * 2];
+        snprintf(src, sizeof(src), "%s/tmp", spec->persist_dir);
+        if (check_host_path(src, "the kept /tmp", err) < 0 ||
+            bind_add(b, src, "/tmp", false, err) < 0)
+            goto out;
+        snprintf(src, sizeof(src), "%s/home", spec->persist_dir);
+        if (check_host_path(src, "the kept home", err) < 0 ||
+            bind_add(b, src, spec->home, false, err) < 0)
+            goto out;
+    } else if (docker_args_add(a, "--tmpfs") < 0 ||
+               docker_args_add(a, "%s:rw,nosuid,nodev,mode=0700,uid=%u,gid=%u", spec->home,
+                               getuid(), getgid()) < 0) {
+        goto oom;
+    }
+
+    /* The agent, read-only; then the workspace at its lexical path. */
+    if (check_host_path(l->agent_path, "the agent", err) < 0 ||
+        bind_add(b, l->agent_path, DOCKER_AGENT_PATH, true, err) < 0)
+        goto out;
+    if (check_host_path(spec->workspace, "the workspace", err) < 0 ||
+        bind_add(b, spec->workspace, spec->workspace_view, ro, err) < 0)
+        goto out;
+    for (const char *const *p = spec->protected_paths; p && *p; p++) {
+        if (protect(b, spec->workspace, spec->workspace_view, *p, ro, err) < 0)
+            goto out;
+    }
+    /* A .git file names the git directory the host's git trusts. */
+    char dotgit[PATH_MAX];
+    struct stat sst;
+    snprintf(dotgit, sizeof(dotgit), "%s/.git", spec->workspace);
+    if (lstat(dotgit, &sst) == 0 && S_ISREG(sst.st_mode) &&
+        protect(b, spec->workspace, spec->workspace_view, ".git", ro, err) < 0)
+        goto out;
+    for (const char *const *g = spec->git_dirs; g && *g; g++) {
+        if (check_host_path(*g, "the git directory", err) < 0 || bind_add(b, *g, *g, ro, err) < 0 ||
+            protect(b, *g, *g, "hooks", ro, err) < 0 || protect(b, *g, *g, "config", ro, err) < 0 ||
+            protect(b, *g, *g, "config.worktree", ro, err) < 0)
+            goto out;
+    }
+    for (size_t i = 0; i < spec->nmounts; i++) {
+        const struct ns_extra_mount *m = &spec->mounts[i];
+        if (check_host_path(m->host_path, "the mount", err) < 0 ||
+            bind_add(b, m->host_path, m->guest_path, m->readonly, err) < 0)
+            goto out;
+    }
+
+    if (binds_emit(b, a, err) < 0)
+        goto out;
+    /* The agent confines itself as the ns backend confines its sandbox,
+     * under Docker's profile and mounts: Landlock with the same writable
+     * places, then cordon's own seccomp filter. */
+    if (docker_args_add(a, "%s", cfg->docker.image) < 0 || docker_args_add(a, "--confine") < 0)
+        goto oom;
+    {
+        const char *writable[8 + 2 + LAUNCH_MAX_MOUNTS];
+        size_t n = 0;
+        static const char *const always[] = {"/tmp", "/var/tmp", "/run", "/dev"};
+        for (size_t i = 0; i < ARRAY_SIZE(always); i++)
+            writable[n++] = always[i];
+        writable[n++] = spec->home;
+        if (!ro)
+            writable[n++] = spec->workspace_view;
+        for (size_t i = 0; !ro && spec->git_dirs && spec->git_dirs[i] && i < 2; i++)
+            writable[n++] = spec->git_dirs[i];
+        for (size_t i = 0; i < spec->nmounts && i < LAUNCH_MAX_MOUNTS; i++) {
+            if (!spec->mounts[i].readonly)
+                writable[n++] = spec->mounts[i].guest_path;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (docker_args_add(a, "--writable") < 0 || docker_args_add(a, "%s", writable[i]) < 0)
+                goto oom;
+        }
+        if (docker_args_add(a, "--") < 0)
+            goto oom;
+    }
+    for (size_t i = 1; agent_argv[i]; i++) {
+        if (docker_args_add(a, "%s", agent_argv[i]) < 0)
+            goto oom;
+        if (serve && i == 1 && docker_args_add(a, "--stdio") < 0)
+            goto oom;
+    }
+    rc = 0;
+    goto out;
+oom:
+    error_set(err, ENOMEM, "docker");
+out:
+    binds_free(b);
+    return rc;
+}

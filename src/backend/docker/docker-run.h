@@ -1,0 +1,31 @@
+/* The `docker run` command line of the docker backend (docker-run.c).
+ * Host context, supervisor. */
+#pragma once
+
+#include "supervisor/launch.h"
+#include "util/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Where the agent is bind-mounted (read-only) in the container: where the
+ * other backends show it too (`cordon verify` runs it there as the probe). */
+#define DOCKER_AGENT_PATH "/run/cordon/agent"
+
+/* A growing, NULL-terminated argv of malloc'd strings. */
+struct docker_args {
+    char **v;
+    size_t n, cap;
+};
+
+int docker_args_add(struct docker_args *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void docker_args_free(struct docker_args *a);
+
+/* `CLI run -i --rm ... IMAGE --confine ... -- AGENT_ARGV[1..]` for the
+ * session called name, its env file in state_dir; serve: the agent's
+ * "serve" gets "--stdio". Every host path is checked (no symlink on the
+ * way) right before; a protected path reached through one refuses. */
+int docker_run_argv(const struct launch *l, const char *cli, const char *name,
+                    const char *state_dir, char *const *agent_argv, bool serve,
+                    struct docker_args *a, struct cordon_error *err);

@@ -1,0 +1,646 @@
+/* The docker backend (docker.h): one container per session on the daemon
+ * named by docker.host, created with `docker run -i` by the docker CLI,
+ * which the supervisor runs with an environment of four variables it builds
+ * (PATH, a private empty HOME and DOCKER_CONFIG in the session's state
+ * directory, DOCKER_HOST). Host context, unprivileged supervisor (the daemon
+ * itself is root: docs/docker-backend.md). Here: the checks before anything
+ * starts (the agent, the socket, the daemon, the image), the CLI's
+ * processes, teardown, and what the host reads of the container's PID 1;
+ * the command line and its host paths are docker-run.c's. */
+#include "backend/docker/docker.h"
+#include "backend/docker/docker-run.h"
+#include "supervisor/environ.h"
+#include "supervisor/launch.h"
+#include "supervisor/state.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The CLI is looked up here only, and this is the PATH it runs with. */
+#define DOCKER_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* The daemon's answers (info, image inspect) and the container's removal. */
+#define DOCKER_QUERY_TIMEOUT_MS 15000
+#define DOCKER_RM_TIMEOUT_MS    10000
+
+struct docker_state {
+    char dir[PATH_MAX]; /* <state root>/<name>/docker: home/, config/, env */
+    char cli[PATH_MAX];
+    char host[PATH_MAX + 8];
+    char env_text[4][PATH_MAX + 32];
+    char *envp[5];
+    char name_arg[160];
+    char *rm_argv[5];
+    bool spawned;    /* the container may exist */
+    int agent_pidfd; /* the container's PID 1, once asked for; else -1 */
+    pid_t agent_pid;
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- running the CLI ---- */
+
+/* Forks the CLI with argv and the scrubbed environment, stdio on in, out,
+ * errfd. It dies with the supervisor (the watchdog removes the container).
+ * Unless it is attached to the user's terminal (terminal: `cordon run`),
+ * it gets a process group of its own, so that a terminal's Ctrl+C is the
+ * supervisor's to handle, not something the CLI proxies into the
+ * container. */
+static pid_t cli_spawn(const struct docker_state *st, char *const *argv, int in, int out, int errfd,
+                       bool terminal, struct cordon_error *err)
+{
+    pid_t ppid = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return error_set(err, errno, "docker: fork");
+    if (pid == 0) {
+        /* Child, host context, between fork and exec: no allocation. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != ppid)
+            _exit(CORDON_EXIT_FAILURE);
+        if (!terminal)
+            setpgid(0, 0);
+        int fds[3] = {in, out, errfd};
+        /* Above 2 first, so that no dup2 below overwrites a source. */
+        for (int i = 0; i < 3; i++) {
+            if (fds[i] != i) {
+                int moved = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+                if (moved < 0)
+                    _exit(CORDON_EXIT_FAILURE);
+                fds[i] = moved;
+            }
+        }
+        for (int i = 0; i < 3; i++) {
+            if (fds[i] != i && dup2(fds[i], i) < 0)
+                _exit(CORDON_EXIT_FAILURE);
+        }
+        close_range(3, ~0U, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        execve(argv[0], argv, st->envp);
+        _exit(CORDON_EXIT_CANNOT_EXEC);
+    }
+    return pid;
+}
+
+/* Runs argv to its end (at most timeout_ms), its stdout and stderr in out
+ * (truncated, NUL-terminated, trailing newline removed). *status is the exit
+ * status; < 0 when it could not run or did not end in time. */
+static int cli_capture(const struct docker_state *st, char *const *argv, int timeout_ms, char *out,
+                       size_t size, int *status, struct cordon_error *err)
+{
+    int p[2];
+    out[0] = '\0';
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return error_set(err, errno, "docker: pipe");
+    _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    pid_t pid = cli_spawn(st, argv, devnull, p[1], p[1], false, err);
+    close(p[1]);
+    if (pid < 0) {
+        close(p[0]);
+        return -1;
+    }
+    size_t len = 0;
+    long long deadline = now_ms() + timeout_ms;
+    bool timed_out = false;
+    for (;;) {
+        long long left = deadline - now_ms();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        struct pollfd pfd = {p[0], POLLIN, 0};
+        if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
+            break;
+        char buf[4096];
+        ssize_t n = read(p[0], buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        size_t take = (size_t)n < size - 1 - len ? (size_t)n : size - 1 - len;
+        memcpy(out + len, buf, take);
+        len += take;
+    }
+    close(p[0]);
+    out[len] = '\0';
+    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r'))
+        out[--len] = '\0';
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int wstatus = 0;
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+        ;
+    if (timed_out)
+        return error_set(err, ETIMEDOUT, "docker: %s %s did not answer within %d s", argv[0],
+                         argv[1], timeout_ms / 1000);
+    *status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    return 0;
+}
+
+void docker_remove_container(char *const *argv, char *const *envp, int timeout_ms)
+{
+    if (!argv || !argv[0])
+        return;
+    pid_t pid = fork();
+    if (pid < 0)
+        return;
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int fd = 0; fd < 3 && devnull >= 0; fd++)
+            dup2(devnull, fd);
+        close_range(3, ~0U, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(argv[0], argv, envp);
+        _exit(CORDON_EXIT_CANNOT_EXEC);
+    }
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd >= 0) {
+        struct pollfd p = {pidfd, POLLIN, 0};
+        if (poll(&p, 1, timeout_ms) <= 0)
+            kill(pid, SIGKILL);
+        close(pidfd);
+    }
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* ---- what the backend checks before it starts anything ---- */
+
+int docker_check_static(const char *path, struct cordon_error *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return error_set(err, errno, "docker: the agent %s", path);
+    Elf64_Ehdr eh;
+    if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_phentsize != sizeof(Elf64_Phdr))
+        return error_set(err, ENOEXEC, "docker: the agent %s is not a 64-bit ELF executable", path);
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * sizeof(ph))) !=
+            (ssize_t)sizeof(ph))
+            return error_set(err, ENOEXEC, "docker: the agent %s: truncated program headers", path);
+        if (ph.p_type == PT_INTERP)
+            return error_set(err, ENOEXEC,
+                             "docker: the agent %s is dynamically linked (it has a program "
+                             "interpreter), and it runs in an image with other libraries: the "
+                             "docker backend needs a static cordon-agent (a release build: "
+                             "meson setup --buildtype=release)",
+                             path);
+    }
+    return 0;
+}
+
+static int find_cli(char *out, size_t size, struct cordon_error *err)
+{
+    static const char *const dirs[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+                                       "/usr/bin",        "/sbin",          "/bin"};
+    for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+        snprintf(out, size, "%s/docker", dirs[i]);
+        if (access(out, X_OK) == 0)
+            return 0;
+    }
+    return error_set(err, ENOENT,
+                     "docker: the docker CLI is not in %s (Debian: apt-get install docker.io)",
+                     DOCKER_PATH);
+}
+
+/* The daemon's socket: a socket that root or the user owns. */
+static int check_socket(const char *host, struct cordon_error *err)
+{
+    if (strncmp(host, "unix://", 7) != 0)
+        return error_set(err, EINVAL, "docker: docker.host %s is not a unix:// socket", host);
+    const char *path = host + 7;
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return error_set(err, errno, "docker: the daemon's socket %s (docker.host)", path);
+    if (!S_ISSOCK(st.st_mode))
+        return error_set(err, ENOTSOCK, "docker: %s (docker.host) is not a socket", path);
+    if (st.st_uid != 0 && st.st_uid != getuid())
+        return error_set(err, EPERM,
+                         "docker: %s (docker.host) is owned by uid %u, neither root nor you: "
+                         "refusing to drive a daemon someone else controls",
+                         path, (unsigned)st.st_uid);
+    return 0;
+}
+
+static int state_init(struct docker_state *st, const char *name, const char *host,
+                      struct cordon_error *err)
+{
+    snprintf(st->host, sizeof(st->host), "%s", host);
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, err) < 0)
+        return -1;
+    char session[PATH_MAX];
+    if (snprintf(session, sizeof(session), "%s/%s", root, name) >= (int)sizeof(session) ||
+        snprintf(st->dir, sizeof(st->dir), "%s/docker", session) >= (int)sizeof(st->dir) ||
+        strlen(st->dir) + sizeof("/config") >= PATH_MAX)
+        return error_set(err, ENAMETOOLONG, "docker: state directory %s/%s", root, name);
+    if (mkdir(session, 0700) < 0 && errno != EEXIST)
+        return error_set(err, errno, "docker: creating %s", session);
+    if (mkdir(st->dir, 0700) < 0 && errno != EEXIST)
+        return error_set(err, errno, "docker: creating %s", st->dir);
+    static const char *const subdirs[] = {"home", "config"};
+    for (size_t i = 0; i < ARRAY_SIZE(subdirs); i++) {
+        char d[PATH_MAX + 16];
+        snprintf(d, sizeof(d), "%s/%s", st->dir, subdirs[i]);
+        if (mkdir(d, 0700) < 0 && errno != EEXIST)
+            return error_set(err, errno, "docker: creating %s", d);
+    }
+    snprintf(st->env_text[0], sizeof(st->env_text[0]), "PATH=" DOCKER_PATH);
+    snprintf(st->env_text[1], sizeof(st->env_text[1]), "HOME=%s/home", st->dir);
+    snprintf(st->env_text[2], sizeof(st->env_text[2]), "DOCKER_CONFIG=%s/config", st->dir);
+    snprintf(st->env_text[3], sizeof(st->env_text[3]), "DOCKER_HOST=%s", host);
+    for (int i = 0; i < 4; i++)
+        st->envp[i] = st->env_text[i];
+    st->envp[4] = NULL;
+    return 0;
+}
+
+static void remove_tree(int parent, const char *name, int depth)
+{
+    if (unlinkat(parent, name, 0) == 0 || depth > 16)
+        return;
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            remove_tree(dirfd(d), de->d_name, depth + 1);
+    }
+    closedir(d);
+    unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+/* The CLI's complaint: the last line of what it printed (the lines before
+ * it are a --format template filled with nothing). */
+static const char *last_line(const char *out)
+{
+    const char *nl = strrchr(out, '\n');
+    return nl ? nl + 1 : out;
+}
+
+/* The daemon answers, confines containers with seccomp (its default
+ * profile; cordon never asks for unconfined), and can apply the configured
+ * limits (without the controller it would warn and run without them). */
+static int check_daemon(const struct docker_state *st, const struct cordon_config *cfg,
+                        struct cordon_error *err)
+{
+    char *argv[] = {(char *)st->cli, "info", "--format",
+                    "{{json .SecurityOptions}} memory={{.MemoryLimit}} pids={{.PidsLimit}}", NULL};
+    char out[4096];
+    int status;
+    if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, err) < 0)
+        return -1;
+    if (status != 0)
+        return error_set(err, 0, "docker: the daemon at %s does not answer: %s", st->host,
+                         last_line(out));
+    if (!strstr(out, "name=seccomp") || strstr(out, "profile=unconfined"))
+        return error_set(err, 0,
+                         "docker: the daemon at %s does not confine containers with seccomp "
+                         "(its security options: %s); the docker backend needs it",
+                         st->host, out);
+    if (cfg->limits.memory_mib > 0 && !strstr(out, "memory=true"))
+        return error_set(err, 0,
+                         "docker: the daemon at %s cannot limit memory (%s): limits.memory_mib = "
+                         "%lld would not hold (set it to 0 to run without a memory limit)",
+                         st->host, out, (long long)cfg->limits.memory_mib);
+    if (cfg->limits.pids > 0 && !strstr(out, "pids=true"))
+        return error_set(err, 0,
+                         "docker: the daemon at %s cannot limit processes (%s): limits.pids = "
+                         "%lld would not hold (set it to 0 to run without a process limit)",
+                         st->host, out, (long long)cfg->limits.pids);
+    return 0;
+}
+
+/* The image is there (never pulled), and its own ENV (which Docker sets
+ * under the sandbox's) names nothing cordon never lets into a sandbox. */
+static int check_image(const struct docker_state *st, const char *image, struct cordon_error *err)
+{
+    char *argv[] = {(char *)st->cli,        "image",       "inspect", "--format",
+                    "{{json .Config.Env}}", (char *)image, NULL};
+    char out[65536];
+    int status;
+    if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, err) < 0)
+        return -1;
+    if (status != 0)
+        return error_set(err, ENOENT,
+                         "docker: image \"%s\" is not on the daemon at %s (cordon never pulls: "
+                         "docker pull, load or import it there first)",
+                         image, st->host);
+    json_error_t jerr;
+    json_t *env = json_loads(out, JSON_DECODE_ANY, &jerr);
+    if (!env || !(json_is_array(env) || json_is_null(env))) {
+        json_decref(env);
+        return error_set(err, EINVAL, "docker: image \"%s\": unreadable ENV (%.200s)", image, out);
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach (env, i, e) {
+        const char *kv = json_string_value(e);
+        const char *eq = kv ? strchr(kv, '=') : NULL;
+        char name[256];
+        snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - kv) : 255, kv ? kv : "?");
+        if (!kv || env_name_is_protected(name)) {
+            json_decref(env);
+            return error_set(err, EPERM,
+                             "docker: image \"%s\" sets %s in its ENV, a variable cordon never "
+                             "lets into a sandbox: use an image without it",
+                             image, name);
+        }
+    }
+    log_debug("docker: image %s has %zu ENV variable(s)", image, json_array_size(env));
+    json_decref(env);
+    return 0;
+}
+
+/* What the docker backend does not do, refused with the reason. */
+int docker_check_config(const struct cordon_config *cfg, struct cordon_error *err)
+{
+    if (!cfg->docker.image)
+        return error_set(err, 0,
+                         "backend \"docker\" needs an image: set docker.image (in "
+                         "~/.config/cordon/config.toml: [docker] image = \"NAME\", or --set "
+                         "docker.image=NAME); it must have bash (docs/docker-backend.md)");
+    if (cfg->network.mode != CFG_NETWORK_DENY)
+        return error_set(err, 0,
+                         "network.mode = \"%s\" is not supported on the docker backend (its "
+                         "containers run with --network none): use the ns or vm backend",
+                         cfg_enum_name(CFG_NETWORK_MODE, cfg->network.mode));
+    if (cfg->network.publish_ports.count)
+        return error_set(err, 0,
+                         "network.publish_ports is not supported on the docker backend (its "
+                         "containers run with --network none)");
+    if (cfg->docker.mode == CFG_DOCKER_REQUIRE)
+        return error_set(err, 0,
+                         "docker.mode = \"require\": a docker backend container has no Docker "
+                         "daemon inside (the vm backend's guest runs its own)");
+    return 0;
+}
+
+/* The container's environment, exactly the sandbox's (env.mode), in a file
+ * only the user reads: on the CLI's command line it would show in ps. */
+static int write_env_file(const struct docker_state *st, char *const *env, struct cordon_error *err)
+{
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof(path), "%s/env", st->dir);
+    _cleanup_close_ int fd =
+        open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return error_set(err, errno, "docker: %s", path);
+    _cleanup_fclose_ FILE *f = fdopen(TAKE_FD(fd), "w");
+    if (!f)
+        return error_set(err, errno, "docker: %s", path);
+    for (char *const *e = env; e && *e; e++) {
+        if (strchr(*e, '\n')) {
+            const char *eq = strchr(*e, '=');
+            return error_set(err, EINVAL,
+                             "docker: the environment variable %.*s has a newline in its value, "
+                             "which docker's --env-file cannot carry",
+                             eq ? (int)(eq - *e) : 64, *e);
+        }
+        fprintf(f, "%s\n", *e);
+    }
+    if (fflush(f) != 0)
+        return error_set(err, errno, "docker: %s", path);
+    return 0;
+}
+
+/* ---- backend_ops ---- */
+
+static int docker_probe(struct cordon_error *err)
+{
+    struct docker_state st = {0};
+    if (find_cli(st.cli, sizeof(st.cli), err) < 0 ||
+        check_socket("unix:///var/run/docker.sock", err) < 0)
+        return -1;
+    snprintf(st.env_text[0], sizeof(st.env_text[0]), "PATH=" DOCKER_PATH);
+    snprintf(st.env_text[1], sizeof(st.env_text[1]), "DOCKER_HOST=unix:///var/run/docker.sock");
+    snprintf(st.env_text[2], sizeof(st.env_text[2]), "DOCKER_CONFIG=/nonexistent");
+    snprintf(st.env_text[3], sizeof(st.env_text[3]), "HOME=/nonexistent");
+    for (int i = 0; i < 4; i++)
+        st.envp[i] = st.env_text[i];
+    char *argv[] = {st.cli, "version", "--format", "{{.Server.Version}}", NULL};
+    char out[1024];
+    int status;
+    if (cli_capture(&st, argv, 5000, out, sizeof(out), &status, err) < 0)
+        return -1;
+    if (status != 0)
+        return error_set(err, 0, "docker: the daemon does not answer: %s", out);
+    return 0;
+}
+
+static int docker_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
+                        struct cordon_error *err)
+{
+    *sb = (struct sandbox){.ops = &docker_backend_ops, .pid = -1, .pidfd = -1, .channel_fd = -1};
+    bool serve = agent_argv[1] && strcmp(agent_argv[1], "serve") == 0;
+    if (docker_check_config(&l->cfg, err) < 0 || docker_check_static(l->agent_path, err) < 0)
+        return -1;
+    struct docker_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return error_set(err, ENOMEM, "docker");
+    st->agent_pidfd = -1;
+    sb->priv = st;
+    if (find_cli(st->cli, sizeof(st->cli), err) < 0 || check_socket(l->cfg.docker.host, err) < 0 ||
+        state_init(st, l->name, l->cfg.docker.host, err) < 0)
+        return -1;
+    snprintf(st->name_arg, sizeof(st->name_arg), "%s", l->name);
+    st->rm_argv[0] = st->cli;
+    st->rm_argv[1] = "rm";
+    st->rm_argv[2] = "-f";
+    st->rm_argv[3] = st->name_arg;
+    st->rm_argv[4] = NULL;
+    long long t0 = now_ms();
+    if (check_daemon(st, &l->cfg, err) < 0 || check_image(st, l->cfg.docker.image, err) < 0 ||
+        write_env_file(st, l->env, err) < 0)
+        return -1;
+    log_debug("docker: daemon and image checked in %lld ms", now_ms() - t0);
+
+    struct docker_args a = {0};
+    if (docker_run_argv(l, st->cli, st->name_arg, st->dir, agent_argv, serve, &a, err) < 0) {
+        docker_args_free(&a);
+        return -1;
+    }
+    if (log_debug_enabled) {
+        char line[8192];
+        size_t len = 0;
+        for (size_t i = 0; i < a.n && len < sizeof(line) - 1; i++)
+            len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s", i ? " " : "", a.v[i]);
+        log_debug("docker: %s", line);
+    }
+    int pair[2] = {-1, -1};
+    if (serve && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+        docker_args_free(&a);
+        return error_set(err, errno, "docker: socketpair");
+    }
+    pid_t pid =
+        serve ? cli_spawn(st, a.v, pair[1], pair[1], 2, false, err)
+              : cli_spawn(st, a.v, l->spec.stdio[0], l->spec.stdio[1], l->spec.stdio[2], true, err);
+    docker_args_free(&a);
+    if (pair[1] >= 0)
+        close(pair[1]);
+    if (pid < 0) {
+        if (pair[0] >= 0)
+            close(pair[0]);
+        return -1;
+    }
+    st->spawned = true;
+    sb->pid = pid;
+    sb->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    sb->channel_fd = pair[0];
+    snprintf(sb->description, sizeof(sb->description), "docker (%.60s on %.50s)",
+             l->cfg.docker.image, l->cfg.docker.host);
+    return 0;
+}
+
+static void docker_stop(struct sandbox *sb)
+{
+    struct docker_state *st = sb->priv;
+    if (sb->channel_fd >= 0)
+        close(sb->channel_fd);
+    sb->channel_fd = -1;
+    if (sb->pid > 0) {
+        struct pollfd p = {sb->pidfd, POLLIN, 0};
+        bool running = sb->pidfd < 0 || poll(&p, 1, 0) == 0;
+        /* The CLI still attached: the container goes first (with --rm the
+         * CLI then ends), bounded; then the CLI itself. */
+        if (running && st && st->spawned)
+            docker_remove_container(st->rm_argv, st->envp, DOCKER_RM_TIMEOUT_MS);
+        if (sb->pidfd >= 0 && poll(&p, 1, 2000) <= 0)
+            kill(sb->pid, SIGKILL);
+        while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        sb->pid = -1;
+    }
+    if (sb->pidfd >= 0)
+        close(sb->pidfd);
+    sb->pidfd = -1;
+    if (st && st->dir[0]) {
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof(parent), "%s", st->dir);
+        char *slash = strrchr(parent, '/');
+        if (slash) {
+            *slash = '\0';
+            _cleanup_close_ int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (pfd >= 0)
+                remove_tree(pfd, slash + 1, 0);
+        }
+    }
+    if (st && st->agent_pidfd >= 0)
+        close(st->agent_pidfd);
+    free(st);
+    sb->priv = NULL;
+}
+
+int docker_sandbox_agent_pidfd(struct sandbox *sb)
+{
+    struct docker_state *st = sb->priv;
+    if (!st || !st->spawned)
+        return -1;
+    if (st->agent_pidfd >= 0)
+        return st->agent_pidfd;
+    char *argv[] = {st->cli, "inspect", "--format", "{{.State.Pid}}", st->name_arg, NULL};
+    char out[64];
+    int status;
+    struct cordon_error err;
+    if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, &err) < 0 ||
+        status != 0) {
+        log_debug("docker: inspect %s: %s", st->name_arg, out);
+        return -1;
+    }
+    char *end;
+    long pid = strtol(out, &end, 10);
+    if (pid <= 1 || *end)
+        return -1;
+    st->agent_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    st->agent_pid = (pid_t)pid;
+    return st->agent_pidfd;
+}
+
+int docker_sandbox_check_confined(struct sandbox *sb, struct cordon_error *err)
+{
+    int pidfd = docker_sandbox_agent_pidfd(sb);
+    const struct docker_state *st = sb->priv;
+    if (pidfd < 0)
+        return error_set(err, ESRCH, "docker: the daemon does not name the container's process");
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)st->agent_pid);
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    char line[256], seccomp[32] = "?", nnp[32] = "?", capeff[64] = "?", capbnd[64] = "?";
+    int filters = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        sscanf(line, "Seccomp: %31s", seccomp);
+        sscanf(line, "Seccomp_filters: %d", &filters);
+        sscanf(line, "NoNewPrivs: %31s", nnp);
+        sscanf(line, "CapEff: %63s", capeff);
+        sscanf(line, "CapBnd: %63s", capbnd);
+    }
+    /* Still the same process: the numbers read are its own. */
+    struct pollfd p = {pidfd, POLLIN, 0};
+    if (!f || poll(&p, 1, 0) != 0)
+        return error_set(err, ESRCH, "docker: the container's agent is gone");
+    /* Two filters: Docker's profile and cordon's own, which the agent
+     * stacked before it said hello. */
+    if (strcmp(seccomp, "2") != 0 || filters < 2 || strcmp(nnp, "1") != 0 ||
+        strspn(capeff, "0") != strlen(capeff) || strspn(capbnd, "0") != strlen(capbnd))
+        return error_set(err, EPERM,
+                         "docker: the container's agent (pid %d on the host) is not confined as "
+                         "required: Seccomp %s with %d filter(s) (want 2, Docker's and "
+                         "cordon's), NoNewPrivs %s (want 1), CapEff %s, CapBnd %s (want none)",
+                         (int)st->agent_pid, seccomp, filters, nnp, capeff, capbnd);
+    return 0;
+}
+
+char *const *docker_sandbox_rm_argv(const struct sandbox *sb)
+{
+    const struct docker_state *st = sb->priv;
+    return st && st->spawned ? st->rm_argv : NULL;
+}
+
+char *const *docker_sandbox_rm_envp(const struct sandbox *sb)
+{
+    const struct docker_state *st = sb->priv;
+    return st ? st->envp : NULL;
+}
+
+const struct backend_ops docker_backend_ops = {
+    .name = "docker",
+    .probe = docker_probe,
+    .start = docker_start,
+    .stop = docker_stop,
+};

@@ -1,0 +1,49 @@
+/* The docker backend (DESIGN.md "Backends"): the sandbox is a container on a
+ * pinned Docker daemon that the supervisor drives through the docker CLI,
+ * with an environment it builds itself (never the user's Docker config,
+ * contexts or credential helpers). The agent never sees that daemon. Host
+ * context (supervisor; the watchdog runs the teardown command). */
+#pragma once
+
+#include "backend/backend.h"
+#include "config/config.h"
+
+#include <stdbool.h>
+
+extern const struct backend_ops docker_backend_ops;
+
+/* start() runs the agent in one of two ways, chosen by agent_argv[1]:
+ * "serve" is given "--stdio" and its stdin and stdout become the channel
+ * (sb->channel_fd, a socket); any other mode ("init") is attached to
+ * l->spec.stdio (the user's terminal or pipes), and sb->channel_fd is -1.
+ * sb->pid is the docker CLI, whose exit status is the container's. */
+
+/* The command that removes the container (argv and envp, NULL-terminated,
+ * owned by the sandbox): what the watchdog runs when the supervisor died.
+ * NULL before start() made them. */
+char *const *docker_sandbox_rm_argv(const struct sandbox *sb);
+char *const *docker_sandbox_rm_envp(const struct sandbox *sb);
+
+/* A pidfd of the container's PID 1 (the agent) on the host, asked of the
+ * daemon once (`docker inspect`); owned by the sandbox. -1 when unknown. */
+int docker_sandbox_agent_pidfd(struct sandbox *sb);
+
+/* Reads the container's PID 1 from the host's /proc: seccomp in filter
+ * mode with two filters (Docker's profile and cordon's own, stacked by the
+ * agent), no_new_privs, no capability (effective or bounding). A daemon
+ * configured otherwise refuses the session instead of a weaker sandbox. */
+int docker_sandbox_check_confined(struct sandbox *sb, struct cordon_error *err);
+
+/* Runs the prepared `docker rm -f NAME` and waits at most timeout_ms for it
+ * (killed after that). For the watchdog (after fork, no exec of its own):
+ * allocates nothing. */
+void docker_remove_container(char *const *argv, char *const *envp, int timeout_ms);
+
+/* 0 when the ELF executable at path has no program interpreter (a static
+ * executable, which runs in any image); otherwise <0 and err says why. */
+int docker_check_static(const char *path, struct cordon_error *err);
+
+/* What the docker backend cannot do with this configuration (no image,
+ * a network other than deny, published ports, docker.mode = "require"),
+ * refused with the reason before anything starts. */
+int docker_check_config(const struct cordon_config *cfg, struct cordon_error *err);
