@@ -22,7 +22,7 @@ fail() {
     local line; for line in "$@"; do echo "#   $line"; done
 }
 skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; }
-diag() { echo "# $*"; }
+diag() { printf '%s\n' "$*" | sed 's/^/# /'; }
 
 # is DESCRIPTION GOT WANT
 is() {
