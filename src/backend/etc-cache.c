@@ -163,28 +163,6 @@ static int populate(int dirfd, const struct etc_item *items, size_t n)
     return 0;
 }
 
-/* Removes a cache directory (one level below it: only ssl/). */
-static void remove_tree(int rootfd, const char *name)
-{
-    int fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd >= 0) {
-        DIR *d = fdopendir(fd);
-        if (d) {
-            struct dirent *de;
-            while ((de = readdir(d))) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                    continue;
-                if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno == EISDIR)
-                    remove_tree(dirfd(d), de->d_name);
-            }
-            closedir(d);
-        } else {
-            close(fd);
-        }
-    }
-    unlinkat(rootfd, name, AT_REMOVEDIR);
-}
-
 /* Drops caches nobody started a sandbox from for a week, and builds that a
  * crashed process left half done. */
 static void sweep(int rootfd, const char *keep)
@@ -210,7 +188,7 @@ static void sweep(int rootfd, const char *keep)
         double age = difftime(now, st.st_mtime);
         bool partial = strncmp(de->d_name, ".build-", 7) == 0 && age > 600;
         if (partial || (de->d_name[0] != '.' && age > ETC_CACHE_KEEP_DAYS * 86400.0))
-            remove_tree(dirfd(d), de->d_name);
+            fs_remove_tree_at(dirfd(d), de->d_name);
     }
     closedir(d);
 }
@@ -263,7 +241,7 @@ int etc_cache_prepare(const char *root, struct etc_cache *out, struct cordon_err
             int e = errno;
             if (tmpfd >= 0)
                 close(tmpfd);
-            remove_tree(rootfd, tmp);
+            fs_remove_tree_at(rootfd, tmp);
             return error_set(err, e, "etc cache: copying /etc into %s", root);
         }
         close(tmpfd);
@@ -271,7 +249,7 @@ int etc_cache_prepare(const char *root, struct etc_cache *out, struct cordon_err
          * good as ours. */
         if (renameat(rootfd, tmp, rootfd, key) < 0) {
             int e = errno;
-            remove_tree(rootfd, tmp);
+            fs_remove_tree_at(rootfd, tmp);
             if (e != EEXIST && e != ENOTEMPTY)
                 return error_set(err, e, "etc cache: %s/%s", root, key);
         }

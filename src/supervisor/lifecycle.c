@@ -9,6 +9,7 @@
 #include "backend/docker/docker.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/fs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -137,30 +138,6 @@ struct watch_target {
     char *const *docker_rm_envp;
 };
 
-/* Removes name under parent, recursively (depth-bounded, no symlink is
- * followed): the vm backend's part of the state directory (QEMU is dead by
- * then). */
-static void remove_tree_at(int parent, const char *name, int depth)
-{
-    if (unlinkat(parent, name, 0) == 0 || depth > 32)
-        return;
-    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return;
-    }
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-            remove_tree_at(dirfd(d), de->d_name, depth + 1);
-    }
-    closedir(d);
-    unlinkat(parent, name, AT_REMOVEDIR);
-}
-
 /* The watchdog's body (grandchild, own session). Returns never. */
 static void watchdog_run(int supervisor_pidfd, int disarm_fd, struct lifecycle *lc,
                          const struct watch_target *t, const struct launch *l)
@@ -209,9 +186,9 @@ static void watchdog_run(int supervisor_pidfd, int disarm_fd, struct lifecycle *
     if (t->docker_rm_argv)
         docker_remove_container(t->docker_rm_argv, t->docker_rm_envp, 10000);
     if (t->vm)
-        remove_tree_at(lc->owner.dir_fd, "vm", 0);
+        fs_remove_tree_at(lc->owner.dir_fd, "vm");
     if (t->docker_rm_argv)
-        remove_tree_at(lc->owner.dir_fd, "docker", 0);
+        fs_remove_tree_at(lc->owner.dir_fd, "docker");
     struct cordon_error err;
     /* Nobody answers on the dead supervisor's control socket any more. */
     control_unlink_stale(lc->owner.dir_fd);

@@ -1,10 +1,14 @@
 /* Filesystem helpers (fs.h). */
 #include "util/fs.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int fs_mkdir_p(const char *path, mode_t mode)
 {
@@ -22,4 +26,30 @@ int fs_mkdir_p(const char *path, mode_t mode)
         *p = '/';
     }
     return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static void remove_tree(int parent, const char *name, int depth)
+{
+    if (unlinkat(parent, name, 0) == 0 || depth > 32)
+        return;
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            remove_tree(dirfd(d), de->d_name, depth + 1);
+    }
+    closedir(d);
+    unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+void fs_remove_tree_at(int parent, const char *name)
+{
+    remove_tree(parent, name, 0);
 }

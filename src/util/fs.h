@@ -6,3 +6,8 @@
 /* mkdir -p: creates PATH and its missing parents with MODE. 0, or -1 with
  * errno (ENAMETOOLONG past PATH_MAX). */
 int fs_mkdir_p(const char *path, mode_t mode);
+
+/* rm -r of NAME under the directory PARENT, best effort: no symlink is
+ * followed (a symlink is removed, not its target), at most 32 levels deep
+ * (deeper entries stay, and so do their parents). */
+void fs_remove_tree_at(int parent, const char *name);

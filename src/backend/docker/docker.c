@@ -14,6 +14,7 @@
 #include "supervisor/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/fs.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -285,27 +286,6 @@ static int state_init(struct docker_state *st, const char *name, const char *hos
     return 0;
 }
 
-static void remove_tree(int parent, const char *name, int depth)
-{
-    if (unlinkat(parent, name, 0) == 0 || depth > 16)
-        return;
-    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return;
-    }
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-            remove_tree(dirfd(d), de->d_name, depth + 1);
-    }
-    closedir(d);
-    unlinkat(parent, name, AT_REMOVEDIR);
-}
-
 /* The CLI's complaint: the last line of what it printed (the lines before
  * it are a --format template filled with nothing). */
 static const char *last_line(const char *out)
@@ -558,7 +538,7 @@ static void docker_stop(struct sandbox *sb)
             *slash = '\0';
             _cleanup_close_ int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (pfd >= 0)
-                remove_tree(pfd, slash + 1, 0);
+                fs_remove_tree_at(pfd, slash + 1);
         }
     }
     if (st && st->agent_pidfd >= 0)

@@ -19,6 +19,7 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/privs.h"
+#include "util/fs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -69,7 +70,6 @@ struct vm_state {
  * lifecycle layer owns (lock, teardown); this backend's part is removed by
  * stop(). Left over from a crashed session of the same name, it is
  * replaced: the caller holds the name's lock. */
-static void remove_tree(int parent, const char *name);
 
 static int state_dir_make(const char *name, char *out, size_t size, struct cordon_error *err)
 {
@@ -86,31 +86,10 @@ static int state_dir_make(const char *name, char *out, size_t size, struct cordo
     _cleanup_close_ int sfd = open(session, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sfd < 0)
         return error_set(err, errno, "vm: opening %s", session);
-    remove_tree(sfd, "vm");
+    fs_remove_tree_at(sfd, "vm");
     if (mkdirat(sfd, "vm", 0700) < 0)
         return error_set(err, errno, "vm: creating %s", out);
     return 0;
-}
-
-static void remove_tree(int parent, const char *name)
-{
-    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-        DIR *d = fdopendir(fd);
-        if (d) {
-            struct dirent *de;
-            while ((de = readdir(d))) {
-                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-                    remove_tree(dirfd(d), de->d_name);
-            }
-            closedir(d);
-        } else {
-            close(fd);
-        }
-        unlinkat(parent, name, AT_REMOVEDIR);
-    } else {
-        unlinkat(parent, name, 0);
-    }
 }
 
 /* ---- the curated /etc, copied (never shared) ---- */
@@ -859,7 +838,7 @@ static void vm_stop(struct sandbox *sb)
             *slash = '\0';
             _cleanup_close_ int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (pfd >= 0)
-                remove_tree(pfd, slash + 1);
+                fs_remove_tree_at(pfd, slash + 1);
         }
         vm_protect_free(st->protect);
         free(st);
