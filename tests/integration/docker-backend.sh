@@ -200,6 +200,8 @@ sup=$!
 disown $sup
 for _ in $(seq 1 50); do [ "$(ncontainers)" -ge 1 ] && break; sleep 0.2; done
 is "watchdog: the container runs" "$(ncontainers)" 1
+is "the container runs no image HEALTHCHECK (it would run beside the agent's confinement)" \
+    "$(docker inspect --format '{{json .Config.Healthcheck.Test}}' "$(docker ps -aq | head -1)" 2>&1)" '["NONE"]'
 kill -9 "$sup"
 gone=no
 for _ in $(seq 1 50); do [ "$(ncontainers)" -eq 0 ] && { gone=yes; break; }; sleep 0.2; done

@@ -224,12 +224,15 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     oom |= docker_args_add(a, "--user") < 0 || docker_args_add(a, "%u:%u", getuid(), getgid()) < 0;
     oom |= docker_args_add(a, "--read-only") < 0;
     oom |= docker_args_add(a, "--log-driver") < 0 || docker_args_add(a, "none") < 0;
+    /* An image's HEALTHCHECK would run commands beside the agent, outside
+     * its Landlock and seccomp layers. */
+    oom |= docker_args_add(a, "--no-healthcheck") < 0;
     oom |= docker_args_add(a, "--env-file") < 0 || docker_args_add(a, "%s/env", state_dir) < 0;
     oom |= docker_args_add(a, "--workdir") < 0 || docker_args_add(a, "%s", spec->cwd) < 0;
     oom |= docker_args_add(a, "--entrypoint") < 0 || docker_args_add(a, DOCKER_AGENT_PATH) < 0;
     if (cfg->limits.pids > 0)
         oom |= docker_args_add(a, "--pids-limit") < 0 ||
-               docker_args_add(a, "%lld", (long long)cfg->limits.pids);
+               docker_args_add(a, "%lld", (long long)cfg->limits.pids) < 0;
     if (cfg->limits.memory_mib > 0)
         oom |= docker_args_add(a, "--memory") < 0 ||
                docker_args_add(a, "%lldm", (long long)cfg->limits.memory_mib) < 0 ||
