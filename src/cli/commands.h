@@ -31,4 +31,4 @@ struct lifecycle;
 int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell);
 /* `cordon run` on the docker backend (cli/run-docker.c): the docker CLI
  * attached to cordon's stdio; returns the container's exit status. */
-int cli_run_docker(const struct launch *l, struct lifecycle *lc, char **agent_argv);
+int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv);

@@ -256,9 +256,6 @@ like "a daemon that does not answer: the reason" "$out" "docker: the daemon at u
 cordon_run "$ws" "${D[@]}" --set docker.host=tcp://127.0.0.1:2375 -- true
 is "a TCP daemon: refused (125)" "$rc" 125
 like "a TCP daemon: unix sockets only" "$out" "unix sockets only"
-cordon_run "$ws" "${D[@]}" --pty -- true
-is "--pty: refused (125)" "$rc" 125
-like "--pty: the reason" "$out" "--pty is not available on the docker backend"
 # The workspace file may not pick the daemon.
 printf '[docker]\nhost = "unix://%s/sock"\n' "$hd" >"$ws/.cordon.toml"
 (cd "$ws" && PWD="$ws" "$CORDON" trust >/dev/null 2>&1)
@@ -306,6 +303,106 @@ out=$("$CORDON_TEST_AGENT" --confine --writable /tmp -- probe </dev/null 2>&1)
 rc=$?
 is "agent --confine with capabilities: refused (125)" "$rc" 125
 like "agent --confine with capabilities: the reason" "$out" "the sandbox holds capabilities"
+
+# --- a terminal: cordon shell in a real one (a tmux pane), as on ns/vm ---
+if command -v tmux >/dev/null; then
+    pws=$(new_ws dpty)
+    tsock="$TEST_TMP/tmux.sock"
+    tm() { tmux -S "$tsock" -f /dev/null "$@"; }
+    cat >"$TEST_TMP/pty-runner.sh" <<EOF
+cd "$pws" && export PWD="$pws"
+"$CORDON" shell ${D[*]}
+echo "cordon-exit=\$?"
+stty -a
+exec sleep 600
+EOF
+    screen() { tm capture-pane -p -J -t dk 2>/dev/null; }
+    wait_screen() {
+        local deadline=$((SECONDS + $2))
+        while [ "$SECONDS" -lt "$deadline" ]; do
+            [[ "$(screen)" =~ $1 ]] && return 0
+            sleep 0.2
+        done
+        return 1
+    }
+    type_line() { tm send-keys -t dk -l "$1" && tm send-keys -t dk Enter; }
+    shell_do() {
+        type_line "$2; echo end-\$((1000+$1))"
+        wait_screen $'(^|\n)end-'$((1000 + $1))$'\n' 30
+    }
+    tm new-session -d -s dk -x 100 -y 30 "bash $TEST_TMP/pty-runner.sh"
+    if wait_screen '[#$] *$' 60; then
+        pass "shell: a prompt appears in the terminal"
+    else
+        fail "shell: a prompt appears in the terminal" "screen: $(screen | grep -v '^$' | tail -5)"
+    fi
+    shell_do 1 'tty; test -t 0 && echo stdin-is-a-tty; stty size; grep -E "^(CapBnd|NoNewPrivs|Seccomp):" /proc/self/status | tr -s "\t" " "'
+    out=$(screen)
+    like "shell: the command has a terminal (tty)" "$out" $'\n/dev/pts/[0-9]+\n'
+    like "shell: stdin is a terminal" "$out" $'\nstdin-is-a-tty'
+    like "shell: the terminal has the window's size" "$out" $'\n30 100\n'
+    like "shell: confined as without a terminal (no capability)" "$out" $'\nCapBnd: 0000000000000000\n'
+    like "shell: confined as without a terminal (no_new_privs)" "$out" $'\nNoNewPrivs: 1\n'
+    like "shell: confined as without a terminal (both filters)" "$out" $'\nSeccomp: 2\n'
+    pane_tty=$(tm display -p -t dk '#{pane_tty}')
+    like "shell: the host terminal is raw during the session" \
+        "$(stty -a -F "$pane_tty" 2>&1 | tr '\n' ' ')" ' -isig -icanon .* -echo '
+    tm resize-window -t dk -x 120 -y 40
+    sleep 1
+    shell_do 2 'stty size'
+    like "shell: a resize of the window reaches the terminal inside" "$(screen)" $'\n40 120\n'
+    type_line 'echo sleep-3-$((0+3)); sleep 100'
+    wait_screen $'\nsleep-3-3'$'(\n|$)' 30 || diag "the job of step 3 did not start"
+    sleep 1
+    t0=$SECONDS
+    tm send-keys -t dk C-c
+    if shell_do 4 'echo alive-$((6*7))' && [[ "$(screen)" =~ $'\nalive-42\n' ]]; then
+        pass "shell: Ctrl-C ends the foreground job, the shell lives ($((SECONDS - t0)) s)"
+    else
+        fail "shell: Ctrl-C ends the foreground job, the shell lives" "screen: $(screen | grep -v '^$' | tail -5)"
+    fi
+    type_line 'echo sleep-5-$((0+5)); sleep 100'
+    wait_screen $'\nsleep-5-5'$'(\n|$)' 30 || diag "the job of step 5 did not start"
+    sleep 1
+    tm send-keys -t dk C-z
+    if wait_screen 'Stopped +sleep 100' 30; then
+        pass "shell: Ctrl-Z stops the foreground job (job control)"
+    else
+        fail "shell: Ctrl-Z stops the foreground job (job control)" "screen: $(screen | grep -v '^$' | tail -5)"
+    fi
+    shell_do 6 'kill %1; wait'
+    type_line 'exit 3'
+    if wait_screen $'cordon-exit=3\n' 30; then
+        pass "shell: exit 3 gives 3"
+    else
+        fail "shell: exit 3 gives 3" "screen: $(screen | grep -v '^$' | tail -5)"
+    fi
+    wait_screen 'lnext' 10
+    settings=$(screen)
+    settings=${settings#*cordon-exit=}
+    like "shell: the host terminal is cooked again after (icanon)" "$settings" '(^|[ \n])icanon( |$)'
+    like "shell: the host terminal echoes again after (echo)" "$settings" '(^|[ \n])echo( |$)'
+    tm kill-server 2>/dev/null
+    is "shell: the container is gone afterwards" "$(ncontainers)" 0
+else
+    skip "shell in a terminal" "tmux not installed (scripts/bootstrap.sh --test)"
+fi
+
+# --- run --pty without a host terminal, as on ns: a terminal inside, its
+# output (stderr too) through it, the status back ---
+out=$(cd "$ws" && PWD="$ws" "$CORDON" run "${D[@]}" --pty -- \
+    bash -c 'tty; test -t 1 && echo stdout-is-a-tty; echo to-stderr >&2; exit 5' </dev/null 2>"$TEST_TMP/err")
+rc=$?
+is "run --pty without a host terminal: the command's status" "$rc" 5
+like "run --pty without a host terminal: a terminal inside" "$out" $'^/dev/pts/[0-9]+\r\nstdout-is-a-tty\r\n'
+like "run --pty: stderr comes through the terminal too" "$out" $'\nto-stderr\r'
+is "run --pty: nothing on cordon's stderr" "$(cat "$TEST_TMP/err")" ""
+# cordon shell without a terminal still reads commands from stdin.
+out=$(cd "$ws" && printf 'echo from-shell; tty; exit 4\n' | PWD="$ws" "$CORDON" shell "${D[@]}" 2>&1)
+rc=$?
+is "shell without a terminal: commands from stdin, no terminal inside" "$out" "from-shell
+not a tty"
+is "shell without a terminal: the exit status" "$rc" 4
 
 # --- cordon verify on docker ---
 out=$(cd "$ws" && PWD="$ws" "$CORDON" verify "${D[@]}" 2>&1 </dev/null)

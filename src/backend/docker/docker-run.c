@@ -212,6 +212,10 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     oom |= docker_args_add(a, "%s", cli) < 0;
     oom |= docker_args_add(a, "run") < 0 || docker_args_add(a, "-i") < 0 ||
            docker_args_add(a, "--rm") < 0;
+    /* A terminal (--pty): the container's own, made by the runtime on its
+     * devpts; the CLI relays it and the window size (run-docker.c). */
+    if (l->pty && !serve)
+        oom |= docker_args_add(a, "-t") < 0;
     oom |= docker_args_add(a, "--name") < 0 || docker_args_add(a, "%s", name) < 0;
     oom |= docker_args_add(a, "--label") < 0 ||
            docker_args_add(a, "io.cordon.session=%s", l->name) < 0;
