@@ -495,8 +495,8 @@ static int run_common(int argc, char **argv, bool shell)
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
     if (vm || docker) {
-        int status =
-            docker ? cli_run_docker(&l, &lc, agent_argv) : cli_run_vm(&l, &lc, agent_argv, shell);
+        int status = docker ? cli_run_docker(&l, &lc, agent_argv, shell)
+                            : cli_run_vm(&l, &lc, agent_argv, shell);
         lifecycle_end(&lc);
         launch_free(&l);
         return status;

@@ -12,6 +12,7 @@
 #include "backend/docker/docker.h"
 #include "supervisor/lifecycle.h"
 #include "cli/commands.h"
+#include "cli/run-docker-verify.h"
 #include "cli/term.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -61,7 +62,7 @@ static int host_pty(int *slave, struct cordon_error *err)
     return TAKE_FD(master);
 }
 
-int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv)
+int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
 {
     const struct backend_ops *ops = backend_lookup("docker");
     sigset_t mask;
@@ -109,19 +110,28 @@ int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv)
         term_raw_restore(&term);
         return CORDON_EXIT_FAILURE;
     }
+    /* After the lock and the container: `cordon verify NAME` reaches this
+     * session through it. */
+    struct docker_verify *ver = NULL;
+    if (docker_verify_open(l, lc, &sb, shell, &ver, &err) < 0) {
+        ver = NULL;
+        log_warn("%s: `cordon verify %s` will not reach this session", err.message, l->name);
+    }
     int status = CORDON_EXIT_FAILURE;
     bool stdin_open = master >= 0;
     char buf[16384];
     for (;;) {
-        struct pollfd p[4] = {{sigfd, POLLIN, 0},
-                              {sb.pidfd, POLLIN, 0},
-                              {master, POLLIN, 0},
-                              {stdin_open ? 0 : -1, POLLIN, 0}};
-        if (poll(p, 4, -1) < 0) {
+        struct pollfd p[4 + DOCKER_VERIFY_NFDS] = {{sigfd, POLLIN, 0},
+                                                   {sb.pidfd, POLLIN, 0},
+                                                   {master, POLLIN, 0},
+                                                   {stdin_open ? 0 : -1, POLLIN, 0}};
+        docker_verify_poll(ver, p + 4);
+        if (poll(p, ARRAY_SIZE(p), docker_verify_timeout_ms(ver)) < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
+        docker_verify_handle(ver, p + 4);
         if (p[0].revents & POLLIN) {
             struct signalfd_siginfo si;
             /* The CLI shares cordon's process group (it reads the terminal):
@@ -150,6 +160,7 @@ int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv)
                 status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
                 sb.pid = -1; /* reaped */
             }
+            docker_verify_exited(ver, status);
             /* Drain what the host pty still holds: the CLI is gone, so
              * EIO (no slave left) ends it. */
             while (master >= 0) {
@@ -164,6 +175,8 @@ int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv)
             break;
         }
     }
+    /* The socket goes with the sandbox it speaks for. */
+    docker_verify_close(ver);
     ops->stop(&sb);
     term_raw_restore(&term);
     return status;

@@ -420,4 +420,147 @@ else
 fi
 like "verify: the user namespace is the host's, said so" "$out" "the host's: docker, the user's uid, no capabilities"
 is "verify: no container left" "$(ncontainers)" 0
+
+# --- cordon verify NAME of a running docker `cordon run` session: the
+# session's supervisor serves its control socket, the probe is a `docker
+# exec` of the agent in that container ---
+export XDG_RUNTIME_DIR="$TEST_TMP/run"
+mkdir -p -m 755 "$XDG_RUNTIME_DIR"
+vstate="$XDG_RUNTIME_DIR/cordon"
+vname="dvr-$$"
+(cd "$ws" && PWD="$ws" exec "$CORDON" run --name "$vname" "${D[@]}" -- sleep 60 </dev/null \
+    >"$TEST_TMP/vrun.out" 2>"$TEST_TMP/vrun.err") &
+vrun_pid=$!
+cleanup_pids+=("$vrun_pid")
+for _ in $(seq 150); do [ -S "$vstate/$vname/control" ] && break; sleep 0.2; done
+is "verify NAME: the docker session serves a control socket (mode 0600)" \
+    "$(stat -c '%a %F' "$vstate/$vname/control" 2>&1)" "600 socket"
+vpid1=""
+for _ in $(seq 50); do
+    vpid1=$(docker inspect --format '{{.State.Pid}}' "$vname" 2>/dev/null)
+    [ -n "$vpid1" ] && [ "$vpid1" != 0 ] && pgrep -P "$vpid1" -x sleep >/dev/null && break
+    sleep 0.2
+done
+# Why a `docker exec` is no way around the container: an exec'd process,
+# before the agent's own --confine, already has the container's bounding
+# set (empty), no_new_privs and Docker's seccomp filter.
+st=$(docker exec --user "$(id -u):$(id -g)" "$vname" cat /proc/self/status 2>&1)
+like "docker exec: the exec'd process has no capability (CapBnd)" "$st" $'\nCapBnd:\t0000000000000000'
+like "docker exec: the exec'd process has no_new_privs" "$st" $'\nNoNewPrivs:\t1'
+like "docker exec: the exec'd process has Docker's seccomp filter" "$st" $'\nSeccomp:\t2'
+verify_name() {
+    out=$(cd / && "$CORDON" verify "$@" 2>"$TEST_TMP/verify.err" </dev/null)
+    rc=$?
+    err=$(cat "$TEST_TMP/verify.err")
+}
+row() { grep -E "^[A-Z]{4} +$1 " <<<"$out"; }
+verify_name "$vname"
+is "verify NAME (docker run): exit 0" "$rc" 0 || diag "$out $err"
+like "verify NAME (docker run): the table of that session" "$out" "^cordon verify: sandbox $vname"
+for check in env-scrub host-files docker-socket seccomp no-new-privs capabilities namespaces \
+    processes; do
+    like "verify NAME (docker run): $check passes" "$(row "$check")" "^PASS"
+done
+like "verify NAME (docker run): the host side is the container's PID 1, with both filters" \
+    "$(row seccomp)" "agent \(pid $vpid1, from the host\): Seccomp 2, 2 filter"
+like "verify NAME (docker run): the probe ran in the container (docker exec)" "$out" "docker exec"
+verify_name "$vname" --json
+printf '%s' "$out" >"$TEST_TMP/dreport.json"
+json_ok=$(python3 - "$TEST_TMP/dreport.json" "$vname" "$vpid1" 2>&1 <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["sandbox"] == sys.argv[2], r["sandbox"]
+assert r["result"] == "PASS" and r["failed"] == 0, r["result"]
+assert r["host"]["agent_pid"] == int(sys.argv[3]), (r["host"]["agent_pid"], sys.argv[3])
+print("ok")
+EOF
+)
+is "verify NAME --json (docker run): parses, PASS, the container's PID 1 audited" "$json_ok" ok
+
+# A Docker API look-alike planted in that container's /tmp (bound by the
+# test, root, through the container's root): THAT session's audit FAILs,
+# a fresh one does not.
+cat >"$TEST_TMP/dock.py" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(8)
+while True:
+    c, _ = s.accept()
+    c.recv(4096)
+    c.sendall(b"HTTP/1.1 200 OK\r\nApi-Version: 1.43\r\nServer: Docker/24.0\r\nContent-Length: 2\r\n\r\nOK")
+    c.close()
+EOF
+python3 "$TEST_TMP/dock.py" "/proc/$vpid1/root/tmp/docker.sock" </dev/null >/dev/null 2>&1 &
+cleanup_pids+=($!)
+for _ in $(seq 50); do [ -S "/proc/$vpid1/root/tmp/docker.sock" ] && break; sleep 0.1; done
+verify_name "$vname"
+is "verify NAME (docker run) with a fake docker.sock inside: exit 1" "$rc" 1
+like "verify NAME (docker run): the planted socket is found" "$(row docker-socket)" \
+    "^FAIL .*/tmp/docker.sock \(answers the Docker API\)"
+out=$(cd "$ws" && PWD="$ws" "$CORDON" verify "${D[@]}" 2>/dev/null </dev/null)
+like "fresh verify on docker: its own /tmp, no such socket" "$(row docker-socket)" "^PASS"
+
+# Another uid: the control socket's checks, as on ns.
+user=cordon-test
+id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user" >/dev/null 2>&1
+ctl() {
+    (cd / && runuser -u "$user" -- python3 - "$vstate/$1/control" "$2") <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print(type(e).__name__); sys.exit(0)
+try:
+    s.sendall(sys.argv[2].encode())
+except OSError:
+    pass
+s.settimeout(30)
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d: break
+    data += d
+print(data.decode().strip())
+EOF
+}
+if id "$user" >/dev/null 2>&1; then
+    is "verify NAME (docker run): another uid: the socket's directory mode denies it" \
+        "$(ctl "$vname" '{"op":"verify"}
+')" PermissionError
+    chmod 711 "$vstate" "$vstate/$vname"
+    chmod 666 "$vstate/$vname/control"
+    like "verify NAME (docker run): another uid: SO_PEERCRED refuses it when the modes would not" \
+        "$(ctl "$vname" '{"op":"verify"}
+')" "permission denied: uid $(id -u "$user") is not the session owner \(uid 0\) or root"
+    chmod 700 "$vstate" "$vstate/$vname"
+    chmod 600 "$vstate/$vname/control"
+else
+    skip "verify NAME (docker run): another uid" "cannot create user $user"
+    skip "verify NAME (docker run): another uid, SO_PEERCRED" "cannot create user $user"
+fi
+
+# The command ends during an audit: said so, nothing audited. The probe is
+# held (SIGSTOP on the docker exec CLI) until the command is killed.
+(cd / && exec "$CORDON" verify "$vname" >"$TEST_TMP/v6.out" 2>"$TEST_TMP/v6.err" </dev/null) &
+v6=$!
+execpid=""
+for _ in $(seq 100); do
+    execpid=$(pgrep -f "exec -i --user .* $vname /run/cordon/agent" | head -1)
+    [ -n "$execpid" ] && break
+    sleep 0.05
+done
+[ -n "$execpid" ] && kill -STOP "$execpid"
+pkill -KILL -P "$vpid1" -x sleep
+wait "$v6"
+is "verify NAME while the command exits (docker): exit 125" "$?" 125 || diag "exec pid: $execpid; $(cat "$TEST_TMP/v6.out")"
+like "verify NAME while the command exits (docker): a clear error" "$(cat "$TEST_TMP/v6.err")" \
+    "sandbox $vname: its command exited \(status 137\) before the audit ended: nothing was audited"
+[ -n "$execpid" ] && kill -CONT "$execpid" 2>/dev/null
+wait "$vrun_pid"
+is "run --name (docker): the command's status (137)" "$?" 137
+verify_name "$vname"
+is "verify NAME (docker) after the command exited: not running (2)" "$rc" 2
+like "verify NAME (docker) after the command exited: says so" "$err" "sandbox $vname is not running"
+is "verify NAME (docker): no container left" "$(ncontainers)" 0
 tap_done

@@ -9,6 +9,7 @@
 #include "config/config.h"
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 extern const struct backend_ops docker_backend_ops;
 
@@ -27,6 +28,15 @@ char *const *docker_sandbox_rm_envp(const struct sandbox *sb);
 /* A pidfd of the container's PID 1 (the agent) on the host, asked of the
  * daemon once (`docker inspect`); owned by the sandbox. -1 when unknown. */
 int docker_sandbox_agent_pidfd(struct sandbox *sb);
+
+/* `docker exec` of the agent's probe mode in the running container
+ * (`cordon verify NAME`), as the user, in the command's directory, under
+ * the same --confine as the container's PID 1; its environment is the
+ * container's (the env file given to `docker run`). stdin is in, stdout
+ * and stderr are out; the CLI gets a process group of its own. Returns its
+ * pid, or <0. */
+pid_t docker_sandbox_exec_probe(struct sandbox *sb, const struct launch *l, int in, int out,
+                                struct cordon_error *err);
 
 /* Reads the container's PID 1 from the host's /proc: seccomp in filter
  * mode with two filters (Docker's profile and cordon's own, stacked by the
