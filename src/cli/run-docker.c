@@ -159,6 +159,11 @@ int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv, bo
             if (waitid(P_PIDFD, (id_t)sb.pidfd, &si, WEXITED) == 0) {
                 status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
                 sb.pid = -1; /* reaped */
+                /* The CLI itself was killed (it exits with the container's
+                 * status otherwise): the container may still run. */
+                if (si.si_code != CLD_EXITED && docker_sandbox_rm_argv(&sb))
+                    docker_remove_container(docker_sandbox_rm_argv(&sb),
+                                            docker_sandbox_rm_envp(&sb), 10000);
             }
             docker_verify_exited(ver, status);
             /* Drain what the host pty still holds: the CLI is gone, so

@@ -384,6 +384,26 @@ EOF
     like "shell: the host terminal echoes again after (echo)" "$settings" '(^|[ \n])echo( |$)'
     tm kill-server 2>/dev/null
     is "shell: the container is gone afterwards" "$(ncontainers)" 0
+
+    # The docker CLI killed (it owned the host terminal, raw): cordon puts
+    # the terminal back itself, and removes the container.
+    tm new-session -d -s dk -x 100 -y 30 "bash $TEST_TMP/pty-runner.sh"
+    wait_screen '[#$] *$' 60 || diag "no prompt in the second session: $(screen | grep -v '^$' | tail -3)"
+    cordon_pid=$(pgrep -P "$(tm display -p -t dk '#{pane_pid}')" -x cordon)
+    cli_pid=$([ -n "$cordon_pid" ] && pgrep -P "$cordon_pid" -x docker)
+    [ -n "$cli_pid" ] && kill -KILL "$cli_pid"
+    if wait_screen $'cordon-exit=137\n' 30; then
+        pass "shell: the docker CLI killed ends cordon shell (137)"
+    else
+        fail "shell: the docker CLI killed ends cordon shell (137)" "screen: $(screen | grep -v '^$' | tail -5)"
+    fi
+    wait_screen 'lnext' 10
+    settings=$(screen)
+    settings=${settings#*cordon-exit=}
+    like "shell: the host terminal is cooked after the CLI was killed (icanon)" "$settings" '(^|[ \n])icanon( |$)'
+    like "shell: the host terminal echoes after the CLI was killed (echo)" "$settings" '(^|[ \n])echo( |$)'
+    tm kill-server 2>/dev/null
+    is "shell: the CLI killed: the container is removed" "$(ncontainers)" 0
 else
     skip "shell in a terminal" "tmux not installed (scripts/bootstrap.sh --test)"
 fi
@@ -545,15 +565,17 @@ fi
 (cd / && exec "$CORDON" verify "$vname" >"$TEST_TMP/v6.out" 2>"$TEST_TMP/v6.err" </dev/null) &
 v6=$!
 execpid=""
-for _ in $(seq 100); do
-    execpid=$(pgrep -f "exec -i --user .* $vname /run/cordon/agent" | head -1)
+for _ in $(seq 1000); do
+    execpid=$(pgrep -P "$vrun_pid" -f " exec -i --user ")
     [ -n "$execpid" ] && break
-    sleep 0.05
+    sleep 0.01
 done
 [ -n "$execpid" ] && kill -STOP "$execpid"
+[ -n "$execpid" ] || diag "the probe's docker exec was not seen"
 pkill -KILL -P "$vpid1" -x sleep
 wait "$v6"
-is "verify NAME while the command exits (docker): exit 125" "$?" 125 || diag "exec pid: $execpid; $(cat "$TEST_TMP/v6.out")"
+is "verify NAME while the command exits (docker): exit 125" "$?" 125
+[ -s "$TEST_TMP/v6.out" ] && diag "verify's report: $(grep -E '^(FAIL|result)' "$TEST_TMP/v6.out")"
 like "verify NAME while the command exits (docker): a clear error" "$(cat "$TEST_TMP/v6.err")" \
     "sandbox $vname: its command exited \(status 137\) before the audit ended: nothing was audited"
 [ -n "$execpid" ] && kill -CONT "$execpid" 2>/dev/null
