@@ -392,7 +392,7 @@ EOF
     cordon_pid=$(pgrep -P "$(tm display -p -t dk '#{pane_pid}')" -x cordon)
     cli_pid=$([ -n "$cordon_pid" ] && pgrep -P "$cordon_pid" -x docker)
     [ -n "$cli_pid" ] && kill -KILL "$cli_pid"
-    if wait_screen $'cordon-exit=137\n' 30; then
+    if wait_screen 'cordon-exit=137 *'$'\n' 30; then
         pass "shell: the docker CLI killed ends cordon shell (137)"
     else
         fail "shell: the docker CLI killed ends cordon shell (137)" "screen: $(screen | grep -v '^$' | tail -5)"
