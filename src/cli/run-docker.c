@@ -118,12 +118,12 @@ int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv, bo
         log_warn("%s: `cordon verify %s` will not reach this session", err.message, l->name);
     }
     int status = CORDON_EXIT_FAILURE;
-    bool stdin_open = master >= 0;
+    bool stdin_open = master >= 0, master_open = master >= 0;
     char buf[16384];
     for (;;) {
         struct pollfd p[4 + DOCKER_VERIFY_NFDS] = {{sigfd, POLLIN, 0},
                                                    {sb.pidfd, POLLIN, 0},
-                                                   {master, POLLIN, 0},
+                                                   {master_open ? master : -1, POLLIN, 0},
                                                    {stdin_open ? 0 : -1, POLLIN, 0}};
         docker_verify_poll(ver, p + 4);
         if (poll(p, ARRAY_SIZE(p), docker_verify_timeout_ms(ver)) < 0) {
@@ -146,6 +146,8 @@ int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv, bo
             ssize_t n = read(master, buf, sizeof(buf));
             if (n > 0)
                 write_all(1, buf, (size_t)n);
+            else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                master_open = false; /* EIO: the CLI closed its end */
         }
         if (p[3].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = read(0, buf, sizeof(buf));
