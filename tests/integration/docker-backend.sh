@@ -3,7 +3,9 @@
 # dockerd this test starts (tests/lib/docker-backend.sh: own socket,
 # data-root and exec-root in TEST_TMP, no iptables, no bridge), with an image
 # it imports from busybox-static and bash-static, and a static cordon-agent
-# (the release build of this tree).
+# (the release build of this tree). Also: `cordon shell` in a terminal (a
+# tmux pane) and `cordon run --pty` without one, and `cordon verify NAME` of
+# a running docker `cordon run` session.
 # Root only: a user who may talk to a dockerd is root-equivalent, and
 # starting one needs root. The unprivileged user is exercised from here,
 # through a socket chowned to it. Needs docker.io, busybox-static and
@@ -496,6 +498,25 @@ print("ok")
 EOF
 )
 is "verify NAME --json (docker run): parses, PASS, the container's PID 1 audited" "$json_ok" ok
+
+# A probe that does not end (its docker exec CLI held with SIGSTOP) is
+# killed after 30 s: the audit says so, and the next one runs.
+(cd / && exec "$CORDON" verify "$vname" >"$TEST_TMP/vt.out" 2>"$TEST_TMP/vt.err" </dev/null) &
+vt=$!
+held=""
+for _ in $(seq 1000); do
+    held=$(pgrep -P "$vrun_pid" -f " exec -i --user ")
+    [ -n "$held" ] && break
+    sleep 0.01
+done
+[ -n "$held" ] && kill -STOP "$held"
+t0=$SECONDS
+wait "$vt"
+is "verify NAME (docker run) with a held probe: exit 1" "$?" 1
+like "verify NAME (docker run): the held probe is killed after 30 s ($((SECONDS - t0)) s)" \
+    "$(cat "$TEST_TMP/vt.out")" "killed after 30 s \(timeout\)"
+verify_name "$vname"
+is "verify NAME (docker run) after the held probe: the session is still audited (exit 0)" "$rc" 0
 
 # A Docker API look-alike planted in that container's /tmp (bound by the
 # test, root, through the container's root): THAT session's audit FAILs,
