@@ -16,8 +16,10 @@ extern const struct backend_ops docker_backend_ops;
 /* start() runs the agent in one of two ways, chosen by agent_argv[1]:
  * "serve" is given "--stdio" and its stdin and stdout become the channel
  * (sb->channel_fd, a socket); any other mode ("init") is attached to
- * l->spec.stdio (the user's terminal or pipes), and sb->channel_fd is -1.
- * sb->pid is the docker CLI, whose exit status is the container's. */
+ * l->spec.stdio (the user's terminal or pipes), and sb->channel_fd is -1;
+ * with l->pty it is `docker run -t` (the container's own terminal, which
+ * init --ctty makes the command's controlling one). sb->pid is the docker
+ * CLI, whose exit status is the container's. */
 
 /* The command that removes the container (argv and envp, NULL-terminated,
  * owned by the sandbox): what the watchdog runs when the supervisor died.
