@@ -227,8 +227,6 @@ int docker_confine_argv(const struct launch *l, struct docker_args *a, struct co
         if (docker_args_add(a, "--writable") < 0 || docker_args_add(a, "%s", writable[i]) < 0)
             return error_set(err, ENOMEM, "docker");
     }
-    if (docker_args_add(a, "--") < 0)
-        return error_set(err, ENOMEM, "docker");
     return 0;
 }
 
@@ -361,6 +359,8 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
         goto oom;
     if (docker_confine_argv(l, a, err) < 0)
         goto out;
+    if (docker_args_add(a, "--") < 0)
+        goto oom;
     for (size_t i = 1; agent_argv[i]; i++) {
         if (docker_args_add(a, "%s", agent_argv[i]) < 0)
             goto oom;

@@ -646,7 +646,7 @@ pid_t docker_sandbox_exec_probe(struct sandbox *sb, const struct launch *l, int 
         docker_args_free(&a);
         return -1;
     }
-    if (docker_args_add(&a, "probe") < 0) {
+    if (docker_args_add(&a, "--") < 0 || docker_args_add(&a, "probe") < 0) {
         docker_args_free(&a);
         return error_set(err, ENOMEM, "docker");
     }
