@@ -1,11 +1,13 @@
 /* cordon-agent: the sandbox's PID 1. Runs inside the sandbox, unprivileged,
  * under the seccomp filter, executed from a sealed memfd.
  *
- *   cordon-agent init [--pty] [--control] [--memory-mib N] -- CMD [ARG...]
+ *   cordon-agent init [--pty | --ctty] [--control] [--memory-mib N] -- CMD [ARG...]
  *     runs CMD in a session of its own, forwards signals to its process
  *     group, reaps every orphan, and exits with CMD's status (128+signal when
  *     it was killed). With --pty, the terminal is made here, on the sandbox's
  *     own devpts, and its master end is sent to the supervisor over fd 3.
+ *     With --ctty, stdin is a terminal already (the docker backend's
+ *     `docker run -t`): it becomes CMD's controlling terminal.
  *
  *   cordon-agent serve [--host | --stdio]
  *     serves the seven tools over the agent protocol on fd 3 (--stdio: read
@@ -153,7 +155,7 @@ int main(int argc, char **argv)
         fflush(NULL);
         _exit(rc);
     }
-    fprintf(stderr, "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n"
+    fprintf(stderr, "usage: cordon-agent init [--pty | --ctty] [--memory-mib N] -- CMD [ARG...]\n"
                     "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
                     "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
                     "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n"

@@ -66,6 +66,7 @@ static void agent_fail(const char *fmt, ...)
 
 struct init_options {
     bool pty;
+    bool ctty; /* stdin is the terminal already (docker run -t): the command's */
     bool control;
     long memory_mib;
     char **argv;
@@ -80,6 +81,8 @@ static void parse_init(int argc, char **argv, struct init_options *o)
             break;
         } else if (strcmp(argv[i], "--pty") == 0) {
             o->pty = true;
+        } else if (strcmp(argv[i], "--ctty") == 0) {
+            o->ctty = true;
         } else if (strcmp(argv[i], "--control") == 0) {
             o->control = true;
         } else if (strcmp(argv[i], "--memory-mib") == 0 && i + 1 < argc) {
@@ -114,6 +117,8 @@ static void exec_command(const struct init_options *o, const char *slave, char *
             dup2(fd, i);
         if (fd > 2)
             close(fd);
+    } else if (o->ctty && ioctl(0, TIOCSCTTY, 0) < 0) {
+        agent_fail("TIOCSCTTY: %s", strerror(errno));
     }
     close(CONTROL_FD);
     if (o->memory_mib > 0) {
@@ -343,6 +348,15 @@ void agent_init_run(int argc, char **argv, char *const *envp)
         if (fdpass_send(CONTROL_FD, "T", 1, master) < 0)
             agent_fail("sending the terminal to cordon: %s", strerror(errno));
         close(master);
+    }
+    if (o.ctty && isatty(0)) {
+        /* The runtime made the terminal ours (PID 1's session); the command
+         * runs in a session of its own, which can take it as its controlling
+         * terminal only once this session has let it go. Giving it up sends
+         * SIGHUP to our own group: nothing to act on. */
+        signal(SIGHUP, SIG_IGN);
+        ioctl(0, TIOCNOTTY);
+        signal(SIGHUP, SIG_DFL);
     }
 
     sigset_t mask;

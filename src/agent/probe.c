@@ -552,12 +552,33 @@ static json_t *write_attempts(json_t *list)
     return out;
 }
 
+/* How many pids /proc/PID/status's NSpid names (the namespaces from this
+ * /proc's down to the process's own), 0 when unknown. */
+static int nspid_levels(long pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    while (f && fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "NSpid:", 6) != 0)
+            continue;
+        int levels = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(line + 6, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save))
+            levels++;
+        return levels;
+    }
+    return 0;
+}
+
 static json_t *processes(json_t *req)
 {
     json_t *o = json_object();
     char own[64] = "";
     ssize_t n = readlink("/proc/self/ns/pid", own, sizeof(own) - 1);
     own[n > 0 ? n : 0] = '\0';
+    /* This /proc is our own namespace's. */
+    bool own_level = nspid_levels((long)getpid()) == 1;
     json_t *foreign = json_array();
     json_int_t count = 0;
     _cleanup_closedir_ DIR *d = opendir("/proc");
@@ -571,10 +592,16 @@ static json_t *processes(json_t *req)
         char path[64], link[64];
         snprintf(path, sizeof(path), "/proc/%ld/ns/pid", pid);
         ssize_t m = readlink(path, link, sizeof(link) - 1);
+        int e = errno;
         link[m > 0 ? m : 0] = '\0';
         /* EACCES: PID 1 is not dumpable; it is in our namespace by
-         * construction (it is our namespace's init). */
-        bool same = (m > 0 && strcmp(link, own) == 0) || (m < 0 && pid == 1);
+         * construction (it is our namespace's init). A process of another
+         * Landlock domain (the docker backend's probe is a `docker exec`,
+         * not init's child) is no ptrace target either: its status, which
+         * needs no such access, names one pid per namespace from this
+         * /proc's down, so one is this namespace's own. */
+        bool same = (m > 0 && strcmp(link, own) == 0) || (m < 0 && pid == 1) ||
+                    (m < 0 && e == EACCES && own_level && nspid_levels(pid) == 1);
         if (!same && json_array_size(foreign) < PROBE_PROCS_MAX)
             json_array_append_new(foreign, json_integer(pid));
     }

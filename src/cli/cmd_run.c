@@ -447,12 +447,9 @@ static int run_common(int argc, char **argv, bool shell)
     bool vm = l.cfg.backend == CFG_BACKEND_VM;
     bool docker = l.cfg.backend == CFG_BACKEND_DOCKER;
     if (docker && pty) {
-        if (want_pty == 1) {
-            log_error("--pty is not available on the docker backend yet");
-            launch_free(&l);
-            return CORDON_EXIT_FAILURE;
-        }
-        pty = false; /* cordon shell on docker reads commands from stdin */
+        /* `docker run -t`: the container's terminal, its controlling one
+         * made the command's by init (--ctty); run-docker.c. */
+        l.pty = true;
     }
     if (vm && pty) {
         /* The guest's init makes the terminal (agent/vm-pty.c), at the host
@@ -487,7 +484,7 @@ static int run_common(int argc, char **argv, bool shell)
     agent_argv[a++] = "cordon-agent";
     agent_argv[a++] = "init";
     if (pty)
-        agent_argv[a++] = "--pty";
+        agent_argv[a++] = docker ? "--ctty" : "--pty";
     if (!vm && !docker)
         agent_argv[a++] = "--control"; /* fd 3: the probe of `cordon verify NAME` */
     agent_argv[a++] = "--memory-mib";
@@ -498,8 +495,8 @@ static int run_common(int argc, char **argv, bool shell)
     agent_argv[a] = NULL;
     l.spec.argv = agent_argv;
     if (vm || docker) {
-        int status =
-            docker ? cli_run_docker(&l, &lc, agent_argv) : cli_run_vm(&l, &lc, agent_argv, shell);
+        int status = docker ? cli_run_docker(&l, &lc, agent_argv, shell)
+                            : cli_run_vm(&l, &lc, agent_argv, shell);
         lifecycle_end(&lc);
         launch_free(&l);
         return status;

@@ -75,9 +75,8 @@ static int verify_running(const char *name, bool json)
     if (fd < 0) {
         if (err.errnum == ENOENT || err.errnum == ECONNREFUSED)
             log_error("verify: sandbox %s is running (owned by pid %d), but its supervisor does "
-                      "not answer on a control socket (%s): it may still be starting (`cordon "
-                      "run` sessions of the docker backend have none yet); `cordon verify` "
-                      "without a name audits a fresh sandbox",
+                      "not answer on a control socket (%s): it may still be starting; `cordon "
+                      "verify` without a name audits a fresh sandbox",
                       name, (int)e.owner_pid, err.message);
         else
             log_error("verify: %s", err.message);

@@ -30,5 +30,6 @@ int cmd_untrust(int argc, char **argv);
 struct lifecycle;
 int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell);
 /* `cordon run` on the docker backend (cli/run-docker.c): the docker CLI
- * attached to cordon's stdio; returns the container's exit status. */
-int cli_run_docker(const struct launch *l, struct lifecycle *lc, char **agent_argv);
+ * attached to cordon's stdio (or the terminal), the session's control
+ * socket served; returns the container's exit status. */
+int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell);

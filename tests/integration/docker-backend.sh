@@ -3,7 +3,9 @@
 # dockerd this test starts (tests/lib/docker-backend.sh: own socket,
 # data-root and exec-root in TEST_TMP, no iptables, no bridge), with an image
 # it imports from busybox-static and bash-static, and a static cordon-agent
-# (the release build of this tree).
+# (the release build of this tree). Also: `cordon shell` in a terminal (a
+# tmux pane) and `cordon run --pty` without one, and `cordon verify NAME` of
+# a running docker `cordon run` session.
 # Root only: a user who may talk to a dockerd is root-equivalent, and
 # starting one needs root. The unprivileged user is exercised from here,
 # through a socket chowned to it. Needs docker.io, busybox-static and
@@ -258,9 +260,6 @@ like "a daemon that does not answer: the reason" "$out" "docker: the daemon at u
 cordon_run "$ws" "${D[@]}" --set docker.host=tcp://127.0.0.1:2375 -- true
 is "a TCP daemon: refused (125)" "$rc" 125
 like "a TCP daemon: unix sockets only" "$out" "unix sockets only"
-cordon_run "$ws" "${D[@]}" --pty -- true
-is "--pty: refused (125)" "$rc" 125
-like "--pty: the reason" "$out" "--pty is not available on the docker backend"
 # The workspace file may not pick the daemon.
 printf '[docker]\nhost = "unix://%s/sock"\n' "$hd" >"$ws/.cordon.toml"
 (cd "$ws" && PWD="$ws" "$CORDON" trust >/dev/null 2>&1)
@@ -309,6 +308,126 @@ rc=$?
 is "agent --confine with capabilities: refused (125)" "$rc" 125
 like "agent --confine with capabilities: the reason" "$out" "the sandbox holds capabilities"
 
+# --- a terminal: cordon shell in a real one (a tmux pane), as on ns/vm ---
+if command -v tmux >/dev/null; then
+    pws=$(new_ws dpty)
+    tsock="$TEST_TMP/tmux.sock"
+    tm() { tmux -S "$tsock" -f /dev/null "$@"; }
+    cat >"$TEST_TMP/pty-runner.sh" <<EOF
+cd "$pws" && export PWD="$pws"
+"$CORDON" shell ${D[*]}
+echo "cordon-exit=\$?"
+stty -a
+exec sleep 600
+EOF
+    screen() { tm capture-pane -p -J -t dk 2>/dev/null; }
+    wait_screen() {
+        local deadline=$((SECONDS + $2))
+        while [ "$SECONDS" -lt "$deadline" ]; do
+            [[ "$(screen)" =~ $1 ]] && return 0
+            sleep 0.2
+        done
+        return 1
+    }
+    type_line() { tm send-keys -t dk -l "$1" && tm send-keys -t dk Enter; }
+    shell_do() {
+        type_line "$2; echo end-\$((1000+$1))"
+        wait_screen $'(^|\n)end-'$((1000 + $1))$'\n' 30
+    }
+    tm new-session -d -s dk -x 100 -y 30 "bash $TEST_TMP/pty-runner.sh"
+    if wait_screen '[#$] *$' 60; then
+        pass "shell: a prompt appears in the terminal"
+    else
+        fail "shell: a prompt appears in the terminal" "screen: $(screen | grep -v '^$' | tail -5)"
+    fi
+    shell_do 1 'tty; test -t 0 && echo stdin-is-a-tty; stty size; grep -E "^(CapBnd|NoNewPrivs|Seccomp):" /proc/self/status | tr -s "\t" " "'
+    out=$(screen)
+    like "shell: the command has a terminal (tty)" "$out" $'\n/dev/pts/[0-9]+\n'
+    like "shell: stdin is a terminal" "$out" $'\nstdin-is-a-tty'
+    like "shell: the terminal has the window's size" "$out" $'\n30 100\n'
+    like "shell: confined as without a terminal (no capability)" "$out" $'\nCapBnd: 0000000000000000\n'
+    like "shell: confined as without a terminal (no_new_privs)" "$out" $'\nNoNewPrivs: 1\n'
+    like "shell: confined as without a terminal (both filters)" "$out" $'\nSeccomp: 2\n'
+    pane_tty=$(tm display -p -t dk '#{pane_tty}')
+    like "shell: the host terminal is raw during the session" \
+        "$(stty -a -F "$pane_tty" 2>&1 | tr '\n' ' ')" ' -isig -icanon .* -echo '
+    tm resize-window -t dk -x 120 -y 40
+    sleep 1
+    shell_do 2 'stty size'
+    like "shell: a resize of the window reaches the terminal inside" "$(screen)" $'\n40 120\n'
+    type_line 'echo sleep-3-$((0+3)); sleep 100'
+    wait_screen $'\nsleep-3-3'$'(\n|$)' 30 || diag "the job of step 3 did not start"
+    sleep 1
+    t0=$SECONDS
+    tm send-keys -t dk C-c
+    if shell_do 4 'echo alive-$((6*7))' && [[ "$(screen)" =~ $'\nalive-42\n' ]]; then
+        pass "shell: Ctrl-C ends the foreground job, the shell lives ($((SECONDS - t0)) s)"
+    else
+        fail "shell: Ctrl-C ends the foreground job, the shell lives" "screen: $(screen | grep -v '^$' | tail -5)"
+    fi
+    type_line 'echo sleep-5-$((0+5)); sleep 100'
+    wait_screen $'\nsleep-5-5'$'(\n|$)' 30 || diag "the job of step 5 did not start"
+    sleep 1
+    tm send-keys -t dk C-z
+    if wait_screen 'Stopped +sleep 100' 30; then
+        pass "shell: Ctrl-Z stops the foreground job (job control)"
+    else
+        fail "shell: Ctrl-Z stops the foreground job (job control)" "screen: $(screen | grep -v '^$' | tail -5)"
+    fi
+    shell_do 6 'kill %1; wait'
+    type_line 'exit 3'
+    if wait_screen $'cordon-exit=3\n' 30; then
+        pass "shell: exit 3 gives 3"
+    else
+        fail "shell: exit 3 gives 3" "screen: $(screen | grep -v '^$' | tail -5)"
+    fi
+    wait_screen 'lnext' 10
+    settings=$(screen)
+    settings=${settings#*cordon-exit=}
+    like "shell: the host terminal is cooked again after (icanon)" "$settings" '(^|[ \n])icanon( |$)'
+    like "shell: the host terminal echoes again after (echo)" "$settings" '(^|[ \n])echo( |$)'
+    tm kill-server 2>/dev/null
+    is "shell: the container is gone afterwards" "$(ncontainers)" 0
+
+    # The docker CLI killed (it owned the host terminal, raw): cordon puts
+    # the terminal back itself, and removes the container.
+    tm new-session -d -s dk -x 100 -y 30 "bash $TEST_TMP/pty-runner.sh"
+    wait_screen '[#$] *$' 60 || diag "no prompt in the second session: $(screen | grep -v '^$' | tail -3)"
+    cordon_pid=$(pgrep -P "$(tm display -p -t dk '#{pane_pid}')" -x cordon)
+    cli_pid=$([ -n "$cordon_pid" ] && pgrep -P "$cordon_pid" -x docker)
+    [ -n "$cli_pid" ] && kill -KILL "$cli_pid"
+    if wait_screen 'cordon-exit=137 *'$'\n' 30; then
+        pass "shell: the docker CLI killed ends cordon shell (137)"
+    else
+        fail "shell: the docker CLI killed ends cordon shell (137)" "screen: $(screen | grep -v '^$' | tail -5)"
+    fi
+    wait_screen 'lnext' 10
+    settings=$(screen)
+    settings=${settings#*cordon-exit=}
+    like "shell: the host terminal is cooked after the CLI was killed (icanon)" "$settings" '(^|[ \n])icanon( |$)'
+    like "shell: the host terminal echoes after the CLI was killed (echo)" "$settings" '(^|[ \n])echo( |$)'
+    tm kill-server 2>/dev/null
+    is "shell: the CLI killed: the container is removed" "$(ncontainers)" 0
+else
+    skip "shell in a terminal" "tmux not installed (scripts/bootstrap.sh --test)"
+fi
+
+# --- run --pty without a host terminal, as on ns: a terminal inside, its
+# output (stderr too) through it, the status back ---
+out=$(cd "$ws" && PWD="$ws" "$CORDON" run "${D[@]}" --pty -- \
+    bash -c 'tty; test -t 1 && echo stdout-is-a-tty; echo to-stderr >&2; exit 5' </dev/null 2>"$TEST_TMP/err")
+rc=$?
+is "run --pty without a host terminal: the command's status" "$rc" 5
+like "run --pty without a host terminal: a terminal inside" "$out" $'^/dev/pts/[0-9]+\r\nstdout-is-a-tty\r\n'
+like "run --pty: stderr comes through the terminal too" "$out" $'\nto-stderr\r'
+is "run --pty: nothing on cordon's stderr" "$(cat "$TEST_TMP/err")" ""
+# cordon shell without a terminal still reads commands from stdin.
+out=$(cd "$ws" && printf 'echo from-shell; tty; exit 4\n' | PWD="$ws" "$CORDON" shell "${D[@]}" 2>&1)
+rc=$?
+is "shell without a terminal: commands from stdin, no terminal inside" "$out" "from-shell
+not a tty"
+is "shell without a terminal: the exit status" "$rc" 4
+
 # --- cordon verify on docker ---
 out=$(cd "$ws" && PWD="$ws" "$CORDON" verify "${D[@]}" 2>&1 </dev/null)
 rc=$?
@@ -325,4 +444,168 @@ else
 fi
 like "verify: the user namespace is the host's, said so" "$out" "the host's: docker, the user's uid, no capabilities"
 is "verify: no container left" "$(ncontainers)" 0
+
+# --- cordon verify NAME of a running docker `cordon run` session: the
+# session's supervisor serves its control socket, the probe is a `docker
+# exec` of the agent in that container ---
+export XDG_RUNTIME_DIR="$TEST_TMP/run"
+mkdir -p -m 755 "$XDG_RUNTIME_DIR"
+vstate="$XDG_RUNTIME_DIR/cordon"
+vname="dvr-$$"
+(cd "$ws" && PWD="$ws" exec "$CORDON" run --name "$vname" "${D[@]}" -- sleep 60 </dev/null \
+    >"$TEST_TMP/vrun.out" 2>"$TEST_TMP/vrun.err") &
+vrun_pid=$!
+cleanup_pids+=("$vrun_pid")
+for _ in $(seq 150); do [ -S "$vstate/$vname/control" ] && break; sleep 0.2; done
+is "verify NAME: the docker session serves a control socket (mode 0600)" \
+    "$(stat -c '%a %F' "$vstate/$vname/control" 2>&1)" "600 socket"
+vpid1=""
+for _ in $(seq 50); do
+    vpid1=$(docker inspect --format '{{.State.Pid}}' "$vname" 2>/dev/null)
+    [ -n "$vpid1" ] && [ "$vpid1" != 0 ] && pgrep -P "$vpid1" -x sleep >/dev/null && break
+    sleep 0.2
+done
+# Why a `docker exec` is no way around the container: an exec'd process,
+# before the agent's own --confine, already has the container's bounding
+# set (empty), no_new_privs and Docker's seccomp filter.
+st=$(docker exec --user "$(id -u):$(id -g)" "$vname" cat /proc/self/status 2>&1)
+like "docker exec: the exec'd process has no capability (CapBnd)" "$st" $'\nCapBnd:\t0000000000000000'
+like "docker exec: the exec'd process has no_new_privs" "$st" $'\nNoNewPrivs:\t1'
+like "docker exec: the exec'd process has Docker's seccomp filter" "$st" $'\nSeccomp:\t2'
+verify_name() {
+    out=$(cd / && "$CORDON" verify "$@" 2>"$TEST_TMP/verify.err" </dev/null)
+    rc=$?
+    err=$(cat "$TEST_TMP/verify.err")
+}
+row() { grep -E "^[A-Z]{4} +$1 " <<<"$out"; }
+verify_name "$vname"
+is "verify NAME (docker run): exit 0" "$rc" 0 || diag "$out $err"
+like "verify NAME (docker run): the table of that session" "$out" "^cordon verify: sandbox $vname"
+for check in env-scrub host-files docker-socket seccomp no-new-privs capabilities namespaces \
+    processes; do
+    like "verify NAME (docker run): $check passes" "$(row "$check")" "^PASS"
+done
+like "verify NAME (docker run): the host side is the container's PID 1, with both filters" \
+    "$(row seccomp)" "agent \(pid $vpid1, from the host\): Seccomp 2, 2 filter"
+like "verify NAME (docker run): the probe ran in the container (docker exec)" "$out" "docker exec"
+verify_name "$vname" --json
+printf '%s' "$out" >"$TEST_TMP/dreport.json"
+json_ok=$(python3 - "$TEST_TMP/dreport.json" "$vname" "$vpid1" 2>&1 <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["sandbox"] == sys.argv[2], r["sandbox"]
+assert r["result"] == "PASS" and r["failed"] == 0, r["result"]
+assert r["host"]["agent_pid"] == int(sys.argv[3]), (r["host"]["agent_pid"], sys.argv[3])
+print("ok")
+EOF
+)
+is "verify NAME --json (docker run): parses, PASS, the container's PID 1 audited" "$json_ok" ok
+
+# A probe that does not end (its docker exec CLI held with SIGSTOP) is
+# killed after 30 s: the audit says so, and the next one runs.
+(cd / && exec "$CORDON" verify "$vname" >"$TEST_TMP/vt.out" 2>"$TEST_TMP/vt.err" </dev/null) &
+vt=$!
+held=""
+for _ in $(seq 1000); do
+    held=$(pgrep -P "$vrun_pid" -f " exec -i --user ")
+    [ -n "$held" ] && break
+    sleep 0.01
+done
+[ -n "$held" ] && kill -STOP "$held"
+t0=$SECONDS
+wait "$vt"
+is "verify NAME (docker run) with a held probe: exit 1" "$?" 1
+like "verify NAME (docker run): the held probe is killed after 30 s ($((SECONDS - t0)) s)" \
+    "$(cat "$TEST_TMP/vt.out")" "killed after 30 s \(timeout\)"
+verify_name "$vname"
+is "verify NAME (docker run) after the held probe: the session is still audited (exit 0)" "$rc" 0
+
+# A Docker API look-alike planted in that container's /tmp (bound by the
+# test, root, through the container's root): THAT session's audit FAILs,
+# a fresh one does not.
+cat >"$TEST_TMP/dock.py" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(8)
+while True:
+    c, _ = s.accept()
+    c.recv(4096)
+    c.sendall(b"HTTP/1.1 200 OK\r\nApi-Version: 1.43\r\nServer: Docker/24.0\r\nContent-Length: 2\r\n\r\nOK")
+    c.close()
+EOF
+python3 "$TEST_TMP/dock.py" "/proc/$vpid1/root/tmp/docker.sock" </dev/null >/dev/null 2>&1 &
+cleanup_pids+=($!)
+for _ in $(seq 50); do [ -S "/proc/$vpid1/root/tmp/docker.sock" ] && break; sleep 0.1; done
+verify_name "$vname"
+is "verify NAME (docker run) with a fake docker.sock inside: exit 1" "$rc" 1
+like "verify NAME (docker run): the planted socket is found" "$(row docker-socket)" \
+    "^FAIL .*/tmp/docker.sock \(answers the Docker API\)"
+out=$(cd "$ws" && PWD="$ws" "$CORDON" verify "${D[@]}" 2>/dev/null </dev/null)
+like "fresh verify on docker: its own /tmp, no such socket" "$(row docker-socket)" "^PASS"
+
+# Another uid: the control socket's checks, as on ns.
+user=cordon-test
+id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user" >/dev/null 2>&1
+ctl() {
+    (cd / && runuser -u "$user" -- python3 - "$vstate/$1/control" "$2") <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print(type(e).__name__); sys.exit(0)
+try:
+    s.sendall(sys.argv[2].encode())
+except OSError:
+    pass
+s.settimeout(30)
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d: break
+    data += d
+print(data.decode().strip())
+EOF
+}
+if id "$user" >/dev/null 2>&1; then
+    is "verify NAME (docker run): another uid: the socket's directory mode denies it" \
+        "$(ctl "$vname" '{"op":"verify"}
+')" PermissionError
+    chmod 711 "$vstate" "$vstate/$vname"
+    chmod 666 "$vstate/$vname/control"
+    like "verify NAME (docker run): another uid: SO_PEERCRED refuses it when the modes would not" \
+        "$(ctl "$vname" '{"op":"verify"}
+')" "permission denied: uid $(id -u "$user") is not the session owner \(uid 0\) or root"
+    chmod 700 "$vstate" "$vstate/$vname"
+    chmod 600 "$vstate/$vname/control"
+else
+    skip "verify NAME (docker run): another uid" "cannot create user $user"
+    skip "verify NAME (docker run): another uid, SO_PEERCRED" "cannot create user $user"
+fi
+
+# The command ends during an audit: said so, nothing audited. The probe is
+# held (SIGSTOP on the docker exec CLI) until the command is killed.
+(cd / && exec "$CORDON" verify "$vname" >"$TEST_TMP/v6.out" 2>"$TEST_TMP/v6.err" </dev/null) &
+v6=$!
+execpid=""
+for _ in $(seq 1000); do
+    execpid=$(pgrep -P "$vrun_pid" -f " exec -i --user ")
+    [ -n "$execpid" ] && break
+    sleep 0.01
+done
+[ -n "$execpid" ] && kill -STOP "$execpid"
+[ -n "$execpid" ] || diag "the probe's docker exec was not seen"
+pkill -KILL -P "$vpid1" -x sleep
+wait "$v6"
+is "verify NAME while the command exits (docker): exit 125" "$?" 125
+[ -s "$TEST_TMP/v6.out" ] && diag "verify's report: $(grep -E '^(FAIL|result)' "$TEST_TMP/v6.out")"
+like "verify NAME while the command exits (docker): a clear error" "$(cat "$TEST_TMP/v6.err")" \
+    "sandbox $vname: its command exited \(status 137\) before the audit ended: nothing was audited"
+[ -n "$execpid" ] && kill -CONT "$execpid" 2>/dev/null
+wait "$vrun_pid"
+is "run --name (docker): the command's status (137)" "$?" 137
+verify_name "$vname"
+is "verify NAME (docker) after the command exited: not running (2)" "$rc" 2
+like "verify NAME (docker) after the command exited: says so" "$err" "sandbox $vname is not running"
+is "verify NAME (docker): no container left" "$(ncontainers)" 0
 tap_done

@@ -200,6 +200,36 @@ static int protect(struct binds *b, const char *host_base, const char *view_base
     return 0;
 }
 
+/* The agent confines itself as the ns backend confines its sandbox,
+ * under Docker's profile and mounts: Landlock with the same writable
+ * places, then cordon's own seccomp filter. */
+int docker_confine_argv(const struct launch *l, struct docker_args *a, struct cordon_error *err)
+{
+    const struct ns_spec *spec = &l->spec;
+    bool ro = spec->workspace_readonly;
+    if (docker_args_add(a, "--confine") < 0)
+        return error_set(err, ENOMEM, "docker");
+    const char *writable[8 + 2 + LAUNCH_MAX_MOUNTS];
+    size_t n = 0;
+    static const char *const always[] = {"/tmp", "/var/tmp", "/run", "/dev"};
+    for (size_t i = 0; i < ARRAY_SIZE(always); i++)
+        writable[n++] = always[i];
+    writable[n++] = spec->home;
+    if (!ro)
+        writable[n++] = spec->workspace_view;
+    for (size_t i = 0; !ro && spec->git_dirs && spec->git_dirs[i] && i < 2; i++)
+        writable[n++] = spec->git_dirs[i];
+    for (size_t i = 0; i < spec->nmounts && i < LAUNCH_MAX_MOUNTS; i++) {
+        if (!spec->mounts[i].readonly)
+            writable[n++] = spec->mounts[i].guest_path;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (docker_args_add(a, "--writable") < 0 || docker_args_add(a, "%s", writable[i]) < 0)
+            return error_set(err, ENOMEM, "docker");
+    }
+    return 0;
+}
+
 /* `docker run` with everything: flags, binds, tmpfs, limits, image, agent. */
 int docker_run_argv(const struct launch *l, const char *cli, const char *name,
                     const char *state_dir, char *const *agent_argv, bool serve,
@@ -212,6 +242,10 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     oom |= docker_args_add(a, "%s", cli) < 0;
     oom |= docker_args_add(a, "run") < 0 || docker_args_add(a, "-i") < 0 ||
            docker_args_add(a, "--rm") < 0;
+    /* A terminal (--pty): the container's own, made by the runtime on its
+     * devpts; the CLI relays it and the window size (run-docker.c). */
+    if (l->pty && !serve)
+        oom |= docker_args_add(a, "-t") < 0;
     oom |= docker_args_add(a, "--name") < 0 || docker_args_add(a, "%s", name) < 0;
     oom |= docker_args_add(a, "--label") < 0 ||
            docker_args_add(a, "io.cordon.session=%s", l->name) < 0;
@@ -324,33 +358,12 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
 
     if (binds_emit(b, a, err) < 0)
         goto out;
-    /* The agent confines itself as the ns backend confines its sandbox,
-     * under Docker's profile and mounts: Landlock with the same writable
-     * places, then cordon's own seccomp filter. */
-    if (docker_args_add(a, "%s", cfg->docker.image) < 0 || docker_args_add(a, "--confine") < 0)
+    if (docker_args_add(a, "%s", cfg->docker.image) < 0)
         goto oom;
-    {
-        const char *writable[8 + 2 + LAUNCH_MAX_MOUNTS];
-        size_t n = 0;
-        static const char *const always[] = {"/tmp", "/var/tmp", "/run", "/dev"};
-        for (size_t i = 0; i < ARRAY_SIZE(always); i++)
-            writable[n++] = always[i];
-        writable[n++] = spec->home;
-        if (!ro)
-            writable[n++] = spec->workspace_view;
-        for (size_t i = 0; !ro && spec->git_dirs && spec->git_dirs[i] && i < 2; i++)
-            writable[n++] = spec->git_dirs[i];
-        for (size_t i = 0; i < spec->nmounts && i < LAUNCH_MAX_MOUNTS; i++) {
-            if (!spec->mounts[i].readonly)
-                writable[n++] = spec->mounts[i].guest_path;
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (docker_args_add(a, "--writable") < 0 || docker_args_add(a, "%s", writable[i]) < 0)
-                goto oom;
-        }
-        if (docker_args_add(a, "--") < 0)
-            goto oom;
-    }
+    if (docker_confine_argv(l, a, err) < 0)
+        goto out;
+    if (docker_args_add(a, "--") < 0)
+        goto oom;
     for (size_t i = 1; agent_argv[i]; i++) {
         if (docker_args_add(a, "%s", agent_argv[i]) < 0)
             goto oom;

@@ -29,3 +29,9 @@ void docker_args_free(struct docker_args *a);
 int docker_run_argv(const struct launch *l, const char *cli, const char *name,
                     const char *state_dir, char *const *agent_argv, bool serve,
                     struct docker_args *a, struct cordon_error *err);
+
+/* "--confine --writable PATH ...": the agent's own confinement of its
+ * mode (Landlock, cordon's seccomp filter), the same for the container's
+ * PID 1 and for the probe the supervisor runs in it with `docker exec`;
+ * the caller adds what else it wants of --confine, then "--". */
+int docker_confine_argv(const struct launch *l, struct docker_args *a, struct cordon_error *err);

@@ -624,3 +624,33 @@ const struct backend_ops docker_backend_ops = {
     .start = docker_start,
     .stop = docker_stop,
 };
+
+pid_t docker_sandbox_exec_probe(struct sandbox *sb, const struct launch *l, int in, int out,
+                                struct cordon_error *err)
+{
+    struct docker_state *st = sb->priv;
+    if (!st || !st->spawned)
+        return error_set(err, ESRCH, "docker: no container");
+    struct docker_args a = {0};
+    bool oom = docker_args_add(&a, "%s", st->cli) < 0 || docker_args_add(&a, "exec") < 0 ||
+               docker_args_add(&a, "-i") < 0 || docker_args_add(&a, "--user") < 0 ||
+               docker_args_add(&a, "%u:%u", getuid(), getgid()) < 0 ||
+               docker_args_add(&a, "--workdir") < 0 || docker_args_add(&a, "%s", l->spec.cwd) < 0 ||
+               docker_args_add(&a, "%s", st->name_arg) < 0 ||
+               docker_args_add(&a, DOCKER_AGENT_PATH) < 0;
+    if (oom) {
+        docker_args_free(&a);
+        return error_set(err, ENOMEM, "docker");
+    }
+    if (docker_confine_argv(l, &a, err) < 0) {
+        docker_args_free(&a);
+        return -1;
+    }
+    if (docker_args_add(&a, "--") < 0 || docker_args_add(&a, "probe") < 0) {
+        docker_args_free(&a);
+        return error_set(err, ENOMEM, "docker");
+    }
+    pid_t pid = cli_spawn(st, a.v, in, out, out, false, err);
+    docker_args_free(&a);
+    return pid;
+}

@@ -9,14 +9,17 @@
 #include "config/config.h"
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 extern const struct backend_ops docker_backend_ops;
 
 /* start() runs the agent in one of two ways, chosen by agent_argv[1]:
  * "serve" is given "--stdio" and its stdin and stdout become the channel
  * (sb->channel_fd, a socket); any other mode ("init") is attached to
- * l->spec.stdio (the user's terminal or pipes), and sb->channel_fd is -1.
- * sb->pid is the docker CLI, whose exit status is the container's. */
+ * l->spec.stdio (the user's terminal or pipes), and sb->channel_fd is -1;
+ * with l->pty it is `docker run -t` (the container's own terminal, which
+ * init --ctty makes the command's controlling one). sb->pid is the docker
+ * CLI, whose exit status is the container's. */
 
 /* The command that removes the container (argv and envp, NULL-terminated,
  * owned by the sandbox): what the watchdog runs when the supervisor died.
@@ -27,6 +30,15 @@ char *const *docker_sandbox_rm_envp(const struct sandbox *sb);
 /* A pidfd of the container's PID 1 (the agent) on the host, asked of the
  * daemon once (`docker inspect`); owned by the sandbox. -1 when unknown. */
 int docker_sandbox_agent_pidfd(struct sandbox *sb);
+
+/* `docker exec` of the agent's probe mode in the running container
+ * (`cordon verify NAME`), as the user, in the command's directory, under
+ * the same --confine as the container's PID 1; its environment is the
+ * container's (the env file given to `docker run`). stdin is in, stdout
+ * and stderr are out; the CLI gets a process group of its own. Returns its
+ * pid, or <0. */
+pid_t docker_sandbox_exec_probe(struct sandbox *sb, const struct launch *l, int in, int out,
+                                struct cordon_error *err);
 
 /* Reads the container's PID 1 from the host's /proc: seccomp in filter
  * mode with two filters (Docker's profile and cordon's own, stacked by the
