@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -886,15 +887,23 @@ static void publish_start(struct proxy *p, struct conn *c, size_t index)
     snprintf(c->host, sizeof(c->host), "127.0.0.1");
     c->port = pub->guest_port;
     struct cordon_error err = {0};
-    int fd = netns_factory_socket(p->cfg->factory, &err);
+    bool to_unix = pub->connect_path[0] != '\0';
+    int fd = to_unix || !p->cfg->factory ? socket(to_unix ? AF_UNIX : AF_INET,
+                                                  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
+                                         : netns_factory_socket(p->cfg->factory, &err);
     if (fd < 0) {
-        audit(p, c, NULL, false, err.message);
+        audit(p, c, NULL, false, err.message[0] ? err.message : strerror(errno));
         conn_close(p, c);
         return;
     }
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(pub->guest_port)};
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 && errno != EINPROGRESS) {
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    memcpy(sun.sun_path, pub->connect_path, sizeof(sun.sun_path) - 1);
+    struct sockaddr *sa = to_unix ? (struct sockaddr *)&sun : (struct sockaddr *)&sin;
+    socklen_t salen = to_unix ? (socklen_t)sizeof(sun) : (socklen_t)sizeof(sin);
+    /* A unix socket's backlog full says EAGAIN: refused like a closed port. */
+    if (connect(fd, sa, salen) < 0 && errno != EINPROGRESS) {
         close(fd);
         conn_close(p, c);
         return;

@@ -292,6 +292,13 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     if (check_host_path(l->agent_path, "the agent", err) < 0 ||
         bind_add(b, l->agent_path, DOCKER_AGENT_PATH, true, err) < 0)
         goto out;
+    if (l->net.mode == NET_MODE_ALLOWLIST) {
+        char sock[PATH_MAX];
+        snprintf(sock, sizeof(sock), "%s/" DOCKER_PROXY_SOCKET, state_dir);
+        if (check_host_path(sock, "the proxy socket", err) < 0 ||
+            bind_add(b, sock, DOCKER_PROXY_PATH, true, err) < 0)
+            goto out;
+    }
     if (check_host_path(spec->workspace, "the workspace", err) < 0 ||
         bind_add(b, spec->workspace, spec->workspace_view, ro, err) < 0)
         goto out;
@@ -345,6 +352,9 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
             if (docker_args_add(a, "--writable") < 0 || docker_args_add(a, "%s", writable[i]) < 0)
                 goto oom;
         }
+        if (l->net.mode == NET_MODE_ALLOWLIST &&
+            (docker_args_add(a, "--proxy-socket") < 0 || docker_args_add(a, DOCKER_PROXY_PATH) < 0))
+            goto oom;
         if (docker_args_add(a, "--") < 0)
             goto oom;
     }
