@@ -18,14 +18,15 @@
  *     run by `cordon verify` through the bash tool (or by init, --control,
  *     init.h): observations of the sandbox from inside (probe.c).
  *
- *   cordon-agent --confine [--writable PATH]... [--proxy-socket PATH] -- MODE ...
+ *   cordon-agent --confine [--writable PATH]... [--proxy-socket PATH]
+ *                [--publish-dir DIR] [--publish-port N]... -- MODE ...
  *     confines itself first, as the ns backend confines its sandbox
  *     (Landlock: everything readable, only the PATHs writable, when the
  *     kernel has it; then cordon's own seccomp filter), then MODE as above.
  *     The docker backend's containers start so: Docker's profile and
- *     mounts stay, and the kernel applies both. --proxy-socket: then
- *     starts the allowlist's forwarder (127.0.0.1:NET_PROXY_PORT to that
- *     unix socket, docker-net.c) before MODE. */
+ *     mounts stay, and the kernel applies both. --proxy-socket,
+ *     --publish-dir and --publish-port: then starts the network's
+ *     forwarder (docker-net.c) before MODE. */
 #include "agent/docker-net.h"
 #include "agent/init.h"
 #include "agent/probe.h"
@@ -115,19 +116,32 @@ int main(int argc, char **argv)
         for (; i + 1 < argc && strcmp(argv[i], "--writable") == 0 && n < AGENT_MAX_WRITABLE; i += 2)
             writable[n++] = argv[i + 1];
         writable[n] = NULL;
-        const char *proxy_socket = NULL;
-        if (i + 1 < argc && strcmp(argv[i], "--proxy-socket") == 0) {
-            proxy_socket = argv[i + 1];
-            i += 2;
+        const char *proxy_socket = NULL, *publish_dir = NULL;
+        uint16_t ports[NET_MAX_PUBLISH];
+        size_t nports = 0;
+        bool bad = false;
+        for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0 && argv[i][2]; i += 2) {
+            char *end;
+            long port = strtol(argv[i + 1], &end, 10);
+            if (strcmp(argv[i], "--proxy-socket") == 0)
+                proxy_socket = argv[i + 1];
+            else if (strcmp(argv[i], "--publish-dir") == 0)
+                publish_dir = argv[i + 1];
+            else if (strcmp(argv[i], "--publish-port") == 0 && !*end && port > 0 && port < 65536 &&
+                     nports < NET_MAX_PUBLISH)
+                ports[nports++] = (uint16_t)port;
+            else
+                bad = true;
         }
-        if (i >= argc || strcmp(argv[i], "--") != 0) {
+        if (bad || i >= argc || strcmp(argv[i], "--") != 0) {
             fprintf(stderr, "cordon-agent: --confine [--writable PATH]... [--proxy-socket PATH] "
-                            "-- MODE ...\n");
+                            "[--publish-dir DIR] [--publish-port N]... -- MODE ...\n");
             return CORDON_EXIT_FAILURE;
         }
         confine_self(writable);
         struct cordon_error err = {0};
-        if (proxy_socket && agent_forward_start(proxy_socket, NET_PROXY_PORT, &err) < 0) {
+        if ((proxy_socket || (publish_dir && nports)) &&
+            agent_forward_start(proxy_socket, publish_dir, ports, nports, &err) < 0) {
             fprintf(stderr, "cordon-agent: %s\n", err.message);
             return CORDON_EXIT_FAILURE;
         }
@@ -168,12 +182,11 @@ int main(int argc, char **argv)
         fflush(NULL);
         _exit(rc);
     }
-    fprintf(
-        stderr,
-        "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n"
-        "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
-        "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
-        "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n"
-        "       cordon-agent --confine [--writable PATH]... [--proxy-socket PATH] -- MODE ...\n");
+    fprintf(stderr, "usage: cordon-agent init [--pty] [--memory-mib N] -- CMD [ARG...]\n"
+                    "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
+                    "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
+                    "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n"
+                    "       cordon-agent --confine [--writable PATH]... [--proxy-socket PATH]\n"
+                    "                    [--publish-dir DIR] [--publish-port N]... -- MODE ...\n");
     return CORDON_EXIT_FAILURE;
 }

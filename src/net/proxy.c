@@ -28,6 +28,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
@@ -899,7 +900,21 @@ static void publish_start(struct proxy *p, struct conn *c, size_t index)
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(pub->guest_port)};
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    memcpy(sun.sun_path, pub->connect_path, sizeof(sun.sun_path) - 1);
+    /* The socket may sit in a directory the sandbox writes (docker's
+     * published ports): connect to that very inode, never through a
+     * symlink planted there to another socket of the host. */
+    _cleanup_close_ int path_fd = -1;
+    if (to_unix) {
+        struct stat st;
+        path_fd = open(pub->connect_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (path_fd < 0 || fstat(path_fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+            audit(p, c, NULL, false, "nothing listens in the sandbox (no socket there)");
+            close(fd);
+            conn_close(p, c);
+            return;
+        }
+        snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d", path_fd);
+    }
     struct sockaddr *sa = to_unix ? (struct sockaddr *)&sun : (struct sockaddr *)&sin;
     socklen_t salen = to_unix ? (socklen_t)sizeof(sun) : (socklen_t)sizeof(sin);
     /* A unix socket's backlog full says EAGAIN: refused like a closed port. */

@@ -299,6 +299,13 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
             bind_add(b, sock, DOCKER_PROXY_PATH, true, err) < 0)
             goto out;
     }
+    if (l->net.publish_count > 0) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/" DOCKER_PUBLISH_DIR, state_dir);
+        if (check_host_path(dir, "the publish directory", err) < 0 ||
+            bind_add(b, dir, DOCKER_PUBLISH_PATH, false, err) < 0)
+            goto out;
+    }
     if (check_host_path(spec->workspace, "the workspace", err) < 0 ||
         bind_add(b, spec->workspace, spec->workspace_view, ro, err) < 0)
         goto out;
@@ -355,6 +362,14 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
         if (l->net.mode == NET_MODE_ALLOWLIST &&
             (docker_args_add(a, "--proxy-socket") < 0 || docker_args_add(a, DOCKER_PROXY_PATH) < 0))
             goto oom;
+        if (l->net.publish_count > 0 && (docker_args_add(a, "--publish-dir") < 0 ||
+                                         docker_args_add(a, DOCKER_PUBLISH_PATH) < 0))
+            goto oom;
+        for (size_t i = 0; i < l->net.publish_count; i++) {
+            if (docker_args_add(a, "--publish-port") < 0 ||
+                docker_args_add(a, "%u", l->net.publish[i].guest_port) < 0)
+                goto oom;
+        }
         if (docker_args_add(a, "--") < 0)
             goto oom;
     }

@@ -389,10 +389,6 @@ int docker_check_config(const struct cordon_config *cfg, struct cordon_error *er
                          "containers run with --network none; a bridge network would leave the "
                          "host, its gateway, reachable): use \"allowlist\", or the ns or vm "
                          "backend");
-    if (cfg->network.publish_ports.count)
-        return error_set(err, 0,
-                         "network.publish_ports is not supported on the docker backend (its "
-                         "containers run with --network none)");
     if (cfg->docker.mode == CFG_DOCKER_REQUIRE)
         return error_set(err, 0,
                          "docker.mode = \"require\": a docker backend container has no Docker "
@@ -454,12 +450,18 @@ static int docker_probe(struct cordon_error *err)
 
 /* Allowlist: the proxy of ns and vm (same rules, refusals and audit log),
  * accepting on a unix socket that only the user can connect to (the
- * container runs as the user's uid). */
+ * container runs as the user's uid). Published ports: the same process
+ * listens on the host and connects to the forwarder's sockets in pub/. */
 static int start_proxy(const struct launch *l, struct docker_state *st, struct cordon_error *err)
 {
     net_session_init(&st->net, &l->net);
+    char pub[PATH_MAX + 8];
+    snprintf(pub, sizeof(pub), "%s/" DOCKER_PUBLISH_DIR, st->dir);
+    if (l->net.publish_count > 0 && mkdir(pub, 0700) < 0 && errno != EEXIST)
+        return error_set(err, errno, "docker: creating %s", pub);
+    const char *publish_dir = l->net.publish_count > 0 ? pub : NULL;
     if (l->net.mode != NET_MODE_ALLOWLIST)
-        return 0;
+        return publish_dir ? net_start_proxy_unix(&st->net, -1, publish_dir, err) : 0;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/" DOCKER_PROXY_SOCKET, st->dir) >=
         (int)sizeof(sa.sun_path))
@@ -475,7 +477,7 @@ static int start_proxy(const struct launch *l, struct docker_state *st, struct c
     umask(old);
     if (rc < 0 || listen(fd, 128) < 0)
         return error_set(err, errno, "docker: listening on %s", sa.sun_path);
-    return net_start_proxy_on(&st->net, fd, err);
+    return net_start_proxy_unix(&st->net, fd, publish_dir, err);
 }
 
 static int docker_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
