@@ -145,6 +145,58 @@ is "teardown: no proxy socket left" "$(find "$XDG_RUNTIME_DIR" -name proxy.sock 
 left=$(ps -eo pid,args | grep -F "$hosts" | grep -v grep)
 is "teardown: no proxy process left" "$left" ""
 
+# ------------------------------------------------------------ published ports
+# A listener inside (busybox httpd on the container's 127.0.0.1:8000) is
+# reachable on the host at 127.0.0.1:PUB, and nowhere else.
+PUB=$((port_base + 3))
+host_addr=$(ip -4 -o route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+pub_run() { # pub_run SCRIPT: runs in the background until $ws/done; ready: $ws/ready
+    rm -f "$ws/ready" "$ws/done"
+    (cd "$ws" && PWD="$ws" "$CORDON" run "${D[@]}" --net-audit-log "$audit" \
+        --publish "127.0.0.1:$PUB:8000" -- bash -c "
+        mkdir -p /tmp/www && echo published-from-the-container > /tmp/www/index.html
+        httpd -f -p 127.0.0.1:8000 -h /tmp/www & sleep 0.3
+        $1
+        touch $ws/ready; for i in \$(seq 300); do [ -e $ws/done ] && break; sleep 0.1; done" \
+        >"$TEST_TMP/pub.out" 2>&1 </dev/null) &
+    pub_pid=$!
+    cleanup_pids+=("$pub_pid")
+    for _ in $(seq 300); do [ -e "$ws/ready" ] && break; sleep 0.1; done
+}
+pub_run "ls -l /run/cordon/pub/"
+got=$(curl -sS -m 10 "http://127.0.0.1:$PUB/" 2>&1)
+listen=$(ss -Hltn "sport = :$PUB" 2>/dev/null | awk '{print $4}')
+[ -n "$host_addr" ] && other=$(curl -sS -m 5 "http://$host_addr:$PUB/" 2>&1; echo "rc=$?")
+touch "$ws/done"
+wait "$pub_pid"
+is "publish: the container's listener answers on the host at 127.0.0.1:$PUB" "$got" "published-from-the-container"
+is "publish: bound to 127.0.0.1 only" "$listen" "127.0.0.1:$PUB"
+if [ -n "$host_addr" ]; then
+    like "publish: not reachable at the host's other address ($host_addr)" "$other" "rc=7"
+else
+    skip "publish: the host's other address" "no default route here"
+fi
+like "publish: the forwarder's socket inside is the user's alone" "$(cat "$TEST_TMP/pub.out")" "srw------- .* 0.sock"
+is "publish: the port is closed after the session" "$(ss -Hltn "sport = :$PUB" | wc -l)" 0
+
+# The sandbox can write the directory of the forwarder's sockets: a symlink
+# planted there (to a socket of the host's) gets the host nothing.
+$PY -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+while True:
+    c, _ = s.accept(); c.sendall(b"HTTP/1.0 200 OK\r\n\r\nhost-secret\n"); c.close()' "$TEST_TMP/host.sock" &
+cleanup_pids+=($!)
+for _ in $(seq 50); do [ -S "$TEST_TMP/host.sock" ] && break; sleep 0.1; done
+pub_run "rm -f /run/cordon/pub/0.sock && ln -s $TEST_TMP/host.sock /run/cordon/pub/0.sock && echo planted"
+got=$(curl -sS -m 10 "http://127.0.0.1:$PUB/" 2>&1; echo "rc=$?")
+touch "$ws/done"
+wait "$pub_pid"
+like "publish: the symlink was planted inside" "$(cat "$TEST_TMP/pub.out")" "planted"
+unlike "publish: a planted symlink does not lead to the host's socket" "$got" "host-secret"
+like "publish: the connection is closed instead" "$got" "rc=(52|56)"
+like "publish: the audit log says why" "$(cat "$audit")" '"decision":"deny","reason":"nothing listens in the sandbox'
+
 # ------------------------------------------------------------ what stays refused
 cordon_run "$ws" "${D[@]}" --network open -- true
 is "open: refused on docker (125)" "$rc" 125
