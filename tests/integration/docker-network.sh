@@ -137,6 +137,16 @@ tout=$(cd "$ws" && PWD="$ws" "$CORDON" tool "${D[@]}" --network allowlist --net-
 like "tool bash: the forwarder is up for the first call" "$tout" "hello-from-loopback"
 like "tool bash: an unlisted host is refused" "$tout" "403 Forbidden"
 
+# ------------------------------------------------------------ cordon verify's network rows
+vpub=$((port_base + 4))
+vout=$(cd "$ws" && PWD="$ws" "$CORDON" verify "${D[@]}" --set network.mode=allowlist \
+    --set 'network.allow_hosts=["web.test"]' --set "network.publish_ports=[\"127.0.0.1:$vpub:8000\"]" 2>&1 </dev/null)
+like "verify on docker: network-egress passes in allowlist mode" "$vout" "PASS  network-egress   network.mode = allowlist"
+like "verify on docker: the proxy refused the unlisted CONNECTs" "$vout" "proxy CONNECT [0-9.:]+ \(not allowlisted\) -> HTTP/1.1 403"
+like "verify on docker: published-ports passes (loopback only)" "$vout" "PASS  published-ports  127.0.0.1:$vpub -> 8000: host listeners: tcp:$vpub on loopback"
+like "verify on docker: the forwarder counts as the sandbox's process" "$vout" "PASS  processes"
+like "verify on docker: everything passes" "$vout" "result: PASS"
+
 # ------------------------------------------------------------ nothing left behind
 sleep 0.5
 is "teardown: no container left" "$(ncontainers)" 0
