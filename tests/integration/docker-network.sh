@@ -207,6 +207,44 @@ unlike "publish: a planted symlink does not lead to the host's socket" "$got" "h
 like "publish: the connection is closed instead" "$got" "rc=(52|56)"
 like "publish: the audit log says why" "$(cat "$audit")" '"decision":"deny","reason":"nothing listens in the sandbox'
 
+# ------------------------------------------------------------ an unprivileged user
+# The proxy's and the forwarder's sockets are 0600: the container runs as
+# the user's uid, which must be able to connect both ways.
+if id cordon-test >/dev/null 2>&1; then
+    chown cordon-test "$hd/sock"
+    uws=$(mktemp -d /tmp/cordon-dn.XXXXXX)
+    uhome=$(mktemp -d /tmp/cordon-dnh.XXXXXX)
+    cleanup_dirs+=("$uws" "$uhome")
+    cp "$hosts" "$uhome/hosts"
+    chown -R cordon-test "$uws" "$uhome"
+    rm -f "$uws/ready" "$uws/done"
+    (cd "$uws" && runuser -u cordon-test -- env -u XDG_CONFIG_HOME -u XDG_RUNTIME_DIR PWD="$uws" \
+        HOME="$uhome" CORDON_TEST_AGENT="$CORDON_TEST_AGENT" "$CORDON" run "${D[@]}" \
+        --network allowlist --net-hosts-file "$uhome/hosts" --net-audit-log "$uhome/audit.jsonl" \
+        "${RULES[@]}" --publish "127.0.0.1:$PUB:8000" -- bash -c "
+        id -u; wget -q -O - http://web.test:$HTTP/
+        mkdir -p www && echo published-as-the-user > www/index.html
+        httpd -f -p 127.0.0.1:8000 -h www & sleep 0.3
+        touch $uws/ready; for i in \$(seq 300); do [ -e $uws/done ] && break; sleep 0.1; done" \
+        >"$TEST_TMP/user.out" 2>&1 </dev/null) &
+    upid=$!
+    cleanup_pids+=("$upid")
+    for _ in $(seq 300); do [ -e "$uws/ready" ] && break; sleep 0.1; done
+    got=$(curl -sS -m 10 "http://127.0.0.1:$PUB/" 2>&1)
+    touch "$uws/done"
+    wait "$upid"
+    rc=$?
+    chown root "$hd/sock"
+    out=$(cat "$TEST_TMP/user.out")
+    is "unprivileged: the run exits 0" "$rc" 0
+    like "unprivileged: the user's uid inside" "$out" "^$(id -u cordon-test)"
+    like "unprivileged: the allowlist works" "$out" "hello-from-loopback"
+    is "unprivileged: the published port works" "$got" "published-as-the-user"
+    like "unprivileged: the audit log is the user's" "$(stat -c %U "$uhome/audit.jsonl" 2>/dev/null)" cordon-test
+else
+    skip "unprivileged: allowlist and published port" "no cordon-test user"
+fi
+
 # ------------------------------------------------------------ what stays refused
 cordon_run "$ws" "${D[@]}" --network open -- true
 is "open: refused on docker (125)" "$rc" 125
