@@ -245,6 +245,27 @@ else
     skip "unprivileged: allowlist and published port" "no cordon-test user"
 fi
 
+# ------------------------------------------------------------ bind address rules
+# 0.0.0.0 only from the user's or a host-owned layer, never the workspace file.
+bws=$(new_ws dnetbind)
+printf '[network]\npublish_ports = ["0.0.0.0:%s:8000"]\n' "$PUB" >"$bws/.cordon.toml"
+(cd "$bws" && PWD="$bws" "$CORDON" trust >/dev/null 2>&1)
+cordon_run "$bws" "${D[@]}" -- true
+is "publish: 0.0.0.0 from the workspace file is refused (125)" "$rc" 125
+like "publish: ... with the reason" "$out" "publishing port $PUB on 0.0.0.0 is refused in the workspace file"
+rm -f "$bws/.cordon.toml"
+rm -f "$bws/ready" "$bws/done"
+(cd "$bws" && PWD="$bws" "$CORDON" run "${D[@]}" --publish "0.0.0.0:$PUB:8000" -- bash -c "
+    touch $bws/ready; for i in \$(seq 100); do [ -e $bws/done ] && break; sleep 0.1; done" \
+    >/dev/null 2>&1 </dev/null) &
+bpid=$!
+cleanup_pids+=("$bpid")
+for _ in $(seq 300); do [ -e "$bws/ready" ] && break; sleep 0.1; done
+is "publish: 0.0.0.0 from the user's command line binds all addresses" \
+    "$(ss -Hltn "sport = :$PUB" 2>/dev/null | awk '{print $4}')" "0.0.0.0:$PUB"
+touch "$bws/done"
+wait "$bpid"
+
 # ------------------------------------------------------------ what stays refused
 cordon_run "$ws" "${D[@]}" --network open -- true
 is "open: refused on docker (125)" "$rc" 125
