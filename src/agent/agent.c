@@ -18,15 +18,15 @@
  *     run by `cordon verify` through the bash tool (or by init, --control,
  *     init.h): observations of the sandbox from inside (probe.c).
  *
- *   cordon-agent --confine [--writable PATH]... [--proxy-socket PATH]
- *                [--publish-dir DIR] [--publish-port N]... -- MODE ...
+ *   cordon-agent [--proxy-socket PATH] [--publish-dir DIR] [--publish-port N]...
+ *                --confine [--writable PATH]... -- MODE ...
  *     confines itself first, as the ns backend confines its sandbox
  *     (Landlock: everything readable, only the PATHs writable, when the
  *     kernel has it; then cordon's own seccomp filter), then MODE as above.
  *     The docker backend's containers start so: Docker's profile and
  *     mounts stay, and the kernel applies both. --proxy-socket,
- *     --publish-dir and --publish-port: then starts the network's
- *     forwarder (docker-net.c) before MODE. */
+ *     --publish-dir and --publish-port (before --confine): once confined,
+ *     starts the network's forwarder (docker-net.c) before MODE. */
 #include "agent/docker-net.h"
 #include "agent/init.h"
 #include "agent/probe.h"
@@ -35,7 +35,6 @@
 #include "backend/ns/ns-landlock.h"
 #include "backend/ns/ns-seccomp.h"
 #include "config.h"
-#include "net/net.h"
 #include "util/error.h"
 
 #include <errno.h>
@@ -109,6 +108,18 @@ int main(int argc, char **argv)
 {
     if (vm_init_is_guest(argc, argv))
         return vm_init_main(argc, argv);
+    /* The docker backend's network forwarder: its options come first and
+     * need --confine after them (it starts once the agent is confined). */
+    struct agent_forward fwd = {0};
+    int first = agent_forward_parse(argc, argv, &fwd);
+    if (first < 0 || (first > 1 && (first >= argc || strcmp(argv[first], "--confine") != 0))) {
+        fprintf(stderr, "cordon-agent: [--proxy-socket PATH] [--publish-dir DIR] "
+                        "[--publish-port N]... --confine ...\n");
+        return CORDON_EXIT_FAILURE;
+    }
+    argv[first - 1] = argv[0];
+    argv += first - 1;
+    argc -= first - 1;
     if (argc >= 2 && strcmp(argv[1], "--confine") == 0) {
         const char *writable[AGENT_MAX_WRITABLE + 1];
         size_t n = 0;
@@ -116,32 +127,13 @@ int main(int argc, char **argv)
         for (; i + 1 < argc && strcmp(argv[i], "--writable") == 0 && n < AGENT_MAX_WRITABLE; i += 2)
             writable[n++] = argv[i + 1];
         writable[n] = NULL;
-        const char *proxy_socket = NULL, *publish_dir = NULL;
-        uint16_t ports[NET_MAX_PUBLISH];
-        size_t nports = 0;
-        bool bad = false;
-        for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0 && argv[i][2]; i += 2) {
-            char *end;
-            long port = strtol(argv[i + 1], &end, 10);
-            if (strcmp(argv[i], "--proxy-socket") == 0)
-                proxy_socket = argv[i + 1];
-            else if (strcmp(argv[i], "--publish-dir") == 0)
-                publish_dir = argv[i + 1];
-            else if (strcmp(argv[i], "--publish-port") == 0 && !*end && port > 0 && port < 65536 &&
-                     nports < NET_MAX_PUBLISH)
-                ports[nports++] = (uint16_t)port;
-            else
-                bad = true;
-        }
-        if (bad || i >= argc || strcmp(argv[i], "--") != 0) {
-            fprintf(stderr, "cordon-agent: --confine [--writable PATH]... [--proxy-socket PATH] "
-                            "[--publish-dir DIR] [--publish-port N]... -- MODE ...\n");
+        if (i >= argc || strcmp(argv[i], "--") != 0) {
+            fprintf(stderr, "cordon-agent: --confine [--writable PATH]... -- MODE ...\n");
             return CORDON_EXIT_FAILURE;
         }
         confine_self(writable);
         struct cordon_error err = {0};
-        if ((proxy_socket || (publish_dir && nports)) &&
-            agent_forward_start(proxy_socket, publish_dir, ports, nports, &err) < 0) {
+        if (agent_forward_start(&fwd, &err) < 0) {
             fprintf(stderr, "cordon-agent: %s\n", err.message);
             return CORDON_EXIT_FAILURE;
         }
@@ -186,7 +178,8 @@ int main(int argc, char **argv)
                     "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
                     "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
                     "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n"
-                    "       cordon-agent --confine [--writable PATH]... [--proxy-socket PATH]\n"
-                    "                    [--publish-dir DIR] [--publish-port N]... -- MODE ...\n");
+                    "       cordon-agent --confine [--writable PATH]... -- MODE ...\n"
+                    "       cordon-agent [--proxy-socket PATH] [--publish-dir DIR]\n"
+                    "                    [--publish-port N]... --confine ...  (docker)\n");
     return CORDON_EXIT_FAILURE;
 }

@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -92,9 +93,35 @@ static int listen_unix(const char *path, struct cordon_error *err)
     return TAKE_FD(fd);
 }
 
-int agent_forward_start(const char *proxy_socket, const char *publish_dir, const uint16_t *ports,
-                        size_t nports, struct cordon_error *err)
+_Static_assert(NET_MAX_PUBLISH == 32, "struct agent_forward.ports");
+
+int agent_forward_parse(int argc, char **argv, struct agent_forward *fwd)
 {
+    int i = 1;
+    for (; i + 1 < argc; i += 2) {
+        char *end;
+        long port = strtol(argv[i + 1], &end, 10);
+        if (strcmp(argv[i], "--proxy-socket") == 0)
+            fwd->proxy_socket = argv[i + 1];
+        else if (strcmp(argv[i], "--publish-dir") == 0)
+            fwd->publish_dir = argv[i + 1];
+        else if (strcmp(argv[i], "--publish-port") != 0)
+            break;
+        else if (*end || port <= 0 || port > 65535 || fwd->nports >= ARRAY_SIZE(fwd->ports))
+            return -1;
+        else
+            fwd->ports[fwd->nports++] = (uint16_t)port;
+    }
+    return i;
+}
+
+int agent_forward_start(const struct agent_forward *fwd, struct cordon_error *err)
+{
+    const char *proxy_socket = fwd->proxy_socket;
+    const char *publish_dir = fwd->publish_dir;
+    size_t nports = publish_dir ? fwd->nports : 0;
+    if (!proxy_socket && nports == 0)
+        return 0;
     struct proxy_config *cfg = &forward_cfg;
     *cfg = (struct proxy_config){.sandbox_listener = -1, .audit_fd = -1};
     if (nports + (proxy_socket ? 1 : 0) > NET_MAX_PUBLISH)
@@ -113,15 +140,15 @@ int agent_forward_start(const char *proxy_socket, const char *publish_dir, const
         snprintf(pub->text, sizeof(pub->text), "the allowlist proxy");
         cfg->publish_count++;
     }
-    for (size_t i = 0; publish_dir && i < nports; i++) {
+    for (size_t i = 0; i < nports; i++) {
         struct proxy_publish *pub = &cfg->publish[cfg->publish_count];
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/%zu.sock", publish_dir, i);
         pub->fd = listen_unix(path, err);
         if (pub->fd < 0)
             goto out;
-        pub->guest_port = ports[i];
-        snprintf(pub->text, sizeof(pub->text), "published port %u", ports[i]);
+        pub->guest_port = fwd->ports[i];
+        snprintf(pub->text, sizeof(pub->text), "published port %u", fwd->ports[i]);
         cfg->publish_count++;
     }
     pid_t pid = fork();

@@ -200,6 +200,24 @@ static int protect(struct binds *b, const char *host_base, const char *view_base
     return 0;
 }
 
+/* The agent's network forwarder (agent/docker-net.c), before --confine:
+ * only the container's PID 1 runs it, never a `docker exec` of the agent. */
+static int docker_net_args(const struct launch *l, struct docker_args *a)
+{
+    if (l->net.mode == NET_MODE_ALLOWLIST &&
+        (docker_args_add(a, "--proxy-socket") < 0 || docker_args_add(a, DOCKER_PROXY_PATH) < 0))
+        return -1;
+    if (l->net.publish_count > 0 &&
+        (docker_args_add(a, "--publish-dir") < 0 || docker_args_add(a, DOCKER_PUBLISH_PATH) < 0))
+        return -1;
+    for (size_t i = 0; i < l->net.publish_count; i++) {
+        if (docker_args_add(a, "--publish-port") < 0 ||
+            docker_args_add(a, "%u", l->net.publish[i].guest_port) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* `docker run` with everything: flags, binds, tmpfs, limits, image, agent. */
 int docker_run_argv(const struct launch *l, const char *cli, const char *name,
                     const char *state_dir, char *const *agent_argv, bool serve,
@@ -338,7 +356,8 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     /* The agent confines itself as the ns backend confines its sandbox,
      * under Docker's profile and mounts: Landlock with the same writable
      * places, then cordon's own seccomp filter. */
-    if (docker_args_add(a, "%s", cfg->docker.image) < 0 || docker_args_add(a, "--confine") < 0)
+    if (docker_args_add(a, "%s", cfg->docker.image) < 0 || docker_net_args(l, a) < 0 ||
+        docker_args_add(a, "--confine") < 0)
         goto oom;
     {
         const char *writable[8 + 2 + LAUNCH_MAX_MOUNTS];
@@ -357,17 +376,6 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
         }
         for (size_t i = 0; i < n; i++) {
             if (docker_args_add(a, "--writable") < 0 || docker_args_add(a, "%s", writable[i]) < 0)
-                goto oom;
-        }
-        if (l->net.mode == NET_MODE_ALLOWLIST &&
-            (docker_args_add(a, "--proxy-socket") < 0 || docker_args_add(a, DOCKER_PROXY_PATH) < 0))
-            goto oom;
-        if (l->net.publish_count > 0 && (docker_args_add(a, "--publish-dir") < 0 ||
-                                         docker_args_add(a, DOCKER_PUBLISH_PATH) < 0))
-            goto oom;
-        for (size_t i = 0; i < l->net.publish_count; i++) {
-            if (docker_args_add(a, "--publish-port") < 0 ||
-                docker_args_add(a, "%u", l->net.publish[i].guest_port) < 0)
                 goto oom;
         }
         if (docker_args_add(a, "--") < 0)
