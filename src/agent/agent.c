@@ -20,12 +20,16 @@
  *     run by `cordon verify` through the bash tool (or by init, --control,
  *     init.h): observations of the sandbox from inside (probe.c).
  *
- *   cordon-agent --confine [--writable PATH]... -- MODE ...
+ *   cordon-agent [--proxy-socket PATH] [--publish-dir DIR] [--publish-port N]...
+ *                --confine [--writable PATH]... -- MODE ...
  *     confines itself first, as the ns backend confines its sandbox
  *     (Landlock: everything readable, only the PATHs writable, when the
  *     kernel has it; then cordon's own seccomp filter), then MODE as above.
  *     The docker backend's containers start so: Docker's profile and
- *     mounts stay, and the kernel applies both. */
+ *     mounts stay, and the kernel applies both. --proxy-socket,
+ *     --publish-dir and --publish-port (before --confine): once confined,
+ *     starts the network's forwarder (docker-net.c) before MODE. */
+#include "agent/docker-net.h"
 #include "agent/init.h"
 #include "agent/probe.h"
 #include "agent/serve.h"
@@ -106,6 +110,18 @@ int main(int argc, char **argv)
 {
     if (vm_init_is_guest(argc, argv))
         return vm_init_main(argc, argv);
+    /* The docker backend's network forwarder: its options come first and
+     * need --confine after them (it starts once the agent is confined). */
+    struct agent_forward fwd = {0};
+    int first = agent_forward_parse(argc, argv, &fwd);
+    if (first < 0 || (first > 1 && (first >= argc || strcmp(argv[first], "--confine") != 0))) {
+        fprintf(stderr, "cordon-agent: [--proxy-socket PATH] [--publish-dir DIR] "
+                        "[--publish-port N]... --confine ...\n");
+        return CORDON_EXIT_FAILURE;
+    }
+    argv[first - 1] = argv[0];
+    argv += first - 1;
+    argc -= first - 1;
     if (argc >= 2 && strcmp(argv[1], "--confine") == 0) {
         const char *writable[AGENT_MAX_WRITABLE + 1];
         size_t n = 0;
@@ -118,6 +134,11 @@ int main(int argc, char **argv)
             return CORDON_EXIT_FAILURE;
         }
         confine_self(writable);
+        struct cordon_error err = {0};
+        if (agent_forward_start(&fwd, &err) < 0) {
+            fprintf(stderr, "cordon-agent: %s\n", err.message);
+            return CORDON_EXIT_FAILURE;
+        }
         argv[i] = argv[0];
         argv += i;
         argc -= i;
@@ -159,6 +180,8 @@ int main(int argc, char **argv)
                     "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
                     "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
                     "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n"
-                    "       cordon-agent --confine [--writable PATH]... -- MODE ...\n");
+                    "       cordon-agent --confine [--writable PATH]... -- MODE ...\n"
+                    "       cordon-agent [--proxy-socket PATH] [--publish-dir DIR]\n"
+                    "                    [--publish-port N]... --confine ...  (docker)\n");
     return CORDON_EXIT_FAILURE;
 }

@@ -319,8 +319,10 @@ static void proxy_on_sigterm(int sig)
  * through the namespace factory); otherwise LISTENER is the proxy's
  * listening socket (the vm backend's, on the host) and published ports are
  * not the proxy's business. */
+/* publish_dir (docker): published port i is reached through the unix
+ * socket publish_dir/i.sock, which the sandbox's forwarder listens on. */
 static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int listener,
-                       int ready_fd)
+                       const char *publish_dir, int ready_fd)
 {
     struct cordon_error err = {0};
     struct allowlist allow = {0};
@@ -358,13 +360,19 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
         if (cfg.sandbox_listener < 0)
             goto fail;
     }
-    for (size_t i = 0; sandbox_pid > 0 && i < policy->publish_count; i++) {
+    for (size_t i = 0; (sandbox_pid > 0 || publish_dir) && i < policy->publish_count; i++) {
         const struct net_publish *pub = &policy->publish[i];
         int fd = net_publish_listen(pub, &err);
         if (fd < 0)
             goto fail;
         cfg.publish[i].fd = fd;
         cfg.publish[i].guest_port = pub->guest_port;
+        if (publish_dir &&
+            snprintf(cfg.publish[i].connect_path, sizeof(cfg.publish[i].connect_path),
+                     "%s/%zu.sock", publish_dir, i) >= (int)sizeof(cfg.publish[i].connect_path)) {
+            error_set(&err, ENAMETOOLONG, "network: publish socket path %s", publish_dir);
+            goto fail;
+        }
         snprintf(cfg.publish[i].text, sizeof(cfg.publish[i].text), "published %s:%u -> %u",
                  pub->bind, pub->host_port, pub->guest_port);
         cfg.publish_count++;
@@ -386,7 +394,7 @@ fail:
 }
 
 static int start_proxy(struct net_session *s, pid_t sandbox_pid, int listener,
-                       struct cordon_error *err)
+                       const char *publish_dir, struct cordon_error *err)
 {
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0)
@@ -412,7 +420,7 @@ static int start_proxy(struct net_session *s, pid_t sandbox_pid, int listener,
         int ready = helper_child_setup(parent, keep, listener >= 0 ? 4 : -1);
         if (ready < 0)
             _exit(1);
-        proxy_main(s->policy, sandbox_pid, listener >= 0 ? 4 : -1, ready);
+        proxy_main(s->policy, sandbox_pid, listener >= 0 ? 4 : -1, publish_dir, ready);
     }
     close(pipefd[1]);
     s->proxy_pid = pid;
@@ -439,7 +447,7 @@ int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *e
     if (policy->mode == NET_MODE_OPEN && start_pasta(s, sandbox_pid, err) < 0)
         goto fail;
     if (policy->mode != NET_MODE_DENY || policy->publish_count > 0) {
-        if (start_proxy(s, sandbox_pid, -1, err) < 0)
+        if (start_proxy(s, sandbox_pid, -1, NULL, err) < 0)
             goto fail;
     }
     log_debug("network: %s mode%s", net_mode_name(policy->mode),
@@ -462,7 +470,13 @@ static void stop_child(pid_t *pid)
 
 int net_start_proxy_on(struct net_session *s, int listener, struct cordon_error *err)
 {
-    return start_proxy(s, 0, listener, err);
+    return start_proxy(s, 0, listener, NULL, err);
+}
+
+int net_start_proxy_unix(struct net_session *s, int listener, const char *publish_dir,
+                         struct cordon_error *err)
+{
+    return start_proxy(s, 0, listener, publish_dir, err);
 }
 
 void net_session_stop(struct net_session *s)

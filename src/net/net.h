@@ -69,6 +69,13 @@ int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *e
  * LISTENER (a listening socket on the host; the guest reaches it through
  * the vm's port relay). Returns once it is ready. */
 int net_start_proxy_on(struct net_session *s, int listener, struct cordon_error *err);
+/* The docker backend's: LISTENER as above (or -1: no allowlist), and each
+ * published port i listened for on the host and carried to the unix socket
+ * publish_dir/i.sock, where the container's forwarder accepts (a path the
+ * sandbox can write: the proxy connects only to a socket, never through a
+ * symlink). Returns once it is ready. */
+int net_start_proxy_unix(struct net_session *s, int listener, const char *publish_dir,
+                         struct cordon_error *err);
 /* A host listener for a published port (non-blocking, SO_REUSEADDR). */
 int net_publish_listen(const struct net_publish *pub, struct cordon_error *err);
 /* Stops and reaps the helpers. */

@@ -28,7 +28,9 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -886,15 +888,37 @@ static void publish_start(struct proxy *p, struct conn *c, size_t index)
     snprintf(c->host, sizeof(c->host), "127.0.0.1");
     c->port = pub->guest_port;
     struct cordon_error err = {0};
-    int fd = netns_factory_socket(p->cfg->factory, &err);
+    bool to_unix = pub->connect_path[0] != '\0';
+    int fd = to_unix || !p->cfg->factory ? socket(to_unix ? AF_UNIX : AF_INET,
+                                                  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
+                                         : netns_factory_socket(p->cfg->factory, &err);
     if (fd < 0) {
-        audit(p, c, NULL, false, err.message);
+        audit(p, c, NULL, false, err.message[0] ? err.message : strerror(errno));
         conn_close(p, c);
         return;
     }
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(pub->guest_port)};
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 && errno != EINPROGRESS) {
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    /* The socket may sit in a directory the sandbox writes (docker's
+     * published ports): connect to that very inode, never through a
+     * symlink planted there to another socket of the host. */
+    _cleanup_close_ int path_fd = -1;
+    if (to_unix) {
+        struct stat st;
+        path_fd = open(pub->connect_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (path_fd < 0 || fstat(path_fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+            audit(p, c, NULL, false, "nothing listens in the sandbox (no socket there)");
+            close(fd);
+            conn_close(p, c);
+            return;
+        }
+        snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d", path_fd);
+    }
+    struct sockaddr *sa = to_unix ? (struct sockaddr *)&sun : (struct sockaddr *)&sin;
+    socklen_t salen = to_unix ? (socklen_t)sizeof(sun) : (socklen_t)sizeof(sin);
+    /* A unix socket's backlog full says EAGAIN: refused like a closed port. */
+    if (connect(fd, sa, salen) < 0 && errno != EINPROGRESS) {
         close(fd);
         conn_close(p, c);
         return;

@@ -6,7 +6,9 @@
  * forwarding and SOCKS5 on that one port (told apart by the first byte),
  * resolves names itself and connects from the host only when the
  * allowlist permits. Published ports: it accepts on the host and connects
- * into the sandbox with sockets from the namespace factory. Host context. */
+ * into the sandbox with sockets from the namespace factory. Host context;
+ * the docker backend's agent also runs the loop inside the container, with
+ * one "published" listener and no allowlist, as a plain relay. */
 #pragma once
 
 #include "net/allowlist.h"
@@ -16,6 +18,12 @@
 struct proxy_publish {
     int fd; /* host listener */
     uint16_t guest_port;
+    /* Non-empty: each connection goes to this unix socket instead of
+     * guest_port (the docker backend's forwarder inside the container,
+     * which relays 127.0.0.1:NET_PROXY_PORT to the host's proxy socket).
+     * Without a factory, guest_port is reached in this process's own
+     * network namespace. */
+    char connect_path[108];
     char text[96];
 };
 

@@ -230,6 +230,24 @@ int docker_confine_argv(const struct launch *l, struct docker_args *a, struct co
     return 0;
 }
 
+/* The agent's network forwarder (agent/docker-net.c), before --confine:
+ * only the container's PID 1 runs it, never a `docker exec` of the agent. */
+static int docker_net_args(const struct launch *l, struct docker_args *a)
+{
+    if (l->net.mode == NET_MODE_ALLOWLIST &&
+        (docker_args_add(a, "--proxy-socket") < 0 || docker_args_add(a, DOCKER_PROXY_PATH) < 0))
+        return -1;
+    if (l->net.publish_count > 0 &&
+        (docker_args_add(a, "--publish-dir") < 0 || docker_args_add(a, DOCKER_PUBLISH_PATH) < 0))
+        return -1;
+    for (size_t i = 0; i < l->net.publish_count; i++) {
+        if (docker_args_add(a, "--publish-port") < 0 ||
+            docker_args_add(a, "%u", l->net.publish[i].guest_port) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* `docker run` with everything: flags, binds, tmpfs, limits, image, agent. */
 int docker_run_argv(const struct launch *l, const char *cli, const char *name,
                     const char *state_dir, char *const *agent_argv, bool serve,
@@ -329,6 +347,20 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     if (check_host_path(l->agent_path, "the agent", err) < 0 ||
         bind_add(b, l->agent_path, DOCKER_AGENT_PATH, true, err) < 0)
         goto out;
+    if (l->net.mode == NET_MODE_ALLOWLIST) {
+        char sock[PATH_MAX];
+        snprintf(sock, sizeof(sock), "%s/" DOCKER_PROXY_SOCKET, state_dir);
+        if (check_host_path(sock, "the proxy socket", err) < 0 ||
+            bind_add(b, sock, DOCKER_PROXY_PATH, true, err) < 0)
+            goto out;
+    }
+    if (l->net.publish_count > 0) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/" DOCKER_PUBLISH_DIR, state_dir);
+        if (check_host_path(dir, "the publish directory", err) < 0 ||
+            bind_add(b, dir, DOCKER_PUBLISH_PATH, false, err) < 0)
+            goto out;
+    }
     if (check_host_path(spec->workspace, "the workspace", err) < 0 ||
         bind_add(b, spec->workspace, spec->workspace_view, ro, err) < 0)
         goto out;
@@ -358,7 +390,9 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
 
     if (binds_emit(b, a, err) < 0)
         goto out;
-    if (docker_args_add(a, "%s", cfg->docker.image) < 0)
+    /* The image, then the agent's arguments: its network forwarder (PID 1
+     * only), its confinement, then its mode. */
+    if (docker_args_add(a, "%s", cfg->docker.image) < 0 || docker_net_args(l, a) < 0)
         goto oom;
     if (docker_confine_argv(l, a, err) < 0)
         goto out;

@@ -11,6 +11,16 @@
 /* Where the agent is bind-mounted (read-only) in the container: where the
  * other backends show it too (`cordon verify` runs it there as the probe). */
 #define DOCKER_AGENT_PATH "/run/cordon/agent"
+/* The host's allowlist proxy socket (<state>/proxy.sock), bound read-only
+ * into the container (connect still works); the agent's forwarder relays
+ * 127.0.0.1:NET_PROXY_PORT to it. */
+#define DOCKER_PROXY_SOCKET "proxy.sock"
+#define DOCKER_PROXY_PATH   "/run/cordon/proxy.sock"
+/* Published ports: <state>/pub (the user's, 0700) bound writable at
+ * /run/cordon/pub, where the agent's forwarder listens on i.sock for the
+ * host's published port i. */
+#define DOCKER_PUBLISH_DIR  "pub"
+#define DOCKER_PUBLISH_PATH "/run/cordon/pub"
 
 /* A growing, NULL-terminated argv of malloc'd strings. */
 struct docker_args {
@@ -25,7 +35,9 @@ void docker_args_free(struct docker_args *a);
 /* `CLI run -i --rm ... IMAGE --confine ... -- AGENT_ARGV[1..]` for the
  * session called name, its env file in state_dir; serve: the agent's
  * "serve" gets "--stdio". Every host path is checked (no symlink on the
- * way) right before; a protected path reached through one refuses. */
+ * way) right before; a protected path reached through one refuses.
+ * Allowlist mode: state_dir/DOCKER_PROXY_SOCKET must exist (the proxy's);
+ * published ports: state_dir/DOCKER_PUBLISH_DIR. */
 int docker_run_argv(const struct launch *l, const char *cli, const char *name,
                     const char *state_dir, char *const *agent_argv, bool serve,
                     struct docker_args *a, struct cordon_error *err);

@@ -9,6 +9,7 @@
  * the command line and its host paths are docker-run.c's. */
 #include "backend/docker/docker.h"
 #include "backend/docker/docker-run.h"
+#include "net/net.h"
 #include "supervisor/environ.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
@@ -31,6 +32,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,8 +51,9 @@ struct docker_state {
     char *envp[5];
     char name_arg[160];
     char *rm_argv[5];
-    bool spawned;    /* the container may exist */
-    int agent_pidfd; /* the container's PID 1, once asked for; else -1 */
+    struct net_session net; /* allowlist: the proxy on <dir>/proxy.sock */
+    bool spawned;           /* the container may exist */
+    int agent_pidfd;        /* the container's PID 1, once asked for; else -1 */
     pid_t agent_pid;
 };
 
@@ -376,15 +379,16 @@ int docker_check_config(const struct cordon_config *cfg, struct cordon_error *er
                          "backend \"docker\" needs an image: set docker.image (in "
                          "~/.config/cordon/config.toml: [docker] image = \"NAME\", or --set "
                          "docker.image=NAME); it must have bash (docs/docker-backend.md)");
-    if (cfg->network.mode != CFG_NETWORK_DENY)
+    /* Open mode would need a network with egress on which the host's
+     * loopback services stay unreachable: on a bridge the host is the
+     * gateway, and only the daemon's firewall rules would keep the
+     * container off the host's own addresses (docs/docker-backend.md). */
+    if (cfg->network.mode == CFG_NETWORK_OPEN)
         return error_set(err, 0,
-                         "network.mode = \"%s\" is not supported on the docker backend (its "
-                         "containers run with --network none): use the ns or vm backend",
-                         cfg_enum_name(CFG_NETWORK_MODE, cfg->network.mode));
-    if (cfg->network.publish_ports.count)
-        return error_set(err, 0,
-                         "network.publish_ports is not supported on the docker backend (its "
-                         "containers run with --network none)");
+                         "network.mode = \"open\" is not supported on the docker backend (its "
+                         "containers run with --network none; a bridge network would leave the "
+                         "host, its gateway, reachable): use \"allowlist\", or the ns or vm "
+                         "backend");
     if (cfg->docker.mode == CFG_DOCKER_REQUIRE)
         return error_set(err, 0,
                          "docker.mode = \"require\": a docker backend container has no Docker "
@@ -444,6 +448,38 @@ static int docker_probe(struct cordon_error *err)
     return 0;
 }
 
+/* Allowlist: the proxy of ns and vm (same rules, refusals and audit log),
+ * accepting on a unix socket that only the user can connect to (the
+ * container runs as the user's uid). Published ports: the same process
+ * listens on the host and connects to the forwarder's sockets in pub/. */
+static int start_proxy(const struct launch *l, struct docker_state *st, struct cordon_error *err)
+{
+    net_session_init(&st->net, &l->net);
+    char pub[PATH_MAX + 8];
+    snprintf(pub, sizeof(pub), "%s/" DOCKER_PUBLISH_DIR, st->dir);
+    if (l->net.publish_count > 0 && mkdir(pub, 0700) < 0 && errno != EEXIST)
+        return error_set(err, errno, "docker: creating %s", pub);
+    const char *publish_dir = l->net.publish_count > 0 ? pub : NULL;
+    if (l->net.mode != NET_MODE_ALLOWLIST)
+        return publish_dir ? net_start_proxy_unix(&st->net, -1, publish_dir, err) : 0;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/" DOCKER_PROXY_SOCKET, st->dir) >=
+        (int)sizeof(sa.sun_path))
+        return error_set(err, ENAMETOOLONG, "docker: proxy socket %s/" DOCKER_PROXY_SOCKET,
+                         st->dir);
+    unlink(sa.sun_path);
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return error_set(err, errno, "docker: socket");
+    /* The directory is 0700 already; the mode closes the window anyway. */
+    mode_t old = umask(0177);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    umask(old);
+    if (rc < 0 || listen(fd, 128) < 0)
+        return error_set(err, errno, "docker: listening on %s", sa.sun_path);
+    return net_start_proxy_unix(&st->net, fd, publish_dir, err);
+}
+
 static int docker_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
                         struct cordon_error *err)
 {
@@ -470,6 +506,8 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
         write_env_file(st, l->env, err) < 0)
         return -1;
     log_debug("docker: daemon and image checked in %lld ms", now_ms() - t0);
+    if (start_proxy(l, st, err) < 0)
+        return -1;
 
     struct docker_args a = {0};
     if (docker_run_argv(l, st->cli, st->name_arg, st->dir, agent_argv, serve, &a, err) < 0) {
@@ -541,6 +579,8 @@ static void docker_stop(struct sandbox *sb)
                 fs_remove_tree_at(pfd, slash + 1);
         }
     }
+    if (st && st->net.policy)
+        net_session_stop(&st->net);
     if (st && st->agent_pidfd >= 0)
         close(st->agent_pidfd);
     free(st);

@@ -1,0 +1,29 @@
+/* The docker backend's network forwarder, inside the container (docker-net.c).
+ * Sandbox context: a child of the confined agent. */
+#pragma once
+
+#include "util/error.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct agent_forward {
+    const char *proxy_socket; /* NULL: no allowlist */
+    const char *publish_dir;  /* NULL: no published port */
+    uint16_t ports[32];       /* NET_MAX_PUBLISH */
+    size_t nports;
+};
+
+/* Reads the leading --proxy-socket PATH, --publish-dir DIR and
+ * --publish-port N options into fwd; returns the index of the first other
+ * argument (1 when there is none), or -1 when one is malformed. */
+int agent_forward_parse(int argc, char **argv, struct agent_forward *fwd);
+
+/* Makes the listeners, then forks a child that relays their connections
+ * and dies with the agent; the listeners exist before it returns, so the
+ * command or the first tool call finds them up. Nothing to do: 0.
+ * proxy_socket: 127.0.0.1:NET_PROXY_PORT is relayed to that unix socket
+ * (the host's allowlist proxy, bind-mounted into the container).
+ * publish_dir: publish_dir/i.sock is made for each ports[i] and relayed to
+ * 127.0.0.1:ports[i] here (the host's published port i). */
+int agent_forward_start(const struct agent_forward *fwd, struct cordon_error *err);

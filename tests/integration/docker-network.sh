@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# Integration: the network allowlist on the docker backend
+# (docs/docker-backend.md "Network"), as a user sees it. The container keeps
+# --network none; the host's proxy listens on a unix socket bound into it,
+# and the agent's forwarder relays 127.0.0.1:3128 to it. Local servers on
+# the host's loopback, names from a hosts file the test writes (never DNS).
+# The image has no curl: busybox wget, and bash /dev/tcp with hand-written
+# CONNECT and SOCKS5. Root only (a private dockerd, tests/lib/docker-backend.sh).
+. "$CORDON_SRC/tests/lib/tap.sh"
+. "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/docker-backend.sh"
+
+PY=/usr/bin/python3
+here="$CORDON_SRC/tests/integration"
+export HOME="$TEST_TMP/home"
+export XDG_CONFIG_HOME="$TEST_TMP/xdg"
+export XDG_RUNTIME_DIR="$TEST_TMP/run"
+mkdir -p "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+ws=$(new_ws dnet)
+audit="$TEST_TMP/audit.jsonl"
+hosts="$TEST_TMP/hosts"
+
+port_base=$((20000 + (RANDOM % 20000)))
+HTTP=$port_base
+ECHO=$((port_base + 1))
+OTHER=$((port_base + 2)) # nothing listens here
+
+wait_port() { # wait_port HOST PORT
+    local i
+    for i in $(seq 100); do
+        if bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    return 1
+}
+$PY "$here/net-servers.py" 127.0.0.1 "$HTTP" "$ECHO" hello-from-loopback >/dev/null 2>&1 &
+cleanup_pids+=($!)
+wait_port 127.0.0.1 "$HTTP" && wait_port 127.0.0.1 "$ECHO" || diag "loopback servers did not start"
+
+cat >"$hosts" <<EOF2
+127.0.0.1 web.test www.example.test example.test evil-example.test rebind.test
+EOF2
+RULES=(--allow-host "*.example.test:$HTTP" --allow-host web.test --allow-host rebind.test
+    --allow-host "127.0.0.1:$HTTP" --allow-host "127.0.0.1:$ECHO")
+dnet_run() { # dnet_run SCRIPT: allowlist mode on docker with the loopback test rules
+    cordon_run "$ws" "${D[@]}" --network allowlist --net-hosts-file "$hosts" \
+        --net-audit-log "$audit" "${RULES[@]}" -- bash -c "$1"
+}
+
+# Bash helpers inside the container: CONNECT and SOCKS5 by hand (printf's
+# \xHH writes the bytes), then a GET through the tunnel.
+CLIENTS='
+connect_get() { # HOST PORT
+    exec 3<>/dev/tcp/127.0.0.1/3128 || return
+    printf "CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\nGET / HTTP/1.0\r\nHost: %s\r\n\r\n" "$1" "$2" "$1" "$2" "$1" >&3
+    timeout 10 cat <&3; exec 3<&-
+}
+socks_get() { # HOST PORT
+    exec 3<>/dev/tcp/127.0.0.1/3128 || return
+    local hi lo n
+    hi=$(printf %02x $(($2 >> 8))); lo=$(printf %02x $(($2 & 255))); n=$(printf %02x ${#1})
+    printf "\x05\x01\x00\x05\x01\x00\x03\x$n%s\x$hi\x$lo" "$1" >&3
+    printf "GET / HTTP/1.0\r\nHost: %s\r\n\r\n" "$1" >&3
+    timeout 10 cat <&3 >/tmp/socks.out; exec 3<&-
+    echo "socks-reply=$(od -An -tx1 -N4 /tmp/socks.out | tr -d " ")"
+    tr -d "\000" </tmp/socks.out
+}
+http_get() { # URL-PATH HOST: a plain proxied GET, the whole answer (head and body)
+    exec 3<>/dev/tcp/127.0.0.1/3128 || return
+    printf "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n" "$1" "$2" >&3
+    timeout 10 cat <&3; exec 3<&-
+}
+'
+
+# ------------------------------------------------------------ the happy path
+t0=$(date +%s%N)
+dnet_run "$CLIENTS
+    echo \"net=\$(ls /sys/class/net | tr '\n' ' ')\"
+    echo \"proxy=\$HTTP_PROXY \$HTTPS_PROXY \$ALL_PROXY \$NO_PROXY \$http_proxy \$https_proxy \$all_proxy \$no_proxy\"
+    wget -q -O - http://www.example.test:$HTTP/; echo wget=\$?
+    connect_get web.test $HTTP
+    socks_get web.test $HTTP
+    exec 4<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT web.test:$ECHO HTTP/1.1\r\n\r\necho-through-the-tunnel\n' >&4
+    timeout 3 cat <&4; echo"
+diag "allowlist run on docker: $((($(date +%s%N) - t0) / 1000000)) ms (noisy: 2 shared cores)"
+is "allowlist: the run exits 0" "$rc" 0
+like "allowlist: the container keeps only lo" "$out" $'net=lo \n'
+like "allowlist: proxy variables point at the in-container forwarder" "$out" \
+    "proxy=http://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:3128 localhost,127.0.0.1 http://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:3128 localhost,127.0.0.1"
+like "allowlist: busybox wget through HTTP_PROXY reaches the listed subdomain" "$out" $'hello-from-loopback\nwget=0'
+is "allowlist: the listed host by HTTP, CONNECT and SOCKS5" "$(grep -c hello-from-loopback <<<"$out")" 3
+like "allowlist: SOCKS5 greeting and success reply" "$out" "socks-reply=05000500"
+like "allowlist: CONNECT to a raw TCP echo server" "$out" "HTTP/1.1 200 Connection established.*echo-through-the-tunnel"
+is "allowlist: no container left" "$(ncontainers)" 0
+
+# ------------------------------------------------------------ refusals
+dnet_run "$CLIENTS
+    http_get http://example.test:$HTTP/ example.test; echo; echo ---
+    http_get http://evil-example.test:$HTTP/ evil-example.test; echo; echo ---
+    connect_get www.example.test $ECHO; echo; echo ---
+    http_get http://127.0.0.1:$OTHER/ 127.0.0.1; echo; echo ---
+    http_get http://rebind.test:$OTHER/ rebind.test; echo; echo ---
+    socks_get evil-example.test $HTTP
+    wget -q -O - http://evil-example.test:$HTTP/ 2>&1; echo wget=\$?"
+is "refusals: five 403 answers" "$(grep -c '^HTTP/1.1 403' <<<"$out")" 5
+like "refusals: bare domain names the rule (case 36)" "$out" "no allow_hosts rule matches example.test:$HTTP"
+like "refusals: look-alike domain (case 36)" "$out" "no allow_hosts rule matches evil-example.test:$HTTP"
+like "refusals: unlisted port names the rule and the port (case 36)" "$out" "allows port $HTTP only, not $ECHO"
+like "refusals: IP literal says why (case 36)" "$out" "address literal needs an address or CIDR rule"
+like "refusals: a listed name resolving to loopback (rebinding)" "$out" "127.0.0.1 is a loopback address"
+like "refusals: SOCKS5 refusal is reply 0x02" "$out" "socks-reply=05000502"
+like "refusals: busybox wget sees the 403" "$out" "403 Forbidden"
+unlike "refusals: nothing reached the server" "$out" "hello-from-loopback"
+aud=$(cat "$audit" 2>/dev/null)
+like "audit: the allowed request is logged" "$aud" '"host":"www.example.test".*"decision":"allow"'
+like "audit: a refusal is logged with its reason" "$aud" \
+    '"host":"evil-example.test".*"decision":"deny".*no allow_hosts rule matches'
+like "audit: the session is named" "$aud" '"session":"'
+
+# ------------------------------------------------------------ no way around the proxy (case 37)
+dnet_run "env -u HTTP_PROXY -u http_proxy wget -q -O - http://www.example.test:$HTTP/ 2>&1; echo wget=\$?
+    nslookup www.example.test 2>&1 | tail -2; echo
+    (exec 3<>/dev/tcp/198.51.100.2/80) 2>&1; echo route=\$?
+    (exec 3<>/dev/tcp/127.0.0.1/$HTTP) 2>/dev/null; echo devtcp=\$?
+    ls -l /run/cordon/proxy.sock; echo x > /run/cordon/proxy.sock 2>&1; rm /run/cordon/proxy.sock 2>&1"
+like "unset: no DNS (wget)" "$out" "bad address 'www.example.test"
+like "unset: no DNS (nslookup)" "$out" "nslookup: can't connect to remote host .*: Network is unreachable"
+like "unset: no route out" "$out" "Network is unreachable"
+like "unset: the host's loopback server is not reachable directly" "$out" "devtcp=1"
+unlike "unset: nothing reached the server" "$out" "hello-from-loopback"
+like "the proxy socket inside is a socket" "$out" "srw-------"
+like "the proxy socket cannot be removed (read-only bind)" "$out" "rm: can't remove '/run/cordon/proxy.sock': (Read-only file system|Device or resource busy)"
+
+# ------------------------------------------------------------ the tools
+tout=$(cd "$ws" && PWD="$ws" "$CORDON" tool "${D[@]}" --network allowlist --net-hosts-file "$hosts" \
+    "${RULES[@]}" bash "{\"command\":\"wget -q -O - http://web.test:$HTTP/; wget -q -O - http://evil-example.test:$HTTP/ 2>&1\"}" 2>&1)
+like "tool bash: the forwarder is up for the first call" "$tout" "hello-from-loopback"
+like "tool bash: an unlisted host is refused" "$tout" "403 Forbidden"
+
+# ------------------------------------------------------------ cordon verify's network rows
+vpub=$((port_base + 4))
+vout=$(cd "$ws" && PWD="$ws" "$CORDON" verify "${D[@]}" --set network.mode=allowlist \
+    --set 'network.allow_hosts=["web.test"]' --set "network.publish_ports=[\"127.0.0.1:$vpub:8000\"]" 2>&1 </dev/null)
+like "verify on docker: network-egress passes in allowlist mode" "$vout" "PASS  network-egress   network.mode = allowlist"
+like "verify on docker: the proxy refused the unlisted CONNECTs" "$vout" "proxy CONNECT [0-9.:]+ \(not allowlisted\) -> HTTP/1.1 403"
+like "verify on docker: published-ports passes (loopback only)" "$vout" "PASS  published-ports  127.0.0.1:$vpub -> 8000: host listeners: tcp:$vpub on loopback"
+like "verify on docker: the forwarder counts as the sandbox's process" "$vout" "PASS  processes"
+like "verify on docker: everything passes" "$vout" "result: PASS"
+
+# ------------------------------------------------------------ nothing left behind
+sleep 0.5
+is "teardown: no container left" "$(ncontainers)" 0
+is "teardown: no forwarder left" "$(pgrep -x cordon-forward | wc -l)" 0
+is "teardown: no proxy socket left" "$(find "$XDG_RUNTIME_DIR" -name proxy.sock 2>/dev/null | wc -l)" 0
+left=$(ps -eo pid,args | grep -F "$hosts" | grep -v grep)
+is "teardown: no proxy process left" "$left" ""
+
+# ------------------------------------------------------------ published ports
+# A listener inside (busybox httpd on the container's 127.0.0.1:8000) is
+# reachable on the host at 127.0.0.1:PUB, and nowhere else.
+PUB=$((port_base + 3))
+host_addr=$(ip -4 -o route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+pub_run() { # pub_run SCRIPT: runs in the background until $ws/done; ready: $ws/ready
+    rm -f "$ws/ready" "$ws/done"
+    (cd "$ws" && PWD="$ws" "$CORDON" run "${D[@]}" --net-audit-log "$audit" \
+        --publish "127.0.0.1:$PUB:8000" -- bash -c "
+        mkdir -p /tmp/www && echo published-from-the-container > /tmp/www/index.html
+        httpd -f -p 127.0.0.1:8000 -h /tmp/www & sleep 0.3
+        $1
+        touch $ws/ready; for i in \$(seq 300); do [ -e $ws/done ] && break; sleep 0.1; done" \
+        >"$TEST_TMP/pub.out" 2>&1 </dev/null) &
+    pub_pid=$!
+    cleanup_pids+=("$pub_pid")
+    for _ in $(seq 300); do [ -e "$ws/ready" ] && break; sleep 0.1; done
+}
+pub_run "ls -l /run/cordon/pub/"
+got=$(curl -sS -m 10 "http://127.0.0.1:$PUB/" 2>&1)
+listen=$(ss -Hltn "sport = :$PUB" 2>/dev/null | awk '{print $4}')
+[ -n "$host_addr" ] && other=$(curl -sS -m 5 "http://$host_addr:$PUB/" 2>&1; echo "rc=$?")
+touch "$ws/done"
+wait "$pub_pid"
+is "publish: the container's listener answers on the host at 127.0.0.1:$PUB" "$got" "published-from-the-container"
+is "publish: bound to 127.0.0.1 only" "$listen" "127.0.0.1:$PUB"
+if [ -n "$host_addr" ]; then
+    like "publish: not reachable at the host's other address ($host_addr)" "$other" "rc=7"
+else
+    skip "publish: the host's other address" "no default route here"
+fi
+like "publish: the forwarder's socket inside is the user's alone" "$(cat "$TEST_TMP/pub.out")" "srw------- .* 0.sock"
+is "publish: the port is closed after the session" "$(ss -Hltn "sport = :$PUB" | wc -l)" 0
+
+# The sandbox can write the directory of the forwarder's sockets: a symlink
+# planted there (to a socket of the host's) gets the host nothing.
+$PY -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+while True:
+    c, _ = s.accept(); c.sendall(b"HTTP/1.0 200 OK\r\n\r\nhost-secret\n"); c.close()' "$TEST_TMP/host.sock" &
+cleanup_pids+=($!)
+for _ in $(seq 50); do [ -S "$TEST_TMP/host.sock" ] && break; sleep 0.1; done
+pub_run "rm -f /run/cordon/pub/0.sock && ln -s $TEST_TMP/host.sock /run/cordon/pub/0.sock && echo planted"
+got=$(curl -sS -m 10 "http://127.0.0.1:$PUB/" 2>&1; echo "rc=$?")
+touch "$ws/done"
+wait "$pub_pid"
+like "publish: the symlink was planted inside" "$(cat "$TEST_TMP/pub.out")" "planted"
+unlike "publish: a planted symlink does not lead to the host's socket" "$got" "host-secret"
+like "publish: the connection is closed instead" "$got" "rc=(52|56)"
+like "publish: the audit log says why" "$(cat "$audit")" '"decision":"deny","reason":"nothing listens in the sandbox'
+
+# ------------------------------------------------------------ an unprivileged user
+# The proxy's and the forwarder's sockets are 0600: the container runs as
+# the user's uid, which must be able to connect both ways.
+if id cordon-test >/dev/null 2>&1; then
+    chown cordon-test "$hd/sock"
+    uws=$(mktemp -d /tmp/cordon-dn.XXXXXX)
+    uhome=$(mktemp -d /tmp/cordon-dnh.XXXXXX)
+    cleanup_dirs+=("$uws" "$uhome")
+    cp "$hosts" "$uhome/hosts"
+    chown -R cordon-test "$uws" "$uhome"
+    rm -f "$uws/ready" "$uws/done"
+    (cd "$uws" && runuser -u cordon-test -- env -u XDG_CONFIG_HOME -u XDG_RUNTIME_DIR PWD="$uws" \
+        HOME="$uhome" CORDON_TEST_AGENT="$CORDON_TEST_AGENT" "$CORDON" run "${D[@]}" \
+        --network allowlist --net-hosts-file "$uhome/hosts" --net-audit-log "$uhome/audit.jsonl" \
+        "${RULES[@]}" --publish "127.0.0.1:$PUB:8000" -- bash -c "
+        id -u; wget -q -O - http://web.test:$HTTP/
+        mkdir -p www && echo published-as-the-user > www/index.html
+        httpd -f -p 127.0.0.1:8000 -h www & sleep 0.3
+        touch $uws/ready; for i in \$(seq 300); do [ -e $uws/done ] && break; sleep 0.1; done" \
+        >"$TEST_TMP/user.out" 2>&1 </dev/null) &
+    upid=$!
+    cleanup_pids+=("$upid")
+    for _ in $(seq 300); do [ -e "$uws/ready" ] && break; sleep 0.1; done
+    got=$(curl -sS -m 10 "http://127.0.0.1:$PUB/" 2>&1)
+    touch "$uws/done"
+    wait "$upid"
+    rc=$?
+    chown root "$hd/sock"
+    out=$(cat "$TEST_TMP/user.out")
+    is "unprivileged: the run exits 0" "$rc" 0
+    like "unprivileged: the user's uid inside" "$out" "^$(id -u cordon-test)"
+    like "unprivileged: the allowlist works" "$out" "hello-from-loopback"
+    is "unprivileged: the published port works" "$got" "published-as-the-user"
+    like "unprivileged: the audit log is the user's" "$(stat -c %U "$uhome/audit.jsonl" 2>/dev/null)" cordon-test
+else
+    skip "unprivileged: allowlist and published port" "no cordon-test user"
+fi
+
+# ------------------------------------------------------------ bind address rules
+# 0.0.0.0 only from the user's or a host-owned layer, never the workspace file.
+bws=$(new_ws dnetbind)
+printf '[network]\npublish_ports = ["0.0.0.0:%s:8000"]\n' "$PUB" >"$bws/.cordon.toml"
+(cd "$bws" && PWD="$bws" "$CORDON" trust >/dev/null 2>&1)
+cordon_run "$bws" "${D[@]}" -- true
+is "publish: 0.0.0.0 from the workspace file is refused (125)" "$rc" 125
+like "publish: ... with the reason" "$out" "publishing port $PUB on 0.0.0.0 is refused in the workspace file"
+rm -f "$bws/.cordon.toml"
+rm -f "$bws/ready" "$bws/done"
+(cd "$bws" && PWD="$bws" "$CORDON" run "${D[@]}" --publish "0.0.0.0:$PUB:8000" -- bash -c "
+    touch $bws/ready; for i in \$(seq 100); do [ -e $bws/done ] && break; sleep 0.1; done" \
+    >/dev/null 2>&1 </dev/null) &
+bpid=$!
+cleanup_pids+=("$bpid")
+for _ in $(seq 300); do [ -e "$bws/ready" ] && break; sleep 0.1; done
+is "publish: 0.0.0.0 from the user's command line binds all addresses" \
+    "$(ss -Hltn "sport = :$PUB" 2>/dev/null | awk '{print $4}')" "0.0.0.0:$PUB"
+touch "$bws/done"
+wait "$bpid"
+
+# ------------------------------------------------------------ what stays refused
+cordon_run "$ws" "${D[@]}" --network open -- true
+is "open: refused on docker (125)" "$rc" 125
+like "open: the reason" "$out" 'network.mode = "open" is not supported on the docker backend'
+
+tap_done
