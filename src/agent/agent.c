@@ -21,7 +21,7 @@
  *     init.h): observations of the sandbox from inside (probe.c).
  *
  *   cordon-agent [--proxy-socket PATH] [--publish-dir DIR] [--publish-port N]...
- *                --confine [--writable PATH]... -- MODE ...
+ *                --confine [--chdir DIR] [--writable PATH]... -- MODE ...
  *     confines itself first, as the ns backend confines its sandbox
  *     (Landlock: everything readable, only the PATHs writable, when the
  *     kernel has it; then cordon's own seccomp filter), then MODE as above.
@@ -124,13 +124,26 @@ int main(int argc, char **argv)
     argc -= first - 1;
     if (argc >= 2 && strcmp(argv[1], "--confine") == 0) {
         const char *writable[AGENT_MAX_WRITABLE + 1];
+        const char *dir = NULL;
         size_t n = 0;
         int i = 2;
+        if (i + 1 < argc && strcmp(argv[i], "--chdir") == 0) {
+            dir = argv[i + 1];
+            i += 2;
+        }
         for (; i + 1 < argc && strcmp(argv[i], "--writable") == 0 && n < AGENT_MAX_WRITABLE; i += 2)
             writable[n++] = argv[i + 1];
         writable[n] = NULL;
         if (i >= argc || strcmp(argv[i], "--") != 0) {
-            fprintf(stderr, "cordon-agent: --confine [--writable PATH]... -- MODE ...\n");
+            fprintf(stderr,
+                    "cordon-agent: --confine [--chdir DIR] [--writable PATH]... -- MODE ...\n");
+            return CORDON_EXIT_FAILURE;
+        }
+        /* The docker backend's cwd: docker's --workdir would create it in
+         * the image's root before the tmpfs over /tmp is mounted, and the
+         * tmpfs would then take that directory's 0755 instead of 1777. */
+        if (dir && chdir(dir) < 0) {
+            fprintf(stderr, "cordon-agent: chdir %s: %s\n", dir, strerror(errno));
             return CORDON_EXIT_FAILURE;
         }
         confine_self(writable);
@@ -180,7 +193,7 @@ int main(int argc, char **argv)
                     "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
                     "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
                     "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n"
-                    "       cordon-agent --confine [--writable PATH]... -- MODE ...\n"
+                    "       cordon-agent --confine [--chdir DIR] [--writable PATH]... -- MODE ...\n"
                     "       cordon-agent [--proxy-socket PATH] [--publish-dir DIR]\n"
                     "                    [--publish-port N]... --confine ...  (docker)\n");
     return CORDON_EXIT_FAILURE;

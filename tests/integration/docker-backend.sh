@@ -41,12 +41,14 @@ out=$(cd "$ws" && PWD="$ws" CORDON_DOCKER_SENTINEL=leaked "$CORDON" run "${D[@]}
     [ -S /var/run/docker.sock ] || [ -S /run/docker.sock ] && echo "docker-sock=present"
     echo "sentinel=${CORDON_DOCKER_SENTINEL-unset}"
     echo tmp > /tmp/t && echo "tmp=ok"
+    echo "tmp-mode=$(stat -c %a /tmp) cwd=$PWD"
     exit 7' 2>&1 </dev/null)
 rc=$?
 diag "cordon run on docker: $((($(date +%s%N) - t0) / 1000000)) ms (noisy: 2 shared cores)"
 is "run: the command's exit status propagates" "$rc" 7
 unlike "run: another hostname inside" "$out" "host=$(hostname)$"
 like "run: PID 1 is the agent" "$out" "pid1=/run/cordon/agent"
+like "run: /tmp is 1777 in the cwd under it (docker's --workdir would leave it 0755)" "$out" "tmp-mode=1777 cwd=$ws"
 like "run: the user's uid inside" "$out" "uid=0"
 like "run: the workspace is visible" "$out" "hello"
 like "run: a workspace write works" "$out" "write=ok"

@@ -207,7 +207,8 @@ int docker_confine_argv(const struct launch *l, struct docker_args *a, struct co
 {
     const struct ns_spec *spec = &l->spec;
     bool ro = spec->workspace_readonly;
-    if (docker_args_add(a, "--confine") < 0)
+    if (docker_args_add(a, "--confine") < 0 || docker_args_add(a, "--chdir") < 0 ||
+        docker_args_add(a, "%s", spec->cwd) < 0)
         return error_set(err, ENOMEM, "docker");
     const char *writable[8 + 2 + LAUNCH_MAX_MOUNTS];
     size_t n = 0;
@@ -280,7 +281,6 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
      * its Landlock and seccomp layers. */
     oom |= docker_args_add(a, "--no-healthcheck") < 0;
     oom |= docker_args_add(a, "--env-file") < 0 || docker_args_add(a, "%s/env", state_dir) < 0;
-    oom |= docker_args_add(a, "--workdir") < 0 || docker_args_add(a, "%s", spec->cwd) < 0;
     oom |= docker_args_add(a, "--entrypoint") < 0 || docker_args_add(a, DOCKER_AGENT_PATH) < 0;
     if (cfg->limits.pids > 0)
         oom |= docker_args_add(a, "--pids-limit") < 0 ||
