@@ -192,18 +192,8 @@ static void start_verify(struct supervise *s, uint64_t conn)
 static void on_control_request(void *ctx, uint64_t conn, const char *op)
 {
     struct supervise *s = ctx;
-    if (strcmp(op, "status") == 0) {
-        json_t *st = json_pack("{s:s, s:s, s:i, s:b, s:i}", "name", s->l->name, "kind",
-                               s->shell ? "shell" : "run", "sandbox_pid", (int)s->sb->pid,
-                               "verifying", s->verify != NULL, "pid", (int)getpid());
-        control_reply(s->ctl, conn, json_pack("{s:b, s:o}", "ok", 1, "status", st));
-        return;
-    }
-    if (strcmp(op, "verify") != 0) {
-        control_reply_error(s->ctl, conn, "unknown op \"%.60s\" (verify, status)", op);
-        return;
-    }
-    start_verify(s, conn);
+    if (control_run_request(s->ctl, conn, op, s->l->name, s->shell, s->sb->pid, s->verify != NULL))
+        start_verify(s, conn);
 }
 
 /* The probe ended ("exit N", "signal N", "timeout" or an error, from

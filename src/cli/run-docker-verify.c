@@ -215,18 +215,8 @@ static void start_audit(struct docker_verify *v, uint64_t conn)
 static void on_request(void *ctx, uint64_t conn, const char *op)
 {
     struct docker_verify *v = ctx;
-    if (strcmp(op, "status") == 0) {
-        json_t *st = json_pack("{s:s, s:s, s:i, s:b, s:i}", "name", v->l->name, "kind",
-                               v->shell ? "shell" : "run", "sandbox_pid", (int)v->sb->pid,
-                               "verifying", v->run != NULL, "pid", (int)getpid());
-        control_reply(v->ctl, conn, json_pack("{s:b, s:o}", "ok", 1, "status", st));
-        return;
-    }
-    if (strcmp(op, "verify") != 0) {
-        control_reply_error(v->ctl, conn, "unknown op \"%.60s\" (verify, status)", op);
-        return;
-    }
-    start_audit(v, conn);
+    if (control_run_request(v->ctl, conn, op, v->l->name, v->shell, v->sb->pid, v->run != NULL))
+        start_audit(v, conn);
 }
 
 static void probe_write(struct docker_verify *v)

@@ -236,6 +236,23 @@ void control_reply_error(struct control *c, uint64_t conn, const char *fmt, ...)
     control_reply(c, conn, json_pack("{s:b, s:s}", "ok", 0, "error", message));
 }
 
+bool control_run_request(struct control *c, uint64_t conn, const char *op, const char *name,
+                         bool shell, pid_t sandbox_pid, bool verifying)
+{
+    if (strcmp(op, "status") == 0) {
+        json_t *st = json_pack("{s:s, s:s, s:i, s:b, s:i}", "name", name, "kind",
+                               shell ? "shell" : "run", "sandbox_pid", (int)sandbox_pid,
+                               "verifying", verifying, "pid", (int)getpid());
+        control_reply(c, conn, json_pack("{s:b, s:o}", "ok", 1, "status", st));
+        return false;
+    }
+    if (strcmp(op, "verify") != 0) {
+        control_reply_error(c, conn, "unknown op \"%.60s\" (verify, status)", op);
+        return false;
+    }
+    return true;
+}
+
 /* Said once to a refused peer, without waiting for it to read. */
 static void refuse(int fd, const char *message)
 {

@@ -12,6 +12,8 @@
  * dropped. Client side (control-client.c): the CLI. */
 #pragma once
 
+#include <stdbool.h>
+
 #include "util/error.h"
 
 #include <jansson.h>
@@ -51,6 +53,12 @@ void control_reply(struct control *c, uint64_t conn, json_t *answer);
 /* control_reply() with {"ok": false, "error": FMT...}. */
 void control_reply_error(struct control *c, uint64_t conn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A `cordon run`/`cordon shell` supervisor's request OP (any backend):
+ * "status" is answered here (the session's name, kind "run" or "shell",
+ * the sandbox's pid, whether an audit runs, the supervisor's pid); true
+ * only for "verify", which the caller starts; another op gets an error. */
+bool control_run_request(struct control *c, uint64_t conn, const char *op, const char *name,
+                         bool shell, pid_t sandbox_pid, bool verifying);
 /* Unlinks the socket and closes everything; NULL is fine. */
 void control_close(struct control *c);
 
