@@ -377,7 +377,7 @@ EOF
     else
         fail "shell: Ctrl-Z stops the foreground job (job control)" "screen: $(screen | grep -v '^$' | tail -5)"
     fi
-    shell_do 6 'kill %1; wait'
+    shell_do 6 'kill -KILL %1; wait'
     type_line 'exit 3'
     if wait_screen $'cordon-exit=3\n' 30; then
         pass "shell: exit 3 gives 3"

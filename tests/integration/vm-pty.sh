@@ -131,7 +131,7 @@ if wait_screen 'Stopped +sleep 100' 30; then
 else
     fail "Ctrl-Z stops the foreground job (job control)" "screen: $(screen | grep -v '^$' | tail -5)"
 fi
-shell_do 6 'kill %1; wait'
+shell_do 6 'kill -KILL %1; wait'
 
 # A signal sent to cordon itself goes to the terminal's foreground job, as
 # the terminal's own key would, not to the shell.
