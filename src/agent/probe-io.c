@@ -2,6 +2,7 @@
  * PID 1 of an ns sandbox or of the vm guest. */
 #include "agent/probe-io.h"
 #include "agent/init.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,13 +12,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-long long probe_io_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void close_fd(int *fd)
 {
@@ -60,7 +54,7 @@ const char *probe_io_spawn(struct probe_io *p, const char *request, size_t len,
     p->pid = pid;
     p->in_fd = in[1];
     p->out_fd = out[0];
-    p->deadline_ms = probe_io_now_ms() + INIT_PROBE_TIMEOUT_MS;
+    p->deadline_ms = clock_now_ms() + INIT_PROBE_TIMEOUT_MS;
     return NULL;
 }
 
@@ -111,7 +105,7 @@ int probe_io_timeout_ms(const struct probe_io *p)
 {
     if (p->pid <= 0 || p->timed_out)
         return -1;
-    long long left = p->deadline_ms - probe_io_now_ms();
+    long long left = p->deadline_ms - clock_now_ms();
     return left > 0 ? (int)left : 0;
 }
 
@@ -125,7 +119,7 @@ void probe_io_kill(const struct probe_io *p)
 
 void probe_io_check_deadline(struct probe_io *p)
 {
-    if (p->pid > 0 && !p->timed_out && probe_io_now_ms() >= p->deadline_ms) {
+    if (p->pid > 0 && !p->timed_out && clock_now_ms() >= p->deadline_ms) {
         p->timed_out = true;
         probe_io_kill(p);
     }

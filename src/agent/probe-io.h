@@ -32,7 +32,6 @@ struct probe_io {
  * pipe ends; must not return. */
 typedef void (*probe_io_child_fn)(int in, int out, void *ctx);
 
-long long probe_io_now_ms(void);
 /* Pipes and fork for REQUEST (LEN bytes): NULL, or the answer that says
  * why nothing runs ("error: ..."). Output, cut and deadline start anew. */
 const char *probe_io_spawn(struct probe_io *p, const char *request, size_t len,

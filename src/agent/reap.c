@@ -7,6 +7,7 @@
  * user's own process (cordon-agent serve --host), at teardown. */
 #include "agent/reap.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -36,13 +37,6 @@ int reap_become_subreaper(struct cordon_error *err)
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
         return error_set(err, errno, "cannot become a child subreaper");
     return 0;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* "pid (comm) S ppid ... starttime ...": comm may hold spaces and
@@ -163,7 +157,7 @@ static void reap_children(void)
 int reap_descendants(int timeout_ms, struct cordon_error *err)
 {
     pid_t self = getpid();
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = clock_now_ms() + timeout_ms;
     int killed = 0;
     for (;;) {
         reap_children();
@@ -184,7 +178,7 @@ int reap_descendants(int timeout_ms, struct cordon_error *err)
         }
         if (alive == 0)
             return killed;
-        if (now_ms() >= deadline)
+        if (clock_now_ms() >= deadline)
             return error_set(err, 0, "%zu processes started on the host are still running", alive);
         /* Let the kills land and the orphans move to us. */
         usleep(5000);

@@ -16,6 +16,7 @@
 #include "agent/vm-docker.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
+#include "util/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,13 +59,6 @@ struct keeper {
     long long started_ms;
     pid_t daemon;
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Replaces the status file in one rename: the probe never reads half of it. */
 static void status_write(const struct keeper *k, const char *state, const char *reason,
@@ -142,7 +136,7 @@ static int run_capture(char *const *argv, char *out, size_t size, long long dead
             watched_exited = true;
             break;
         }
-        long long left = deadline - now_ms();
+        long long left = deadline - clock_now_ms();
         struct pollfd p = {pipefd[0], POLLIN, 0};
         if (left <= 0 || poll(&p, 1, (int)(left > 1000 ? 1000 : left)) < 0) {
             if (left <= 0 || errno != EINTR)
@@ -161,7 +155,7 @@ static int run_capture(char *const *argv, char *out, size_t size, long long dead
         out[len] = '\0';
     }
     close(pipefd[0]);
-    if (now_ms() >= deadline || watched_exited)
+    if (clock_now_ms() >= deadline || watched_exited)
         kill(pid, SIGKILL);
     int ws;
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
@@ -184,9 +178,9 @@ static bool disk_formatted(void)
  * /var/lib/docker. Without the disk, the tmpfs already there stays. */
 static int prepare_storage(char *reason, size_t size)
 {
-    long long deadline = now_ms() + 5000;
+    long long deadline = clock_now_ms() + 5000;
     struct stat st;
-    while (stat(DOCKER_DISK, &st) < 0 && now_ms() < deadline)
+    while (stat(DOCKER_DISK, &st) < 0 && clock_now_ms() < deadline)
         usleep(10000);
     if (stat(DOCKER_DISK, &st) < 0)
         return 0;
@@ -203,7 +197,7 @@ static int prepare_storage(char *reason, size_t size)
                         "cordon-docker",
                         DOCKER_DISK,
                         NULL};
-        int rc = run_capture(argv, out, sizeof(out), now_ms() + 60000, 0);
+        int rc = run_capture(argv, out, sizeof(out), clock_now_ms() + 60000, 0);
         if (rc != 0) {
             snprintf(reason, size, "formatting the Docker disk (mkfs.ext4): exit %d: %.300s", rc,
                      out);
@@ -455,7 +449,7 @@ static void keeper_run(struct keeper *k)
         while (poll(&p, 1, -1) < 0 && errno == EINTR)
             ;
     }
-    k->started_ms = now_ms();
+    k->started_ms = clock_now_ms();
     status_write(k, "starting", NULL, NULL);
     if (prepare_guest(reason, sizeof(reason)) < 0)
         keeper_fail(k, reason);
@@ -466,7 +460,7 @@ static void keeper_run(struct keeper *k)
     status_write(k, "starting", NULL, extra);
     json_decref(extra);
 
-    long long deadline = now_ms() + DOCKER_READY_MS;
+    long long deadline = clock_now_ms() + DOCKER_READY_MS;
     char version[256] = "", id[256] = "";
     char *vargv[] = {"docker",  "-H",       "unix://" VM_DOCKER_SOCKET,
                      "version", "--format", "{{.Server.Version}}",
@@ -494,7 +488,7 @@ static void keeper_run(struct keeper *k)
     }
     if (verify_daemon(k, reason, sizeof(reason)) < 0)
         keeper_fail(k, reason);
-    long long ready_ms = now_ms() - k->started_ms;
+    long long ready_ms = clock_now_ms() - k->started_ms;
     extra = json_pack("{s:I,s:s,s:s,s:I}", "pid", (json_int_t)k->daemon, "id", id, "version",
                       version, "ready_ms", (json_int_t)ready_ms);
     status_write(k, "ready", NULL, extra);

@@ -34,6 +34,7 @@
 #include "util/error.h"
 #include "util/privs.h"
 #include "config.h"
+#include "util/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -136,13 +137,6 @@ static void load_modules(void)
     load_modules_from("/cordon/modules");
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The port's device exists before QEMU's "host connected" message has
  * reached the driver; until then a read returns EOF at once (and poll says
  * POLLHUP). A boot fast enough to read the boot spec in that window failed
@@ -153,7 +147,7 @@ static int port_wait_host(int fd, const char *name, long long deadline)
         struct pollfd p = {fd, POLLIN, 0};
         if (poll(&p, 1, 0) >= 0 && ((p.revents & POLLIN) || !(p.revents & POLLHUP)))
             return fd;
-        if (now_ms() > deadline)
+        if (clock_now_ms() > deadline)
             guest_fail("virtio port %s: the host side did not connect", name);
         usleep(2000);
     }
@@ -164,7 +158,7 @@ static int port_wait_host(int fd, const char *name, long long deadline)
  * module is loaded. */
 static int open_port(const char *name)
 {
-    long long deadline = now_ms() + PORT_WAIT_MS;
+    long long deadline = clock_now_ms() + PORT_WAIT_MS;
     for (;;) {
         _cleanup_closedir_ DIR *d = opendir("/sys/class/virtio-ports");
         struct dirent *de;
@@ -184,7 +178,7 @@ static int open_port(const char *name)
             if (fd >= 0)
                 return port_wait_host(fd, name, deadline);
         }
-        if (now_ms() > deadline)
+        if (clock_now_ms() > deadline)
             guest_fail("virtio port %s did not appear", name);
         usleep(5000);
     }
@@ -580,7 +574,7 @@ static void run_relayed(const struct guest_command *c)
     long long exited_at = 0;
     int outfd = out[0], errfd = errp[0];
     for (;;) {
-        if (status >= 0 && ((outfd < 0 && errfd < 0) || now_ms() - exited_at > 500))
+        if (status >= 0 && ((outfd < 0 && errfd < 0) || clock_now_ms() - exited_at > 500))
             break;
         struct pollfd p[5] = {
             {stdin_open && inlen == 0 ? console : -1, POLLIN, 0},
@@ -674,7 +668,7 @@ static void run_relayed(const struct guest_command *c)
                     continue;
                 if (pid == child && status < 0) {
                     status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-                    exited_at = now_ms();
+                    exited_at = clock_now_ms();
                 }
             }
         }
@@ -872,9 +866,9 @@ int vm_init_main(int argc, char **argv)
      * still settling (seen about once in ten TCG boots under load, after
      * port_wait_host had seen it connected); wait for it again. */
     json_t *spec = NULL;
-    long long spec_deadline = now_ms() + PORT_WAIT_MS;
+    long long spec_deadline = clock_now_ms() + PORT_WAIT_MS;
     while (!(spec = vm_frame_read(channel, -1)) && errno == ECONNRESET &&
-           now_ms() < spec_deadline) {
+           clock_now_ms() < spec_deadline) {
         usleep(2000);
         port_wait_host(channel, VM_PORT_CHANNEL, spec_deadline);
     }

@@ -17,6 +17,7 @@
 #include "supervisor/verify.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,26 +60,6 @@ static int recv_fd(int sock)
     char byte;
     int fd = -1;
     return fdpass_recv(sock, &byte, 1, &fd) < 0 ? -1 : fd;
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN) {
-                struct pollfd p = {fd, POLLOUT, 0};
-                poll(&p, 1, -1);
-                continue;
-            }
-            return -1;
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 static void copy_winsize(int from, int to)
@@ -299,14 +280,14 @@ static int supervise_loop(struct supervise *s)
         if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = read(s->master, buf, sizeof(buf));
             if (n > 0)
-                write_all(1, buf, (size_t)n);
+                fs_write_all(1, buf, (size_t)n);
             else if (n < 0 && errno != EAGAIN && errno != EINTR)
                 s->master = -1; /* EIO: every slave end is closed */
         }
         if (fds[3].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = read(0, buf, sizeof(buf));
             if (n > 0)
-                write_all(s->master, buf, (size_t)n);
+                fs_write_all(s->master, buf, (size_t)n);
             else if (n == 0 || (errno != EAGAIN && errno != EINTR))
                 stdin_open = false;
         }
@@ -347,7 +328,7 @@ static int supervise_loop(struct supervise *s)
                 ssize_t n = read(s->master, buf, sizeof(buf));
                 if (n <= 0)
                     break;
-                write_all(1, buf, (size_t)n);
+                fs_write_all(1, buf, (size_t)n);
             }
             return exit_status_of(&si);
         }

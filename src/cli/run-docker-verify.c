@@ -15,6 +15,7 @@
 #include "supervisor/control.h"
 #include "supervisor/verify.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,13 +47,6 @@ struct docker_verify {
     bool output_cut;
     long long deadline_ms;
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void close_fd(int *fd)
 {
@@ -100,7 +94,7 @@ int docker_verify_timeout_ms(const struct docker_verify *v)
 {
     if (!v || !v->run)
         return -1;
-    long long left = v->deadline_ms - now_ms();
+    long long left = v->deadline_ms - clock_now_ms();
     return left > 0 ? (int)left : 0;
 }
 
@@ -209,7 +203,7 @@ static void start_audit(struct docker_verify *v, uint64_t conn)
     v->pidfd = (int)syscall(SYS_pidfd_open, v->pid, 0);
     fcntl(v->in, F_SETFL, O_NONBLOCK);
     fcntl(v->out, F_SETFL, O_NONBLOCK);
-    v->deadline_ms = now_ms() + INIT_PROBE_TIMEOUT_MS;
+    v->deadline_ms = clock_now_ms() + INIT_PROBE_TIMEOUT_MS;
 }
 
 static void on_request(void *ctx, uint64_t conn, const char *op)
@@ -290,7 +284,7 @@ void docker_verify_handle(struct docker_verify *v, const struct pollfd *fds)
         probe_read(v);
     if (v->run && v->out < 0 && fds[3].fd >= 0 && fds[3].revents)
         probe_finish(v, false);
-    if (v->run && now_ms() >= v->deadline_ms)
+    if (v->run && clock_now_ms() >= v->deadline_ms)
         probe_finish(v, true);
     if (fds[0].revents & POLLIN)
         control_dispatch(v->ctl, on_request, v);

@@ -16,6 +16,7 @@
 #include "cli/term.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,24 +29,6 @@
 #include <unistd.h>
 
 static const int relayed_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-
-static void write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN) {
-            struct pollfd p = {fd, POLLOUT, 0};
-            poll(&p, 1, -1);
-            continue;
-        }
-        if (n <= 0)
-            return;
-        buf += n;
-        len -= (size_t)n;
-    }
-}
 
 /* A host pty for the CLI when cordon's stdin is no terminal: its master
  * (returned) and the slave (*slave, the CLI's stdio). -1 on failure. */
@@ -145,14 +128,14 @@ int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv, bo
         if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = read(master, buf, sizeof(buf));
             if (n > 0)
-                write_all(1, buf, (size_t)n);
+                fs_write_all(1, buf, (size_t)n);
             else if (n == 0 || (errno != EAGAIN && errno != EINTR))
                 master_open = false; /* EIO: the CLI closed its end */
         }
         if (p[3].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = read(0, buf, sizeof(buf));
             if (n > 0)
-                write_all(master, buf, (size_t)n);
+                fs_write_all(master, buf, (size_t)n);
             else if (n == 0 || (errno != EAGAIN && errno != EINTR))
                 stdin_open = false;
         }
@@ -177,7 +160,7 @@ int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv, bo
                 ssize_t n = read(master, buf, sizeof(buf));
                 if (n <= 0)
                     break;
-                write_all(1, buf, (size_t)n);
+                fs_write_all(1, buf, (size_t)n);
             }
             break;
         }

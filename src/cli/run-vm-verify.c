@@ -17,6 +17,7 @@
 #include "supervisor/verify.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -40,13 +41,6 @@ struct vm_verify {
     long long deadline_ms;
     struct vm_probe_answer answer;
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int vm_verify_open(const struct launch *l, struct lifecycle *lc, const struct sandbox *sb,
                    int channel, bool shell, struct vm_verify **out, struct cordon_error *err)
@@ -77,7 +71,7 @@ int vm_verify_timeout_ms(const struct vm_verify *v)
 {
     if (!v || !v->run)
         return -1;
-    long long left = v->deadline_ms - now_ms();
+    long long left = v->deadline_ms - clock_now_ms();
     return left > 0 ? (int)left : 0;
 }
 
@@ -156,7 +150,7 @@ static void start_audit(struct vm_verify *v, uint64_t conn)
         return;
     }
     vm_probe_answer_start(&v->answer, v->id);
-    v->deadline_ms = now_ms() + INIT_PROBE_TIMEOUT_MS + VM_VERIFY_GRACE_MS;
+    v->deadline_ms = clock_now_ms() + INIT_PROBE_TIMEOUT_MS + VM_VERIFY_GRACE_MS;
 }
 
 static void on_request(void *ctx, uint64_t conn, const char *op)
@@ -174,7 +168,7 @@ void vm_verify_dispatch(struct vm_verify *v)
 
 void vm_verify_tick(struct vm_verify *v)
 {
-    if (!v || !v->run || now_ms() < v->deadline_ms)
+    if (!v || !v->run || clock_now_ms() < v->deadline_ms)
         return;
     char why[128];
     snprintf(why, sizeof(why), "the guest's init did not answer within %d s",

@@ -16,6 +16,8 @@
 #include "cli/term.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/clock.h"
+#include "util/fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,39 +35,13 @@
 
 static const int relayed_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN) {
-            struct pollfd p = {fd, POLLOUT, 0};
-            poll(&p, 1, 100);
-            continue;
-        }
-        if (n <= 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Copies what is readable now; returns false at EOF or error. */
 static bool pump(int from, int to)
 {
     char buf[16384];
     ssize_t n = read(from, buf, sizeof(buf));
     if (n > 0) {
-        write_all(to, buf, (size_t)n);
+        fs_write_all(to, buf, (size_t)n);
         return true;
     }
     return n < 0 && (errno == EINTR || errno == EAGAIN);
@@ -136,7 +112,7 @@ static int relay_loop(struct relay *r)
         };
         int timeout = vm_verify_timeout_ms(r->verify);
         if (r->status >= 0) {
-            long long left = reported_at + VM_POWEROFF_GRACE_MS - now_ms();
+            long long left = reported_at + VM_POWEROFF_GRACE_MS - clock_now_ms();
             if (left <= 0) {
                 log_debug("vm: the guest did not power off; stopping QEMU");
                 return r->status;
@@ -166,7 +142,7 @@ static int relay_loop(struct relay *r)
             char buf[16384];
             ssize_t n = read(0, buf, sizeof(buf));
             if (n > 0) {
-                write_all(r->console, buf, (size_t)n);
+                fs_write_all(r->console, buf, (size_t)n);
                 r->stdin_bytes += (json_int_t)n;
             } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
                 r->stdin_open = false;
@@ -200,13 +176,13 @@ static int relay_loop(struct relay *r)
                 if (state)
                     log_debug("vm: docker at exit: %s%s%s", state, reason && reason[0] ? ": " : "",
                               reason ? reason : "");
-                reported_at = now_ms();
+                reported_at = clock_now_ms();
                 vm_verify_exited(r->verify, r->status);
             } else if (t && strcmp(t, "error") == 0) {
                 term_raw_restore(r->term);
                 log_error("vm: %s", json_string_value(json_object_get(m, "message")));
                 r->status = CORDON_EXIT_FAILURE;
-                reported_at = now_ms();
+                reported_at = clock_now_ms();
                 vm_verify_gone(r->verify, "the guest's init failed");
             } else if (!m) {
                 r->channel = -1; /* closed: QEMU is going */
@@ -241,13 +217,13 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, 
 
     struct cordon_error err = {0};
     struct sandbox sb;
-    long long t0 = now_ms();
+    long long t0 = clock_now_ms();
     if (ops->start(l, agent_argv, &sb, &err) < 0) {
         log_error("%s", err.message);
         ops->stop(&sb);
         return CORDON_EXIT_FAILURE;
     }
-    log_debug("vm: booted in %lld ms: %s", now_ms() - t0, sb.description);
+    log_debug("vm: booted in %lld ms: %s", clock_now_ms() - t0, sb.description);
     /* `cordon verify NAME` reaches this session through its control
      * socket (run-vm-verify.c), which the relay loop serves: the audit's
      * probe is run by the guest's init. */

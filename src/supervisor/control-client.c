@@ -5,6 +5,7 @@
 #include "supervisor/control.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,13 +17,6 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int control_connect(const char *name, pid_t *ret_peer_pid, struct cordon_error *err)
 {
@@ -68,7 +62,7 @@ int control_request(int fd, const char *op, int timeout_ms, json_t **ret_answer,
     int send_errno = send(fd, line, (size_t)n, MSG_NOSIGNAL) == n ? 0 : errno;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0, cap = 0;
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = clock_now_ms() + timeout_ms;
     for (;;) {
         if (len + 4096 > cap) {
             if (cap >= CONTROL_ANSWER_MAX)
@@ -80,7 +74,7 @@ int control_request(int fd, const char *op, int timeout_ms, json_t **ret_answer,
                 return error_set(err, ENOMEM, "control");
             buf = grown;
         }
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - clock_now_ms();
         if (left <= 0)
             return error_set(err, 0, "control: no answer within %d s", timeout_ms / 1000);
         struct pollfd p = {fd, POLLIN, 0};

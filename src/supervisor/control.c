@@ -8,6 +8,7 @@
 #include "supervisor/control.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -50,13 +51,6 @@ struct control {
     uint64_t next_id;
     struct control_conn conns[CONTROL_MAX_CONNECTIONS];
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* bind()/connect() through the directory fd: the state path may be longer
  * than sun_path, and the fd pins the directory that was checked. */
@@ -206,7 +200,7 @@ static void conn_answer(struct control *c, struct control_conn *k, json_t *answe
     k->out_len = len + 1;
     k->out_done = 0;
     k->asked = true;
-    k->deadline_ms = now_ms() + CONTROL_WRITE_MS;
+    k->deadline_ms = clock_now_ms() + CONTROL_WRITE_MS;
     timer_arm(c, true);
     conn_flush(c, k);
 }
@@ -302,7 +296,7 @@ static void on_accept(struct control *c)
             continue;
         }
         *k = (struct control_conn){
-            .fd = fd, .id = ++c->next_id, .deadline_ms = now_ms() + CONTROL_IDLE_MS};
+            .fd = fd, .id = ++c->next_id, .deadline_ms = clock_now_ms() + CONTROL_IDLE_MS};
         epoll_put(c, fd, TAG_CONN + (uint64_t)(k - c->conns), EPOLLIN | EPOLLRDHUP, EPOLL_CTL_ADD);
         timer_arm(c, true);
     }
@@ -374,7 +368,7 @@ static void on_timer(struct control *c)
     uint64_t ticks;
     ssize_t r = read(c->timer_fd, &ticks, sizeof(ticks));
     (void)r;
-    int64_t now = now_ms();
+    int64_t now = clock_now_ms();
     bool any = false;
     for (size_t i = 0; i < ARRAY_SIZE(c->conns); i++) {
         struct control_conn *k = &c->conns[i];

@@ -10,6 +10,7 @@
 #include "backend/vm/vm.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,16 +68,9 @@ const struct launch *session_launch(const struct session *s)
     return &s->launch;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int wait_hello(struct session *s, struct cordon_error *err)
 {
-    int64_t deadline = now_ms() + HELLO_TIMEOUT_MS;
+    int64_t deadline = clock_now_ms() + HELLO_TIMEOUT_MS;
     for (;;) {
         int status;
         json_t *msg = frame_reader_next(&s->in, &status, err);
@@ -95,7 +89,7 @@ static int wait_hello(struct session *s, struct cordon_error *err)
         }
         if (s->in.eof)
             return error_set(err, 0, "the sandbox's agent exited before it was ready");
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - clock_now_ms();
         if (left <= 0)
             return error_set(err, ETIMEDOUT, "waiting for the sandbox's agent");
         struct pollfd p = {s->channel, POLLIN, 0};

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,4 +53,28 @@ static void remove_tree(int parent, const char *name, int depth)
 void fs_remove_tree_at(int parent, const char *name)
 {
     remove_tree(parent, name, 0);
+}
+
+int fs_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd w = {fd, POLLOUT, 0};
+            poll(&w, 1, -1);
+            continue;
+        }
+        if (n < 0)
+            return -1;
+        if (n == 0) {
+            errno = EIO;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
 }

@@ -1,11 +1,16 @@
 /* Small filesystem helpers. Any context except between clone() and exec. */
 #pragma once
 
+#include <stddef.h>
 #include <sys/types.h>
 
 /* mkdir -p: creates PATH and its missing parents with MODE. 0, or -1 with
  * errno (ENAMETOOLONG past PATH_MAX). */
 int fs_mkdir_p(const char *path, mode_t mode);
+
+/* Writes all LEN bytes, retrying after EINTR and waiting (poll) while a
+ * non-blocking FD is full. 0, or -1 with errno. */
+int fs_write_all(int fd, const void *buf, size_t len);
 
 /* rm -r of NAME under the directory PARENT, best effort: no symlink is
  * followed (a symlink is removed, not its target), at most 32 levels deep

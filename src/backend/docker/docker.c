@@ -16,6 +16,7 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/fs.h"
+#include "util/clock.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -56,13 +57,6 @@ struct docker_state {
     int agent_pidfd;        /* the container's PID 1, once asked for; else -1 */
     pid_t agent_pid;
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- running the CLI ---- */
 
@@ -129,10 +123,10 @@ static int cli_capture(const struct docker_state *st, char *const *argv, int tim
         return -1;
     }
     size_t len = 0;
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = clock_now_ms() + timeout_ms;
     bool timed_out = false;
     for (;;) {
-        long long left = deadline - now_ms();
+        long long left = deadline - clock_now_ms();
         if (left <= 0) {
             timed_out = true;
             break;
@@ -501,11 +495,11 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
     st->rm_argv[2] = "-f";
     st->rm_argv[3] = st->name_arg;
     st->rm_argv[4] = NULL;
-    long long t0 = now_ms();
+    long long t0 = clock_now_ms();
     if (check_daemon(st, &l->cfg, err) < 0 || check_image(st, l->cfg.docker.image, err) < 0 ||
         write_env_file(st, l->env, err) < 0)
         return -1;
-    log_debug("docker: daemon and image checked in %lld ms", now_ms() - t0);
+    log_debug("docker: daemon and image checked in %lld ms", clock_now_ms() - t0);
     if (start_proxy(l, st, err) < 0)
         return -1;
 

@@ -4,6 +4,8 @@
 #include "backend/vm/vm-frame.h"
 #include "agent/protocol.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
+#include "util/fs.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -13,30 +15,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-            struct pollfd p = {fd, POLLOUT, 0};
-            poll(&p, 1, 100);
-            continue;
-        }
-        if (n <= 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
 
 int vm_frame_write(int fd, const json_t *msg)
 {
@@ -48,7 +26,7 @@ int vm_frame_write(int fd, const json_t *msg)
     struct cordon_error err;
     int rc = frame_writer_queue(&w, (json_t *)msg, &err) < 0
                  ? -1
-                 : write_all(fd, (const char *)w.buf + w.start, w.len - w.start);
+                 : fs_write_all(fd, (const char *)w.buf + w.start, w.len - w.start);
     if (rc < 0 && !errno)
         errno = ENOMEM;
     frame_writer_free(&w);
@@ -59,7 +37,7 @@ static int read_exact(int fd, char *buf, size_t len, long long deadline)
 {
     while (len > 0) {
         if (deadline >= 0) {
-            long long left = deadline - now_ms();
+            long long left = deadline - clock_now_ms();
             if (left <= 0) {
                 errno = ETIMEDOUT;
                 return -1;
@@ -95,7 +73,7 @@ static int read_exact(int fd, char *buf, size_t len, long long deadline)
  * own codec. */
 json_t *vm_frame_read(int fd, int timeout_ms)
 {
-    long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    long long deadline = timeout_ms < 0 ? -1 : clock_now_ms() + timeout_ms;
     unsigned char header[4];
     if (read_exact(fd, (char *)header, sizeof(header), deadline) < 0)
         return NULL;

@@ -9,6 +9,7 @@
 #include "util/proc.h"
 #include "util/log.h"
 #include "util/privs.h"
+#include "util/clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -180,18 +181,11 @@ int vm_net_prepare(struct vm_net *n, const char *dir, struct cordon_error *err)
     return 0;
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int vm_net_accept(struct vm_net *n, long long deadline_ms, struct cordon_error *err)
 {
     for (size_t i = 0; i < n->n_out + n->n_in; i++) {
         struct pollfd p = {n->listen[i], POLLIN, 0};
-        long long left = deadline_ms - now_ms();
+        long long left = deadline_ms - clock_now_ms();
         if (left <= 0 || poll(&p, 1, (int)left) <= 0)
             return error_set(err, ETIMEDOUT, "vm: QEMU did not connect its network ports");
         n->fds[i] = accept4(n->listen[i], NULL, NULL, SOCK_CLOEXEC);

@@ -20,6 +20,7 @@
 #include "util/log.h"
 #include "util/privs.h"
 #include "util/fs.h"
+#include "util/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -503,13 +504,6 @@ static void log_tail(const char *path, char *out, size_t size)
         out[--n] = '\0';
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Accepts QEMU's three connections; fails when QEMU exits first. */
 static int accept_all(struct vm_state *st, int pidfd, long long deadline, struct cordon_error *err)
 {
@@ -523,7 +517,7 @@ static int accept_all(struct vm_state *st, int pidfd, long long deadline, struct
         if (!pending)
             return 0;
         p[SOCK_COUNT] = (struct pollfd){pidfd, POLLIN, 0};
-        long long left = deadline - now_ms();
+        long long left = deadline - clock_now_ms();
         if (left <= 0)
             return error_set(err, ETIMEDOUT, "vm: QEMU did not connect its serial ports");
         int r = poll(p, SOCK_COUNT + 1, (int)left);
@@ -657,7 +651,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
      * (10 s under TCG on an idle host, a first boot formats its disk). */
     if (st->docker.start && st->docker.mode == CFG_DOCKER_REQUIRE)
         timeout += strcmp(st->accel, "kvm") == 0 ? 30000 : 120000;
-    long long deadline = now_ms() + timeout;
+    long long deadline = clock_now_ms() + timeout;
     json_t *spec = NULL, *reply = NULL;
     if (!st->etc_filled) {
         if (etc_fill(st->dir, err) < 0)
@@ -676,7 +670,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         error_set(err, errno, "vm: sending the boot spec");
         goto fail;
     }
-    long long left = deadline - now_ms();
+    long long left = deadline - clock_now_ms();
     reply = vm_frame_read(st->fds[SOCK_CHANNEL], left > 0 ? (int)left : 0);
     if (!reply) {
         int e = errno;
