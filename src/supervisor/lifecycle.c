@@ -38,6 +38,31 @@ static int pidfd_kill(int pidfd, int sig)
     return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
+/* The git metadata plan goes into the spec, and the protected paths it
+ * covers (.git/hooks, .git/config) leave the list the backends bind. */
+static int lifecycle_guard_git(struct lifecycle *lc, struct launch *l, struct cordon_error *err)
+{
+    if (l->cfg.workspace_readonly)
+        return 0;
+    lc->git = calloc(1, sizeof(*lc->git));
+    if (!lc->git)
+        return error_set(err, ENOMEM, "git metadata");
+    if (gitguard_prepare(lc->git, &l->ws, l->name, lc->owner.dir_fd, lc->owner.dir, err) < 0) {
+        gitguard_free(lc->git);
+        free(lc->git);
+        lc->git = NULL;
+        return -1;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; l->protected_paths[i]; i++)
+        if (!gitguard_covers(lc->git, l->protected_paths[i]))
+            l->protected_paths[kept++] = l->protected_paths[i];
+    l->protected_paths[kept] = NULL;
+    l->spec.git_binds = lc->git->binds;
+    l->spec.ngit_binds = lc->git->nbinds;
+    return 0;
+}
+
 int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error *err)
 {
     *lc = (struct lifecycle){.watchdog_pid = -1, .watchdog_pidfd = -1, .disarm_fd = -1};
@@ -63,6 +88,10 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
     /* A control socket here is a dead supervisor's: whoever serves one
      * (cordon mcp) binds its own, and nobody answers on this one. */
     control_unlink_stale(lc->owner.dir_fd);
+    if (lifecycle_guard_git(lc, l, err) < 0) {
+        state_release(&lc->owner, true);
+        return -1;
+    }
     return 0;
 }
 
@@ -287,6 +316,12 @@ static int watchdog_arm(struct lifecycle *lc, const struct launch *l, const stru
 
 void lifecycle_end(struct lifecycle *lc)
 {
+    if (lc->git) {
+        gitguard_finish(lc->git);
+        gitguard_free(lc->git);
+        free(lc->git);
+        lc->git = NULL;
+    }
     if (lc->disarm_fd >= 0) {
         ssize_t w = write(lc->disarm_fd, "d", 1);
         (void)w;

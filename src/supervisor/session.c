@@ -311,6 +311,10 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struc
                 .result = &res,
                 .exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1,
             };
+            /* What git wrote during the call reaches the host's git
+             * metadata before the client hears of the result. */
+            if (ev.kind == SESSION_RESULT && s->owned)
+                gitguard_sync(s->lifecycle.git);
             fn(ctx, &ev);
         } else if (t && strcmp(t, "error") == 0) {
             const char *m = json_string_value(json_object_get(msg, "message"));

@@ -8,6 +8,7 @@
  * RESOLVE_NO_SYMLINKS) from directory fds, never as strings. */
 #include "backend/ns/ns-mount.h"
 #include "backend/etc-cache.h"
+#include "supervisor/gitguard.h"
 #include "util/cleanup.h"
 
 #include <dirent.h>
@@ -66,7 +67,7 @@ static int plan_add(struct ns_mount_plan *plan, enum ns_op_kind kind, const char
         plan->ops = grown;
         plan->capacity = ncap;
     }
-    plan->ops[plan->count++] = (struct ns_op){kind, source, dest, data, attr, flags};
+    plan->ops[plan->count++] = (struct ns_op){kind, source, dest, data, attr, flags, 0, 0};
     return 0;
 }
 
@@ -253,6 +254,31 @@ static int plan_protect(struct ns_mount_plan *plan, const char *view_dir, const 
                     plan_str(plan, "%s", rel), NULL, 0, 0);
 }
 
+/* One bind of the git metadata plan (gitguard.h). A source the workspace
+ * holds is checked in the child to be the directory planned: a concurrent
+ * sandbox cannot swap it for a symlink in between. */
+static int plan_git_bind(struct ns_mount_plan *plan, const struct gitguard_bind *b,
+                         unsigned long ro, unsigned long rw)
+{
+    struct stat st;
+    if (lstat(b->source, &st) < 0)
+        return -1;
+    if (S_ISDIR(st.st_mode)) {
+        if (plan_mkdir_p(plan, b->view_target) < 0)
+            return -1;
+    } else if (plan_add(plan, NS_OP_MKFILE, NULL, plan_str(plan, NEWROOT "%s", b->view_target),
+                        NULL, 0, 0) < 0) {
+        return -1;
+    }
+    if (plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", b->source),
+                 plan_str(plan, NEWROOT "%s", b->view_target), NULL, b->readonly ? ro : rw,
+                 b->pinned ? NS_OP_CHECK_ID : 0) < 0)
+        return -1;
+    plan->ops[plan->count - 1].dev = b->dev;
+    plan->ops[plan->count - 1].ino = b->ino;
+    return 0;
+}
+
 int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
                         struct ns_mount_plan *plan, struct cordon_error *err)
 {
@@ -326,7 +352,11 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
         plan_protect(plan, spec->workspace_view, ".git") < 0)
         goto fail;
 
-    for (const char *const *g = spec->git_dirs; g && *g; g++) {
+    for (size_t i = 0; i < spec->ngit_binds; i++) {
+        if (plan_git_bind(plan, &spec->git_binds[i], ro, rw) < 0)
+            goto fail;
+    }
+    for (const char *const *g = spec->git_dirs; !spec->ngit_binds && g && *g; g++) {
         if (plan_mkdir_p(plan, *g) < 0 ||
             plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", *g),
                      plan_str(plan, NEWROOT "%s", *g), NULL, spec->workspace_readonly ? ro : rw,
@@ -392,6 +422,15 @@ static int op_bind_in_child(const struct ns_op *op, struct cordon_error *err)
         if (errno == ENOENT && (op->flags & NS_OP_OPTIONAL))
             return 0;
         return error_set_raw(err, errno, "bind: open_tree", op->source);
+    }
+    if (op->flags & NS_OP_CHECK_ID) {
+        struct stat st;
+        if (fstat(tree, &st) < 0 || st.st_dev != op->dev || st.st_ino != op->ino) {
+            close(tree);
+            return error_set_raw(err, EXDEV,
+                                 "git metadata changed while the sandbox started; refusing",
+                                 op->source);
+        }
     }
     return bind_tree_in_child(tree, AT_FDCWD, op->dest, op->attr, op->dest, err);
 }

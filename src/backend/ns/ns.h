@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct gitguard_bind;
+
 struct ns_limits {
     long pids;          /* max processes in the sandbox; 0 = unlimited */
     long memory_mib;    /* 0 = unlimited */
@@ -48,6 +50,10 @@ struct ns_spec {
      * with their hooks/ and config kept read-only: the git metadata of linked
      * worktrees and submodules (NULL-terminated, may be NULL). */
     const char *const *git_dirs;
+    /* The sandbox's view of the git metadata (supervisor/gitguard.h), in
+     * order; when set it replaces git_dirs and the .git protected paths. */
+    const struct gitguard_bind *git_binds;
+    size_t ngit_binds;
     /* [[mounts]] from configuration (already validated), count entries. */
     const struct ns_extra_mount *mounts;
     size_t nmounts;
