@@ -171,7 +171,8 @@ started:
         goto fail;
     /* Before any call: what the daemon made is checked from the host. */
     if (s->is_vm && s->vm.ops == &docker_backend_ops &&
-        docker_sandbox_check_confined(&s->vm, err) < 0)
+        (docker_sandbox_check_confined(&s->vm, err) < 0 ||
+         docker_sandbox_check_git(&s->vm, &s->launch.spec, err) < 0))
         goto fail;
     if (s->is_vm)
         log_debug("session %s: agent ready in %s", s->launch.name, s->vm.description);

@@ -7,6 +7,7 @@
  * symlink refuses the start as it does on ns. What remains is the race
  * between that check and the daemon's own resolution (the docs say so). */
 #include "backend/docker/docker-run.h"
+#include "supervisor/gitguard.h"
 #include "util/cleanup.h"
 
 #include <errno.h>
@@ -375,7 +376,17 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     if (lstat(dotgit, &sst) == 0 && S_ISREG(sst.st_mode) &&
         protect(b, spec->workspace, spec->workspace_view, ".git", ro, err) < 0)
         goto out;
-    for (const char *const *g = spec->git_dirs; g && *g; g++) {
+    /* The git metadata plan (supervisor/gitguard.h): copies in the state
+     * directory, and the host's objects/, refs/ ... bound over them. The
+     * daemon resolves each source again; docker_sandbox_check_git() checks
+     * what it bound before the agent serves a call (cordon mcp). */
+    for (size_t i = 0; i < spec->ngit_binds; i++) {
+        const struct gitguard_bind *gb = &spec->git_binds[i];
+        if (check_host_path(gb->source, "the git metadata", err) < 0 ||
+            bind_add(b, gb->source, gb->view_target, ro || gb->readonly, err) < 0)
+            goto out;
+    }
+    for (const char *const *g = spec->git_dirs; !spec->ngit_binds && g && *g; g++) {
         if (check_host_path(*g, "the git directory", err) < 0 || bind_add(b, *g, *g, ro, err) < 0 ||
             protect(b, *g, *g, "hooks", ro, err) < 0 || protect(b, *g, *g, "config", ro, err) < 0 ||
             protect(b, *g, *g, "config.worktree", ro, err) < 0)

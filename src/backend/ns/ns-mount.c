@@ -427,9 +427,8 @@ static int op_bind_in_child(const struct ns_op *op, struct cordon_error *err)
         struct stat st;
         if (fstat(tree, &st) < 0 || st.st_dev != op->dev || st.st_ino != op->ino) {
             close(tree);
-            return error_set_raw(err, EXDEV,
-                                 "git metadata changed while the sandbox started; refusing",
-                                 op->source);
+            return error_set_raw(
+                err, EXDEV, "git metadata changed while the sandbox started; refusing", op->source);
         }
     }
     return bind_tree_in_child(tree, AT_FDCWD, op->dest, op->attr, op->dest, err);

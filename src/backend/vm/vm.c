@@ -60,9 +60,9 @@ struct vm_state {
     int fds[SOCK_COUNT];    /* connected streams to QEMU's chardevs */
     int listen[SOCK_COUNT]; /* listening sockets, closed once accepted */
     struct vm_docker_plan docker;
-    char **protect;    /* host paths QEMU sees read-only (vm-protect.c), or NULL */
-    bool etc_filled;   /* etc_fill() done (once, even across a KVM retry) */
-    struct vm_net net; /* network mode, port relay, passt */
+    struct vm_bind *protect; /* QEMU's binds (vm-protect.c), or NULL */
+    bool etc_filled;         /* etc_fill() done (once, even across a KVM retry) */
+    struct vm_net net;       /* network mode, port relay, passt */
 };
 
 /* ---- the state directory ---- */
@@ -418,8 +418,8 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
         /* security_model=none: files are created with QEMU's (the
          * supervisor's) credentials and ownership changes are ignored. */
         arg_add(b, "-fsdev");
-        arg_add(b, "local,id=fs%zu,path=%s,security_model=none%s", i, shares[i].host,
-                shares[i].readonly ? ",readonly=on" : "");
+        arg_add(b, "local,id=fs%zu,path=%s,security_model=none,multidevs=remap%s", i,
+                shares[i].host, shares[i].readonly ? ",readonly=on" : "");
         arg_add(b, "-device");
         arg_add(b, "virtio-9p-device,fsdev=fs%zu,mount_tag=s%zu", i, i);
     }
@@ -428,8 +428,8 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     return b->failed ? -1 : 0;
 }
 
-static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, char *const *protect,
-                        int *pidfd_out, struct cordon_error *err)
+static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd,
+                        const struct vm_bind *protect, int *pidfd_out, struct cordon_error *err)
 {
     char log[PATH_MAX];
     snprintf(log, sizeof(log), "%s/qemu.log", dir);
