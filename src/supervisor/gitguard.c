@@ -303,6 +303,8 @@ static int add_bind(const struct plan_ctx *c, char *source, const char *host_tar
 
 static int guard_dir(struct plan_ctx *c, const char *host, enum role role, int depth,
                      struct cordon_error *err);
+static void scan_config(struct plan_ctx *c, const char *path, const char *worktree,
+                        const char *module_gitdir, int depth);
 
 /* Submodules' git directories below modules/ (a name may hold slashes, so a
  * directory that is not a git directory is searched further). */
@@ -344,6 +346,12 @@ static int guard_modules(struct plan_ctx *c, int dirfd, const char *host, int de
                         : guard_modules(c, subfd, sub, depth + 1, err);
         if (rc < 0)
             return -1;
+        /* The checkout's gitfile names this git directory: kept read-only. */
+        if (is_git) {
+            _cleanup_free_ char *config = str_printf("%s/config", sub);
+            if (config)
+                scan_config(c, config, c->ws->root, sub, 0);
+        }
     }
     return 0;
 }
@@ -473,8 +481,14 @@ static int guard_dir(struct plan_ctx *c, const char *host, enum role role, int d
                 return -1;
             continue;
         }
-        if (add_file(d, en, GITGUARD_MIRROR, err) < 0 ||
-            add_bind(c, strdup(copy_path), host_path, true, -1, err) < 0)
+        /* A submodule's config is the sandbox's own copy: `git submodule
+         * update` rewrites it in normal work. Nothing of it reaches the
+         * host's, which refreshes the copy when it changes. */
+        if (add_file(d, en, GITGUARD_MIRROR, err) < 0)
+            return -1;
+        if (depth > 0 && strcmp(en, "config") == 0)
+            continue;
+        if (add_bind(c, strdup(copy_path), host_path, true, -1, err) < 0)
             return -1;
     }
     /* A missing hooks/ stays missing and read-only: the sandbox cannot make
@@ -529,6 +543,163 @@ static char *resolve_from(const char *dir, const char *rel)
 {
     _cleanup_free_ char *joined = rel[0] == '/' ? strdup(rel) : str_printf("%s/%s", dir, rel);
     return joined ? realpath(joined, NULL) : NULL;
+}
+
+/* A path the host's git configuration names, resolved like git does (~/,
+ * relative to base); kept when it lies in the workspace. */
+static void note_trusted(struct plan_ctx *c, const char *value, const char *base)
+{
+    struct gitguard *g = c->g;
+    _cleanup_free_ char *joined = NULL;
+    const char *home = getenv("HOME");
+    if (strncmp(value, "~/", 2) == 0 && home)
+        joined = str_printf("%s/%s", home, value + 2);
+    else
+        joined = value[0] == '/' ? strdup(value) : str_printf("%s/%s", base, value);
+    if (!joined)
+        return;
+    /* Canonical where it exists; else its parent's, with the last name. */
+    _cleanup_free_ char *real = realpath(joined, NULL);
+    if (!real) {
+        char *slash = strrchr(joined, '/');
+        if (!slash || slash == joined)
+            return;
+        *slash = '\0';
+        _cleanup_free_ char *parent = realpath(joined, NULL);
+        if (!parent || strcmp(slash + 1, "..") == 0 || strcmp(slash + 1, ".") == 0)
+            return;
+        real = str_printf("%s/%s", parent, slash + 1);
+        if (!real)
+            return;
+    }
+    size_t n = strlen(g->root);
+    if (!path_under(real, g->root) || real[n] != '/' || g->ntrusted == ARRAY_SIZE(g->trusted_paths))
+        return;
+    for (size_t i = 0; i < g->ntrusted; i++)
+        if (strcmp(g->trusted_paths[i], real + n + 1) == 0)
+            return;
+    char *rel = strdup(real + n + 1);
+    if (!rel)
+        return;
+    struct stat st;
+    g->trusted_absent[g->ntrusted] = fstatat(g->root_fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0;
+    g->trusted_paths[g->ntrusted++] = rel;
+    log_debug("git metadata: the host's git configuration trusts %s in the workspace", rel);
+}
+
+/* Reads what a git configuration file makes the host's git trust outside
+ * the git directory: core.hooksPath, and the files it includes (which may
+ * set anything). A small, bounded reading of git's format: sections,
+ * "key = value", quotes; enough to find these keys, not a full parser. */
+static void scan_config(struct plan_ctx *c, const char *path, const char *worktree,
+                        const char *module_gitdir, int depth)
+{
+    if (depth > 5)
+        return;
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    _cleanup_free_ char *dir = strdup(path);
+    if (!dir)
+        return;
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    char section[128] = "";
+    char line[4096];
+    for (int lines = 0; lines < 100000 && fgets(line, sizeof(line), f); lines++) {
+        char *p = line + strspn(line, " \t");
+        if (*p == '[') {
+            size_t i = 0;
+            for (p++; *p && *p != ']' && *p != ' ' && *p != '"' && i + 1 < sizeof(section); p++)
+                section[i++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+            section[i] = '\0';
+            p = strchr(p, ']');
+            if (!p)
+                continue;
+            p++;
+            p += strspn(p, " \t");
+        }
+        char key[64];
+        size_t k = 0;
+        while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '-' ||
+               (*p >= '0' && *p <= '9')) {
+            if (k + 1 < sizeof(key))
+                key[k++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+            p++;
+        }
+        key[k] = '\0';
+        p += strspn(p, " \t");
+        if (!k || *p != '=')
+            continue;
+        p++;
+        p += strspn(p, " \t");
+        char value[PATH_MAX];
+        size_t v = 0;
+        bool quoted = false;
+        for (; *p && *p != '\n' && v + 1 < sizeof(value); p++) {
+            if (*p == '"') {
+                quoted = !quoted;
+                continue;
+            }
+            if (!quoted && (*p == '#' || *p == ';'))
+                break;
+            if (*p == '\\' && p[1]) {
+                p++;
+            }
+            value[v++] = *p;
+        }
+        while (v > 0 && (value[v - 1] == ' ' || value[v - 1] == '\t'))
+            v--;
+        value[v] = '\0';
+        if (!v)
+            continue;
+        if (strcmp(section, "core") == 0 && strcmp(key, "hookspath") == 0) {
+            note_trusted(c, value, worktree);
+        } else if (module_gitdir && strcmp(section, "core") == 0 && strcmp(key, "worktree") == 0) {
+            _cleanup_free_ char *gitfile = str_printf("%s/.git", value);
+            if (gitfile)
+                note_trusted(c, gitfile, module_gitdir);
+        } else if ((strcmp(section, "include") == 0 || strncmp(section, "includeif", 9) == 0) &&
+                   strcmp(key, "path") == 0) {
+            const char *home = getenv("HOME");
+            _cleanup_free_ char *inc = strncmp(value, "~/", 2) == 0 && home
+                                           ? str_printf("%s/%s", home, value + 2)
+                                       : value[0] == '/' ? strdup(value)
+                                                         : str_printf("%s/%s", dir, value);
+            if (!inc)
+                continue;
+            note_trusted(c, inc, "/");
+            scan_config(c, inc, worktree, module_gitdir, depth + 1);
+        }
+    }
+}
+
+/* Every configuration file the host's git reads for this workspace. */
+static void scan_host_config(struct plan_ctx *c, const char *own, const char *common)
+{
+    const char *root = c->ws->root;
+    char path[PATH_MAX * 2];
+    snprintf(path, sizeof(path), "%s/config", common ? common : own);
+    scan_config(c, path, root, NULL, 0);
+    snprintf(path, sizeof(path), "%s/config.worktree", own);
+    scan_config(c, path, root, NULL, 0);
+    const char *global = getenv("GIT_CONFIG_GLOBAL");
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    const char *home = getenv("HOME");
+    if (global) {
+        scan_config(c, global, root, NULL, 0);
+    } else {
+        if (xdg && xdg[0] == '/')
+            snprintf(path, sizeof(path), "%s/git/config", xdg);
+        else
+            snprintf(path, sizeof(path), "%s/.config/git/config", home ? home : "/");
+        scan_config(c, path, root, NULL, 0);
+        snprintf(path, sizeof(path), "%s/.gitconfig", home ? home : "/");
+        scan_config(c, path, root, NULL, 0);
+    }
+    const char *system = getenv("GIT_CONFIG_SYSTEM");
+    scan_config(c, system ? system : "/etc/gitconfig", root, NULL, 0);
 }
 
 int gitguard_prepare(struct gitguard *g, const struct workspace *ws, const char *session,
@@ -597,6 +768,7 @@ int gitguard_prepare(struct gitguard *g, const struct workspace *ws, const char 
         return -1;
     if (guard_dir(&c, own, ROLE_OWN, 0, err) < 0)
         return -1;
+    scan_host_config(&c, own, common);
     log_debug("git metadata: %zu git director%s guarded, %zu binds", g->ndirs,
               g->ndirs == 1 ? "y" : "ies", g->nbinds);
     return 0;
@@ -910,6 +1082,21 @@ void gitguard_finish(struct gitguard *g)
             fstatat(g->root_fd, root_trusted[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
             quarantine(g, g->root_fd, g->root, root_trusted[i]);
     }
+    for (size_t i = 0; i < g->ntrusted; i++) {
+        struct stat st;
+        if (!g->trusted_absent[i] ||
+            fstatat(g->root_fd, g->trusted_paths[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        _cleanup_free_ char *parent = strdup(g->trusted_paths[i]);
+        char *slash = parent ? strrchr(parent, '/') : NULL;
+        if (slash)
+            *slash = '\0';
+        _cleanup_close_ int pfd =
+            slash ? open_beneath(g->root_fd, parent, O_RDONLY | O_DIRECTORY) : dup(g->root_fd);
+        _cleanup_free_ char *where = slash ? str_printf("%s/%s", g->root, parent) : strdup(g->root);
+        if (pfd >= 0 && where)
+            quarantine(g, pfd, where, slash ? slash + 1 : g->trusted_paths[i]);
+    }
     size_t budget = GITGUARD_WALK_MAX;
     scan_planted(g, g->root_fd, g->root, 0, &budget);
 }
@@ -931,6 +1118,8 @@ void gitguard_free(struct gitguard *g)
         free(g->binds[i].host_target);
         free(g->binds[i].view_target);
     }
+    for (size_t i = 0; i < g->ntrusted; i++)
+        free(g->trusted_paths[i]);
     if (g->root_fd >= 0)
         close(g->root_fd);
     free(g->root);

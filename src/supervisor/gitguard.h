@@ -81,6 +81,12 @@ struct gitguard {
     size_t ndirs;
     struct gitguard_bind binds[GITGUARD_MAX_BINDS];
     size_t nbinds;
+    /* Workspace-relative paths the host's git configuration trusts
+     * (core.hooksPath, included files) that lie in the workspace: protected
+     * by the backends like protected_paths; missing ones are watched. */
+    char *trusted_paths[16];
+    size_t ntrusted;
+    bool trusted_absent[16];
     /* The root's trusted-by-tools names that were absent at the start. */
     unsigned root_absent;
     struct timespec started;

@@ -57,6 +57,8 @@ static int lifecycle_guard_git(struct lifecycle *lc, struct launch *l, struct co
     for (size_t i = 0; l->protected_paths[i]; i++)
         if (!gitguard_covers(lc->git, l->protected_paths[i]))
             l->protected_paths[kept++] = l->protected_paths[i];
+    for (size_t i = 0; i < lc->git->ntrusted && kept < LAUNCH_MAX_PROTECTED; i++)
+        l->protected_paths[kept++] = lc->git->trusted_paths[i];
     l->protected_paths[kept] = NULL;
     l->spec.git_binds = lc->git->binds;
     l->spec.ngit_binds = lc->git->nbinds;
