@@ -12,6 +12,7 @@
 #include "agent/protocol.h"
 #include "agent/reap.h"
 #include "agent/tools/bash.h"
+#include "agent/tools/fileio.h"
 #include "agent/tools/registry.h"
 #include "agent/tools/tool.h"
 #include "config.h"
@@ -508,6 +509,7 @@ int agent_serve(int channel_fd, bool host)
 
 int agent_serve_pipes(int channel_fd, int channel_out_fd, bool host)
 {
+    tool_set_sandboxed(!host);
     struct cordon_error rerr;
     /* Before any call: every process a call leaves behind stays ours. */
     if (host && reap_become_subreaper(&rerr) < 0)

@@ -386,7 +386,8 @@ static int guard_dir(struct plan_ctx *c, const char *host, enum role role, int d
     *d = (struct gitguard_dir){.host_fd = -1, .copy_fd = -1};
     g->ndirs++;
     d->host = strdup(host);
-    if (!d->host)
+    d->view = view_of(c, host);
+    if (!d->host || !d->view)
         return error_set(err, ENOMEM, "git metadata");
     d->host_fd = open_abs_nofollow(host, O_RDONLY | O_DIRECTORY);
     if (d->host_fd < 0)
@@ -1107,6 +1108,7 @@ void gitguard_free(struct gitguard *g)
         return;
     for (size_t i = 0; i < g->ndirs; i++) {
         free(g->dirs[i].host);
+        free(g->dirs[i].view);
         free(g->dirs[i].copy);
         if (g->dirs[i].host_fd >= 0)
             close(g->dirs[i].host_fd);

@@ -67,6 +67,7 @@ struct gitguard_file {
 struct gitguard_dir {
     char *host; /* canonical host path */
     int host_fd;
+    char *view; /* where the sandbox sees it */
     char *copy; /* its copy in the state directory */
     int copy_fd;
     struct gitguard_file files[GITGUARD_MAX_FILES];

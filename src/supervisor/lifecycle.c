@@ -60,6 +60,7 @@ static int lifecycle_guard_git(struct lifecycle *lc, struct launch *l, struct co
     for (size_t i = 0; i < lc->git->ntrusted && kept < LAUNCH_MAX_PROTECTED; i++)
         l->protected_paths[kept++] = lc->git->trusted_paths[i];
     l->protected_paths[kept] = NULL;
+    l->git = lc->git;
     l->spec.git_binds = lc->git->binds;
     l->spec.ngit_binds = lc->git->nbinds;
     return 0;

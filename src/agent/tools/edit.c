@@ -151,8 +151,8 @@ int tool_edit(const struct tool_env *env, json_t *args, struct tool_result *res)
             goto out;
         }
         if (err) {
-            r = tool_result_error(res, "Could not edit file: %s. Error code: %s.", path,
-                                  tool_errno_name(err));
+            r = tool_result_error(res, "Could not edit file: %s. Error code: %s.%s", path,
+                                  tool_errno_name(err), tool_refusal_hint(err));
             goto out;
         }
         size_t raw_len = (size_t)st.st_size, got = 0;

@@ -46,6 +46,22 @@ const char *tool_errno_name(int errnum)
     return "EIO";
 }
 
+static bool tools_sandboxed;
+
+void tool_set_sandboxed(bool sandboxed)
+{
+    tools_sandboxed = sandboxed;
+}
+
+const char *tool_refusal_hint(int errnum)
+{
+    if (!tools_sandboxed || errnum != EROFS)
+        return "";
+    return " (cordon keeps this path read-only in the sandbox: it is host-owned, such as git "
+           "metadata, .cordon.toml or a protected path, or the workspace is read-only; see "
+           "`cordon config --explain`)";
+}
+
 const char *tool_node_error(int errnum, const char *syscall, const char *path, char *buf,
                             size_t buflen)
 {
@@ -55,7 +71,8 @@ const char *tool_node_error(int errnum, const char *syscall, const char *path, c
             text = node_errors[i].text;
     if (!text)
         text = strerror(errnum);
-    snprintf(buf, buflen, "%s: %s, %s '%s'", tool_errno_name(errnum), text, syscall, path);
+    snprintf(buf, buflen, "%s: %s, %s '%s'%s", tool_errno_name(errnum), text, syscall, path,
+             tool_refusal_hint(errnum));
     return buf;
 }
 

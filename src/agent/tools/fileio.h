@@ -3,6 +3,7 @@
  * (cordon-agent) or host context. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Node's `CODE: description, syscall 'path'` for errnum ("ENOENT: no such
@@ -11,6 +12,11 @@ const char *tool_node_error(int errnum, const char *syscall, const char *path, c
                             size_t buflen);
 /* Node's error code name for errnum ("ENOENT"); "EIO" style fallback. */
 const char *tool_errno_name(int errnum);
+/* In the sandbox (not a host helper), a read-only file is one cordon keeps
+ * host-owned: errors then say so. */
+void tool_set_sandboxed(bool sandboxed);
+/* The sentence cordon adds to an error for errnum ("" when none). */
+const char *tool_refusal_hint(int errnum);
 
 /* Writes data to path as fs.writeFile would, but atomically for a regular
  * file: a temporary file in the same directory, fsync, rename, keeping the
