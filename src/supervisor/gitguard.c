@@ -8,6 +8,7 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/fs.h"
+#include "util/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -931,10 +932,26 @@ static void sync_file(struct gitguard_dir *d, struct gitguard_file *f)
     f->copy = stamp_at(d->copy_fd, f->name);
 }
 
+int gitguard_poll_timeout(const struct gitguard *g, int timeout_ms)
+{
+    if (!g || !g->active)
+        return timeout_ms;
+    long long left = g->last_sync_ms + GITGUARD_SYNC_INTERVAL_MS - clock_now_ms();
+    int due = left < 0 ? 0 : (int)left;
+    return timeout_ms < 0 || due < timeout_ms ? due : timeout_ms;
+}
+
+void gitguard_sync_if_due(struct gitguard *g)
+{
+    if (g && g->active && clock_now_ms() - g->last_sync_ms >= GITGUARD_SYNC_INTERVAL_MS)
+        gitguard_sync(g);
+}
+
 void gitguard_sync(struct gitguard *g)
 {
     if (!g || !g->active)
         return;
+    g->last_sync_ms = clock_now_ms();
     for (size_t i = 0; i < g->ndirs; i++) {
         struct gitguard_dir *d = &g->dirs[i];
         if (d->host_fd < 0 || d->copy_fd < 0)

@@ -91,8 +91,12 @@ struct gitguard {
     /* The root's trusted-by-tools names that were absent at the start. */
     unsigned root_absent;
     struct timespec started;
+    long long last_sync_ms;
     char session[128];
 };
+
+/* How often a relay loop (cordon run, shell) carries git's writes over. */
+#define GITGUARD_SYNC_INTERVAL_MS 1000
 
 /* Builds the copies under state_dir_fd's "git/" and the list of binds for
  * the workspace ws. A workspace that is not a repository gets no binds (its
@@ -104,6 +108,10 @@ int gitguard_prepare(struct gitguard *g, const struct workspace *ws, const char 
 /* Carries what git wrote in the copies over to the host and the host's
  * changes into the copies (docs/git-metadata.md); refusals are logged. */
 void gitguard_sync(struct gitguard *g);
+/* For relay loops: the poll timeout that wakes them for the next sync
+ * (timeout_ms, or sooner; -1 means none), and the sync once it is due. */
+int gitguard_poll_timeout(const struct gitguard *g, int timeout_ms);
+void gitguard_sync_if_due(struct gitguard *g);
 /* The last sync, then the end-of-session check of the workspace for planted
  * repositories and editor/shell hooks. */
 void gitguard_finish(struct gitguard *g);

@@ -61,6 +61,17 @@ static int add_path(struct vm_bind *list, size_t *n, const char *dir, const char
     _cleanup_free_ char *real = realpath(path, NULL);
     if (!real || strcmp(real, path) != 0)
         return error_set(err, ELOOP, "vm: protected path %s is reached through a symlink", path);
+    /* Each directory on the way is bound over itself first: a mount point
+     * cannot be renamed, so a guest root cannot move a parent aside through
+     * 9p and make the path anew (as ns pins them). */
+    size_t base = strlen(dir) + 1;
+    for (char *slash = strchr(path + base, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        int rc = add_bind(list, n, path, path, false, err);
+        *slash = '/';
+        if (rc < 0)
+            return -1;
+    }
     return add_bind(list, n, path, path, true, err);
 }
 
