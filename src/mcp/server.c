@@ -518,10 +518,9 @@ static void ask_approval(struct server *s, struct pending *p, json_t *args)
     _cleanup_free_ char *message =
         route_prompt_text(p->tool, s->cwd, p->args, p->pin, workspace, &hidden);
     _cleanup_free_ char *shown_path =
-        p->pin->canonical
-            ? text_escape_visible(p->pin->canonical, strlen(p->pin->canonical),
-                                  TEXT_ESCAPE_BACKSLASH, NULL)
-            : NULL;
+        p->pin->canonical ? text_escape_visible(p->pin->canonical, strlen(p->pin->canonical),
+                                                TEXT_ESCAPE_BACKSLASH, NULL)
+                          : NULL;
     if (!message || (p->pin->canonical && !shown_path)) {
         reply_tool_error(s, p->request_id, "none", "cordon: out of memory");
         pending_release(s, p);
@@ -537,7 +536,8 @@ static void ask_approval(struct server *s, struct pending *p, json_t *args)
         "Only this exact call, once", "required", "approve", "_meta", "cordon/approval", "tool",
         p->tool, "cwd", s->cwd, "arguments", json_incref(p->args), "fingerprint", fingerprint);
     json_t *approval = json_object_get(json_object_get(params, "_meta"), "cordon/approval");
-    json_object_set_new(approval, "resolvedPath", shown_path ? json_string(shown_path) : json_null());
+    json_object_set_new(approval, "resolvedPath",
+                        shown_path ? json_string(shown_path) : json_null());
     json_object_set_new(approval, "hiddenCharacters", json_integer((json_int_t)hidden));
     send_msg(s, json_pack("{s:s, s:O, s:s, s:o}", "jsonrpc", "2.0", "id", p->elicit_id, "method",
                           "elicitation/create", "params", params));

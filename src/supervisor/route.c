@@ -436,10 +436,10 @@ int route_skill_open(const struct route_skills *s, const char *abs_path, struct 
  * the tool refuses before opening anything). */
 static const char *pin_path_arg(const char *tool, json_t *args)
 {
-    bool file = strcmp(tool, "read") == 0 || strcmp(tool, "write") == 0 ||
-                strcmp(tool, "edit") == 0;
-    bool listing = strcmp(tool, "ls") == 0 || strcmp(tool, "find") == 0 ||
-                   strcmp(tool, "grep") == 0;
+    bool file =
+        strcmp(tool, "read") == 0 || strcmp(tool, "write") == 0 || strcmp(tool, "edit") == 0;
+    bool listing =
+        strcmp(tool, "ls") == 0 || strcmp(tool, "find") == 0 || strcmp(tool, "grep") == 0;
     if (!file && !listing)
         return NULL;
     json_t *v = json_object_get(args, "path");
@@ -501,8 +501,7 @@ static char *canonical_path(const char *target, struct cordon_error *err)
     return out;
 }
 
-static int open_pinned_dir(const char *path, uint64_t *dev, uint64_t *ino,
-                           struct cordon_error *err)
+static int open_pinned_dir(const char *path, uint64_t *dev, uint64_t *ino, struct cordon_error *err)
 {
     /* canonical: a symlink in it now is a race lost at prompt time */
     struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -525,8 +524,7 @@ int route_pin_prepare(const char *tool, json_t *args, const char *cwd, const cha
     pin->cwd = realpath(cwd, NULL);
     if (!pin->cwd) {
         _cleanup_free_ char *shown = escaped(cwd);
-        return error_set(err, errno, "cannot resolve the working directory %s",
-                         shown ? shown : "");
+        return error_set(err, errno, "cannot resolve the working directory %s", shown ? shown : "");
     }
     pin->cwd_fd = open_pinned_dir(pin->cwd, &pin->cwd_dev, &pin->cwd_ino, err);
     if (pin->cwd_fd < 0)
@@ -635,7 +633,8 @@ char *route_prompt_text(const char *tool, const char *cwd, json_t *args,
     _cleanup_free_ char *json = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
     /* JSON has escaped the C0 controls and doubled the backslashes; what
      * it leaves raw (DEL, C1, format and bidi characters) is escaped here. */
-    _cleanup_free_ char *shown_args = json ? text_escape_visible(json, strlen(json), 0, NULL) : NULL;
+    _cleanup_free_ char *shown_args =
+        json ? text_escape_visible(json, strlen(json), 0, NULL) : NULL;
     _cleanup_free_ char *shown_cwd =
         text_escape_visible(cwd, strlen(cwd), TEXT_ESCAPE_BACKSLASH, &n_cwd);
     _cleanup_free_ char *path_line = NULL;
@@ -643,13 +642,12 @@ char *route_prompt_text(const char *tool, const char *cwd, json_t *args,
         _cleanup_free_ char *shown = text_escape_visible(pin->canonical, strlen(pin->canonical),
                                                          TEXT_ESCAPE_BACKSLASH, &n_path);
         _cleanup_free_ char *shown_ws =
-            workspace ? text_escape_visible(workspace, strlen(workspace), TEXT_ESCAPE_BACKSLASH,
-                                            NULL)
-                      : NULL;
+            workspace
+                ? text_escape_visible(workspace, strlen(workspace), TEXT_ESCAPE_BACKSLASH, NULL)
+                : NULL;
         _cleanup_free_ char *outside = NULL;
-        if (pin->outside_workspace &&
-            asprintf(&outside, "  (OUTSIDE the workspace%s%s)", shown_ws ? " " : "",
-                     shown_ws ? shown_ws : "") < 0)
+        if (pin->outside_workspace && asprintf(&outside, "  (OUTSIDE the workspace%s%s)",
+                                               shown_ws ? " " : "", shown_ws ? shown_ws : "") < 0)
             return NULL;
         if (!shown || asprintf(&path_line, "Path: %s%s%s\n", shown,
                                pin->through_symlink ? "  (reached through a symlink)" : "",

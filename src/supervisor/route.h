@@ -61,11 +61,11 @@ json_t *route_strip_target(json_t *args);
  * agent's half). The prompt shows canonical; the host agent opens only rel
  * beneath dir_fd, with no symlink anywhere. */
 struct route_pin {
-    char *target;    /* the tool's absolute path (pi's rules); NULL: no path (bash) */
-    char *canonical; /* what target resolves to now, symlinks and all */
-    char *dir;       /* the approved directory holding it: the cwd, the workspace, or / */
-    char *rel;       /* canonical below dir ("" when it is dir itself) */
-    char *cwd;       /* the working directory, canonical */
+    char *target;       /* the tool's absolute path (pi's rules); NULL: no path (bash) */
+    char *canonical;    /* what target resolves to now, symlinks and all */
+    char *dir;          /* the approved directory holding it: the cwd, the workspace, or / */
+    char *rel;          /* canonical below dir ("" when it is dir itself) */
+    char *cwd;          /* the working directory, canonical */
     int dir_fd, cwd_fd; /* O_PATH; -1 when not open */
     uint64_t dir_dev, dir_ino, cwd_dev, cwd_ino;
     bool outside_workspace; /* canonical is not below the workspace */

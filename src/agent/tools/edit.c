@@ -26,18 +26,18 @@ static int edit_write_pinned(const struct tool_pin *pin, const char *abs_path, c
     _cleanup_close_ int dirfd =
         tool_pin_parent(pin, abs_path, false, &base, &failed, msg, sizeof(msg));
     if (dirfd < 0)
-        return tool_result_error(res, "%s",
-                                 msg[0] ? msg
-                                        : tool_node_error(errno, "open", abs_path, msg, sizeof(msg)));
+        return tool_result_error(
+            res, "%s", msg[0] ? msg : tool_node_error(errno, "open", abs_path, msg, sizeof(msg)));
     const char *syscall = "open";
     if (tool_write_file_at(dirfd, base, data, len, &syscall) == 0)
         return 1;
     if (errno == ELOOP) {
         _cleanup_close_ int probe = tool_pin_open(pin, abs_path, O_PATH, 0, msg, sizeof(msg));
-        return tool_result_error(res, "%s",
-                                 msg[0] ? msg : "cordon: a symlink appeared after approval; refused");
+        return tool_result_error(
+            res, "%s", msg[0] ? msg : "cordon: a symlink appeared after approval; refused");
     }
-    return tool_result_error(res, "%s", tool_node_error(errno, syscall, abs_path, msg, sizeof(msg)));
+    return tool_result_error(res, "%s",
+                             tool_node_error(errno, syscall, abs_path, msg, sizeof(msg)));
 }
 
 struct edit_match {
@@ -164,8 +164,9 @@ int tool_edit(const struct tool_env *env, json_t *args, struct tool_result *res)
         why[0] = '\0';
         /* An approved host call reads and checks exactly the approved file
          * (pin.h): no path is resolved twice. */
-        _cleanup_close_ int fd = env->pin ? tool_pin_open(env->pin, abs_path, flags, 0, why, sizeof(why))
-                                          : open(abs_path, flags);
+        _cleanup_close_ int fd = env->pin
+                                     ? tool_pin_open(env->pin, abs_path, flags, 0, why, sizeof(why))
+                                     : open(abs_path, flags);
         struct stat st;
         int err = 0;
         if (fd < 0 && why[0]) {

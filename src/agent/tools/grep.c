@@ -132,8 +132,8 @@ struct grep_state {
     /* The file being searched. */
     const char *file_abs;
     const char *file_display;
-    int file_fd;  /* the open file being searched */
-    bool pinned;  /* an approved host call (pin.h): nothing is reopened by path */
+    int file_fd; /* the open file being searched */
+    bool pinned; /* an approved host call (pin.h): nothing is reopened by path */
     struct file_lines lines;
     bool lines_loaded;
 };
@@ -209,7 +209,8 @@ static int load_context_lines(struct grep_state *g)
     struct membuf raw = {0};
     char buf[GREP_CHUNK];
     for (off_t at = 0;;) {
-        ssize_t n = g->pinned ? pread(g->file_fd, buf, sizeof(buf), at) : read(fd, buf, sizeof(buf));
+        ssize_t n =
+            g->pinned ? pread(g->file_fd, buf, sizeof(buf), at) : read(fd, buf, sizeof(buf));
         if (g->pinned && n < 0 && errno != EINTR) {
             fl->unreadable = true; /* not seekable: no context */
             free(raw.data);
@@ -728,9 +729,9 @@ int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
         const char *base = strrchr(search_path, '/');
         base = base ? base + 1 : search_path;
         const char *display = utf8_valid(search_path, strlen(search_path)) ? base : NULL;
-        if ((pinned_fd >= 0 ? search_opened(&g, pinned_fd, search_path, display, true)
-                            : search_file(&g, AT_FDCWD, search_path, search_path, display, true)) <
-            0) {
+        if ((pinned_fd >= 0
+                 ? search_opened(&g, pinned_fd, search_path, display, true)
+                 : search_file(&g, AT_FDCWD, search_path, search_path, display, true)) < 0) {
             ret = tool_result_error(res, "out of memory");
             goto out;
         }

@@ -71,8 +71,8 @@ static bool is_target(const struct tool_pin *pin, const char *abs_path, char *wh
 {
     if (pin->target && pin->dir_fd >= 0 && strcmp(abs_path, pin->target) == 0)
         return true;
-    _cleanup_free_ char *got = text_escape_visible(abs_path, strlen(abs_path),
-                                                   TEXT_ESCAPE_BACKSLASH, NULL);
+    _cleanup_free_ char *got =
+        text_escape_visible(abs_path, strlen(abs_path), TEXT_ESCAPE_BACKSLASH, NULL);
     snprintf(why, size, "cordon: host execution refused: %s is not the path that was approved",
              got ? got : "this path");
     errno = EPERM;
@@ -186,8 +186,8 @@ static int open_approved_dir(json_t *spec, const char *what, char **path_out, ch
         snprintf(why, size, "cordon: host execution refused: malformed pin (%s)", what);
         return -1;
     }
-    _cleanup_free_ char *shown = text_escape_visible(path, strlen(path), TEXT_ESCAPE_BACKSLASH,
-                                                     NULL);
+    _cleanup_free_ char *shown =
+        text_escape_visible(path, strlen(path), TEXT_ESCAPE_BACKSLASH, NULL);
     /* The path is canonical (no symlink in it at approval): any symlink now
      * is new. */
     _cleanup_close_ int fd =
@@ -195,8 +195,9 @@ static int open_approved_dir(json_t *spec, const char *what, char **path_out, ch
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
         snprintf(why, size, "cordon: host execution refused: the approved %s %s %s", what,
-                 shown ? shown : "", errno == ELOOP ? "has a symlink in its path now (it had none at approval)"
-                                                    : "cannot be opened any more");
+                 shown ? shown : "",
+                 errno == ELOOP ? "has a symlink in its path now (it had none at approval)"
+                                : "cannot be opened any more");
         return -1;
     }
     if ((json_int_t)st.st_dev != json_integer_value(dev) ||

@@ -248,8 +248,9 @@ int tool_read(const struct tool_env *env, json_t *args, struct tool_result *res)
     /* O_NONBLOCK so a FIFO with no writer does not hang the call. An
      * approved host call opens exactly the approved file (pin.h). */
     const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-    _cleanup_close_ int fd = env->pin ? tool_pin_open(env->pin, abs_path, flags, 0, msg, sizeof(msg))
-                                      : open(abs_path, flags);
+    _cleanup_close_ int fd = env->pin
+                                 ? tool_pin_open(env->pin, abs_path, flags, 0, msg, sizeof(msg))
+                                 : open(abs_path, flags);
     if (fd < 0 && msg[0])
         return tool_result_error(res, "%s", msg);
     if (fd < 0)

@@ -47,7 +47,8 @@ static int write_pinned(const struct tool_pin *pin, const char *path, const char
     if (r < 0 && saved == ELOOP) {
         /* Names the symlink in the message. */
         _cleanup_close_ int probe = tool_pin_open(pin, abs_path, O_PATH, 0, msg, sizeof(msg));
-        return tool_result_error(res, "%s", msg[0] ? msg : "cordon: a symlink appeared after approval; refused");
+        return tool_result_error(
+            res, "%s", msg[0] ? msg : "cordon: a symlink appeared after approval; refused");
     }
     if (r < 0)
         return tool_result_error(res, "%s",
