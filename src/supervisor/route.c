@@ -9,6 +9,7 @@
 #include "util/cleanup.h"
 #include "util/escape.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -605,6 +606,30 @@ void route_pin_free(struct route_pin *pin)
     *pin = (struct route_pin){.dir_fd = -1, .cwd_fd = -1};
 }
 
+/* JSON's "\u001B" for a control character becomes "\x1b", as the rest of
+ * the prompt writes it; "\n", "\t" and escaped backslashes stay. In place
+ * (the text only shrinks). */
+static void json_controls_as_hex(char *json)
+{
+    char *out = json;
+    for (const char *p = json; *p;) {
+        if (p[0] == '\\' && p[1] == 'u' && p[2] == '0' && p[3] == '0' &&
+            (p[4] == '0' || p[4] == '1') && isxdigit((unsigned char)p[5])) {
+            *out++ = '\\';
+            *out++ = 'x';
+            *out++ = p[4];
+            *out++ = (char)tolower((unsigned char)p[5]);
+            p += 6;
+        } else if (p[0] == '\\' && p[1]) {
+            *out++ = *p++;
+            *out++ = *p++;
+        } else {
+            *out++ = *p++;
+        }
+    }
+    *out = '\0';
+}
+
 /* Hidden characters in every key and string of the arguments; newlines
  * and tabs, which the JSON shows as \n and \t, do not count. */
 static size_t json_hidden(json_t *v)
@@ -631,6 +656,8 @@ char *route_prompt_text(const char *tool, const char *cwd, json_t *args,
 {
     size_t n_cwd = 0, n_path = 0, n_args = json_hidden(args);
     _cleanup_free_ char *json = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+    if (json)
+        json_controls_as_hex(json);
     /* JSON has escaped the C0 controls and doubled the backslashes; what
      * it leaves raw (DEL, C1, format and bidi characters) is escaped here. */
     _cleanup_free_ char *shown_args =
