@@ -154,6 +154,22 @@ try:
        and read(os.path.join(ws, "notes/todo.md")) == b"new\n",
        "an approved host write with nothing swapped writes the approved file", r)
 
+    rid, q = s.ask("edit", {"path": "notes/todo.md", "edits": [{"oldText": "new", "newText": "edited"}]})
+    r = s.answer(q, rid)
+    ok(not is_error(r) and text(r) == "Successfully replaced 1 block(s) in notes/todo.md."
+       and read(os.path.join(ws, "notes/todo.md")) == b"edited\n",
+       "an approved host edit with nothing swapped edits the approved file", r)
+    rid, q = s.ask("write", {"path": "notes/new/deeper/f.md", "content": "x"})
+    r = s.answer(q, rid)
+    ok(not is_error(r) and read(os.path.join(ws, "notes/new/deeper/f.md")) == b"x",
+       "an approved host write creates the missing directories beneath the approved one", r)
+    rid, q = s.ask("grep", {"pattern": "edited", "path": "notes"})
+    r = s.answer(q, rid)
+    ok(not is_error(r) and text(r) == "todo.md:1: edited", "an approved host grep searches the approved directory", r)
+    rid, q = s.ask("ls", {})
+    r = s.answer(q, rid)
+    ok(not is_error(r) and "notes/" in text(r).split("\n"), "an approved host ls of the cwd lists it", r)
+
     # --- vector 4: write, the directory swapped for a symlink after the prompt
     reset_notes()
     rid, q = s.ask("write", {"path": "notes/todo.md", "content": "PLANTED\n"})
