@@ -36,9 +36,9 @@ static int write_pinned(const struct tool_pin *pin, const char *path, const char
     if (dirfd < 0 && msg[0])
         return tool_result_error(res, "%s", msg);
     if (dirfd < 0)
-        return tool_result_error(
-            res, "%s",
-            tool_node_error(errno, "mkdir", failed ? failed : abs_path, msg, sizeof(msg)));
+        return tool_result_error(res, "%s",
+                                 tool_node_error(errno, errno == EISDIR ? "open" : "mkdir",
+                                                 failed ? failed : abs_path, msg, sizeof(msg)));
     int lock = tool_lock_path(abs_path);
     const char *syscall = "open";
     int r = tool_write_file_at(dirfd, base, content, content_len, &syscall);
