@@ -17,6 +17,7 @@
 #include "supervisor/session.h"
 #include "supervisor/verify.h"
 #include "util/cleanup.h"
+#include "util/escape.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -53,6 +54,7 @@ struct pending {
     json_t *args;
     uint64_t approval;
     json_t *elicit_id;         /* our elicitation/create request's id */
+    struct route_pin *pin;     /* what the user is asked to approve, pinned until the call ends */
     struct verify_run *verify; /* sandbox_verify: the probe's bash call */
     uint64_t control_conn;     /* a verify asked on the control socket: answered there */
 };
@@ -180,6 +182,9 @@ static void pending_release(struct server *s, struct pending *p)
     json_decref(p->progress_token);
     json_decref(p->args);
     json_decref(p->elicit_id);
+    if (p->pin)
+        route_pin_free(p->pin);
+    free(p->pin);
     verify_free(p->verify);
     *p = (struct pending){0};
 }
@@ -417,7 +422,15 @@ static void dispatch(struct server *s, struct pending *p, enum pending_where whe
         return;
     }
     struct session *target = where == AT_HOST ? s->host : s->session;
-    if (session_send_call(target, p->call_id, p->tool, args, &err) < 0) {
+    /* An approved call carries its pin: the host agent opens exactly what
+     * the user approved, or refuses. */
+    json_auto_t *pin = where == AT_HOST && p->pin ? route_pin_json(p->pin) : NULL;
+    if (where == AT_HOST && p->pin && !pin) {
+        reply_tool_error(s, p->request_id, "host", "cordon: host execution failed: out of memory");
+        pending_release(s, p);
+        return;
+    }
+    if (session_send_call_pinned(target, p->call_id, p->tool, args, pin, &err) < 0) {
         if (where == AT_HOST) {
             reply_tool_error(s, p->request_id, "host", "cordon: host execution failed: %s",
                              err.message);
@@ -483,15 +496,32 @@ static void ask_approval(struct server *s, struct pending *p, json_t *args)
         pending_release(s, p);
         return;
     }
-    _cleanup_free_ char *shown = json_dumps(p->args, JSON_COMPACT | JSON_SORT_KEYS);
-    /* Shown whole, never cut: the user approves exactly what they read. */
-    _cleanup_free_ char *message = NULL;
-    if (!shown || asprintf(&message,
-                           "WARNING: this call bypasses the sandbox and runs ON THE HOST with "
-                           "your permissions, your environment and your files.\n\n"
-                           "Tool: %s\nWorking directory: %s\nArguments: %s\n\n"
-                           "Approve this exact call once?",
-                           p->tool, s->cwd, shown) < 0) {
+    /* What the call will touch, resolved and pinned now: the prompt shows
+     * it, and the host agent opens exactly that (agent/tools/pin.h). */
+    struct cordon_error err = {0};
+    p->pin = calloc(1, sizeof(*p->pin));
+    if (!p->pin) {
+        reply_tool_error(s, p->request_id, "none", "cordon: out of memory");
+        pending_release(s, p);
+        return;
+    }
+    const char *workspace = s->have_cfg ? s->cfg.workspace : NULL;
+    if (route_pin_prepare(p->tool, p->args, s->cwd, getenv("HOME"), workspace, p->pin, &err) < 0) {
+        reply_tool_error(s, p->request_id, "none", "cordon: host execution refused: %s",
+                         err.message);
+        pending_release(s, p);
+        return;
+    }
+    /* Shown whole, never cut, every hidden character escaped: the user
+     * approves exactly what they read. */
+    size_t hidden = 0;
+    _cleanup_free_ char *message =
+        route_prompt_text(p->tool, s->cwd, p->args, p->pin, workspace, &hidden);
+    _cleanup_free_ char *shown_path =
+        p->pin->canonical ? text_escape_visible(p->pin->canonical, strlen(p->pin->canonical),
+                                                TEXT_ESCAPE_BACKSLASH, NULL)
+                          : NULL;
+    if (!message || (p->pin->canonical && !shown_path)) {
         reply_tool_error(s, p->request_id, "none", "cordon: out of memory");
         pending_release(s, p);
         return;
@@ -505,6 +535,10 @@ static void ask_approval(struct server *s, struct pending *p, json_t *args)
         "type", "boolean", "title", "Run this call on the host", "description",
         "Only this exact call, once", "required", "approve", "_meta", "cordon/approval", "tool",
         p->tool, "cwd", s->cwd, "arguments", json_incref(p->args), "fingerprint", fingerprint);
+    json_t *approval = json_object_get(json_object_get(params, "_meta"), "cordon/approval");
+    json_object_set_new(approval, "resolvedPath",
+                        shown_path ? json_string(shown_path) : json_null());
+    json_object_set_new(approval, "hiddenCharacters", json_integer((json_int_t)hidden));
     send_msg(s, json_pack("{s:s, s:O, s:s, s:o}", "jsonrpc", "2.0", "id", p->elicit_id, "method",
                           "elicitation/create", "params", params));
 }

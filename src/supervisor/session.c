@@ -5,6 +5,7 @@
 #include "supervisor/lifecycle.h"
 #include "agent/protocol.h"
 #include "agent/reap.h"
+#include "agent/tools/pin.h"
 #include "backend/docker/docker.h"
 #include "backend/ns/ns.h"
 #include "backend/vm/vm.h"
@@ -267,6 +268,20 @@ int session_send_call(struct session *s, json_int_t id, const char *tool, json_t
                  json_pack("{s:s, s:I, s:s, s:o}", "t", "call", "id", id, "tool", tool, "args",
                            args ? json_incref(args) : json_object()),
                  err);
+}
+
+int session_send_call_pinned(struct session *s, json_int_t id, const char *tool, json_t *args,
+                             json_t *pin, struct cordon_error *err)
+{
+    json_t *msg = json_pack("{s:s, s:I, s:s, s:o}", "t", "call", "id", id, "tool", tool, "args",
+                            args ? json_incref(args) : json_object());
+    if (msg && pin && json_object_set(msg, TOOL_PIN_FIELD, pin) < 0) {
+        json_decref(msg);
+        msg = NULL;
+    }
+    if (!msg)
+        return error_set(err, ENOMEM, "call frame");
+    return queue(s, msg, err);
 }
 
 int session_send_cancel(struct session *s, json_int_t id, struct cordon_error *err)

@@ -25,6 +25,12 @@ const char *tool_refusal_hint(int errnum);
  * on open. A failed write leaves the old file intact. On failure returns -1
  * with errno set and *syscall naming the failing step for the message. */
 int tool_write_file(const char *path, const char *data, size_t len, const char **syscall);
+/* The same for name in the directory dirfd (an approved host call, pin.h),
+ * where no symlink is followed at all: an existing name is opened with
+ * RESOLVE_NO_SYMLINKS (a symlink there fails with ELOOP), a new content is
+ * renamed over the name in dirfd itself. */
+int tool_write_file_at(int dirfd, const char *name, const char *data, size_t len,
+                       const char **syscall);
 
 /* mkdir -p of dir (fs.mkdir recursive). -1 with errno and *failed_path (a
  * malloc'd component path, or NULL) on failure. */
