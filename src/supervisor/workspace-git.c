@@ -434,7 +434,7 @@ int ws_git_config_scan(const char *text, size_t len, const char *file, struct ws
         return error_set(err, 0,
                          "workspace: bad config line %d in %s (git would refuse it too); "
                          "refusing to guess the workspace",
-                         lx.line, file);
+                         line, file);
     }
 }
 
@@ -650,9 +650,11 @@ static int examine_gitfile(const char *root, int rootfd, const struct stat *dot_
         return set_layout(out, root, gpath, cpath, err);
     }
 
-    /* No commondir: a submodule's git directory (SUPER/.git/modules/...) or
-     * one made by --separate-git-dir. Both name their work tree back in
-     * core.worktree; a submodule's may lack it only under its superproject. */
+    /* No commondir: a submodule's git directory (SUPER/.git/modules/...),
+     * which names its work tree back in core.worktree (git submodule sets
+     * it; old ones may lack it and are then accepted only under their
+     * superproject), or one made by --separate-git-dir, which has no such
+     * back-pointer until the user adds it. */
     const char *problem = git_dir_problem(gfd, gpath, gfd);
     if (problem)
         return error_set(err, 0, "workspace: %s names %s, which is not a git directory (%s)", dpath,
@@ -684,8 +686,10 @@ static int examine_gitfile(const char *root, int rootfd, const struct stat *dot_
                      "workspace: %s names the git directory %s, which is neither a submodule's "
                      "git directory (under its superproject's .git/modules/) nor names this work "
                      "tree back (core.worktree); refusing: the .git file could have been planted "
-                     "to hand the sandbox another repository",
-                     dpath, gpath);
+                     "to hand the sandbox another repository; if the layout is yours (git init "
+                     "--separate-git-dir), name the work tree in it: git --git-dir=%s config "
+                     "core.worktree %s",
+                     dpath, gpath, gpath, root);
 }
 
 static int examine_dot_git(const char *root, int rootfd, const struct stat *st,
