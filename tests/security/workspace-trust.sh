@@ -56,6 +56,7 @@ no_leak() {
     unlike "$1: the private key is not read" "$out" "PRIVATE-KEY-SENTINEL"
     unlike "$1: the other repository is not read" "$out" "OTHER-REPO-SECRET"
     ok "$1: ~/.ssh is unchanged on the host" test ! -e "$ssh_dir/authorized_keys"
+    rm -f "$ssh_dir/authorized_keys" # each case on its own
 }
 
 # refused DESC REGEX: 125, and the message names what was wrong.
@@ -195,10 +196,36 @@ git -C "$ws" config core.worktree "$ssh_dir"
 next_run "$ws" GIT_DIR="$ws/.git"
 refused "GIT_DIR set, core.worktree planted" "no GIT_WORK_TREE"
 git -C "$ws" config --unset core.worktree
+next_run "$ws" GIT_DIR="$ws/.git"
+is "GIT_DIR alone, from the work tree's root: cordon runs" "$rc" 0
+like "... in the current directory" "$out" "root=$ws\$"
+echo '../commondir-target' > "$ws/.git/commondir"
+mkdir -p "$ws/commondir-target"
+git init -q --bare "$ws/commondir-target"
+next_run "$ws" GIT_DIR="$ws/.git"
+refused "GIT_DIR set, .git/commondir planted" "not in its worktrees/"
+rm -rf "$ws/.git/commondir" "$ws/commondir-target"
 mkdir -p "$ws/sub"
 next_run "$ws/sub" GIT_DIR="$ws/.git" GIT_WORK_TREE="$ws"
 is "GIT_DIR and GIT_WORK_TREE: cordon runs" "$rc" 0
 like "... in GIT_WORK_TREE" "$out" "root=$ws/sub\$"
+
+# A core.worktree naming a longer sibling path, reached through a symlinked
+# cwd (the lexical root is computed): refused cleanly, no read past the end
+# of the cwd (issue 14, vector 8; the ASan build would report it).
+ws=$(new_repo lex)
+long="$TEST_TMP/a-much-longer-sibling-directory-name-than-the-workspace/deeper/still"
+mkdir -p "$long"
+git -C "$ws" config core.worktree "$long"
+ln -s "$ws" "$TEST_TMP/lexlink"
+out=$(cd "$TEST_TMP/lexlink" && PWD="$TEST_TMP/lexlink" HOME="$fh" "$CORDON" run -- pwd 2>&1 </dev/null)
+rc=$?
+is "core.worktree naming a sibling, symlinked cwd: refused (125)" "$rc" 125
+like "... naming the setting" "$out" "sets core.worktree = $long"
+unlike "... and no sanitizer report" "$out" "AddressSanitizer|runtime error"
+git -C "$ws" config --unset core.worktree
+out=$(cd "$TEST_TMP/lexlink" && PWD="$TEST_TMP/lexlink" HOME="$fh" "$CORDON" run -- pwd 2>&1 </dev/null)
+is "without it the workspace appears at its lexical path" "$out" "$TEST_TMP/lexlink"
 
 # --- 9. Other .git entries and git directories ---
 ws=$(new_ws fifo)
@@ -209,6 +236,29 @@ ws=$(new_repo brokenconfig)
 echo '[broken' >> "$ws/.git/config"
 next_run "$ws"
 refused "a .git/config git would reject" "bad config line [0-9]+ in $ws/.git/config"
+ws=$(new_repo fifoconfig)
+rm "$ws/.git/config"
+mkfifo "$ws/.git/config"
+out=$(cd "$ws" && PWD="$ws" HOME="$fh" timeout 30 "$CORDON" run -- true 2>&1 </dev/null)
+rc=$?
+is "a FIFO as .git/config: refused (125), detection does not hang" "$rc" 125
+like "... naming it" "$out" "$ws/.git/config is not a regular file"
+ws=$(new_repo symlinkconfig)
+rm "$ws/.git/config"
+ln -s "$ssh_dir/id_ed25519" "$ws/.git/config"
+next_run "$ws"
+refused "a .git/config symlink to the key" "$ws/.git/config is a symbolic link"
+ws=$(new_repo hugeconfig)
+head -c 2000000 /dev/zero | tr '\0' '#' >> "$ws/.git/config"
+next_run "$ws"
+refused "a 2 MB .git/config" "$ws/.git/config is larger than"
+ws=$(new_repo fifohead)
+rm "$ws/.git/HEAD"
+mkfifo "$ws/.git/HEAD"
+out=$(cd "$ws" && PWD="$ws" HOME="$fh" timeout 30 "$CORDON" run -- true 2>&1 </dev/null)
+rc=$?
+is "a FIFO as .git/HEAD: refused (125), detection does not hang" "$rc" 125
+like "... naming it" "$out" "$ws/.git is a directory but not a git repository \\(no valid HEAD\\)"
 bare=$(new_ws bare.git)
 git init -q --bare "$bare"
 next_run "$bare"
