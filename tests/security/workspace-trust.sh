@@ -69,7 +69,7 @@ refused() {
 # contained DESC DIR: refused (125), or ran with DIR as its workspace.
 contained() {
     if [ "$rc" -eq 125 ]; then
-        like "$1: refused with a reason" "$out" "cordon: error: workspace"
+        like "$1: refused with a reason naming the git metadata" "$out" "cordon: error: workspace: $2/\\.git"
     else
         like "$1: runs in the right root" "$out" "root=$2\$"
     fi
