@@ -291,6 +291,16 @@ git -C "$sup/mod" config core.worktree "$ssh_dir"
 next_run "$sup/mod"
 refused "a submodule whose core.worktree was re-pointed" "$sup/.git/modules/mod/config sets core.worktree"
 
+# A home that is a repository (dotfiles): below it, the home is the root and
+# refused; GIT_CEILING_DIRECTORIES stops the walk as it stops git.
+dh=$(new_ws dotfiles-home)
+git init -q "$dh"
+mkdir -p "$dh/proj"
+out=$(cd "$dh/proj" && PWD="$dh/proj" HOME="$dh" "$CORDON" run -- pwd 2>&1 </dev/null)
+like "dotfiles home: a directory below it resolves to the home, refused" "$out" "refusing the home directory"
+out=$(cd "$dh/proj" && PWD="$dh/proj" HOME="$dh" GIT_CEILING_DIRECTORIES="$dh" "$CORDON" run -- pwd 2>&1 </dev/null)
+is "... and with GIT_CEILING_DIRECTORIES=\$HOME it is its own workspace" "$out" "$dh/proj"
+
 # --- 11. Refused roots (vector 3) ---
 root_refused() { # root_refused DESC DIR REGEX [ENV...]
     local desc=$1 d=$2 re=$3; shift 3
