@@ -11,27 +11,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define GITFILE_MAX    (PATH_MAX + 16) /* "gitdir: " + a path */
 #define SMALL_FILE_MAX 256             /* HEAD */
 #define CONFIG_MAX     (1 << 20)       /* git's own configs are a few KiB */
-#define GIT_TIMEOUT_MS 10000
 
-static bool is_under_or_equal(const char *path, const char *dir)
+bool ws_path_under(const char *path, const char *dir)
 {
     size_t n = strlen(dir);
     if (strcmp(dir, "/") == 0)
@@ -40,13 +32,13 @@ static bool is_under_or_equal(const char *path, const char *dir)
 }
 
 /* DIR/NAME without a doubled slash at "/". */
-static void join(char *buf, size_t cap, const char *dir, const char *name)
+void ws_path_join(char *buf, size_t cap, const char *dir, const char *name)
 {
     snprintf(buf, cap, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, name);
 }
 
 /* A path read from git metadata, made absolute against BASE. */
-static int resolve_against(const char *base, const char *path, char *buf, size_t cap)
+int ws_path_resolve(const char *base, const char *path, char *buf, size_t cap)
 {
     int n = path[0] == '/' ? snprintf(buf, cap, "%s", path)
                            : snprintf(buf, cap, "%s/%s", strcmp(base, "/") == 0 ? "" : base, path);
@@ -94,7 +86,7 @@ static int read_file_at(int dirfd, const char *dirpath, const char *name, char *
                         size_t *len, struct cordon_error *err)
 {
     char path[PATH_MAX + 32];
-    join(path, sizeof(path), dirpath, name);
+    ws_path_join(path, sizeof(path), dirpath, name);
     _cleanup_close_ int fd =
         openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
@@ -450,7 +442,7 @@ static int config_read(int gfd, const char *gpath, const char *name, struct ws_g
     if (r <= 0)
         return r;
     char file[PATH_MAX + 32];
-    join(file, sizeof(file), gpath, name);
+    ws_path_join(file, sizeof(file), gpath, name);
     return ws_git_config_scan(buf, len, file, core, err);
 }
 
@@ -463,7 +455,7 @@ static int check_core_worktree(const struct ws_git_core *core, const char *file,
         return 0;
     char joined[2 * PATH_MAX + 2];
     _cleanup_free_ char *real = NULL;
-    if (resolve_against(git_dir, core->worktree, joined, sizeof(joined)) == 0)
+    if (ws_path_resolve(git_dir, core->worktree, joined, sizeof(joined)) == 0)
         real = realpath(joined, NULL);
     if (real && strcmp(real, root) == 0)
         return 0;
@@ -476,7 +468,7 @@ static int check_core_worktree(const struct ws_git_core *core, const char *file,
                      file, core->worktree, core->worktree_line, root);
 }
 
-static int set_layout(struct ws_git_layout *out, const char *root, const char *git_dir,
+int ws_git_layout_set(struct ws_git_layout *out, const char *root, const char *git_dir,
                       const char *common_dir, struct cordon_error *err)
 {
     out->root = strdup(root);
@@ -494,7 +486,7 @@ static int examine_git_directory(const char *root, int rootfd, struct ws_git_lay
                                  struct cordon_error *err)
 {
     char gpath[PATH_MAX + 8];
-    join(gpath, sizeof(gpath), root, ".git");
+    ws_path_join(gpath, sizeof(gpath), root, ".git");
     _cleanup_close_ int gfd = openat(rootfd, ".git", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (gfd < 0)
         return error_set(err, errno, "workspace: cannot open %s", gpath);
@@ -514,7 +506,7 @@ static int examine_git_directory(const char *root, int rootfd, struct ws_git_lay
                          gpath, problem);
     struct ws_git_core core = {.bare = -1};
     char file[PATH_MAX + 32];
-    join(file, sizeof(file), gpath, "config");
+    ws_path_join(file, sizeof(file), gpath, "config");
     if (config_read(gfd, gpath, "config", &core, err) < 0 ||
         check_core_worktree(&core, file, gpath, root, err) < 0)
         return -1;
@@ -522,7 +514,7 @@ static int examine_git_directory(const char *root, int rootfd, struct ws_git_lay
      * core.worktree there is refused either way, the cheaper rule to trust. */
     bool bare = core.bare == 1;
     core = (struct ws_git_core){.bare = -1};
-    join(file, sizeof(file), gpath, "config.worktree");
+    ws_path_join(file, sizeof(file), gpath, "config.worktree");
     if (config_read(gfd, gpath, "config.worktree", &core, err) < 0 ||
         check_core_worktree(&core, file, gpath, root, err) < 0)
         return -1;
@@ -530,7 +522,7 @@ static int examine_git_directory(const char *root, int rootfd, struct ws_git_lay
         log_debug("workspace: %s says core.bare = true; the work tree is still %s (the "
                   "directory holding .git)",
                   gpath, root);
-    return set_layout(out, root, gpath, gpath, err);
+    return ws_git_layout_set(out, root, gpath, gpath, err);
 }
 
 /* Reads a path file (commondir, gitdir) of the git directory GPATH and
@@ -545,7 +537,7 @@ static int read_path_file(int gfd, const char *gpath, const char *name, char **r
         return r;
     rtrim(buf);
     char joined[2 * PATH_MAX + 2];
-    if (buf[0] == '\0' || resolve_against(gpath, buf, joined, sizeof(joined)) < 0)
+    if (buf[0] == '\0' || ws_path_resolve(gpath, buf, joined, sizeof(joined)) < 0)
         return error_set(err, 0, "workspace: %s/%s does not hold a usable path", gpath, name);
     *real = realpath(joined, NULL);
     if (!*real)
@@ -559,7 +551,7 @@ static int examine_gitfile(const char *root, int rootfd, const struct stat *dot_
                            struct ws_git_layout *out, struct cordon_error *err)
 {
     char dpath[PATH_MAX + 8];
-    join(dpath, sizeof(dpath), root, ".git");
+    ws_path_join(dpath, sizeof(dpath), root, ".git");
     char buf[GITFILE_MAX];
     size_t len = 0;
     if (read_file_at(rootfd, root, ".git", buf, sizeof(buf), &len, err) < 0)
@@ -573,7 +565,7 @@ static int examine_gitfile(const char *root, int rootfd, const struct stat *dot_
                          dpath);
     const char *named = buf + 8;
     char joined[2 * PATH_MAX + 2];
-    if (resolve_against(root, named, joined, sizeof(joined)) < 0)
+    if (ws_path_resolve(root, named, joined, sizeof(joined)) < 0)
         return error_set(err, ENAMETOOLONG, "workspace: %s", dpath);
     _cleanup_free_ char *gpath = realpath(joined, NULL);
     if (!gpath)
@@ -581,7 +573,7 @@ static int examine_gitfile(const char *root, int rootfd, const struct stat *dot_
                          "workspace: %s names the git directory %s, which cannot be "
                          "resolved",
                          dpath, named);
-    if (is_under_or_equal(root, gpath))
+    if (ws_path_under(root, gpath))
         return error_set(err, 0,
                          "workspace: %s names the git directory %s, which contains the work tree; "
                          "refusing",
@@ -601,7 +593,7 @@ static int examine_gitfile(const char *root, int rootfd, const struct stat *dot_
         if (cfd < 0)
             return -1;
         char expect[PATH_MAX + 16];
-        join(expect, sizeof(expect), cpath, "worktrees");
+        ws_path_join(expect, sizeof(expect), cpath, "worktrees");
         const char *slash = strrchr(gpath, '/');
         if (!slash || (size_t)(slash - gpath) != strlen(expect) ||
             strncmp(gpath, expect, strlen(expect)) != 0)
@@ -637,17 +629,17 @@ static int examine_gitfile(const char *root, int rootfd, const struct stat *dot_
          * is checked either way. */
         struct ws_git_core core = {.bare = -1};
         char file[PATH_MAX + 32];
-        join(file, sizeof(file), cpath, "config");
+        ws_path_join(file, sizeof(file), cpath, "config");
         if (config_read(cfd, cpath, "config", &core, err) < 0)
             return -1;
         if (core.worktree_config && check_core_worktree(&core, file, gpath, root, err) < 0)
             return -1;
         core = (struct ws_git_core){.bare = -1};
-        join(file, sizeof(file), gpath, "config.worktree");
+        ws_path_join(file, sizeof(file), gpath, "config.worktree");
         if (config_read(gfd, gpath, "config.worktree", &core, err) < 0 ||
             check_core_worktree(&core, file, gpath, root, err) < 0)
             return -1;
-        return set_layout(out, root, gpath, cpath, err);
+        return ws_git_layout_set(out, root, gpath, cpath, err);
     }
 
     /* No commondir: a submodule's git directory (SUPER/.git/modules/...),
@@ -661,26 +653,26 @@ static int examine_gitfile(const char *root, int rootfd, const struct stat *dot_
                          gpath, problem);
     struct ws_git_core core = {.bare = -1};
     char file[PATH_MAX + 32];
-    join(file, sizeof(file), gpath, "config");
+    ws_path_join(file, sizeof(file), gpath, "config");
     if (config_read(gfd, gpath, "config", &core, err) < 0 ||
         check_core_worktree(&core, file, gpath, root, err) < 0)
         return -1;
     bool named_back = core.worktree_set;
     core = (struct ws_git_core){.bare = -1};
-    join(file, sizeof(file), gpath, "config.worktree");
+    ws_path_join(file, sizeof(file), gpath, "config.worktree");
     if (config_read(gfd, gpath, "config.worktree", &core, err) < 0 ||
         check_core_worktree(&core, file, gpath, root, err) < 0)
         return -1;
     named_back = named_back || core.worktree_set;
     if (named_back)
-        return set_layout(out, root, gpath, gpath, err);
+        return ws_git_layout_set(out, root, gpath, gpath, err);
     for (const char *m = strstr(gpath, "/.git/modules/"); m; m = strstr(m + 1, "/.git/modules/")) {
         char super[PATH_MAX];
         snprintf(super, sizeof(super), "%.*s", (int)(m - gpath), gpath);
         if (super[0] == '\0')
             snprintf(super, sizeof(super), "/");
-        if (is_under_or_equal(root, super) && strcmp(root, super) != 0)
-            return set_layout(out, root, gpath, gpath, err);
+        if (ws_path_under(root, super) && strcmp(root, super) != 0)
+            return ws_git_layout_set(out, root, gpath, gpath, err);
     }
     return error_set(err, 0,
                      "workspace: %s names the git directory %s, which is neither a submodule's "
@@ -696,7 +688,7 @@ static int examine_dot_git(const char *root, int rootfd, const struct stat *st,
                            struct ws_git_layout *out, struct cordon_error *err)
 {
     char dpath[PATH_MAX + 8];
-    join(dpath, sizeof(dpath), root, ".git");
+    ws_path_join(dpath, sizeof(dpath), root, ".git");
     if (S_ISDIR(st->st_mode))
         return examine_git_directory(root, rootfd, out, err);
     if (S_ISREG(st->st_mode))
@@ -734,7 +726,7 @@ static long ceiling_length(const char *cwd)
             continue;
         char real[PATH_MAX];
         const char *entry = realpath(e, real) ? real : e;
-        if (is_under_or_equal(cwd, entry) && strcmp(cwd, entry) != 0 && (long)strlen(entry) > best)
+        if (ws_path_under(cwd, entry) && strcmp(cwd, entry) != 0 && (long)strlen(entry) > best)
             best = (long)strlen(entry);
     }
     return best;
@@ -804,329 +796,4 @@ void ws_git_layout_free(struct ws_git_layout *l)
     free(l->git_dir);
     free(l->common_dir);
     *l = (struct ws_git_layout){0};
-}
-
-/* --- the host user's own GIT_DIR / GIT_WORK_TREE / GIT_COMMON_DIR --- */
-
-bool ws_git_env_set(void)
-{
-    return getenv("GIT_DIR") || getenv("GIT_WORK_TREE") || getenv("GIT_COMMON_DIR");
-}
-
-/* git from a system location first: a PATH entry inside a workspace (a
- * project's bin/) could hold a git the sandbox wrote. */
-static bool find_git(char *buf, size_t cap)
-{
-    static const char *const fixed[] = {"/usr/bin/git", "/bin/git", "/usr/local/bin/git"};
-    for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
-        if (access(fixed[i], X_OK) == 0) {
-            snprintf(buf, cap, "%s", fixed[i]);
-            return true;
-        }
-    }
-    const char *path = getenv("PATH");
-    _cleanup_free_ char *copy = path ? strdup(path) : NULL;
-    char *save = NULL;
-    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
-        struct stat st;
-        if (d[0] != '/') /* never "." or a relative entry: the cwd is the workspace */
-            continue;
-        snprintf(buf, cap, "%s/git", d);
-        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* The environment host git runs with: nothing from system or global config,
- * no pager, no prompt, no optional locks; the user's discovery variables. */
-static int git_env(char **envp, size_t cap, char *storage, size_t storage_cap)
-{
-    static const char *const keep[] = {
-        "GIT_DIR=",
-        "GIT_WORK_TREE=",
-        "GIT_COMMON_DIR=",
-        "GIT_CEILING_DIRECTORIES=",
-        "GIT_DISCOVERY_ACROSS_FILESYSTEM=",
-        "GIT_OBJECT_DIRECTORY=",
-        "HOME=",
-        "PATH=",
-    };
-    static const char *const fixed[] = {
-        "GIT_CONFIG_NOSYSTEM=1",
-        "GIT_CONFIG_SYSTEM=/dev/null",
-        "GIT_CONFIG_GLOBAL=/dev/null",
-        "GIT_OPTIONAL_LOCKS=0",
-        "GIT_TERMINAL_PROMPT=0",
-        "GIT_PAGER=cat",
-        "PAGER=cat",
-        "GIT_ATTR_NOSYSTEM=1",
-        "GIT_NO_REPLACE_OBJECTS=1",
-        "LC_ALL=C",
-    };
-    size_t n = 0, used = 0;
-    for (char **e = environ; *e && n + ARRAY_SIZE(fixed) + 1 < cap; e++) {
-        for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
-            if (strncmp(*e, keep[i], strlen(keep[i])) == 0) {
-                size_t len = strlen(*e) + 1;
-                if (used + len > storage_cap)
-                    return -1;
-                memcpy(storage + used, *e, len);
-                envp[n++] = storage + used;
-                used += len;
-                break;
-            }
-        }
-    }
-    for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
-        envp[n++] = (char *)fixed[i];
-    envp[n] = NULL;
-    return 0;
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Runs git ARGV in DIR; stdout and stderr collected (bounded), at most
- * GIT_TIMEOUT_MS. *status -1: no git installed. */
-static int run_git(const char *dir, char *const argv[], char *out, size_t outlen, char *errbuf,
-                   size_t errlen, int *status, struct cordon_error *err)
-{
-    char git[PATH_MAX];
-    if (!find_git(git, sizeof(git))) {
-        *status = -1;
-        return 0;
-    }
-    char *envp[32];
-    char storage[8 * PATH_MAX];
-    if (git_env(envp, ARRAY_SIZE(envp), storage, sizeof(storage)) < 0)
-        return error_set(err, E2BIG, "workspace: the git environment is too large");
-    int outpipe[2], errpipe[2];
-    if (pipe2(outpipe, O_CLOEXEC) < 0)
-        return error_set(err, errno, "workspace: pipe");
-    if (pipe2(errpipe, O_CLOEXEC) < 0) {
-        close(outpipe[0]);
-        close(outpipe[1]);
-        return error_set(err, errno, "workspace: pipe");
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, outpipe[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, errpipe[1], 2);
-    posix_spawn_file_actions_addchdir_np(&fa, dir);
-    pid_t pid;
-    int rc = posix_spawn(&pid, git, &fa, NULL, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    close(outpipe[1]);
-    close(errpipe[1]);
-    if (rc != 0) {
-        close(outpipe[0]);
-        close(errpipe[0]);
-        return error_set(err, rc, "workspace: cannot run %s", git);
-    }
-    size_t pos[2] = {0, 0};
-    struct pollfd fds[2] = {{outpipe[0], POLLIN, 0}, {errpipe[0], POLLIN, 0}};
-    int open_fds = 2;
-    long long deadline = now_ms() + GIT_TIMEOUT_MS;
-    bool timed_out = false;
-    while (open_fds > 0) {
-        long long left = deadline - now_ms();
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        int pr = poll(fds, 2, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0)
-            break;
-        for (int i = 0; i < 2; i++) {
-            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            char chunk[4096];
-            ssize_t n = read(fds[i].fd, chunk, sizeof(chunk));
-            if (n <= 0) {
-                close(fds[i].fd);
-                fds[i].fd = -1;
-                open_fds--;
-                continue;
-            }
-            char *dst = i == 0 ? out : errbuf;
-            size_t cap = i == 0 ? outlen : errlen;
-            size_t take = (size_t)n;
-            if (pos[i] + take >= cap)
-                take = cap - 1 - pos[i];
-            memcpy(dst + pos[i], chunk, take);
-            pos[i] += take;
-        }
-    }
-    for (int i = 0; i < 2; i++)
-        if (fds[i].fd >= 0)
-            close(fds[i].fd);
-    out[pos[0]] = '\0';
-    errbuf[pos[1]] = '\0';
-    if (timed_out)
-        kill(pid, SIGKILL);
-    int wstatus;
-    while (waitpid(pid, &wstatus, 0) < 0) {
-        if (errno != EINTR)
-            return error_set(err, errno, "workspace: waitpid git");
-    }
-    if (timed_out)
-        return error_set(err, ETIMEDOUT, "workspace: git rev-parse did not answer within %d s",
-                         GIT_TIMEOUT_MS / 1000);
-    *status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-    return 0;
-}
-
-/* The canonical form of the environment variable NAME (relative to CWD). */
-static int env_path(const char *name, const char *cwd, char **real, struct cordon_error *err)
-{
-    const char *v = getenv(name);
-    *real = NULL;
-    if (!v || !*v)
-        return 0;
-    char joined[2 * PATH_MAX + 2];
-    if (resolve_against(cwd, v, joined, sizeof(joined)) < 0 || !(*real = realpath(joined, NULL)))
-        return error_set(err, errno ? errno : ENAMETOOLONG, "workspace: %s=%s cannot be resolved",
-                         name, v);
-    return 0;
-}
-
-static int expect_same(const char *what, const char *got, const char *want, const char *why,
-                       struct cordon_error *err)
-{
-    if (strcmp(got, want) == 0)
-        return 0;
-    return error_set(err, 0, "workspace: git reports the %s %s, but %s is %s; refusing", what, got,
-                     why, want);
-}
-
-int ws_git_from_env(const char *cwd, struct ws_git_layout *out, struct cordon_error *err)
-{
-    _cleanup_free_ char *env_dir = NULL, *env_tree = NULL, *env_common = NULL;
-    if (env_path("GIT_DIR", cwd, &env_dir, err) < 0 ||
-        env_path("GIT_WORK_TREE", cwd, &env_tree, err) < 0 ||
-        env_path("GIT_COMMON_DIR", cwd, &env_common, err) < 0)
-        return -1;
-    /* Without GIT_DIR, git discovers the git directory from the cwd as we
-     * do: the same checks apply, and git must agree with them. */
-    struct ws_git_layout walked = {0};
-    if (!env_dir && ws_git_discover(cwd, &walked, err) < 0)
-        return -1;
-
-    char out_buf[3 * PATH_MAX + 64], err_buf[2048];
-    int status = 0;
-    char *argv[] = {"git",
-                    "--no-pager",
-                    "-c",
-                    "core.fsmonitor=false",
-                    "-c",
-                    "core.hooksPath=/dev/null",
-                    "-c",
-                    "core.untrackedCache=false",
-                    "rev-parse",
-                    "--show-toplevel",
-                    "--absolute-git-dir",
-                    "--git-common-dir",
-                    NULL};
-    if (run_git(cwd, argv, out_buf, sizeof(out_buf), err_buf, sizeof(err_buf), &status, err) < 0) {
-        ws_git_layout_free(&walked);
-        return -1;
-    }
-    if (status == -1 || (status != 0 && strstr(err_buf, "not a git repository"))) {
-        ws_git_layout_free(&walked);
-        return 0; /* the cwd is the workspace */
-    }
-    if (status != 0) {
-        char *nl = strchr(err_buf, '\n');
-        if (nl)
-            *nl = '\0';
-        ws_git_layout_free(&walked);
-        return error_set(err, 0,
-                         "workspace: git rev-parse failed in %s (exit %d): %s; refusing to guess "
-                         "the workspace",
-                         cwd, status, err_buf[0] ? err_buf : "no message");
-    }
-    char *save = NULL;
-    char *top = strtok_r(out_buf, "\n", &save);
-    char *gitdir = strtok_r(NULL, "\n", &save);
-    char *common = strtok_r(NULL, "\n", &save);
-    char common_abs[2 * PATH_MAX + 2];
-    _cleanup_free_ char *rtop = NULL, *rgit = NULL, *rcommon = NULL;
-    int rc = -1;
-    if (!top || !gitdir || !common) {
-        error_set(err, 0, "workspace: unexpected output from git rev-parse");
-        goto done;
-    }
-    /* --git-common-dir may be relative to the cwd. */
-    if (resolve_against(cwd, common, common_abs, sizeof(common_abs)) < 0 ||
-        !(rtop = realpath(top, NULL)) || !(rgit = realpath(gitdir, NULL)) ||
-        !(rcommon = realpath(common_abs, NULL))) {
-        error_set(err, errno, "workspace: cannot resolve what git rev-parse reports");
-        goto done;
-    }
-    /* The work tree: GIT_WORK_TREE, else (GIT_DIR alone) the cwd, else the
-     * discovered root; never a core.worktree from repository config, which
-     * a sandbox could have written. */
-    if (env_tree) {
-        if (expect_same("work tree", rtop, env_tree, "GIT_WORK_TREE", err) < 0)
-            goto done;
-    } else if (env_dir) {
-        if (expect_same("work tree", rtop, cwd,
-                        "with GIT_DIR set and no GIT_WORK_TREE (a core.worktree in the "
-                        "repository's configuration is not honoured: set GIT_WORK_TREE) the work "
-                        "tree must be the current directory, which",
-                        err) < 0)
-            goto done;
-    } else if (!walked.root) {
-        error_set(err, 0,
-                  "workspace: git reports the work tree %s, but no .git entry lies above %s; set "
-                  "GIT_DIR too",
-                  rtop, cwd);
-        goto done;
-    }
-    if (!is_under_or_equal(cwd, rtop)) {
-        error_set(err, 0, "workspace: the work tree %s does not contain the current directory %s",
-                  rtop, cwd);
-        goto done;
-    }
-    if (env_dir) {
-        if (expect_same("git directory", rgit, env_dir, "GIT_DIR", err) < 0)
-            goto done;
-    } else if (expect_same("git directory", rgit, walked.git_dir,
-                           "the .git entry cordon found names", err) < 0) {
-        goto done;
-    }
-    if (env_common) {
-        if (expect_same("common directory", rcommon, env_common, "GIT_COMMON_DIR", err) < 0)
-            goto done;
-    } else if (!env_dir) {
-        if (expect_same("common directory", rcommon, walked.common_dir,
-                        "the .git entry cordon found leads to", err) < 0)
-            goto done;
-    } else if (strcmp(rcommon, rgit) != 0) {
-        /* GIT_DIR names a linked worktree's git directory: the same
-         * structure as discovery requires. */
-        char expect[PATH_MAX + 16];
-        join(expect, sizeof(expect), rcommon, "worktrees");
-        const char *slash = strrchr(rgit, '/');
-        if (!slash || (size_t)(slash - rgit) != strlen(expect) ||
-            strncmp(rgit, expect, strlen(expect)) != 0) {
-            error_set(err, 0,
-                      "workspace: git reports the common directory %s for GIT_DIR %s, which is "
-                      "not in its worktrees/; refusing",
-                      rcommon, rgit);
-            goto done;
-        }
-    }
-    rc = set_layout(out, env_tree ? env_tree : env_dir ? cwd : walked.root, rgit, rcommon, err);
-done:
-    ws_git_layout_free(&walked);
-    return rc;
 }

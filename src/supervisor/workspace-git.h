@@ -52,3 +52,12 @@ struct ws_git_core {
  * follow them either when it reads core.worktree to find the work tree. */
 int ws_git_config_scan(const char *text, size_t len, const char *file, struct ws_git_core *core,
                        struct cordon_error *err);
+
+/* Shared by workspace-git.c and workspace-gitenv.c. */
+bool ws_path_under(const char *path, const char *dir); /* PATH is DIR or below it */
+void ws_path_join(char *buf, size_t cap, const char *dir, const char *name); /* DIR/NAME */
+/* PATH made absolute against BASE; -1 if it does not fit. */
+int ws_path_resolve(const char *base, const char *path, char *buf, size_t cap);
+/* Fills OUT with copies of the three paths. */
+int ws_git_layout_set(struct ws_git_layout *out, const char *root, const char *git_dir,
+                      const char *common_dir, struct cordon_error *err);
