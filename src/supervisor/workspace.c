@@ -261,7 +261,13 @@ int workspace_detect(const char *cwd_in, struct workspace *out, struct cordon_er
         ws.root = TAKE_PTR(git.root);
         ws.git_dir = TAKE_PTR(git.git_dir);
         ws.git_common_dir = TAKE_PTR(git.common_dir);
+        ws.layout_git_dir = strdup(ws.git_dir);
+        ws.layout_common_dir = strdup(ws.git_common_dir);
         ws.is_git = true;
+        if (!ws.layout_git_dir || !ws.layout_common_dir) {
+            error_set(err, ENOMEM, "workspace");
+            goto fail;
+        }
     } else if (canonical_dup(ws.cwd, &ws.root, err) < 0) {
         goto fail;
     }
@@ -329,5 +335,7 @@ void workspace_free(struct workspace *ws)
     free(ws->view_cwd);
     free(ws->git_dir);
     free(ws->git_common_dir);
+    free(ws->layout_git_dir);
+    free(ws->layout_common_dir);
     *ws = (struct workspace){0};
 }

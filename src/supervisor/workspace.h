@@ -19,6 +19,10 @@ struct workspace {
      * or if inside the root (covered by its bind). */
     char *git_dir;        /* canonical git directory (what --absolute-git-dir names) */
     char *git_common_dir; /* canonical common directory (--git-common-dir) */
+    /* The same two, set whenever is_git, inside the root or not: the layout
+     * detection validated (read these rather than the .git entry again). */
+    char *layout_git_dir;
+    char *layout_common_dir;
 };
 
 /* Detects the workspace for cwd (NULL: the process's cwd). Fails closed on git

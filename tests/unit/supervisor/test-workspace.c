@@ -110,9 +110,51 @@ static void test_safe(void)
     }
 }
 
+/* workspace_detect() on a repository made here: the root is where .git is,
+ * the git directories inside it are not handed on separately, and the
+ * validated layout is kept in layout_*. */
+static void test_detect(void)
+{
+    char dir[] = "/tmp/cordon-unit-repo.XXXXXX";
+    if (!mkdtemp(dir)) {
+        tap_skip("mkdtemp failed", "workspace_detect");
+        return;
+    }
+    char cmd[256], sub[64], gitdir[64];
+    snprintf(cmd, sizeof(cmd), "git init -q %s 2>/dev/null && mkdir %s/sub", dir, dir);
+    snprintf(sub, sizeof(sub), "%s/sub", dir);
+    snprintf(gitdir, sizeof(gitdir), "%s/.git", dir);
+    if (system(cmd) != 0) {
+        tap_skip("git is not installed", "workspace_detect");
+    } else {
+        struct workspace ws;
+        struct cordon_error err = {0};
+        int r = workspace_detect(sub, &ws, &err);
+        is_int(r, 0, "workspace_detect in a repository's subdirectory succeeds");
+        if (r == 0) {
+            is_str(ws.root, dir, "... the root holds .git");
+            ok(ws.is_git && !ws.git_dir && !ws.git_common_dir,
+               "... git, nothing outside the root to hand on");
+            is_str(ws.layout_git_dir, gitdir, "... layout_git_dir is the validated .git");
+            is_str(ws.layout_common_dir, gitdir, "... and so is layout_common_dir");
+            workspace_free(&ws);
+        }
+        snprintf(cmd, sizeof(cmd), "git -C %s config core.worktree /", dir);
+        if (system(cmd) == 0) {
+            r = workspace_detect(sub, &ws, &err);
+            ok(r < 0 && strstr(err.message, "sets core.worktree = /"),
+               "core.worktree = / is refused, naming it");
+        }
+    }
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        tap_diag("could not remove %s", dir);
+}
+
 int main(void)
 {
     test_config();
     test_safe();
+    test_detect();
     return tap_done();
 }
