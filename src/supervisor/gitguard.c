@@ -724,38 +724,12 @@ int gitguard_prepare(struct gitguard *g, const struct workspace *ws, const char 
     if (!ws->is_git)
         return 0;
 
-    struct stat st;
-    if (fstatat(g->root_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return error_set(err, errno, "git metadata: %s/.git", ws->root);
-    _cleanup_free_ char *own = NULL;
-    if (S_ISDIR(st.st_mode)) {
-        own = str_printf("%s/.git", ws->root);
-    } else if (S_ISREG(st.st_mode)) {
-        char line[PATH_MAX + 16];
-        if (read_line_at(g->root_fd, ".git", line, sizeof(line)) < 0 ||
-            strncmp(line, "gitdir: ", 8) != 0)
-            return error_set(err, EINVAL, "git metadata: %s/.git is not a gitfile", ws->root);
-        own = resolve_from(ws->root, line + 8);
-    } else {
-        return error_set(err, EINVAL,
-                         "git metadata: %s/.git is neither a directory nor a gitfile; refusing "
-                         "to start",
-                         ws->root);
-    }
-    if (!own)
-        return error_set(err, errno ? errno : ENOMEM, "git metadata: the git directory of %s",
-                         ws->root);
-    _cleanup_close_ int own_fd = open_abs_nofollow(own, O_RDONLY | O_DIRECTORY);
-    if (own_fd < 0)
-        return error_set(err, errno, "git metadata: %s", own);
-    _cleanup_free_ char *common = NULL;
-    char line[PATH_MAX + 16];
-    if (read_line_at(own_fd, "commondir", line, sizeof(line)) == 0) {
-        common = resolve_from(own, line);
-        if (!common)
-            return error_set(err, errno, "git metadata: %s/commondir names %s", own, line);
-    }
-
+    /* The layout workspace detection validated (docs/workspace.md): the
+     * .git entry is not read again. */
+    if (!ws->layout_git_dir)
+        return error_set(err, EINVAL, "git metadata: the git directory of %s is unknown", ws->root);
+    const char *own = ws->layout_git_dir;
+    const char *common = ws->layout_common_dir;
     fs_remove_tree_at(state_dir_fd, "git");
     if (mkdirat(state_dir_fd, "git", 0700) < 0)
         return error_set(err, errno, "git metadata: %s/git", state_dir);
