@@ -390,9 +390,14 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
         for (size_t i = 0; i < a->mounts.count; i++) {
             const struct cfg_mount *m = &a->mounts.items[i];
             _cleanup_free_ char *real = cfg_canonicalize_lenient(m->host_path);
-            char why[1200];
+            if (!m->readonly && (!real || !cfg_path_inside(real, workspace)))
+                return error_set(err, 0,
+                                 "%s:%d: writable mount of %s is refused in the workspace file: "
+                                 "it is outside the workspace %s",
+                                 file, m->origin.line, m->host_path, workspace);
             /* read-only too: a read-only ~/.ssh still hands over the key. A
              * part of the workspace is visible anyway. */
+            char why[1200];
             if (!(real && cfg_path_inside(real, workspace)) &&
                 credential_reason(areas, m->host_path, real, why, sizeof(why)))
                 return error_set(err, 0,
@@ -403,13 +408,6 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                                  real && strcmp(real, m->host_path) ? " (resolves to " : "",
                                  real && strcmp(real, m->host_path) ? real : "",
                                  real && strcmp(real, m->host_path) ? ")" : "", why);
-            if (m->readonly)
-                continue;
-            if (!real || !cfg_path_inside(real, workspace))
-                return error_set(err, 0,
-                                 "%s:%d: writable mount of %s is refused in the workspace file: "
-                                 "it is outside the workspace %s",
-                                 file, m->origin.line, m->host_path, workspace);
         }
         break;
     default:
