@@ -5,8 +5,14 @@
  *   <key>.<pid>-<starttime>-<n>.pending   a running session; holds the hash
  *                                         the file had when it started
  *   <key>.<sha256>.written                content a session created or changed
+ *   <key>.sessions                        "start end" (wall-clock seconds) of
+ *                                         each session that ended, appended
  * where <key> is the first 32 hex digits of the SHA-256 of the canonical
- * workspace path. A pending record whose process is gone (pid and start time
+ * workspace path. The windows cover a .cordon.toml below the root, which
+ * is another workspace's file (a submodule, a project in a non-git
+ * directory): the sandbox could write it, and the guard cannot hash every
+ * file of the tree. Such a file whose ctime (which nobody without privilege
+ * can set back) falls in a session of an enclosing workspace is flagged. A pending record whose process is gone (pid and start time
  * no longer match) belongs to a session that ended without its end step; it
  * still flags the file, and the next session of the workspace settles it. */
 #include "config/trust-guard.h"
@@ -20,10 +26,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GUARD_KEY_SIZE 33
 #define GUARD_NAME_MAX 160
+/* enclosing workspaces looked at; a .sessions file read at most this far */
+#define GUARD_ANCESTORS_MAX 64
+#define GUARD_SESSIONS_MAX  (4 << 20)
+/* ctime and time() tick differently (coarse clock): a second of slack */
+#define GUARD_SLACK 1
 
 static void guard_key(const char *workspace, char key[GUARD_KEY_SIZE])
 {
@@ -143,15 +155,17 @@ static bool parse_pending(const char *name, const char *key, bool *ret_alive)
     return true;
 }
 
-/* The hash a pending record holds ("" when it cannot be read: that flags
- * the file, as any other content would). */
-static void read_pending(int dirfd, const char *name, char hash[TRUST_GUARD_HASH_SIZE])
+/* The hash and start time a pending record holds (hash "" and start 0
+ * when it cannot be read: that flags the file, as any other content would). */
+static void read_pending(int dirfd, const char *name, char hash[TRUST_GUARD_HASH_SIZE],
+                         long long *ret_started)
 {
     hash[0] = '\0';
+    *ret_started = 0;
     _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
         return;
-    char buffer[TRUST_GUARD_HASH_SIZE + 1];
+    char buffer[TRUST_GUARD_HASH_SIZE + 32];
     ssize_t n = read(fd, buffer, sizeof(buffer) - 1);
     if (n <= 0)
         return;
@@ -161,6 +175,49 @@ static void read_pending(int dirfd, const char *name, char hash[TRUST_GUARD_HASH
         return;
     memcpy(hash, buffer, line);
     hash[line] = '\0';
+    if (buffer[line] == '\n')
+        *ret_started = strtoll(buffer + line + 1, NULL, 10);
+}
+
+/* Appends a session's window to key's .sessions. */
+static int append_window(int dirfd, const char *dir, const char *key, long long start,
+                         long long end, struct cordon_error *err)
+{
+    char name[GUARD_NAME_MAX], line[64];
+    snprintf(name, sizeof(name), "%s.sessions", key);
+    int length =
+        snprintf(line, sizeof(line), "%lld %lld\n", start - GUARD_SLACK, end + GUARD_SLACK);
+    _cleanup_close_ int fd = openat(
+        dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    if (fd < 0 || write(fd, line, (size_t)length) != length || fsync(fd) < 0)
+        return error_set(err, errno ? errno : EIO, "trust guard: recording %s/%s", dir, name);
+    return 0;
+}
+
+/* Whether ctime falls in a window of key's .sessions. */
+static bool in_window(int dirfd, const char *key, long long ctime)
+{
+    char name[GUARD_NAME_MAX];
+    snprintf(name, sizeof(name), "%s.sessions", key);
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return false;
+    }
+    bool found = false;
+    long long start, end;
+    size_t read_bytes = 0;
+    char line[64];
+    while (!found && read_bytes < GUARD_SESSIONS_MAX && fgets(line, sizeof(line), f)) {
+        read_bytes += strlen(line);
+        if (sscanf(line, "%lld %lld", &start, &end) == 2 && ctime >= start && ctime <= end)
+            found = true;
+    }
+    fclose(f);
+    return found;
 }
 
 static int write_marker(int dirfd, const char *dir, const char *key, const char *hash,
@@ -199,15 +256,51 @@ int trust_guard_written(const char *guard_dir, const char *workspace, const char
             close(scan);
         return error_set(err, errno, "trust guard %s", guard_dir);
     }
+    /* the workspaces that enclose this one, for a file below their root */
+    char ancestors[GUARD_ANCESTORS_MAX][GUARD_KEY_SIZE];
+    size_t nancestors = 0;
+    long long ctime = -1;
+    char file[4096];
+    struct stat st;
+    if (snprintf(file, sizeof(file), "%s/.cordon.toml", workspace) < (int)sizeof(file) &&
+        lstat(file, &st) == 0)
+        ctime = (long long)st.st_ctim.tv_sec;
+    _cleanup_free_ char *parent = strdup(workspace);
+    if (!parent) {
+        closedir(d);
+        return error_set(err, ENOMEM, "trust guard");
+    }
+    while (ctime >= 0 && nancestors < GUARD_ANCESTORS_MAX && strcmp(parent, "/") != 0) {
+        char *slash = strrchr(parent, '/');
+        if (!slash)
+            break;
+        if (slash == parent)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+        guard_key(parent, ancestors[nancestors]);
+        if (in_window(dirfd, ancestors[nancestors], ctime))
+            *ret_written = true;
+        nancestors++;
+    }
     struct dirent *e;
     while (!*ret_written && (e = readdir(d))) {
         bool alive;
-        if (!parse_pending(e->d_name, key, &alive))
-            continue;
         char start[TRUST_GUARD_HASH_SIZE];
-        read_pending(dirfd, e->d_name, start);
-        if (strcmp(start, hash) != 0)
-            *ret_written = true;
+        long long started;
+        if (parse_pending(e->d_name, key, &alive)) {
+            read_pending(dirfd, e->d_name, start, &started);
+            if (strcmp(start, hash) != 0)
+                *ret_written = true;
+            continue;
+        }
+        for (size_t a = 0; a < nancestors && !*ret_written; a++) {
+            if (!parse_pending(e->d_name, ancestors[a], &alive))
+                continue;
+            read_pending(dirfd, e->d_name, start, &started);
+            if (ctime >= started - GUARD_SLACK)
+                *ret_written = true;
+        }
     }
     closedir(d);
     return 0;
@@ -233,9 +326,11 @@ static int settle_dead(int dirfd, const char *dir, const char *key, const char *
         if (!parse_pending(e->d_name, key, &alive) || alive)
             continue;
         char start[TRUST_GUARD_HASH_SIZE];
-        read_pending(dirfd, e->d_name, start);
-        if (current && is_hash(current) && strcmp(start, current) != 0 &&
-            write_marker(dirfd, dir, key, current, err) < 0) {
+        long long started;
+        read_pending(dirfd, e->d_name, start, &started);
+        if ((current && is_hash(current) && strcmp(start, current) != 0 &&
+             write_marker(dirfd, dir, key, current, err) < 0) ||
+            append_window(dirfd, dir, key, started, (long long)time(NULL), err) < 0) {
             ret = -1;
             break;
         }
@@ -263,6 +358,7 @@ int trust_note_session_start(struct trust_guard *g, const char *guard_dir, const
         return -1;
     char key[GUARD_KEY_SIZE];
     guard_key(workspace, key);
+    g->started = (long long)time(NULL);
     trust_guard_hash_file(workspace, g->start);
     if (settle_dead(dirfd, guard_dir, key, g->start, err) < 0)
         return -1;
@@ -274,8 +370,8 @@ int trust_note_session_start(struct trust_guard *g, const char *guard_dir, const
         openat(dirfd, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return error_set(err, errno, "trust guard: %s/%s", guard_dir, temporary);
-    char line[TRUST_GUARD_HASH_SIZE + 1];
-    int length = snprintf(line, sizeof(line), "%s\n", g->start);
+    char line[TRUST_GUARD_HASH_SIZE + 32];
+    int length = snprintf(line, sizeof(line), "%s\n%lld\n", g->start, g->started);
     if (write(fd, line, (size_t)length) != length || renameat(dirfd, temporary, dirfd, name) < 0) {
         int e = errno ? errno : EIO;
         unlinkat(dirfd, temporary, 0);
@@ -312,6 +408,8 @@ int trust_note_session_end(struct trust_guard *g, struct cordon_error *err)
          * keeps the file flagged */
         if (strcmp(now, g->start) != 0 && is_hash(now))
             ret = write_marker(dirfd, g->dir, key, now, err);
+        if (ret == 0)
+            ret = append_window(dirfd, g->dir, key, g->started, (long long)time(NULL), err);
         if (ret == 0)
             unlinkat(dirfd, g->pending, 0);
     }

@@ -25,6 +25,7 @@ struct trust_guard {
     char *pending;   /* the pending record's name in dir; NULL when none */
     /* the file's sha256 at the start; "-" absent, "?" unreadable */
     char start[TRUST_GUARD_HASH_SIZE];
+    long long started; /* wall-clock seconds */
 };
 
 /* The hash of <workspace>/.cordon.toml as the guard records it: 64 hex
@@ -44,9 +45,10 @@ int trust_note_session_start(struct trust_guard *g, const char *guard_dir, const
 int trust_note_session_end(struct trust_guard *g, struct cordon_error *err);
 
 /* Whether the content with this hash (64 hex) of <workspace>/.cordon.toml
- * was created or changed by a sandboxed session: a marker for it, or a
- * session (running, or dead without an end) that started with other
- * content. */
+ * was created or changed by a sandboxed session: a marker for it, a session
+ * (running, or dead without an end) that started with other content, or a
+ * session of an enclosing workspace during which the file last changed
+ * (its ctime). */
 int trust_guard_written(const char *guard_dir, const char *workspace, const char *hash,
                         bool *ret_written, struct cordon_error *err);
 

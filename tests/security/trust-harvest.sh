@@ -176,7 +176,30 @@ run_in "$ws" run -- cat /mnt/data/f
 is "an ordinary host directory still mounts from a trusted workspace file" "$out" "data-ok"
 rm -f "$ws/.cordon.toml"
 
-# 10. The user's own configuration may mount ~/.ssh (their choice), warned.
+# 10. Another workspace's file below the root: a nested repository (as a
+# submodule is) and a project in a non-git directory. The sandbox of the
+# enclosing workspace writes it; the user then works in the inner one.
+ws=$(new_ws outer); ws=$(cd "$ws" && pwd -P)
+git init -q "$ws" && git init -q "$ws/inner"
+plain=$(new_ws plain); plain=$(cd "$plain" && pwd -P)
+mkdir -p "$plain/project"
+sh_in "$ws" 'printf "[limits]\npids = 0\n" > inner/.cordon.toml && echo done'
+is "the outer sandbox wrote the nested repository's file" "$out" "done"
+sh_in "$plain" 'printf "[limits]\npids = 0\n" > project/.cordon.toml && echo done'
+is "the sandbox of a non-git directory wrote a project's file below it" "$out" "done"
+run_in "$ws/inner" run -- bash -c 'ulimit -u'
+is "a nested repository's file written by the outer session is not honoured" "$out" "1024"
+unlike "... and not offered for trust in the inner workspace" "$err" "cordon trust"
+like "... flagged as written by a sandboxed session" "$err" "inner/\.cordon\.toml: \`\.cordon\.toml\` was written by a sandboxed session"
+run_in "$plain/project" run -- true
+unlike "a non-git project's file written from the enclosing directory's session: no nudge" "$err" "cordon trust"
+like "... flagged" "$err" "was written by a sandboxed session"
+sleep 2.2
+printf '[limits]\npids = 62\n' > "$ws/inner/.cordon.toml"
+run_in "$ws/inner" run -- true
+like "... a later edit on the host is the user's: the usual hint" "$err" "not trusted \(run \`cordon trust\` to use it\)"
+
+# 11. The user's own configuration may mount ~/.ssh (their choice), warned.
 printf '[[mounts]]\nhost_path = "%s/.ssh"\nguest_path = "/mnt/keys"\n' "$home" > "$XDG_CONFIG_HOME/cordon/config.toml"
 run_in "$ws" run -- cat /mnt/keys/id_ed25519
 is "a user-layer mount of ~/.ssh works" "$out" "$key"
