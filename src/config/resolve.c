@@ -386,6 +386,24 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                                  "file: only loopback binds are allowed there",
                                  file, line, a->ports.items[i].host_port, a->ports.items[i].bind);
         break;
+    case CFG_SKILLS_PATHS:
+        /* a skill path is read by the host for the agent without a prompt:
+         * the same rule as a mount ("any other file grants that file") */
+        for (size_t i = 0; i < a->list.count; i++) {
+            const char *path = a->list.items[i];
+            _cleanup_free_ char *real = cfg_canonicalize_lenient(path);
+            char why[1200];
+            if (credential_reason(areas, path, real, why, sizeof(why)))
+                return error_set(err, 0,
+                                 "%s:%d: skills.paths entry %s%s%s%s is refused in the workspace "
+                                 "file: %s (rule: a workspace file may not expose the user's "
+                                 "home, credential or policy directories)",
+                                 file, line, path,
+                                 real && strcmp(real, path) ? " (resolves to " : "",
+                                 real && strcmp(real, path) ? real : "",
+                                 real && strcmp(real, path) ? ")" : "", why);
+        }
+        break;
     case CFG_MOUNTS:
         for (size_t i = 0; i < a->mounts.count; i++) {
             const struct cfg_mount *m = &a->mounts.items[i];

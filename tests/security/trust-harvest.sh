@@ -168,6 +168,19 @@ for src in "$home" "$(dirname "$home")" "$home/.config" "$XDG_CONFIG_HOME" "$hom
     run_in "$ws" run -- true
     is "a workspace mount of $src is refused (125)" "$rc" 125
 done
+# skills.paths is read by the host for the agent, without a prompt: a
+# workspace file cannot grant the key that way either (cordon mcp's read).
+printf '[skills]\npaths = ["%s/.ssh/id_ed25519"]\n' "$home" > "$ws/.cordon.toml"
+run_in "$ws" trust --yes
+out=$(cd "$ws" && PYTHONPATH="$CORDON_SRC/tests/lib" python3 -c "
+from mcp_client import Mcp, text_of
+m = Mcp('$CORDON', '$ws')
+m.initialize()
+print(text_of(m.call(1, 'read', {'path': '$home/.ssh/id_ed25519'})))
+m.close()
+" 2>&1)
+unlike "a workspace skills.paths entry in ~/.ssh does not hand over the key (mcp read)" "$out" "$key"
+like "... the tools are blocked naming file, line and rule" "$out" "\.cordon\.toml:2: skills\.paths entry $home/\.ssh/id_ed25519 is refused in the workspace file: .*rule: a workspace file may not expose"
 mkdir -p "$TEST_TMP/data"
 echo data-ok > "$TEST_TMP/data/f"
 printf '[[mounts]]\nhost_path = "%s/data"\nguest_path = "/mnt/data"\n' "$TEST_TMP" > "$ws/.cordon.toml"
