@@ -233,11 +233,30 @@ static bool is_loopback(const char *bind)
 
 /* Places of the user's that hold credentials or cordon's own policy: the
  * home directories (HOME and the password database's, each as given and
- * canonical), the configuration directory and the policy locations. */
+ * canonical; as root every person's), the configuration directory and the
+ * policy locations, the runtime directory. */
+#define CREDENTIAL_HOMES_MAX 256
 struct credential_areas {
-    char *homes[4];
-    char *config[6];
+    char *homes[CREDENTIAL_HOMES_MAX];
+    char *config[8];
 };
+
+/* Host places whose mount from a workspace file would undo the sandbox's
+ * own view: host secrets in /etc (shadow, ssh host keys, tokens in
+ * /etc/environment), the host's processes and devices, the runtime
+ * directories, where host services keep their sockets (a socket connects
+ * on a read-only mount too). Neither they, nor what lies in them, nor what
+ * contains them. */
+static const char *const system_areas[] = {
+    "/etc", "/proc", "/sys", "/dev", "/run", "/var/run", "/boot", NULL,
+};
+/* The shared temporary directories: neither they nor what contains them,
+ * nor their hidden entries and the socket directories of tmux, ssh-agent
+ * and systemd (X11's and ICE's are hidden); an ordinary directory below
+ * them is another matter (a build's output). */
+static const char *const shared_temporary[] = {"/tmp", "/var/tmp", NULL};
+static const char *const temporary_socket_prefixes[] = {
+    ".", "tmux-", "ssh-", "systemd-private-", "gpg-", "pulse-", NULL};
 
 static void credential_areas_free(struct credential_areas *c)
 {
@@ -250,7 +269,7 @@ static void credential_areas_free(struct credential_areas *c)
 
 static int area_add(char **slots, size_t n, const char *path)
 {
-    if (!path || path[0] != '/')
+    if (!path || path[0] != '/' || strcmp(path, "/") == 0)
         return 0;
     for (size_t i = 0; i < n; i++) {
         if (slots[i] && strcmp(slots[i], path) == 0)
@@ -276,20 +295,31 @@ static int credential_areas_build(const char *home, const char *xdg, const char 
     /* HOME may be set to something else than the account's home (CI, sudo):
      * a workspace file can name either literally */
     struct passwd *pw = getpwuid(geteuid());
-    const char *account = pw && pw->pw_dir && strcmp(pw->pw_dir, "/") != 0 ? pw->pw_dir : NULL;
-    if (home && strcmp(home, "/") == 0)
-        home = NULL;
-    _cleanup_free_ char *cordon_dir = NULL;
-    if (xdg && asprintf(&cordon_dir, "%s/cordon", xdg) < 0)
-        cordon_dir = NULL;
     if (area_add_both(c->homes, ARRAY_SIZE(c->homes), home) < 0 ||
-        area_add_both(c->homes, ARRAY_SIZE(c->homes), account) < 0 ||
-        area_add_both(c->config, ARRAY_SIZE(c->config), xdg) < 0 ||
-        area_add_both(c->config, ARRAY_SIZE(c->config), etc) < 0) {
-        credential_areas_free(c);
-        return -1;
+        area_add_both(c->homes, ARRAY_SIZE(c->homes), pw ? pw->pw_dir : NULL) < 0)
+        goto fail;
+    if (geteuid() == 0) {
+        /* root reads every person's keys */
+        FILE *f = fopen("/etc/passwd", "re");
+        struct passwd *entry;
+        while (f && (entry = fgetpwent(f)))
+            if (entry->pw_uid >= 1000 && entry->pw_uid != 65534 &&
+                area_add_both(c->homes, ARRAY_SIZE(c->homes), entry->pw_dir) < 0) {
+                fclose(f);
+                goto fail;
+            }
+        if (f)
+            fclose(f);
     }
+    const char *runtime = getenv("XDG_RUNTIME_DIR");
+    if (area_add_both(c->config, ARRAY_SIZE(c->config), xdg) < 0 ||
+        area_add_both(c->config, ARRAY_SIZE(c->config), etc) < 0 ||
+        area_add_both(c->config, ARRAY_SIZE(c->config), runtime) < 0)
+        goto fail;
     return 0;
+fail:
+    credential_areas_free(c);
+    return -1;
 }
 
 /* Why a mount of host path real (canonical) or lexical would hand the
@@ -315,7 +345,7 @@ static const char *credential_reason(const struct credential_areas *c, const cha
              * ~/.gnupg, ~/.config, ~/.kube, ~/.docker, ~/.local/share/keyrings,
              * ~/.password-store, ~/.netrc, ~/.git-credentials, ~/.npmrc,
              * ~/.pypirc and every other tool's credentials and settings */
-            const char *entry = path + strlen(home) + (strcmp(home, "/") == 0 ? 0 : 1);
+            const char *entry = path + strlen(home) + 1;
             if (entry[0] == '.') {
                 snprintf(why, size,
                          "it is or lies inside %s/%.*s (a hidden entry of the home directory, "
@@ -326,8 +356,36 @@ static const char *credential_reason(const struct credential_areas *c, const cha
         }
         for (size_t d = 0; d < ARRAY_SIZE(c->config) && c->config[d]; d++)
             if (paths_overlap(path, c->config[d])) {
-                snprintf(why, size, "it overlaps the configuration and policy directory %s",
+                snprintf(why, size, "it overlaps the configuration, policy or runtime directory %s",
                          c->config[d]);
+                return why;
+            }
+        for (size_t d = 0; shared_temporary[d]; d++) {
+            const char *t = shared_temporary[d];
+            if (cfg_path_inside(t, path)) {
+                snprintf(why, size, "it %s the shared temporary directory %s",
+                         strcmp(t, path) == 0 ? "is" : "contains", t);
+                return why;
+            }
+            if (!cfg_path_inside(path, t))
+                continue;
+            const char *entry = path + strlen(t) + 1;
+            for (size_t x = 0; temporary_socket_prefixes[x]; x++)
+                if (strncmp(entry, temporary_socket_prefixes[x],
+                            strlen(temporary_socket_prefixes[x])) == 0) {
+                    snprintf(why, size,
+                             "it is or lies inside %s/%.*s, where host services keep "
+                             "their sockets",
+                             t, (int)strcspn(entry, "/"), entry);
+                    return why;
+                }
+        }
+        for (size_t d = 0; system_areas[d]; d++)
+            if (paths_overlap(path, system_areas[d])) {
+                snprintf(why, size,
+                         "it overlaps %s (host secrets, processes, devices or services' "
+                         "sockets)",
+                         system_areas[d]);
                 return why;
             }
     }

@@ -162,11 +162,13 @@ is "a workspace symlink to ~/.aws as a mount source is refused (125)" "$rc" 125
 like "... naming where it resolves" "$err" "mount of $ws/aws \(resolves to $home/\.aws\) is refused"
 unlike "... the credentials were not read" "$out$err" "AWS$key"
 rm "$ws/aws"
-for src in "$home" "$(dirname "$home")" "$home/.config" "$XDG_CONFIG_HOME" "$home/.netrc"; do
+for src in "$home" "$(dirname "$home")" "$home/.config" "$XDG_CONFIG_HOME" "$home/.netrc" \
+    "$XDG_RUNTIME_DIR" /tmp "/tmp/tmux-$(id -u)" /tmp/.X11-unix /var/tmp /run /etc /proc /dev/shm /; do
     printf '[[mounts]]\nhost_path = "%s"\nguest_path = "/mnt/x"\n' "$src" > "$ws/.cordon.toml"
     run_in "$ws" trust --yes
     run_in "$ws" run -- true
     is "a workspace mount of $src is refused (125)" "$rc" 125
+    like "... by the credential rule" "$err" "mount of $src.* is refused in the workspace file: .*rule: a workspace file may not mount"
 done
 # skills.paths is read by the host for the agent, without a prompt: a
 # workspace file cannot grant the key that way either (cordon mcp's read).
