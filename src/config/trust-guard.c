@@ -111,6 +111,24 @@ static int guard_dir_open(const char *dir, bool create, struct cordon_error *err
     return fd;
 }
 
+/* A listing of the guard directory from its start. A duplicate shares the
+ * directory's offset with dirfd, so it is rewound: a second scan through
+ * the same fd would otherwise see nothing. */
+static DIR *guard_scan(int dirfd)
+{
+    int scan = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = scan >= 0 ? fdopendir(scan) : NULL;
+    if (!d) {
+        int e = errno;
+        if (scan >= 0)
+            close(scan);
+        errno = e;
+        return NULL;
+    }
+    rewinddir(d);
+    return d;
+}
+
 /* Field 22 of /proc/PID/stat: the process's start time in clock ticks since
  * boot; with the pid it names one process for as long as the system runs. */
 static unsigned long long process_start_time(pid_t pid)
@@ -249,13 +267,9 @@ int trust_guard_written(const char *guard_dir, const char *workspace, const char
         *ret_written = true;
         return 0;
     }
-    int scan = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-    DIR *d = scan >= 0 ? fdopendir(scan) : NULL;
-    if (!d) {
-        if (scan >= 0)
-            close(scan);
+    DIR *d = guard_scan(dirfd);
+    if (!d)
         return error_set(err, errno, "trust guard %s", guard_dir);
-    }
     /* the workspaces that enclose this one, for a file below their root */
     char ancestors[GUARD_ANCESTORS_MAX][GUARD_KEY_SIZE];
     size_t nancestors = 0;
@@ -312,13 +326,9 @@ int trust_guard_written(const char *guard_dir, const char *workspace, const char
 static int settle_dead(int dirfd, const char *dir, const char *key, const char *current,
                        struct cordon_error *err)
 {
-    int scan = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-    DIR *d = scan >= 0 ? fdopendir(scan) : NULL;
-    if (!d) {
-        if (scan >= 0)
-            close(scan);
+    DIR *d = guard_scan(dirfd);
+    if (!d)
         return error_set(err, errno, "trust guard %s", dir);
-    }
     int ret = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -428,13 +438,9 @@ int trust_guard_forget(const char *guard_dir, const char *workspace, struct cord
     guard_key(workspace, key);
     if (settle_dead(dirfd, guard_dir, key, NULL, err) < 0)
         return -1;
-    int scan = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-    DIR *d = scan >= 0 ? fdopendir(scan) : NULL;
-    if (!d) {
-        if (scan >= 0)
-            close(scan);
+    DIR *d = guard_scan(dirfd);
+    if (!d)
         return error_set(err, errno, "trust guard %s", guard_dir);
-    }
     size_t k = strlen(key);
     struct dirent *e;
     while ((e = readdir(d))) {

@@ -94,6 +94,21 @@ is "... the trusted file applies" "$out" "2000"
 is "... without a warning" "$err" ""
 ok "... trust --list shows it" trusted "$ws"
 
+# 4b. On a terminal it asks, and only "y" trusts.
+if command -v script >/dev/null; then
+    tws=$(new_ws tty); tws=$(cd "$tws" && pwd -P)
+    printf '[limits]\npids = 70\n' > "$tws/.cordon.toml"
+    out=$(cd "$tws" && echo n | script -qec "$CORDON trust" /dev/null 2>&1)
+    like "on a terminal cordon trust shows the change and asks" "$out" "limits.pids = 70 \(was 1024; line 2\).*Trust this file\? \[y/N\]"
+    like "... answering n does not trust" "$out" "not trusted: $tws"
+    ok "... nothing recorded" bash -c '! "$CORDON" trust --list | grep -q "^$1	"' _ "$tws"
+    out=$(cd "$tws" && echo y | script -qec "$CORDON trust" /dev/null 2>&1)
+    like "... answering y trusts" "$out" "trusted $tws"
+    ok "... recorded" bash -c '"$CORDON" trust --list | grep -q "^$1	"' _ "$tws"
+else
+    for i in 1 2 3 4 5; do skip "cordon trust on a terminal" "no script(1)"; done
+fi
+
 # 5. A trusted file changed afterwards (host, outside a session) is not
 # honoured until trusted again; one changed during a session is flagged.
 printf '[limits]\npids = 50\n' > "$ws/.cordon.toml"
