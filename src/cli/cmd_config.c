@@ -305,14 +305,16 @@ static int trust_workspace(const char *trust_file, const char *guard_dir, const 
         return EXIT_CONFIG_ERROR;
     }
     _cleanup_free_ char *shown = cfg_escape_text(data, length);
-    if (!shown)
+    /* a directory name below the workspace is the agent's to choose too */
+    _cleanup_free_ char *name = cfg_escape_text(file, strlen(file));
+    if (!shown || !name)
         return EXIT_CONFIG_ERROR;
-    fprintf(stderr, "%s (%zu bytes, sha256 %s):\n", file, length, hex);
+    fprintf(stderr, "%s (%zu bytes, sha256 %s):\n", name, length, hex);
     if (written)
         fputs("warning: `.cordon.toml` was written by a sandboxed session; review it before "
               "trusting\n",
               stderr);
-    fprintf(stderr, "----- begin %s -----\n%s%s----- end -----\n", file, shown,
+    fprintf(stderr, "----- begin %s -----\n%s%s----- end -----\n", name, shown,
             length && data[length - 1] != '\n' ? "\n" : "");
     fputs(summary, stderr);
     if (!yes && !isatty(STDIN_FILENO)) {
