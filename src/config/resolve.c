@@ -530,6 +530,14 @@ static int check_mounts(const struct cordon_config *cfg, const char *const *poli
                 cfg_path_inside(docker_socket_paths[d], m->host_path))
                 return error_set(err, 0, "%s: would expose the Docker socket %s", where,
                                  docker_socket_paths[d]);
+        /* A path through the workspace points wherever the agent's symlink
+         * says: whichever layer named it, that is the agent's choice. */
+        if (cfg->workspace && cfg_path_inside(m->host_path, cfg->workspace) &&
+            !cfg_path_inside(real, cfg->workspace))
+            return error_set(err, 0,
+                             "%s: resolves out of the workspace %s to %s through a symlink in "
+                             "it (which the sandbox may have planted)",
+                             where, cfg->workspace, real);
         char why[1200];
         /* the user's own layers may mount them (their choice), said each
          * time so it is never a surprise */

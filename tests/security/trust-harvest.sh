@@ -234,6 +234,19 @@ printf '[[mounts]]\nhost_path = "%s/.ssh"\nguest_path = "/mnt/keys"\n' "$home" >
 run_in "$ws" run -- cat /mnt/keys/id_ed25519
 is "a user-layer mount of ~/.ssh works" "$out" "$key"
 like "... with a warning" "$err" "mount $home/\.ssh: exposes your credentials to the sandbox \(read-only\)"
-rm -f "$XDG_CONFIG_HOME/cordon/config.toml"
+# ... but not through a symlink the agent planted in the workspace: that
+# mount points where the agent says, whoever named it.
+mkdir -p "$ws/shared"
+echo shared-ok > "$ws/shared/f"
+printf '[[mounts]]\nhost_path = "%s/shared"\nguest_path = "/mnt/shared"\n' "$ws" > "$XDG_CONFIG_HOME/cordon/config.toml"
+run_in "$ws" run -- cat /mnt/shared/f
+is "a user-layer mount of a workspace directory works" "$out" "shared-ok"
+sh_in "$ws" 'rm -rf shared && ln -s '"$home"'/.ssh shared && echo planted'
+is "the agent replaces it with a symlink to ~/.ssh" "$out" "planted"
+run_in "$ws" run -- cat /mnt/shared/id_ed25519
+is "... the next start is refused (125)" "$rc" 125
+like "... saying it resolves out of the workspace through a symlink" "$err" "mount $ws/shared: resolves out of the workspace $ws to $home/\.ssh through a symlink"
+unlike "... the key was not read" "$out$err" "$key"
+rm -f "$XDG_CONFIG_HOME/cordon/config.toml" "$ws/shared"
 
 tap_done
