@@ -14,6 +14,7 @@
 #include "config/trust.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/escape.h"
 #include "util/log.h"
 
 #include <ctype.h>
@@ -304,12 +305,20 @@ static int trust_workspace(const char *trust_file, const char *guard_dir, const 
         log_error("cannot review %s: %s", file, err.message);
         return EXIT_CONFIG_ERROR;
     }
-    _cleanup_free_ char *shown = cfg_escape_text(data, length);
-    /* a directory name below the workspace is the agent's to choose too */
-    _cleanup_free_ char *name = cfg_escape_text(file, strlen(file));
+    /* the file is the agent's to write, and a directory name below the
+     * workspace its to choose: nothing reaches the terminal unescaped */
+    size_t hidden = 0;
+    _cleanup_free_ char *shown =
+        text_escape_visible(data, length, TEXT_ESCAPE_KEEP_LAYOUT, &hidden);
+    _cleanup_free_ char *name = text_escape_visible(file, strlen(file), 0, NULL);
     if (!shown || !name)
         return EXIT_CONFIG_ERROR;
     fprintf(stderr, "%s (%zu bytes, sha256 %s):\n", name, length, hex);
+    if (hidden)
+        fprintf(stderr,
+                "note: it holds %zu control, invisible or invalid character(s), shown escaped "
+                "(\\x.., \\u....)\n",
+                hidden);
     if (written)
         fputs("warning: `.cordon.toml` was written by a sandboxed session; review it before "
               "trusting\n",

@@ -5,6 +5,7 @@
 #include "config/trust-review.h"
 #include "config/emit.h"
 #include "util/cleanup.h"
+#include "util/escape.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -12,86 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Code points a terminal shows as nothing, or that reorder what follows:
- * C1 controls, soft hyphen, Arabic letter mark, zero-width and bidi
- * controls, line/paragraph separators, word joiner and friends, BOM. */
-static bool invisible(uint32_t c)
-{
-    return (c >= 0x80 && c <= 0x9F) || c == 0xAD || c == 0x061C || c == 0x180E ||
-           (c >= 0x200B && c <= 0x200F) || (c >= 0x2028 && c <= 0x202E) ||
-           (c >= 0x2060 && c <= 0x206F) || c == 0xFEFF || (c >= 0xFFF9 && c <= 0xFFFB);
-}
-
-/* Length of the valid UTF-8 sequence at p (at most left bytes) and its code
- * point, or 0 when it is not valid (overlong, surrogate, past U+10FFFF). */
-static size_t utf8_decode(const unsigned char *p, size_t left, uint32_t *ret)
-{
-    size_t n;
-    uint32_t c, min;
-    if (p[0] < 0x80) {
-        *ret = p[0];
-        return 1;
-    } else if ((p[0] & 0xE0) == 0xC0) {
-        n = 2;
-        c = p[0] & 0x1F;
-        min = 0x80;
-    } else if ((p[0] & 0xF0) == 0xE0) {
-        n = 3;
-        c = p[0] & 0x0F;
-        min = 0x800;
-    } else if ((p[0] & 0xF8) == 0xF0) {
-        n = 4;
-        c = p[0] & 0x07;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n > left)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        c = (c << 6) | (p[i] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    *ret = c;
-    return n;
-}
-
-char *cfg_escape_text(const char *data, size_t length)
-{
-    char *text = NULL;
-    size_t size = 0;
-    FILE *out = open_memstream(&text, &size);
-    if (!out)
-        return NULL;
-    const unsigned char *p = (const unsigned char *)data;
-    for (size_t i = 0; i < length;) {
-        uint32_t c;
-        size_t n = utf8_decode(p + i, length - i, &c);
-        if (n == 0) {
-            fprintf(out, "\\x%02X", p[i]);
-            i++;
-            continue;
-        }
-        if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7F))
-            fputc((int)c, out);
-        else if (c < 0x20 || c == 0x7F)
-            fprintf(out, "\\x%02X", (unsigned)c);
-        else if (invisible(c))
-            fprintf(out, "\\u{%04X}", (unsigned)c);
-        else
-            fwrite(p + i, 1, n, out);
-        i += n;
-    }
-    if (fclose(out) != 0) {
-        free(text);
-        return NULL;
-    }
-    return text;
-}
 
 static char *value_text(json_t *value)
 {
@@ -251,7 +172,8 @@ int cfg_trust_review(const struct cfg_inputs *in, const char *data, size_t lengt
          * and the user should know before saying yes */
         cfg_free(&before);
         cfg_free(&after);
-        _cleanup_free_ char *reason = cfg_escape_text(refused.message, strlen(refused.message));
+        _cleanup_free_ char *reason = text_escape_visible(refused.message, strlen(refused.message),
+                                                          TEXT_ESCAPE_KEEP_LAYOUT, NULL);
         if (!reason || asprintf(ret_summary,
                                 "What trusting it changes:\n"
                                 "! nothing runs: every session in this workspace would stop "

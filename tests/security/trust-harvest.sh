@@ -149,8 +149,9 @@ like "a file no session wrote: the usual hint" "$err" "not trusted \(run \`cordo
 # 8. The review escapes what a terminal would interpret.
 printf '[limits]\npids = 61 # \033[2K\033[1Ahidden \xe2\x80\xae evil\n' > "$ws/.cordon.toml"
 run_in "$ws" trust
-like "the review shows an escape sequence escaped" "$err" '\\x1B\[2K\\x1B\[1Ahidden'
-like "... and a bidi override escaped" "$err" '\\u\{202E\} evil'
+like "the review shows an escape sequence escaped" "$err" '\\x1b\[2K\\x1b\[1Ahidden'
+like "... and a bidi override escaped" "$err" '\\u202e evil'
+like "... and says how many characters it escaped" "$err" 'it holds 3 control, invisible or invalid character'
 ok "... no raw ESC or U+202E reaches the terminal" \
     bash -c '! grep -qF "$(printf "\033")" "$1" && ! grep -qF "$(printf "\342\200\256")" "$1"' _ "$TEST_TMP/stderr"
 

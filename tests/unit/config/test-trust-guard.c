@@ -1,9 +1,8 @@
-/* Unit tests of the trust guard (src/config/trust-guard.c) and of the
- * review's escaping (src/config/trust-review.c): what a session records, what
- * flags a file, a dead session's record, forgetting after trust. */
+/* Unit tests of the trust guard (src/config/trust-guard.c): what a session
+ * records, what flags a file, a dead session's record, a nested workspace's
+ * file, forgetting after trust. */
 #include "config/sha256.h"
 #include "config/trust-guard.h"
-#include "config/trust-review.h"
 #include "tap.h"
 
 #include <dirent.h>
@@ -142,35 +141,6 @@ static void test_guard_dir(void)
     chmod(guard, 0700);
 }
 
-static void test_escape(void)
-{
-    static const struct {
-        const char *in, *want, *what;
-    } cases[] = {
-        {"a = 1\n\tb\n", "a = 1\n\tb\n", "text, newlines and tabs stay"},
-        {"\x1b[2J\r", "\\x1B[2J\\x0D", "C0 controls are escaped"},
-        {"x\x7fy", "x\\x7Fy", "DEL is escaped"},
-        {"\xe2\x80\xae"
-         "evil",
-         "\\u{202E}evil", "a bidi override is escaped"},
-        {"a\xe2\x80\x8b"
-         "b",
-         "a\\u{200B}b", "a zero-width space is escaped"},
-        {"\xc2\x85", "\\u{0085}", "a C1 control is escaped"},
-        {"caf\xc3\xa9", "caf\xc3\xa9", "other UTF-8 stays"},
-        {"\xff\xc0\xaf", "\\xFF\\xC0\\xAF", "invalid and overlong bytes are escaped"},
-        {"\xed\xa0\x80", "\\xED\\xA0\\x80", "a surrogate is escaped"},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char *got = cfg_escape_text(cases[i].in, strlen(cases[i].in));
-        is_str(got, cases[i].want, "%s", cases[i].what);
-        free(got);
-    }
-    char *nul = cfg_escape_text("a\0b", 3);
-    is_str(nul, "a\\x00b", "NUL is escaped, not the end");
-    free(nul);
-}
-
 int main(void)
 {
     snprintf(root, sizeof(root), "%s/cordon-trust-guard-XXXXXX", getenv("TMPDIR") ?: "/tmp");
@@ -186,7 +156,6 @@ int main(void)
     test_dead_session();
     test_nested();
     test_guard_dir();
-    test_escape();
     char command[600];
     snprintf(command, sizeof(command), "rm -rf '%s'", root);
     if (system(command) != 0)
