@@ -198,12 +198,12 @@ int cmd_config(int argc, char **argv)
         goto out;
     }
     if (where) {
-        json_t *places =
-            json_pack("{s:s, s:s, s:s, s:b, s:[s,s], s:s, s:s}", "workspace", cfg.workspace, "user",
-                      cfg.user_file, "workspace_file", cfg.workspace_file, "workspace_trusted",
-                      cfg.workspace_trusted, "host_defaults", cfg.host_default_files[0],
-                      cfg.host_default_files[1], "project_policy", cfg.project_policy_file, "trust",
-                      cfg.trust_file);
+        json_t *places = json_pack(
+            "{s:s, s:s, s:s, s:b, s:[s,s], s:s, s:s, s:s}", "workspace", cfg.workspace, "user",
+            cfg.user_file, "workspace_file", cfg.workspace_file, "workspace_trusted",
+            cfg.workspace_trusted, "host_defaults", cfg.host_default_files[0],
+            cfg.host_default_files[1], "project_policy", cfg.project_policy_file, "trust",
+            cfg.trust_file, "trust_guard", cfg.trust_guard_dir);
         if (json) {
             status = print_json(places);
         } else {
@@ -215,6 +215,7 @@ int cmd_config(int argc, char **argv)
             printf("host defaults:    %s\n", cfg.host_default_files[1]);
             printf("project override: %s\n", cfg.project_policy_file);
             printf("trust record:     %s\n", cfg.trust_file);
+            printf("trust guard:      %s\n", cfg.trust_guard_dir);
             json_decref(places);
             status = 0;
         }
