@@ -336,8 +336,7 @@ void lifecycle_end(struct lifecycle *lc)
     /* Every caller has ended the sandbox by now. */
     struct cordon_error guard_err;
     if (trust_note_session_end(&lc->trust_guard, &guard_err) < 0)
-        log_warn("%s: this session changed .cordon.toml; review it before trusting",
-                 guard_err.message);
+        log_warn("%s; review .cordon.toml before you trust it", guard_err.message);
     if (lc->disarm_fd >= 0) {
         ssize_t w = write(lc->disarm_fd, "d", 1);
         (void)w;
