@@ -143,6 +143,7 @@ struct cordon_config {
     char *host_default_files[2];
     char *project_policy_file; /* whether or not it exists */
     char *trust_file;
+    char *trust_guard_dir;  /* trust-guard.h: what sandboxed sessions wrote */
     bool workspace_trusted; /* the workspace file was read */
 };
 
@@ -153,6 +154,12 @@ struct cfg_inputs {
     const char *xdg_config_home;     /* NULL: $home/.config */
     const char *home;                /* required when xdg_config_home is NULL */
     const char *etc_dir;             /* NULL: /etc/cordon */
+    /* `cordon trust`'s preview: review_data stands for the workspace file,
+     * as if trusted; skip_workspace_file leaves the workspace file out (what
+     * applies while it is not trusted). */
+    const char *review_data;
+    size_t review_length;
+    bool skip_workspace_file;
 };
 
 struct cfg_warnings {

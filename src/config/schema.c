@@ -1003,5 +1003,6 @@ void cfg_free(struct cordon_config *cfg)
     free(cfg->host_default_files[1]);
     free(cfg->project_policy_file);
     free(cfg->trust_file);
+    free(cfg->trust_guard_dir);
     memset(cfg, 0, sizeof(*cfg));
 }

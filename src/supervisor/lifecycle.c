@@ -88,10 +88,18 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
     if (state_acquire(l->name, l->ws.root, cfg_enum_name(CFG_BACKEND, cfg->backend), &lc->owner,
                       err) < 0)
         return -1;
+    /* Before the sandbox exists: whatever .cordon.toml holds at the end
+     * that it did not hold now was written during the session. */
+    if (trust_note_session_start(&lc->trust_guard, cfg->trust_guard_dir, l->ws.root, err) < 0) {
+        state_release(&lc->owner, true);
+        return -1;
+    }
     /* A control socket here is a dead supervisor's: whoever serves one
      * (cordon mcp) binds its own, and nobody answers on this one. */
     control_unlink_stale(lc->owner.dir_fd);
     if (lifecycle_guard_git(lc, l, err) < 0) {
+        struct cordon_error ignored;
+        trust_note_session_end(&lc->trust_guard, &ignored);
         state_release(&lc->owner, true);
         return -1;
     }
@@ -325,6 +333,10 @@ void lifecycle_end(struct lifecycle *lc)
         free(lc->git);
         lc->git = NULL;
     }
+    /* Every caller has ended the sandbox by now. */
+    struct cordon_error guard_err;
+    if (trust_note_session_end(&lc->trust_guard, &guard_err) < 0)
+        log_warn("%s; review .cordon.toml before you trust it", guard_err.message);
     if (lc->disarm_fd >= 0) {
         ssize_t w = write(lc->disarm_fd, "d", 1);
         (void)w;

@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "backend/ns/ns.h"
 #include "supervisor/gitguard.h"
+#include "config/trust-guard.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 
@@ -21,6 +22,7 @@ struct lifecycle {
     /* Host-owned git metadata: the sandbox's copies, synced after each
      * call and at the end (gitguard.h); NULL when there is none. */
     struct gitguard *git;
+    struct trust_guard trust_guard; /* what the session did to .cordon.toml */
 };
 
 /* Takes ownership of the launch's sandbox name (before anything is
