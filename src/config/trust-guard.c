@@ -202,7 +202,7 @@ static int append_window(int dirfd, const char *dir, const char *key, long long 
                          long long end, struct cordon_error *err)
 {
     char name[GUARD_NAME_MAX], line[64];
-    snprintf(name, sizeof(name), "%s.sessions", key);
+    snprintf(name, sizeof(name), "%.32s.sessions", key);
     int length =
         snprintf(line, sizeof(line), "%lld %lld\n", start - GUARD_SLACK, end + GUARD_SLACK);
     _cleanup_close_ int fd = openat(
@@ -216,7 +216,7 @@ static int append_window(int dirfd, const char *dir, const char *key, long long 
 static bool in_window(int dirfd, const char *key, long long ctime)
 {
     char name[GUARD_NAME_MAX];
-    snprintf(name, sizeof(name), "%s.sessions", key);
+    snprintf(name, sizeof(name), "%.32s.sessions", key);
     int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
         return false;

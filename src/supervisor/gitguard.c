@@ -88,6 +88,21 @@ static int open_abs_nofollow(const char *path, int flags)
     return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
 }
 
+/* A directory stream over a duplicate of dirfd (the caller keeps dirfd). */
+static DIR *opendir_dup(int dirfd)
+{
+    int dupfd = dup(dirfd);
+    if (dupfd < 0)
+        return NULL;
+    DIR *dir = fdopendir(dupfd);
+    if (!dir) {
+        int e = errno;
+        close(dupfd);
+        errno = e;
+    }
+    return dir;
+}
+
 static struct gitguard_stamp stamp_at(int dirfd, const char *name)
 {
     struct stat st;
@@ -186,14 +201,9 @@ static int copy_tree_at(int src, const char *name, int dst, int depth, off_t *bu
     _cleanup_close_ int to = open_beneath(dst, name, O_RDONLY | O_DIRECTORY);
     if (to < 0)
         return -1;
-    int dupfd = dup(from);
-    if (dupfd < 0)
+    _cleanup_closedir_ DIR *dir = opendir_dup(from);
+    if (!dir)
         return -1;
-    _cleanup_closedir_ DIR *dir = fdopendir(dupfd);
-    if (!dir) {
-        close(dupfd);
-        return -1;
-    }
     size_t n = 0;
     for (struct dirent *e; (e = readdir(dir));) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
@@ -314,14 +324,9 @@ static int guard_modules(struct plan_ctx *c, int dirfd, const char *host, int de
 {
     if (depth > GITGUARD_DEPTH_MAX)
         return error_set(err, ELOOP, "git metadata: %s: submodules nested too deep", host);
-    int dupfd = dup(dirfd);
-    if (dupfd < 0)
+    _cleanup_closedir_ DIR *dir = opendir_dup(dirfd);
+    if (!dir)
         return error_set(err, errno, "git metadata: %s", host);
-    _cleanup_closedir_ DIR *dir = fdopendir(dupfd);
-    if (!dir) {
-        close(dupfd);
-        return error_set(err, errno, "git metadata: %s", host);
-    }
     for (struct dirent *e; (e = readdir(dir));) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
@@ -409,14 +414,9 @@ static int guard_dir(struct plan_ctx *c, const char *host, enum role role, int d
     if (add_bind(c, strdup(d->copy), host, false, -1, err) < 0)
         return -1;
 
-    int dupfd = dup(d->host_fd);
-    if (dupfd < 0)
+    _cleanup_closedir_ DIR *dir = opendir_dup(d->host_fd);
+    if (!dir)
         return error_set(err, errno, "git metadata: %s", host);
-    _cleanup_closedir_ DIR *dir = fdopendir(dupfd);
-    if (!dir) {
-        close(dupfd);
-        return error_set(err, errno, "git metadata: %s", host);
-    }
     bool have_hooks = false;
     size_t n = 0;
     struct {
@@ -998,13 +998,9 @@ static bool nested_repo_touched(const struct gitguard *g, int dirfd)
     _cleanup_close_ int hooks = open_beneath(gd, "hooks", O_RDONLY | O_DIRECTORY);
     if (hooks < 0)
         return false;
-    int dupfd = dup(hooks);
-    _cleanup_closedir_ DIR *dir = dupfd >= 0 ? fdopendir(dupfd) : NULL;
-    if (!dir) {
-        if (dupfd >= 0)
-            close(dupfd);
+    _cleanup_closedir_ DIR *dir = opendir_dup(hooks);
+    if (!dir)
         return false;
-    }
     for (struct dirent *e; (e = readdir(dir));)
         if (e->d_name[0] != '.' && after_start(g, hooks, e->d_name))
             return true;
@@ -1016,13 +1012,9 @@ static void scan_planted(struct gitguard *g, int dirfd, const char *where, int d
 {
     if (depth > 64 || *budget == 0)
         return;
-    int dupfd = dup(dirfd);
-    _cleanup_closedir_ DIR *dir = dupfd >= 0 ? fdopendir(dupfd) : NULL;
-    if (!dir) {
-        if (dupfd >= 0)
-            close(dupfd);
+    _cleanup_closedir_ DIR *dir = opendir_dup(dirfd);
+    if (!dir)
         return;
-    }
     bool has_git = false;
     for (struct dirent *e; (e = readdir(dir));) {
         if (*budget == 0) {
@@ -1117,6 +1109,54 @@ void gitguard_free(struct gitguard *g)
         close(g->root_fd);
     free(g->root);
     *g = (struct gitguard){.root_fd = -1};
+}
+
+int gitguard_protect(struct gitguard *g, const char *view_root, const char *rel,
+                     struct cordon_error *err)
+{
+    if (!g->active)
+        return 0;
+    _cleanup_free_ char *target = str_printf("%s/%s", view_root, rel);
+    if (!target)
+        return error_set(err, ENOMEM, "git metadata");
+    bool bound = false;
+    for (size_t i = 0; i < g->nbinds; i++) {
+        if (path_under(g->binds[i].view_target, target)) {
+            g->binds[i].readonly = true;
+            bound = bound || strcmp(g->binds[i].view_target, target) == 0;
+        }
+    }
+    if (bound)
+        return 0;
+    /* A file or directory of a copy (HEAD, rebase-merge/ ...): read-only by
+     * a bind of its own. */
+    const struct gitguard_dir *best = NULL;
+    for (size_t i = 0; i < g->ndirs; i++)
+        if (path_under(target, g->dirs[i].view) &&
+            (!best || strlen(g->dirs[i].view) > strlen(best->view)))
+            best = &g->dirs[i];
+    if (!best || strcmp(target, best->view) == 0)
+        return 0;
+    const char *inner = target + strlen(best->view) + 1;
+    struct stat st;
+    if (fstatat(best->copy_fd, inner, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISLNK(st.st_mode))
+        return 0; /* nothing there to protect, as for any protected path */
+    if (g->nbinds == GITGUARD_MAX_BINDS)
+        return error_set(err, E2BIG, "git metadata: more than %d binds; refusing to start",
+                         GITGUARD_MAX_BINDS);
+    struct gitguard_bind *b = &g->binds[g->nbinds];
+    *b = (struct gitguard_bind){.readonly = true};
+    b->source = str_printf("%s/%s", best->copy, inner);
+    b->host_target = str_printf("%s/%s", best->host, inner);
+    b->view_target = TAKE_PTR(target);
+    if (!b->source || !b->host_target) {
+        free(b->source);
+        free(b->host_target);
+        free(b->view_target);
+        return error_set(err, ENOMEM, "git metadata");
+    }
+    g->nbinds++;
+    return 0;
 }
 
 bool gitguard_covers(const struct gitguard *g, const char *rel)

@@ -118,5 +118,9 @@ void gitguard_finish(struct gitguard *g);
 void gitguard_free(struct gitguard *g);
 
 /* Whether a workspace-relative protected path is one the git metadata plan
- * already covers (".git" and below), so a backend skips it. */
+ * covers (".git" and below), so a backend skips it: gitguard_protect()
+ * makes it read-only in the plan instead (what is bound there and below, or
+ * a read-only bind of the copy's entry). */
+int gitguard_protect(struct gitguard *g, const char *view_root, const char *rel,
+                     struct cordon_error *err);
 bool gitguard_covers(const struct gitguard *g, const char *rel);

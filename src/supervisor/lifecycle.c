@@ -54,9 +54,16 @@ static int lifecycle_guard_git(struct lifecycle *lc, struct launch *l, struct co
         return -1;
     }
     size_t kept = 0;
-    for (size_t i = 0; l->protected_paths[i]; i++)
-        if (!gitguard_covers(lc->git, l->protected_paths[i]))
+    for (size_t i = 0; l->protected_paths[i]; i++) {
+        if (!gitguard_covers(lc->git, l->protected_paths[i])) {
             l->protected_paths[kept++] = l->protected_paths[i];
+        } else if (gitguard_protect(lc->git, l->ws.view_root, l->protected_paths[i], err) < 0) {
+            gitguard_free(lc->git);
+            free(lc->git);
+            lc->git = NULL;
+            return -1;
+        }
+    }
     for (size_t i = 0; i < lc->git->ntrusted && kept < LAUNCH_MAX_PROTECTED; i++)
         l->protected_paths[kept++] = lc->git->trusted_paths[i];
     l->protected_paths[kept] = NULL;

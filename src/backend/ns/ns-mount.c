@@ -260,16 +260,13 @@ static int plan_protect(struct ns_mount_plan *plan, const char *view_dir, const 
 static int plan_git_bind(struct ns_mount_plan *plan, const struct gitguard_bind *b,
                          unsigned long ro, unsigned long rw)
 {
+    /* A file's mount point is the copy's own file (gitguard.c made it), in
+     * a bind that may already be read-only: nothing to create. */
     struct stat st;
     if (lstat(b->source, &st) < 0)
         return -1;
-    if (S_ISDIR(st.st_mode)) {
-        if (plan_mkdir_p(plan, b->view_target) < 0)
-            return -1;
-    } else if (plan_add(plan, NS_OP_MKFILE, NULL, plan_str(plan, NEWROOT "%s", b->view_target),
-                        NULL, 0, 0) < 0) {
+    if (S_ISDIR(st.st_mode) && plan_mkdir_p(plan, b->view_target) < 0)
         return -1;
-    }
     if (plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", b->source),
                  plan_str(plan, NEWROOT "%s", b->view_target), NULL, b->readonly ? ro : rw,
                  b->pinned ? NS_OP_CHECK_ID : 0) < 0)

@@ -13,6 +13,7 @@
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm-docker-plan.h"
 #include "backend/vm/vm-protect.h"
+#include "supervisor/gitguard.h"
 #include "backend/vm/vm-net.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
@@ -558,6 +559,11 @@ static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
         snprintf(path, sizeof(path), "%s/%s", l->spec.workspace_view, l->spec.protected_paths[i]);
         json_array_append_new(prot, json_string(path));
     }
+    /* The git metadata's read-only parts once more inside the guest (a
+     * second layer: QEMU's view already refuses writes to them). */
+    for (size_t i = 0; i < l->spec.ngit_binds; i++)
+        if (l->spec.git_binds[i].readonly)
+            json_array_append_new(prot, json_string(l->spec.git_binds[i].view_target));
     const struct ns_limits *lim = &l->spec.limits;
     /* The in-guest restrictions (vm-init.c confine_user): Landlock's
      * writable places, as the ns backend's, and a debug build's test hook
