@@ -175,7 +175,54 @@ static int etc_dir_make(const char *state, struct cordon_error *err)
     return 0;
 }
 
-static int etc_fill(const char *state, struct cordon_error *err)
+/* One etc.extra entry (etc-cache.c collect_extra() for the ns view): its
+ * directories walked without following a symlink and made in the copy,
+ * then the entry copied as the listed ones are. Missing: left out. */
+static int etc_fill_extra(int etcfd, int dstfd, const char *rel, size_t *budget,
+                          struct cordon_error *err)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s", rel) >= (int)sizeof(path) || rel[0] == '/' ||
+        strstr(rel, ".."))
+        return error_set(err, EINVAL, "vm: etc.extra: %s is not a path below /etc", rel);
+    _cleanup_close_ int src = fcntl(etcfd, F_DUPFD_CLOEXEC, 3);
+    _cleanup_close_ int dst = fcntl(dstfd, F_DUPFD_CLOEXEC, 3);
+    if (src < 0 || dst < 0)
+        return error_set(err, errno, "vm: etc.extra: %s", rel);
+    char *name = path;
+    for (char *slash; (slash = strchr(name, '/'));) {
+        *slash = '\0';
+        int next = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            struct stat st;
+            if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                return error_set(err, ELOOP,
+                                 "vm: etc.extra: %s: /etc/%.*s is a symlink; name the place it "
+                                 "points to instead",
+                                 rel, (int)(slash - path), rel);
+            return 0;
+        }
+        close(src);
+        src = next;
+        if (mkdirat(dst, name, 0755) < 0 && errno != EEXIST)
+            return error_set(err, errno, "vm: etc.extra: %s", rel);
+        int dnext = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dnext < 0)
+            return error_set(err, errno, "vm: etc.extra: %s", rel);
+        close(dst);
+        dst = dnext;
+        *slash = '/';
+        name = slash + 1;
+    }
+    struct stat st;
+    if (fstatat(dst, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return 0; /* already in the copy (a listed entry, or named twice) */
+    if (copy_entry(src, dst, name, budget, 0) < 0)
+        return error_set(err, errno, "vm: copying /etc/%s", rel);
+    return 0;
+}
+
+static int etc_fill(const char *state, const struct cfg_strings *extra, struct cordon_error *err)
 {
     char dst[PATH_MAX];
     snprintf(dst, sizeof(dst), "%s/etc", state);
@@ -199,6 +246,9 @@ static int etc_fill(const char *state, struct cordon_error *err)
             copy_entry(ssl, dssl, "openssl.cnf", &budget, 0) < 0)
             return error_set(err, errno, "vm: copying /etc/ssl");
     }
+    for (size_t i = 0; i < extra->count; i++)
+        if (etc_fill_extra(dirfd(etc), d, extra->items[i], &budget, err) < 0)
+            return -1;
     return 0;
 }
 
@@ -573,6 +623,9 @@ static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
                   (json_int_t)lim->cpu_seconds, "nproc", (json_int_t)lim->pids);
     if (spec) {
         json_object_set_new(spec, "workspace", json_string(l->spec.workspace_view));
+        json_object_set_new(spec, "tmpfs",
+                            json_pack("{s:I,s:I}", "mib", (json_int_t)lim->tmpfs_mib, "inodes",
+                                      (json_int_t)lim->tmpfs_inodes));
         if (no_seccomp)
             json_object_set_new(spec, "test_no_seccomp", json_true());
         /* The guest's pty starts at the host terminal's size (vm-pty.c). */
@@ -654,7 +707,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     long long deadline = clock_now_ms() + timeout;
     json_t *spec = NULL, *reply = NULL;
     if (!st->etc_filled) {
-        if (etc_fill(st->dir, err) < 0)
+        if (etc_fill(st->dir, &l->cfg.etc.extra, err) < 0)
             goto fail;
         st->etc_filled = true;
     }
