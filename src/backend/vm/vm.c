@@ -14,6 +14,7 @@
 #include "backend/vm/vm-docker-plan.h"
 #include "backend/vm/vm-protect.h"
 #include "backend/vm/vm-net.h"
+#include "backend/vm/vm-log.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
@@ -50,6 +51,7 @@
 #define VM_DEFAULT_MEMORY_MIB 2048
 #define VM_MAX_ARGS           192
 #define VM_QEMU_NET_FD        3 /* passt's socket in QEMU (open mode) */
+#define VM_QEMU_CONSOLE_FD    4 /* the serial console's pipe to the log keeper (vm-log.c) */
 
 enum { SOCK_CHANNEL, SOCK_CONSOLE, SOCK_STDERR, SOCK_COUNT };
 static const char *const sock_names[SOCK_COUNT] = {"ch", "con", "err"};
@@ -449,8 +451,10 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
         else
             free(last);
     }
+    /* Into the log keeper's pipe, which caps console.log (vm-log.c): a
+     * file chardev would grow as long as the guest writes. */
     arg_add(b, "-serial");
-    arg_add(b, "file:%s/console.log", st->dir);
+    arg_add(b, "file:/proc/self/fd/%d", VM_QEMU_CONSOLE_FD);
     arg_add(b, "-device");
     arg_add(b, "virtio-serial-device,max_ports=%zu", 4 + st->net.n_out + st->net.n_in);
     for (int i = 0; i < SOCK_COUNT; i++) {
@@ -481,12 +485,16 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
 static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd,
                         const struct vm_bind *protect, int *pidfd_out, struct cordon_error *err)
 {
-    char log[PATH_MAX];
-    snprintf(log, sizeof(log), "%s/qemu.log", dir);
-    _cleanup_close_ int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* The guest's serial console and QEMU's own output, each capped. */
+    static const char *const log_names[VM_LOG_STREAMS] = {"console.log", "qemu.log"};
+    int log_fds[VM_LOG_STREAMS];
+    if (vm_log_keeper_start(dir, log_names, VM_LOG_FILE_MAX, log_fds, NULL, err) < 0)
+        return -1;
+    _cleanup_close_ int consolefd = log_fds[0];
+    _cleanup_close_ int logfd = log_fds[1];
     _cleanup_close_ int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (logfd < 0 || null < 0)
-        return error_set(err, errno, "vm: opening %s", log);
+    if (null < 0)
+        return error_set(err, errno, "vm: opening /dev/null");
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
@@ -501,10 +509,18 @@ static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd,
         /* Its own process group: a terminal's ^C reaches cordon, which
          * decides, not QEMU. */
         setpgid(0, 0);
+        /* Above the fixed numbers first: no dup2 below overwrites a
+         * source that happens to sit on another's target. */
+        int console_high = fcntl(consolefd, F_DUPFD_CLOEXEC, 64);
+        int net_high = net_fd >= 0 ? fcntl(net_fd, F_DUPFD_CLOEXEC, 64) : -1;
+        if (console_high < 0 || (net_fd >= 0 && net_high < 0))
+            _exit(127);
         dup2(null, 0);
         dup2(logfd, 1);
         dup2(logfd, 2);
-        if (net_fd >= 0 && dup2(net_fd, VM_QEMU_NET_FD) < 0)
+        if (net_high >= 0 && dup2(net_high, VM_QEMU_NET_FD) < 0)
+            _exit(127);
+        if (dup2(console_high, VM_QEMU_CONSOLE_FD) < 0)
             _exit(127);
         if (vm_protect_apply(protect) < 0) {
             dprintf(2, "cordon: protecting paths for QEMU: %s\n", strerror(errno));
