@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -152,13 +151,23 @@ int vm_log_keeper_start(const char *dir, const char *const names[VM_LOG_STREAMS]
             keep[nkeep++] = streams[i].in;
             keep[nkeep++] = streams[i].out;
         }
-        for (int fd = 3; fd < 1024; fd++) {
-            bool kept = false;
-            for (int k = 0; k < nkeep; k++)
-                kept |= keep[k] == fd;
-            if (!kept)
-                close(fd);
+        /* Everything else goes, above all the session's lock: a keeper
+         * holding its flock would keep the session "owned". The gaps
+         * between the kept fds, in ascending order. */
+        for (int i = 1; i < nkeep; i++)
+            for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+                int t = keep[j];
+                keep[j] = keep[j - 1];
+                keep[j - 1] = t;
+            }
+        unsigned lo = 3;
+        for (int k = 0; k < nkeep; k++) {
+            if ((unsigned)keep[k] > lo)
+                close_range(lo, (unsigned)keep[k] - 1, 0);
+            if ((unsigned)keep[k] + 1 > lo)
+                lo = (unsigned)keep[k] + 1;
         }
+        close_range(lo, ~0u, 0);
         keeper_run(dirfd, streams, file_max);
         _exit(0);
     }

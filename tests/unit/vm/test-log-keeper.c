@@ -49,10 +49,19 @@ static void test_keeper(void)
     pid_t pid = -1;
     struct cordon_error err = {0};
     const size_t cap = 256 * 1024;
+    /* A descriptor of the caller's (the session lock, a socket): the keeper
+     * must not keep it open. */
+    int other[2];
+    if (pipe2(other, O_CLOEXEC) < 0)
+        abort();
     int rc = vm_log_keeper_start(dir, names, cap, fds, &pid, &err);
     is_int(rc, 0, "the keeper starts (%s)", err.message);
     if (rc < 0)
         return;
+    close(other[1]);
+    char byte;
+    ok(read(other[0], &byte, 1) == 0, "the keeper holds none of the caller's other descriptors");
+    close(other[0]);
     ok(size_of(dir, "console.log") == 0 && size_of(dir, "qemu.log") == 0,
        "both files exist, empty, before anything is written");
     /* 20 MiB into the console, as a guest looping on /dev/ttyS0 would. */
