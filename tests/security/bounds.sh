@@ -164,7 +164,10 @@ rm -f "$XDG_CONFIG_HOME/cordon/config.toml"
 
 # The workspace file may not add any.
 printf '[etc]\nextra = ["gitconfig"]\n' >"$ws/.cordon.toml"
-(cd "$ws" && "$CORDON" trust >/dev/null 2>&1)
+out=$(cd "$ws" && "$CORDON" trust 2>&1 </dev/null)
+like "cordon trust's preview says the workspace's etc.extra would stop every session" "$out" \
+    "etc.extra is refused in the workspace file"
+(cd "$ws" && "$CORDON" trust --yes >/dev/null 2>&1)
 cordon_run "$ws" -- echo ran
 is "etc.extra in a trusted workspace file is refused (125)" "$rc" 125
 like "... saying it is a user or host-owned setting" "$out" "etc.extra is refused in the workspace file"
