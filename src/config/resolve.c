@@ -431,6 +431,11 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                              "it would forward every host secret",
                              file, line);
         break;
+    case CFG_ETC_EXTRA:
+        return error_set(err, 0,
+                         "%s:%d: etc.extra is refused in the workspace file: which host files "
+                         "of /etc a sandbox sees is a user or host-owned setting",
+                         file, line);
     case CFG_DOCKER_HOST:
         return error_set(err, 0,
                          "%s:%d: docker.host is refused in the workspace file: the daemon the "
@@ -808,6 +813,26 @@ static int merge_layers(struct cordon_config *cfg, struct cfg_assignments layers
     return 0;
 }
 
+/* Pages of a tmpfs are memory that no RLIMIT_AS counts: where no cgroup
+ * limits the sandbox (an unprivileged user without a delegated cgroup), a
+ * sandbox could otherwise fill its tmpfs mounts past limits.memory_mib. So
+ * their sizes together are part of the memory budget, on every backend. */
+static int check_tmpfs_budget(const struct cordon_config *cfg, struct cordon_error *err)
+{
+    int64_t each = cfg_tmpfs_mib(cfg);
+    if (cfg->limits.memory_mib <= 0 || each * CFG_TMPFS_MOUNTS <= cfg->limits.memory_mib)
+        return 0;
+    const struct cfg_origin *o = &cfg->origin[CFG_LIMITS_TMPFS_MIB];
+    return error_set(err, 0,
+                     "limits.tmpfs_mib = %lld%s%s%s: %d tmpfs mounts of %lld MiB (%lld MiB) exceed "
+                     "limits.memory_mib = %lld; lower limits.tmpfs_mib to at most %lld or raise "
+                     "limits.memory_mib",
+                     (long long)cfg->limits.tmpfs_mib, o->file ? " (" : "", o->file ? o->file : "",
+                     o->file ? ")" : "", CFG_TMPFS_MOUNTS, (long long)each,
+                     (long long)(each * CFG_TMPFS_MOUNTS), (long long)cfg->limits.memory_mib,
+                     (long long)(cfg->limits.memory_mib / CFG_TMPFS_MOUNTS));
+}
+
 int cfg_resolve(const struct cfg_inputs *in, struct cordon_config *out,
                 struct cfg_warnings *warnings, struct cordon_error *err)
 {
@@ -869,6 +894,8 @@ int cfg_resolve(const struct cfg_inputs *in, struct cordon_config *out,
      * trust record or the user settings */
     const char *policy_areas[] = {etc, cordon_dir, cfg.project_policy_file, NULL};
     if (check_mounts(&cfg, policy_areas, &areas, warnings, err) < 0)
+        goto out;
+    if (check_tmpfs_budget(&cfg, err) < 0)
         goto out;
     *out = cfg;
     memset(&cfg, 0, sizeof(cfg));

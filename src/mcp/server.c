@@ -47,6 +47,10 @@ struct pending {
     json_t *request_id;   /* the client's id */
     json_t *progress_token;
     double progress;
+    /* The newest progress notification not yet queued: held while the
+     * client is not reading (MCP_PROGRESS_QUEUED_MAX), replaced by each
+     * newer one, sent once the queue drains or before the result. */
+    json_t *held_progress;
     bool cancelled;
     enum route_state state; /* when it was routed */
     /* AT_ASKING: the call waiting for the user's answer */
@@ -180,6 +184,7 @@ static void pending_release(struct server *s, struct pending *p)
     }
     json_decref(p->request_id);
     json_decref(p->progress_token);
+    json_decref(p->held_progress);
     json_decref(p->args);
     json_decref(p->elicit_id);
     if (p->pin)
@@ -361,9 +366,25 @@ static void on_session_event(void *ctx, const struct session_event *ev)
         p->progress += 1;
         json_t *params = json_pack("{s:O, s:f, s:s}", "progressToken", p->progress_token,
                                    "progress", p->progress, "message", text);
-        send_msg(s, rpc_notification("notifications/progress", params));
+        json_t *note = rpc_notification("notifications/progress", params);
+        if (out_queue_pending(&s->out) >= MCP_PROGRESS_QUEUED_MAX) {
+            /* A client that does not read gets the newest progress when it
+             * reads again, not every one since: memory stays flat. */
+            json_decref(p->held_progress);
+            p->held_progress = note;
+            return;
+        }
+        /* Anything held is older than this one. */
+        json_decref(p->held_progress);
+        p->held_progress = NULL;
+        send_msg(s, note);
         return;
     }
+    /* The newest progress goes before the result (none may follow it);
+     * results and errors are never dropped nor held. */
+    if (p->held_progress && !p->cancelled)
+        send_msg(s, p->held_progress);
+    p->held_progress = NULL;
     if (!p->cancelled && p->verify) {
         reply_verify(s, p, ev);
     } else if (!p->cancelled) {
@@ -983,9 +1004,25 @@ static void on_line(void *ctx, const char *line, size_t len)
     json_decref(msg);
 }
 
+/* Queues the progress held for a slow client once its queue has room. */
+static void release_held_progress(struct server *s)
+{
+    for (size_t i = 0; i < MAX_PENDING; i++) {
+        if (out_queue_pending(&s->out) >= MCP_PROGRESS_QUEUED_MAX)
+            return;
+        struct pending *p = &s->pending[i];
+        if (p->used && p->held_progress) {
+            json_t *note = p->held_progress;
+            p->held_progress = NULL;
+            send_msg(s, note);
+        }
+    }
+}
+
 static void loop(struct server *s)
 {
     while (!s->stopping) {
+        release_held_progress(s);
         bool reading = !s->in.eof && out_queue_pending(&s->out) < MCP_OUTPUT_MAX;
         epoll_set(s, 0, TAG_STDIN, reading ? EPOLLIN : 0, EPOLL_CTL_MOD);
         epoll_set(s, 1, TAG_STDOUT, out_queue_pending(&s->out) ? EPOLLOUT : 0, EPOLL_CTL_MOD);

@@ -323,6 +323,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
                 .open_files = cfg->limits.open_files,
                 .cpu_seconds = cfg->limits.cpu_seconds,
                 .cpus = cfg->limits.cpus,
+                .tmpfs_mib = (long)cfg_tmpfs_mib(cfg),
+                .tmpfs_inodes = (long)cfg->limits.tmpfs_inodes,
             },
         .agent_path = l->agent_path,
         .envp = l->env,
@@ -330,6 +332,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         .control_fd = -1,
         .name = l->name,
         .etc_cache_root = l->etc_cache_root,
+        .etc_extra = cfg->etc.extra.items,
+        .netc_extra = cfg->etc.extra.count,
         .on_namespaces_ready = net_on_namespaces_ready,
         .on_namespaces_ready_ctx = &l->net_session,
     };

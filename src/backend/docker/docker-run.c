@@ -316,14 +316,23 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     /* Scratch: /tmp, /var/tmp, /run and HOME (kept in the state directory
      * for a sandbox that outlives its session). */
     static const char *const scratch[] = {"/tmp", "/var/tmp", "/run"};
+    /* Each tmpfs bounded (config.h CFG_TMPFS_MOUNTS); the container's
+     * memory limit counts their pages too. */
+    char bounds[64];
+    snprintf(bounds, sizeof(bounds), ",size=%ldm,nr_inodes=%ld", spec->limits.tmpfs_mib,
+             spec->limits.tmpfs_inodes);
     for (size_t i = 0; i < ARRAY_SIZE(scratch); i++) {
         if (spec->persist_dir && strcmp(scratch[i], "/tmp") == 0)
             continue;
         if (docker_args_add(a, "--tmpfs") < 0 ||
-            docker_args_add(a, "%s:rw,nosuid,nodev,mode=%s", scratch[i],
-                            strcmp(scratch[i], "/run") == 0 ? "0755" : "1777") < 0)
+            docker_args_add(a, "%s:rw,nosuid,nodev,mode=%s%s", scratch[i],
+                            strcmp(scratch[i], "/run") == 0 ? "0755" : "1777", bounds) < 0)
             goto oom;
     }
+    /* /dev/shm is the daemon's own tmpfs (64 MiB unless told). */
+    if (docker_args_add(a, "--shm-size") < 0 ||
+        docker_args_add(a, "%ldm", spec->limits.tmpfs_mib) < 0)
+        goto oom;
     if (strpbrk(spec->home, ",:\"\n")) {
         error_set(err, EINVAL, "docker: HOME %s contains ',', ':', '\"' or a newline", spec->home);
         goto out;
@@ -339,8 +348,8 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
             bind_add(b, src, spec->home, false, err) < 0)
             goto out;
     } else if (docker_args_add(a, "--tmpfs") < 0 ||
-               docker_args_add(a, "%s:rw,nosuid,nodev,mode=0700,uid=%u,gid=%u", spec->home,
-                               getuid(), getgid()) < 0) {
+               docker_args_add(a, "%s:rw,nosuid,nodev,mode=0700,uid=%u,gid=%u%s", spec->home,
+                               getuid(), getgid(), bounds) < 0) {
         goto oom;
     }
 
