@@ -292,7 +292,7 @@ if id cordon-test >/dev/null 2>&1; then
     cleanup_dirs+=("$uhome")
     chown cordon-test "$uhome"
     out=$(cd "$uws" && runuser -u cordon-test -- env -u XDG_CONFIG_HOME PWD="$uws" HOME="$uhome" \
-        CORDON_TEST_AGENT="$CORDON_TEST_AGENT" "$CORDON" run "${D[@]}" -- bash -c 'id -u; touch made' 2>&1 </dev/null)
+        CORDON_TEST_AGENT="$CORDON_TEST_AGENT" "$ucordon" run "${D[@]}" -- bash -c 'id -u; touch made' 2>&1 </dev/null)
     rc=$?
     is "unprivileged: run exits 0" "$rc" 0
     like "unprivileged: the user's uid inside" "$out" "^$(id -u cordon-test)"

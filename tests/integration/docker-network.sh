@@ -219,7 +219,7 @@ if id cordon-test >/dev/null 2>&1; then
     chown -R cordon-test "$uws" "$uhome"
     rm -f "$uws/ready" "$uws/done"
     (cd "$uws" && runuser -u cordon-test -- env -u XDG_CONFIG_HOME -u XDG_RUNTIME_DIR PWD="$uws" \
-        HOME="$uhome" CORDON_TEST_AGENT="$CORDON_TEST_AGENT" "$CORDON" run "${D[@]}" \
+        HOME="$uhome" CORDON_TEST_AGENT="$CORDON_TEST_AGENT" "$ucordon" run "${D[@]}" \
         --network allowlist --net-hosts-file "$uhome/hosts" --net-audit-log "$uhome/audit.jsonl" \
         "${RULES[@]}" --publish "127.0.0.1:$PUB:8000" -- bash -c "
         id -u; wget -q -O - http://web.test:$HTTP/

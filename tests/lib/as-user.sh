@@ -46,6 +46,9 @@ fi
 chmod -R a+rX "$stage"
 rel=${script#"$CORDON_SRC"/}
 home=$(getent passwd "$user" | cut -d: -f6)
+# The test's cwd is the build directory, which the user may not enter (a
+# clone under /root): it starts in the stage instead.
+cd "$stage" || exit 1
 exec runuser -u "$user" -- env -i \
     PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" LOGNAME="$user" LANG=C.UTF-8 \
     CORDON="$stage/cordon" CORDON_AGENT="$stage/cordon-agent" CORDON_SRC="$stage/src" \

@@ -31,6 +31,12 @@ fi
 ninja -C "$rel" cordon cordon-agent >"$TEST_TMP/build.log" 2>&1 || tail -20 "$TEST_TMP/build.log" >&2
 mkdir -p "$TEST_TMP/bin" && cp "$rel/cordon" "$rel/cordon-agent" "$TEST_TMP/bin/" && chmod 755 "$TEST_TMP/bin"
 export CORDON_TEST_AGENT="$TEST_TMP/bin/cordon-agent"
+# The cordon under test for the unprivileged steps, where that user can run
+# it: the build tree may sit under /root (mode 0700).
+mkdir -p "$TEST_TMP/ubin"
+cp "$CORDON" "${CORDON_AGENT:-$(dirname "$CORDON")/cordon-agent}" "$TEST_TMP/ubin/"
+chmod -R a+rX "$TEST_TMP/ubin"
+ucordon="$TEST_TMP/ubin/cordon"
 like "the static agent is static" "$(file -L "$CORDON_TEST_AGENT")" "statically linked"
 
 # --- the private daemon ---
