@@ -7,6 +7,8 @@
  * parent reads as success. */
 #include "backend/ns/ns.h"
 #include "backend/ns/ns-seccomp.h"
+#include "backend/ns/ns-seccomp-notify.h"
+#include "supervisor/sock-guard.h"
 #include "util/privs.h"
 #include "agent/init.h"
 #include "backend/ns/ns-landlock.h"
@@ -20,6 +22,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
@@ -37,6 +40,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The child's message with the socket guard's fds (numbers in its table). */
+#define NS_GUARD_FDS_MAGIC 0x636f7264u
+struct ns_guard_fds {
+    uint32_t magic;
+    int listener_fd;
+    int diag_fd;
+};
+
 /* Everything the child needs, prepared before clone. */
 struct ns_child {
     const struct ns_spec *spec;
@@ -46,6 +57,7 @@ struct ns_child {
     int landlock_abi;
     const char *landlock_writable[8 + NS_MAX_EXTRA_MOUNTS + 3];
     int sync_fd; /* child's end of the sync socketpair */
+    int diag_fd; /* child: NETLINK_SOCK_DIAG in the sandbox's netns (sock-guard.c) */
     struct cordon_error err;
 };
 
@@ -146,6 +158,16 @@ static void child_setup_and_exec(struct ns_child *c)
         return;
     if (arrange_fds_in_child(c, err) < 0)
         return;
+    /* The socket guard's view of which unix sockets the sandbox itself has
+     * bound: a sock_diag socket answers for the namespace it was made in,
+     * and only this side can make one here (setns needs CAP_SYS_ADMIN in
+     * the supervisor's own user namespace). */
+    int diag = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (diag < 0 || (c->diag_fd = fcntl(diag, F_DUPFD_CLOEXEC, 10)) < 0) {
+        error_set_raw(err, errno, "socket guard: sock_diag socket", NULL);
+        return;
+    }
+    close(diag);
     /* Second word: we are in our cgroups, so the cgroup namespace's root is
      * that cgroup, and the network is ready before anything runs. */
     if (read(c->sync_fd, &go, 1) != 1)
@@ -172,6 +194,20 @@ static void child_setup_and_exec(struct ns_child *c)
         return;
     }
 #endif
+    /* The socket guard's filter, last: its listener and the sock_diag
+     * socket go to the supervisor, which takes them (pidfd_getfd) before
+     * anything runs under the filter; until its word we wait, since the
+     * agent's first sendmsg() already needs the guard. Plain write/read:
+     * sendmsg would be one of the calls the new filter hands over. */
+    int listener = ns_seccomp_notify_load_in_child(err);
+    if (listener < 0)
+        return;
+    struct ns_guard_fds fds = {NS_GUARD_FDS_MAGIC, listener, c->diag_fd};
+    if (write(c->sync_fd, &fds, sizeof(fds)) != (ssize_t)sizeof(fds) ||
+        read(c->sync_fd, &go, 1) != 1)
+        _exit(CORDON_EXIT_FAILURE);
+    close(listener);
+    close(c->diag_fd);
     if (c->spec->init_in_process) {
         /* PID 1 stays this process: it was never anything but cordon's own
          * code, is not dumpable, and is under the same filter as the
@@ -207,10 +243,38 @@ void ns_probe_report(void)
                   strerrorname_np(-abi) ? strerrorname_np(-abi) : "unknown");
 }
 
+/* Host: takes the listener and the sock_diag socket out of the child and
+ * starts the socket guard with them (sock-guard.h). */
+static int start_sock_guard(const struct ns_spec *spec, struct ns_sandbox *sb, const void *msg,
+                            struct cordon_error *err)
+{
+    struct ns_guard_fds fds;
+    memcpy(&fds, msg, sizeof(fds));
+    if (fds.magic != NS_GUARD_FDS_MAGIC)
+        return error_set(err, EPROTO, "sandbox setup: a garbled message from the child");
+    _cleanup_close_ int listener = (int)syscall(SYS_pidfd_getfd, sb->pidfd, fds.listener_fd, 0);
+    if (listener < 0)
+        return error_set(err, errno, "socket guard: taking the seccomp listener (pidfd_getfd)");
+    _cleanup_close_ int diag = (int)syscall(SYS_pidfd_getfd, sb->pidfd, fds.diag_fd, 0);
+    if (diag < 0)
+        return error_set(err, errno, "socket guard: taking the sock_diag socket (pidfd_getfd)");
+    size_t nallow = spec->sockets_allow ? spec->nsockets_allow : 0;
+    struct sock_guard_spec g = {.listener_fd = listener,
+                                .diag_fd = diag,
+                                .workspace = spec->workspace,
+                                .allow = spec->sockets_allow,
+                                .nallow = nallow};
+    if (sock_guard_start(&g, &sb->sock_guard_pid, err) < 0)
+        return -1;
+    log_debug("socket guard: pid %d (%zu socket%s allowed by sockets.allow)", sb->sock_guard_pid,
+              nallow, nallow == 1 ? "" : "s");
+    return 0;
+}
+
 int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct cordon_error *err)
 {
-    *sb = (struct ns_sandbox){.pid = -1, .pidfd = -1};
-    struct ns_child c = {.spec = spec, .sync_fd = -1};
+    *sb = (struct ns_sandbox){.pid = -1, .pidfd = -1, .sock_guard_pid = -1};
+    struct ns_child c = {.spec = spec, .sync_fd = -1, .diag_fd = -1};
     int rc = -1;
     int sync[2] = {-1, -1};
     uid_t uid = geteuid();
@@ -309,6 +373,18 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     do {
         n = read(sync[0], &child_err, sizeof(child_err));
     } while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof(struct ns_guard_fds)) {
+        if (start_sock_guard(spec, sb, &child_err, err) < 0)
+            goto fail_child;
+        send(sync[0], "s", 1, MSG_NOSIGNAL);
+        do {
+            n = read(sync[0], &child_err, sizeof(child_err));
+        } while (n < 0 && errno == EINTR);
+    } else if (n == 0) {
+        /* An exec without the guard's word: never, but fail closed. */
+        error_set(err, EPROTO, "sandbox setup: the socket guard's filter was not loaded");
+        goto fail_child;
+    }
     if (n == 0) {
         rc = 0; /* exec closed the socket: the agent is running */
         log_debug("timing: plan %lld us (%zu operations), seccomp %lld us, "
@@ -340,6 +416,8 @@ out:
 
 void ns_sandbox_release(struct ns_sandbox *sb)
 {
+    sock_guard_stop(sb->sock_guard_pid);
+    sb->sock_guard_pid = -1;
     ns_cgroups_remove(sb);
     if (sb->pidfd >= 0)
         close(sb->pidfd);
