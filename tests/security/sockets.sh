@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Security case 63 (issue 14, vector 3): a host service's unix socket that
+# lies in the workspace (at start, or bound later, in a sub-directory, through
+# a symlink, a hard link, stream or datagram) cannot be reached from the
+# sandbox, while the sandbox's own sockets work and a socket the user names
+# in sockets.allow connects (docs/sockets.md). Each attack is followed by what
+# the host user would see: the listener's sentinel file, tmux's window.
+. "$CORDON_SRC/tests/lib/tap.sh"
+. "$CORDON_SRC/tests/lib/cordon.sh"
+
+helper="$CORDON_SRC/tests/security/sockets-helper.py"
+ws=$(new_ws ws)
+outside=$(new_ws outside)
+sentinels=$(new_ws sentinels)
+cp "$helper" "$ws/h.py"
+
+# host_listen PATH KIND: a host listener on PATH whose sentinel is
+# $sentinels/<basename>; waits until it is bound.
+host_listen() {
+    local path=$1 kind=$2 sentinel="$sentinels/$(basename "$1")"
+    rm -f "$sentinel"
+    python3 -u "$helper" listen "$path" "$sentinel" "$kind" > "$sentinel.ready" 2>&1 &
+    cleanup_pids+=($!)
+    for _ in $(seq 100); do
+        grep -q ready "$sentinel.ready" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    diag "listener on $path did not start: $(cat "$sentinel.ready")"
+    return 1
+}
+reached() { test -e "$sentinels/$1"; }
+
+# --- present at start ---
+host_listen "$ws/host.sock" stream
+mkdir -p "$ws/sub/deeper"
+host_listen "$ws/sub/deeper/app.sock" stream
+host_listen "$ws/dgram.sock" dgram
+host_listen "$outside/outside.sock" stream
+ln -s "$outside/outside.sock" "$ws/to-outside.sock"
+ln -s host.sock "$ws/relative-link.sock"
+if ln "$outside/outside.sock" "$ws/hardlink.sock" 2>/dev/null; then have_hardlink=1; else have_hardlink=0; fi
+
+sh_in "$ws" 'for t in "host.sock stream" "sub/deeper/app.sock stream" "'"$ws"'/host.sock stream" \
+    "relative-link.sock stream" "to-outside.sock stream" "hardlink.sock stream" \
+    "dgram.sock sendto" "dgram.sock dgram-connect" "dgram.sock sendmsg"; do
+    set -- $t; echo "$1 $2: $(python3 h.py try $1 $2)"; done'
+like "host stream socket in the workspace: EACCES" "$out" "host.sock stream: EACCES"
+like "host socket in a sub-directory: EACCES" "$out" "sub/deeper/app.sock stream: EACCES"
+like "host socket by absolute path: EACCES" "$out" "$ws/host.sock stream: EACCES"
+like "a relative symlink to a host socket: EACCES" "$out" "relative-link.sock stream: EACCES"
+like "a symlink to a host socket outside: not reached" "$out" "to-outside.sock stream: (ENOENT|EACCES|ECONNREFUSED)"
+if [ "$have_hardlink" = 1 ]; then
+    like "a hard link of a host socket outside: EACCES" "$out" "hardlink.sock stream: EACCES"
+else
+    skip "a hard link of a host socket outside" "the file system refused the link"
+fi
+like "host datagram socket, sendto: EACCES" "$out" "dgram.sock sendto: EACCES"
+like "host datagram socket, connect: EACCES" "$out" "dgram.sock dgram-connect: EACCES"
+like "host datagram socket, sendmsg with an address: EACCES" "$out" "dgram.sock sendmsg: EACCES"
+like "cordon says why it refused" "$out" "cordon: warning: sandbox process [0-9]+: connection to the unix socket $ws/host.sock refused \(EACCES\): no socket of the sandbox is bound to it"
+ok "no host listener was reached" eval '! reached host.sock && ! reached app.sock && ! reached dgram.sock && ! reached outside.sock'
+
+# --- appearing after the sandbox started ---
+late_out="$TEST_TMP/late.out"
+(cd "$ws" && "$CORDON" run -- bash -c 'for i in $(seq 200); do [ -S later.sock ] && break; sleep 0.05; done
+    echo "seen: $(test -S later.sock && echo yes)"; echo "later: $(python3 h.py try later.sock stream)"' \
+    > "$late_out" 2>&1 </dev/null) &
+late_pid=$!
+sleep 1
+host_listen "$ws/later.sock" stream
+wait "$late_pid"
+like "a socket bound after the start is seen inside" "$(cat "$late_out")" "seen: yes"
+like "a host socket bound after the start: EACCES" "$(cat "$late_out")" "later: EACCES"
+ok "the later listener was not reached" eval '! reached later.sock'
+
+# --- cordon mcp: one long-lived sandbox, a socket bound between two calls ---
+mcp_out=$(cd "$ws" && python3 - "$CORDON" "$helper" "$ws" "$sentinels" <<'EOF' 2>&1
+import json, os, subprocess, sys, time
+cordon, helper, ws, sentinels = sys.argv[1:5]
+p = subprocess.Popen([cordon, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def call(i, method, params):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == i:
+            return m
+call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+p.stdin.flush()
+r = call(2, "tools/call", {"name": "bash", "arguments": {"command": "echo first"}})
+print("first:", r["result"]["content"][0]["text"].strip())
+listener = subprocess.Popen([sys.executable, helper, "listen", ws + "/mcp-late.sock", sentinels + "/mcp-late.sock", "stream"], stdout=subprocess.PIPE, text=True)
+listener.stdout.readline()
+r = call(3, "tools/call", {"name": "bash", "arguments": {"command": "python3 h.py try mcp-late.sock stream"}})
+print("mcp-late:", r["result"]["content"][0]["text"].strip())
+listener.kill()
+p.stdin.close()
+p.wait(timeout=30)
+EOF
+)
+like "cordon mcp: the session's sandbox works" "$mcp_out" "first: first"
+like "cordon mcp: a host socket bound between two calls: EACCES" "$mcp_out" "mcp-late: EACCES"
+ok "cordon mcp: the listener was not reached" eval '! reached mcp-late.sock'
+
+# --- the sandbox's own sockets ---
+cordon_run "$ws" -- python3 h.py own "$ws/own"
+for check in "own stream, absolute path" "own stream, relative path" "own stream, ../ path" \
+    "own stream, through a symlink" "own datagram, sendto" "own datagram, sendmsg with an address" \
+    "own datagram, connect and send" "own socketpair, SCM_RIGHTS" "own abstract socket" \
+    "loopback TCP" "loopback TCP, non-blocking connect" \
+    "a waiting connect does not block the others" "the waiting connect completes once accepted"; do
+    like "sandbox's own: $check" "$out" "$check: ok"
+done
+rm -rf "$ws/own"
+
+# --- tmux: the host's server, the sandbox's own ---
+if command -v tmux >/dev/null; then
+    tmux -S "$ws/tmux.sock" new-session -d -s host 'sleep 600'
+    sh_in "$ws" "tmux -S tmux.sock send-keys -t host 'touch $sentinels/tmux-ran' Enter 2>&1; echo rc=\$?"
+    like "host tmux server in the workspace: the client is refused" "$out" "rc=1"
+    sleep 0.5
+    ok "host tmux: no command ran on the host" test ! -e "$sentinels/tmux-ran"
+    tmux -S "$ws/tmux.sock" kill-server 2>/dev/null
+    sh_in "$ws" 'tmux -S /tmp/own.tmux new-session -d -s mine "sleep 30" && tmux -S /tmp/own.tmux ls; tmux -S own.tmux new-session -d -s ws "sleep 30" && tmux -S own.tmux send-keys -t ws "" && echo ws-ok'
+    like "the sandbox's own tmux server works (/tmp)" "$out" "mine: 1 windows"
+    like "the sandbox's own tmux server works (workspace)" "$out" "ws-ok"
+    rm -f "$ws/own.tmux"
+else
+    skip "host tmux server in the workspace" "tmux is not installed"
+fi
+
+# --- sockets.allow ---
+mkdir -p "$ws/run"
+host_listen "$ws/run/app.sock" stream
+cordon_run "$ws" --set 'sockets.allow=["run/app.sock"]' -- python3 h.py try run/app.sock stream
+is "sockets.allow: the named host socket connects" "$out" "OK"
+for _ in $(seq 40); do reached app.sock && break; sleep 0.05; done
+ok "sockets.allow: the host listener was reached" reached app.sock
+cordon_run "$ws" --set 'sockets.allow=["run/app.sock"]' -- python3 h.py try host.sock stream
+like "sockets.allow: other host sockets stay refused" "$out" "EACCES"
+ln -sf run/app.sock "$ws/run-link"
+cordon_run "$ws" --set 'sockets.allow=["run-link"]' -- python3 h.py try run/app.sock stream
+like "sockets.allow: an entry that is a symlink allows nothing" "$out" "EACCES"
+echo 'sockets.allow = ["host.sock"]' > "$ws/.cordon.toml"
+out=$(cd "$ws" && "$CORDON" config check "$ws/.cordon.toml" 2>&1)
+like "sockets.allow is refused in the workspace file" "$out" "sockets.allow is refused in the workspace file"
+rm -f "$ws/.cordon.toml"
+
+tap_done
