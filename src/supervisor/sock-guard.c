@@ -353,8 +353,9 @@ static int rewrite_address(struct guard *g, const struct target *t, struct socka
 /* One call as the guard performs it. */
 struct op {
     bool is_connect;
-    int sock;   /* our reference to the caller's socket */
-    int pathfd; /* the checked socket file, or -1 */
+    bool await_connect; /* a connect in progress: wait for it (child) */
+    int sock;           /* our reference to the caller's socket */
+    int pathfd;         /* the checked socket file, or -1 */
     struct sockaddr_storage addr;
     socklen_t addrlen;
     bool has_addr;
@@ -388,12 +389,45 @@ static bool op_blocking(const struct op *op)
     return fl >= 0 && !(fl & O_NONBLOCK) && !(op->flags & MSG_DONTWAIT);
 }
 
+/* A connect that must not block the guard: the file's O_NONBLOCK is the
+ * caller's too, so it is set only around the call (the caller is inside
+ * this very connect meanwhile). A TCP connect in progress, or a unix
+ * listener's full backlog, returns -EAGAIN for a child to finish. */
+static long op_connect(struct op *op, bool may_block)
+{
+    if (op->await_connect) {
+        struct pollfd p = {.fd = op->sock, .events = POLLOUT};
+        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+            ;
+        int e = 0;
+        socklen_t el = sizeof(e);
+        if (getsockopt(op->sock, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+            e = errno;
+        return -e;
+    }
+    if (may_block)
+        return connect(op->sock, (struct sockaddr *)&op->addr, op->addrlen) < 0 ? -errno : 0;
+    int fl = fcntl(op->sock, F_GETFL);
+    bool toggled = fl >= 0 && !(fl & O_NONBLOCK);
+    if (toggled && fcntl(op->sock, F_SETFL, fl | O_NONBLOCK) < 0)
+        return -errno;
+    int r = connect(op->sock, (struct sockaddr *)&op->addr, op->addrlen);
+    int e = errno;
+    if (toggled)
+        fcntl(op->sock, F_SETFL, fl);
+    if (r == 0)
+        return 0;
+    if (toggled && e == EINPROGRESS) {
+        op->await_connect = true;
+        return -EAGAIN;
+    }
+    return -e;
+}
+
 static long op_run(const struct target *t, struct op *op, bool may_block)
 {
-    if (op->is_connect) {
-        int r = connect(op->sock, (struct sockaddr *)&op->addr, op->addrlen);
-        return r < 0 ? -errno : 0;
-    }
+    if (op->is_connect)
+        return op_connect(op, may_block);
     struct iovec iov = {.iov_base = op->data, .iov_len = op->datalen};
     struct msghdr msg = {.msg_name = op->has_addr ? &op->addr : NULL,
                          .msg_namelen = op->has_addr ? op->addrlen : 0,
@@ -561,13 +595,14 @@ static void handle_connect(struct guard *g, const struct target *t, const struct
         r = -ESRCH;
     if (r == 0)
         r = rewrite_address(g, t, &op.addr, &op.addrlen, &op.pathfd);
-    if (r == 0 && op_blocking(&op)) {
-        run_blocking(g, t, &op, 0);
-        op_free(&op);
-        return;
-    }
-    if (r == 0)
+    if (r == 0) {
         r = op_run(t, &op, false);
+        if (r == -EAGAIN && op_blocking(&op)) {
+            run_blocking(g, t, &op, 0);
+            op_free(&op);
+            return;
+        }
+    }
     op_free(&op);
     reply(t, r);
 }
@@ -869,4 +904,24 @@ int sock_scan_tree(const char *root, const char *const *allow, size_t nallow, ch
     if (visited)
         *visited = count;
     return r;
+}
+
+int sock_scan_refuse(const char *root, const char *const *allow, size_t nallow, const char *backend,
+                     struct cordon_error *err)
+{
+    char found[PATH_MAX];
+    size_t visited = 0;
+    long long t0 = log_now_us();
+    int r = sock_scan_tree(root, allow, nallow, found, sizeof(found), &visited, err);
+    log_debug("socket scan: %zu entries of %s in %lld us", visited, root, log_now_us() - t0);
+    if (r < 0)
+        return error_prefix(err, "backend \"%s\"", backend);
+    if (r > 0)
+        return error_set(err, 0,
+                         "backend \"%s\": the workspace holds a unix socket, %s/%s: a host "
+                         "service listening there would be reachable from the sandbox, which "
+                         "this backend cannot prevent for sockets (docs/sockets.md); remove it, "
+                         "name it in sockets.allow, or use the ns or vm backend",
+                         backend, root, found);
+    return 0;
 }

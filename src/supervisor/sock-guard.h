@@ -37,5 +37,9 @@ void sock_guard_stop(pid_t pid);
  * workspace-relative path in found, 0 when there is none, -1 on error.
  * Entries named in allow (workspace-relative) are skipped. *visited counts
  * the entries looked at (may be NULL). */
+/* The start-time layer as a refusal: a socket in the workspace (not in
+ * sockets.allow) fails the start of BACKEND with its path and the reason. */
+int sock_scan_refuse(const char *root, const char *const *allow, size_t nallow, const char *backend,
+                     struct cordon_error *err);
 int sock_scan_tree(const char *root, const char *const *allow, size_t nallow, char *found,
                    size_t found_size, size_t *visited, struct cordon_error *err);

@@ -12,6 +12,7 @@
 #include "net/net.h"
 #include "supervisor/environ.h"
 #include "supervisor/launch.h"
+#include "supervisor/sock-guard.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -479,7 +480,9 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
 {
     *sb = (struct sandbox){.ops = &docker_backend_ops, .pid = -1, .pidfd = -1, .channel_fd = -1};
     bool serve = agent_argv[1] && strcmp(agent_argv[1], "serve") == 0;
-    if (docker_check_config(&l->cfg, err) < 0 || docker_check_static(l->agent_path, err) < 0)
+    if (docker_check_config(&l->cfg, err) < 0 || docker_check_static(l->agent_path, err) < 0 ||
+        sock_scan_refuse(l->ws.root, (const char *const *)l->cfg.sockets.allow.items,
+                         l->cfg.sockets.allow.count, "docker", err) < 0)
         return -1;
     struct docker_state *st = calloc(1, sizeof(*st));
     if (!st)
