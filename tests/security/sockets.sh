@@ -33,19 +33,19 @@ reached() { test -e "$sentinels/$1"; }
 # --- present at start ---
 host_listen "$ws/host.sock" stream
 mkdir -p "$ws/sub/deeper"
-host_listen "$ws/sub/deeper/app.sock" stream
+host_listen "$ws/sub/deeper/deep.sock" stream
 host_listen "$ws/dgram.sock" dgram
 host_listen "$outside/outside.sock" stream
 ln -s "$outside/outside.sock" "$ws/to-outside.sock"
 ln -s host.sock "$ws/relative-link.sock"
 if ln "$outside/outside.sock" "$ws/hardlink.sock" 2>/dev/null; then have_hardlink=1; else have_hardlink=0; fi
 
-sh_in "$ws" 'for t in "host.sock stream" "sub/deeper/app.sock stream" "'"$ws"'/host.sock stream" \
+sh_in "$ws" 'for t in "host.sock stream" "sub/deeper/deep.sock stream" "'"$ws"'/host.sock stream" \
     "relative-link.sock stream" "to-outside.sock stream" "hardlink.sock stream" \
     "dgram.sock sendto" "dgram.sock dgram-connect" "dgram.sock sendmsg"; do
     set -- $t; echo "$1 $2: $(python3 h.py try $1 $2)"; done'
 like "host stream socket in the workspace: EACCES" "$out" "host.sock stream: EACCES"
-like "host socket in a sub-directory: EACCES" "$out" "sub/deeper/app.sock stream: EACCES"
+like "host socket in a sub-directory: EACCES" "$out" "sub/deeper/deep.sock stream: EACCES"
 like "host socket by absolute path: EACCES" "$out" "$ws/host.sock stream: EACCES"
 like "a relative symlink to a host socket: EACCES" "$out" "relative-link.sock stream: EACCES"
 like "a symlink to a host socket outside: not reached" "$out" "to-outside.sock stream: (ENOENT|EACCES|ECONNREFUSED)"
@@ -58,7 +58,7 @@ like "host datagram socket, sendto: EACCES" "$out" "dgram.sock sendto: EACCES"
 like "host datagram socket, connect: EACCES" "$out" "dgram.sock dgram-connect: EACCES"
 like "host datagram socket, sendmsg with an address: EACCES" "$out" "dgram.sock sendmsg: EACCES"
 like "cordon says why it refused" "$out" "cordon: warning: sandbox process [0-9]+: connection to the unix socket $ws/host.sock refused \(EACCES\): no socket of the sandbox is bound to it"
-ok "no host listener was reached" eval '! reached host.sock && ! reached app.sock && ! reached dgram.sock && ! reached outside.sock'
+ok "no host listener was reached" eval '! reached host.sock && ! reached deep.sock && ! reached dgram.sock && ! reached outside.sock'
 
 # --- appearing after the sandbox started ---
 late_out="$TEST_TMP/late.out"
@@ -146,5 +146,49 @@ echo 'sockets.allow = ["host.sock"]' > "$ws/.cordon.toml"
 out=$(cd "$ws" && "$CORDON" config check "$ws/.cordon.toml" 2>&1)
 like "sockets.allow is refused in the workspace file" "$out" "sockets.allow is refused in the workspace file"
 rm -f "$ws/.cordon.toml"
+
+# --- docker backend: a socket in the workspace refuses the start ---
+# (same kernel, bind mounts, no guard yet: docs/sockets.md). The refusal
+# comes before anything about the daemon, so no daemon is needed here.
+dws=$(new_ws dockerws)
+mkdir -p "$dws/deep/er"
+host_listen "$dws/deep/er/d.sock" stream
+cordon_run "$dws" --backend docker --set docker.image=none -- true
+is "docker: a socket in the workspace refuses the start (125)" "$rc" 125
+like "docker: the refusal names the socket and the reason" "$out" \
+    "backend \"docker\": the workspace holds a unix socket, $dws/deep/er/d.sock: a host service"
+cordon_run "$dws" --backend docker --set docker.image=none --set 'sockets.allow=["deep/er/d.sock"]' -- true
+unlike "docker: a socket named in sockets.allow does not refuse the start" "$out" "holds a unix socket"
+ok "docker: the listener was not reached" eval '! reached d.sock'
+
+# --- vm backend: the guest's kernel reaches the workspace over 9p, where
+# a host socket file is only a file: nothing answers it ---
+if command -v qemu-system-x86_64 >/dev/null &&
+    { [ -e /var/cache/cordon/vm/current/vmlinuz ] || [ -n "${CORDON_VM_DIR:-}" ]; }; then
+    vm_out="$TEST_TMP/vm.out"
+    (cd "$ws" && timeout 600 "$CORDON" run --backend vm -- bash -c '
+        echo "vm-seen: $(test -S host.sock && echo socket)"
+        for t in "host.sock stream" "sub/deeper/deep.sock stream" "dgram.sock sendto" "dgram.sock sendmsg"; do
+            set -- $t; echo "vm $1 $2: $(python3 h.py try $1 $2)"; done
+        for i in $(seq 600); do [ -S vm-later.sock ] && break; sleep 0.1; done
+        echo "vm later: $(python3 h.py try vm-later.sock stream)"
+        python3 h.py own /tmp/own | sed "s/^/vm /"' > "$vm_out" 2>&1 </dev/null) &
+    vm_pid=$!
+    for _ in $(seq 600); do grep -q "vm dgram.sock sendmsg" "$vm_out" 2>/dev/null && break; sleep 0.1; done
+    host_listen "$ws/vm-later.sock" stream
+    wait "$vm_pid"
+    out=$(cat "$vm_out")
+    like "vm: the host socket is visible in the guest" "$out" "vm-seen: socket"
+    like "vm: host stream socket: refused by the guest kernel" "$out" "vm host.sock stream: ECONNREFUSED"
+    like "vm: host socket in a sub-directory: refused" "$out" "vm sub/deeper/deep.sock stream: ECONNREFUSED"
+    like "vm: host datagram socket, sendto: refused" "$out" "vm dgram.sock sendto: ECONNREFUSED"
+    like "vm: host datagram socket, sendmsg: refused" "$out" "vm dgram.sock sendmsg: ECONNREFUSED"
+    like "vm: a host socket bound after the boot: refused" "$out" "vm later: ECONNREFUSED"
+    like "vm: the guest's own sockets work" "$out" "vm own stream, relative path: ok"
+    like "vm: the guest's own datagram sockets work" "$out" "vm own datagram, sendto: ok"
+    ok "vm: no host listener was reached" eval '! reached host.sock && ! reached deep.sock && ! reached dgram.sock && ! reached vm-later.sock'
+else
+    skip "vm backend" "qemu-system-x86_64 or the guest kernel is missing (scripts/vm-kernel.sh)"
+fi
 
 tap_done

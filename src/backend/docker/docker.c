@@ -388,6 +388,14 @@ int docker_check_config(const struct cordon_config *cfg, struct cordon_error *er
         return error_set(err, 0,
                          "docker.mode = \"require\": a docker backend container has no Docker "
                          "daemon inside (the vm backend's guest runs its own)");
+    /* The container shares the host's kernel and sees the workspace
+     * through a bind mount: a host listener's socket there would answer it,
+     * and no socket guard runs here yet (docs/sockets.md). A socket present
+     * at start refuses the start; one bound later is not caught. */
+    if (cfg->workspace &&
+        sock_scan_refuse(cfg->workspace, (const char *const *)cfg->sockets.allow.items,
+                         cfg->sockets.allow.count, "docker", err) < 0)
+        return -1;
     return 0;
 }
 
@@ -480,9 +488,7 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
 {
     *sb = (struct sandbox){.ops = &docker_backend_ops, .pid = -1, .pidfd = -1, .channel_fd = -1};
     bool serve = agent_argv[1] && strcmp(agent_argv[1], "serve") == 0;
-    if (docker_check_config(&l->cfg, err) < 0 || docker_check_static(l->agent_path, err) < 0 ||
-        sock_scan_refuse(l->ws.root, (const char *const *)l->cfg.sockets.allow.items,
-                         l->cfg.sockets.allow.count, "docker", err) < 0)
+    if (docker_check_config(&l->cfg, err) < 0 || docker_check_static(l->agent_path, err) < 0)
         return -1;
     struct docker_state *st = calloc(1, sizeof(*st));
     if (!st)
