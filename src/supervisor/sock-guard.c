@@ -258,16 +258,33 @@ static int target_cwd(const struct target *t, int rootfd, char *out, size_t size
     if (cwd < 0 || again < 0 || fstat(cwd, &a) < 0 || fstat(again, &b) < 0 ||
         a.st_dev != b.st_dev || a.st_ino != b.st_ino)
         return -EACCES;
-    return 0;
+    /* The cwd opened above was the caller's, not a reused pid's. */
+    return notif_live(t->id) ? 0 : -ESRCH;
+}
+
+/* The sandbox chose the path: on the user's terminal its control bytes are
+ * shown escaped, never sent. */
+static void escape_path(const char *in, char *out, size_t size)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p && o + 5 < size; p++) {
+        if (*p < 0x20 || *p == 0x7f || *p >= 0x80 || *p == '\\')
+            o += (size_t)snprintf(out + o, size - o, "\\x%02x", *p);
+        else
+            out[o++] = (char)*p;
+    }
+    out[o] = '\0';
 }
 
 static void log_refusal(struct guard *g, const struct target *t, const char *path, const char *why)
 {
+    char shown[4 * PATH_MAX + 8];
+    escape_path(path, shown, sizeof(shown));
     if (g->refusals++ < REFUSALS_LOGGED)
         log_warn("sandbox process %d: connection to the unix socket %s refused (EACCES): %s; "
                  "sockets.allow names the sockets of the workspace the sandbox may reach "
                  "(docs/sockets.md)",
-                 t->pid, path, why);
+                 t->pid, shown, why);
     else if (g->refusals == REFUSALS_LOGGED + 1)
         log_warn("further refused unix socket connections are not shown");
 }

@@ -60,6 +60,15 @@ like "host datagram socket, sendmsg with an address: EACCES" "$out" "dgram.sock 
 like "cordon says why it refused" "$out" "cordon: warning: sandbox process [0-9]+: connection to the unix socket $ws/host.sock refused \(EACCES\): no socket of the sandbox is bound to it"
 ok "no host listener was reached" eval '! reached host.sock && ! reached deep.sock && ! reached dgram.sock && ! reached outside.sock'
 
+# The path in cordon's warning is the sandbox's choice: its control bytes
+# reach the user's terminal escaped.
+esc=$'esc\e]0;owned\a.sock'
+host_listen "$ws/$esc" stream
+cordon_run "$ws" -- python3 h.py try "$esc" stream
+like "a socket named with control bytes: EACCES" "$out" "EACCES$"
+like "cordon's warning shows its control bytes escaped" "$out" 'esc\\x1b\]0;owned\\x07\.sock refused'
+unlike "no raw escape byte reaches the terminal" "$out" $'\e'
+
 # --- appearing after the sandbox started ---
 late_out="$TEST_TMP/late.out"
 (cd "$ws" && "$CORDON" run -- bash -c 'for i in $(seq 200); do [ -S later.sock ] && break; sleep 0.05; done
