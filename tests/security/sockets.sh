@@ -44,30 +44,30 @@ sh_in "$ws" 'for t in "host.sock stream" "sub/deeper/deep.sock stream" "'"$ws"'/
     "relative-link.sock stream" "to-outside.sock stream" "hardlink.sock stream" \
     "dgram.sock sendto" "dgram.sock dgram-connect" "dgram.sock sendmsg"; do
     set -- $t; echo "$1 $2: $(python3 h.py try $1 $2)"; done'
-like "host stream socket in the workspace: EACCES" "$out" "host.sock stream: EACCES"
-like "host socket in a sub-directory: EACCES" "$out" "sub/deeper/deep.sock stream: EACCES"
-like "host socket by absolute path: EACCES" "$out" "$ws/host.sock stream: EACCES"
-like "a relative symlink to a host socket: EACCES" "$out" "relative-link.sock stream: EACCES"
-like "a symlink to a host socket outside: not reached" "$out" "to-outside.sock stream: (ENOENT|EACCES|ECONNREFUSED)"
+like "case 63: host stream socket in the workspace: EACCES" "$out" "host.sock stream: EACCES"
+like "case 63: host socket in a sub-directory: EACCES" "$out" "sub/deeper/deep.sock stream: EACCES"
+like "case 63: host socket by absolute path: EACCES" "$out" "$ws/host.sock stream: EACCES"
+like "case 63: a relative symlink to a host socket: EACCES" "$out" "relative-link.sock stream: EACCES"
+like "case 63: a symlink to a host socket outside: not reached" "$out" "to-outside.sock stream: (ENOENT|EACCES|ECONNREFUSED)"
 if [ "$have_hardlink" = 1 ]; then
-    like "a hard link of a host socket outside: EACCES" "$out" "hardlink.sock stream: EACCES"
+    like "case 63: a hard link of a host socket outside: EACCES" "$out" "hardlink.sock stream: EACCES"
 else
-    skip "a hard link of a host socket outside" "the file system refused the link"
+    skip "case 63: a hard link of a host socket outside" "the file system refused the link"
 fi
-like "host datagram socket, sendto: EACCES" "$out" "dgram.sock sendto: EACCES"
-like "host datagram socket, connect: EACCES" "$out" "dgram.sock dgram-connect: EACCES"
-like "host datagram socket, sendmsg with an address: EACCES" "$out" "dgram.sock sendmsg: EACCES"
-like "cordon says why it refused" "$out" "cordon: warning: sandbox process [0-9]+: connection to the unix socket $ws/host.sock refused \(EACCES\): no socket of the sandbox is bound to it"
-ok "no host listener was reached" eval '! reached host.sock && ! reached deep.sock && ! reached dgram.sock && ! reached outside.sock'
+like "case 63: host datagram socket, sendto: EACCES" "$out" "dgram.sock sendto: EACCES"
+like "case 63: host datagram socket, connect: EACCES" "$out" "dgram.sock dgram-connect: EACCES"
+like "case 63: host datagram socket, sendmsg with an address: EACCES" "$out" "dgram.sock sendmsg: EACCES"
+like "case 63: cordon says why it refused" "$out" "cordon: warning: sandbox process [0-9]+: connection to the unix socket $ws/host.sock refused \(EACCES\): no socket of the sandbox is bound to it"
+ok "case 63: no host listener was reached" eval '! reached host.sock && ! reached deep.sock && ! reached dgram.sock && ! reached outside.sock'
 
 # The path in cordon's warning is the sandbox's choice: its control bytes
 # reach the user's terminal escaped.
 esc=$'esc\e]0;owned\a.sock'
 host_listen "$ws/$esc" stream
 cordon_run "$ws" -- python3 h.py try "$esc" stream
-like "a socket named with control bytes: EACCES" "$out" "EACCES$"
-like "cordon's warning shows its control bytes escaped" "$out" 'esc\\x1b\]0;owned\\x07\.sock refused'
-unlike "no raw escape byte reaches the terminal" "$out" $'\e'
+like "case 63: a socket named with control bytes: EACCES" "$out" "EACCES$"
+like "case 63: cordon's warning shows its control bytes escaped" "$out" 'esc\\x1b\]0;owned\\x07\.sock refused'
+unlike "case 63: no raw escape byte reaches the terminal" "$out" $'\e'
 
 # --- appearing after the sandbox started ---
 late_out="$TEST_TMP/late.out"
@@ -78,9 +78,9 @@ late_pid=$!
 sleep 1
 host_listen "$ws/later.sock" stream
 wait "$late_pid"
-like "a socket bound after the start is seen inside" "$(cat "$late_out")" "seen: yes"
-like "a host socket bound after the start: EACCES" "$(cat "$late_out")" "later: EACCES"
-ok "the later listener was not reached" eval '! reached later.sock'
+like "case 63: a socket bound after the start is seen inside" "$(cat "$late_out")" "seen: yes"
+like "case 63: a host socket bound after the start: EACCES" "$(cat "$late_out")" "later: EACCES"
+ok "case 63: the later listener was not reached" eval '! reached later.sock'
 
 # --- cordon mcp: one long-lived sandbox, a socket bound between two calls ---
 mcp_out=$(cd "$ws" && python3 - "$CORDON" "$helper" "$ws" "$sentinels" <<'EOF' 2>&1
@@ -108,9 +108,9 @@ p.stdin.close()
 p.wait(timeout=30)
 EOF
 )
-like "cordon mcp: the session's sandbox works" "$mcp_out" "first: first"
-like "cordon mcp: a host socket bound between two calls: EACCES" "$mcp_out" "mcp-late: EACCES"
-ok "cordon mcp: the listener was not reached" eval '! reached mcp-late.sock'
+like "case 63: cordon mcp: the session's sandbox works" "$mcp_out" "first: first"
+like "case 63: cordon mcp: a host socket bound between two calls: EACCES" "$mcp_out" "mcp-late: EACCES"
+ok "case 63: cordon mcp: the listener was not reached" eval '! reached mcp-late.sock'
 
 # --- the sandbox's own sockets ---
 cordon_run "$ws" -- python3 h.py own "$ws/own"
@@ -119,7 +119,7 @@ for check in "own stream, absolute path" "own stream, relative path" "own stream
     "own datagram, connect and send" "own socketpair, SCM_RIGHTS" "own abstract socket" \
     "loopback TCP" "loopback TCP, non-blocking connect" \
     "a waiting connect does not block the others" "the waiting connect completes once accepted"; do
-    like "sandbox's own: $check" "$out" "$check: ok"
+    like "case 63: sandbox's own: $check" "$out" "$check: ok"
 done
 rm -rf "$ws/own"
 
@@ -127,33 +127,33 @@ rm -rf "$ws/own"
 if command -v tmux >/dev/null; then
     tmux -S "$ws/tmux.sock" new-session -d -s host 'sleep 600'
     sh_in "$ws" "tmux -S tmux.sock send-keys -t host 'touch $sentinels/tmux-ran' Enter 2>&1; echo rc=\$?"
-    like "host tmux server in the workspace: the client is refused" "$out" "rc=1"
+    like "case 63: host tmux server in the workspace: the client is refused" "$out" "rc=1"
     sleep 0.5
-    ok "host tmux: no command ran on the host" test ! -e "$sentinels/tmux-ran"
+    ok "case 63: host tmux: no command ran on the host" test ! -e "$sentinels/tmux-ran"
     tmux -S "$ws/tmux.sock" kill-server 2>/dev/null
     sh_in "$ws" 'tmux -S /tmp/own.tmux new-session -d -s mine "sleep 30" && tmux -S /tmp/own.tmux ls; tmux -S own.tmux new-session -d -s ws "sleep 30" && tmux -S own.tmux send-keys -t ws "" && echo ws-ok'
-    like "the sandbox's own tmux server works (/tmp)" "$out" "mine: 1 windows"
-    like "the sandbox's own tmux server works (workspace)" "$out" "ws-ok"
+    like "case 63: the sandbox's own tmux server works (/tmp)" "$out" "mine: 1 windows"
+    like "case 63: the sandbox's own tmux server works (workspace)" "$out" "ws-ok"
     rm -f "$ws/own.tmux"
 else
-    skip "host tmux server in the workspace" "tmux is not installed"
+    skip "case 63: host tmux server in the workspace" "tmux is not installed"
 fi
 
 # --- sockets.allow ---
 mkdir -p "$ws/run"
 host_listen "$ws/run/app.sock" stream
 cordon_run "$ws" --set 'sockets.allow=["run/app.sock"]' -- python3 h.py try run/app.sock stream
-is "sockets.allow: the named host socket connects" "$out" "OK"
+is "case 63: sockets.allow: the named host socket connects" "$out" "OK"
 for _ in $(seq 40); do reached app.sock && break; sleep 0.05; done
-ok "sockets.allow: the host listener was reached" reached app.sock
+ok "case 63: sockets.allow: the host listener was reached" reached app.sock
 cordon_run "$ws" --set 'sockets.allow=["run/app.sock"]' -- python3 h.py try host.sock stream
-like "sockets.allow: other host sockets stay refused" "$out" "EACCES"
+like "case 63: sockets.allow: other host sockets stay refused" "$out" "EACCES"
 ln -sf run/app.sock "$ws/run-link"
 cordon_run "$ws" --set 'sockets.allow=["run-link"]' -- python3 h.py try run/app.sock stream
-like "sockets.allow: an entry that is a symlink allows nothing" "$out" "EACCES"
+like "case 63: sockets.allow: an entry that is a symlink allows nothing" "$out" "EACCES"
 echo 'sockets.allow = ["host.sock"]' > "$ws/.cordon.toml"
 out=$(cd "$ws" && "$CORDON" config check "$ws/.cordon.toml" 2>&1)
-like "sockets.allow is refused in the workspace file" "$out" "sockets.allow is refused in the workspace file"
+like "case 63: sockets.allow is refused in the workspace file" "$out" "sockets.allow is refused in the workspace file"
 rm -f "$ws/.cordon.toml"
 
 # --- docker backend: a socket in the workspace refuses the start ---
@@ -163,12 +163,12 @@ dws=$(new_ws dockerws)
 mkdir -p "$dws/deep/er"
 host_listen "$dws/deep/er/d.sock" stream
 cordon_run "$dws" --backend docker --set docker.image=none -- true
-is "docker: a socket in the workspace refuses the start (125)" "$rc" 125
-like "docker: the refusal names the socket and the reason" "$out" \
+is "case 63: docker: a socket in the workspace refuses the start (125)" "$rc" 125
+like "case 63: docker: the refusal names the socket and the reason" "$out" \
     "backend \"docker\": the workspace holds a unix socket, $dws/deep/er/d.sock: a host service"
 cordon_run "$dws" --backend docker --set docker.image=none --set 'sockets.allow=["deep/er/d.sock"]' -- true
-unlike "docker: a socket named in sockets.allow does not refuse the start" "$out" "holds a unix socket"
-ok "docker: the listener was not reached" eval '! reached d.sock'
+unlike "case 63: docker: a socket named in sockets.allow does not refuse the start" "$out" "holds a unix socket"
+ok "case 63: docker: the listener was not reached" eval '! reached d.sock'
 
 # --- vm backend: the guest's kernel reaches the workspace over 9p, where
 # a host socket file is only a file: nothing answers it ---
@@ -187,17 +187,17 @@ if command -v qemu-system-x86_64 >/dev/null &&
     host_listen "$ws/vm-later.sock" stream
     wait "$vm_pid"
     out=$(cat "$vm_out")
-    like "vm: the host socket is visible in the guest" "$out" "vm-seen: socket"
-    like "vm: host stream socket: refused by the guest kernel" "$out" "vm host.sock stream: ECONNREFUSED"
-    like "vm: host socket in a sub-directory: refused" "$out" "vm sub/deeper/deep.sock stream: ECONNREFUSED"
-    like "vm: host datagram socket, sendto: refused" "$out" "vm dgram.sock sendto: ECONNREFUSED"
-    like "vm: host datagram socket, sendmsg: refused" "$out" "vm dgram.sock sendmsg: ECONNREFUSED"
-    like "vm: a host socket bound after the boot: refused" "$out" "vm later: ECONNREFUSED"
-    like "vm: the guest's own sockets work" "$out" "vm own stream, relative path: ok"
-    like "vm: the guest's own datagram sockets work" "$out" "vm own datagram, sendto: ok"
-    ok "vm: no host listener was reached" eval '! reached host.sock && ! reached deep.sock && ! reached dgram.sock && ! reached vm-later.sock'
+    like "case 63: vm: the host socket is visible in the guest" "$out" "vm-seen: socket"
+    like "case 63: vm: host stream socket: refused by the guest kernel" "$out" "vm host.sock stream: ECONNREFUSED"
+    like "case 63: vm: host socket in a sub-directory: refused" "$out" "vm sub/deeper/deep.sock stream: ECONNREFUSED"
+    like "case 63: vm: host datagram socket, sendto: refused" "$out" "vm dgram.sock sendto: ECONNREFUSED"
+    like "case 63: vm: host datagram socket, sendmsg: refused" "$out" "vm dgram.sock sendmsg: ECONNREFUSED"
+    like "case 63: vm: a host socket bound after the boot: refused" "$out" "vm later: ECONNREFUSED"
+    like "case 63: vm: the guest's own sockets work" "$out" "vm own stream, relative path: ok"
+    like "case 63: vm: the guest's own datagram sockets work" "$out" "vm own datagram, sendto: ok"
+    ok "case 63: vm: no host listener was reached" eval '! reached host.sock && ! reached deep.sock && ! reached dgram.sock && ! reached vm-later.sock'
 else
-    skip "vm backend" "qemu-system-x86_64 or the guest kernel is missing (scripts/vm-kernel.sh)"
+    skip "case 63: vm backend" "qemu-system-x86_64 or the guest kernel is missing (scripts/vm-kernel.sh)"
 fi
 
 tap_done
