@@ -69,6 +69,9 @@ enum { GUARD_LISTENER = 3, GUARD_DIAG = 4, GUARD_WORKSPACE = 5 };
 struct guard {
     const char *const *allow;
     size_t nallow;
+    const dev_t *own_dev;
+    const ino_t *own_ino;
+    size_t nown;
     unsigned refusals;
     unsigned children;
     uint32_t diag_seq;
@@ -223,9 +226,13 @@ static int bound_in_sandbox(struct guard *g, dev_t dev, ino_t ino)
     }
 }
 
-/* 1 when st is the socket file a sockets.allow entry names now. */
+/* 1 when st is the socket file a sockets.allow entry names now, or one of
+ * cordon's own. */
 static int allowed_by_config(const struct guard *g, const struct stat *st)
 {
+    for (size_t i = 0; i < g->nown; i++)
+        if (g->own_dev[i] == st->st_dev && g->own_ino[i] == st->st_ino)
+            return 1;
     for (size_t i = 0; i < g->nallow; i++) {
         _cleanup_close_ int fd =
             openat2_path(GUARD_WORKSPACE, g->allow[i], O_PATH | O_CLOEXEC | O_NOFOLLOW,
@@ -820,7 +827,11 @@ int sock_guard_start(const struct sock_guard_spec *spec, pid_t *ret_pid, struct 
     signal(SIGPIPE, SIG_IGN);
     signal(SIGCHLD, SIG_DFL);
     prctl(PR_SET_NAME, "cordon-sockgrd");
-    struct guard g = {.allow = spec->allow, .nallow = spec->nallow};
+    struct guard g = {.allow = spec->allow,
+                      .nallow = spec->nallow,
+                      .own_dev = spec->own_dev,
+                      .own_ino = spec->own_ino,
+                      .nown = spec->nown};
     guard_main(&g);
     _exit(0);
 }

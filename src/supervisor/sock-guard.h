@@ -19,6 +19,11 @@ struct sock_guard_spec {
     const char *workspace;    /* host path of the workspace root */
     const char *const *allow; /* sockets.allow: workspace-relative paths */
     size_t nallow;
+    /* cordon's own host sockets the sandbox reaches by design (the docker
+     * backend's allowlist proxy), by device and inode; may be NULL. */
+    const dev_t *own_dev;
+    const ino_t *own_ino;
+    size_t nown;
 };
 
 /* Starts the guard. The caller keeps its copies of the fds and should close

@@ -9,6 +9,7 @@
  * the command line and its host paths are docker-run.c's. */
 #include "backend/docker/docker.h"
 #include "backend/docker/docker-run.h"
+#include "backend/docker/docker-sockguard.h"
 #include "net/net.h"
 #include "supervisor/environ.h"
 #include "supervisor/launch.h"
@@ -57,6 +58,7 @@ struct docker_state {
     bool spawned;           /* the container may exist */
     int agent_pidfd;        /* the container's PID 1, once asked for; else -1 */
     pid_t agent_pid;
+    pid_t guard_pid; /* the socket guard (docs/sockets.md), or -1 */
 };
 
 /* ---- running the CLI ---- */
@@ -388,14 +390,6 @@ int docker_check_config(const struct cordon_config *cfg, struct cordon_error *er
         return error_set(err, 0,
                          "docker.mode = \"require\": a docker backend container has no Docker "
                          "daemon inside (the vm backend's guest runs its own)");
-    /* The container shares the host's kernel and sees the workspace
-     * through a bind mount: a host listener's socket there would answer it,
-     * and no socket guard runs here yet (docs/sockets.md). A socket present
-     * at start refuses the start; one bound later is not caught. */
-    if (cfg->workspace &&
-        sock_scan_refuse(cfg->workspace, (const char *const *)cfg->sockets.allow.items,
-                         cfg->sockets.allow.count, "docker", err) < 0)
-        return -1;
     return 0;
 }
 
@@ -494,6 +488,7 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
     if (!st)
         return error_set(err, ENOMEM, "docker");
     st->agent_pidfd = -1;
+    st->guard_pid = -1;
     sb->priv = st;
     if (find_cli(st->cli, sizeof(st->cli), err) < 0 || check_socket(l->cfg.docker.host, err) < 0 ||
         state_init(st, l->name, l->cfg.docker.host, err) < 0)
@@ -510,6 +505,9 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
         return -1;
     log_debug("docker: daemon and image checked in %lld ms", clock_now_ms() - t0);
     if (start_proxy(l, st, err) < 0)
+        return -1;
+    _cleanup_close_ int guard_listen = -1;
+    if (docker_guard_listen(st->dir, &guard_listen, err) < 0)
         return -1;
 
     struct docker_args a = {0};
@@ -544,6 +542,9 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
     sb->pid = pid;
     sb->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     sb->channel_fd = pair[0];
+    /* Nothing of the sandbox's runs before the guard does. */
+    if (docker_guard_accept(guard_listen, sb->pidfd, l, st->dir, &st->guard_pid, err) < 0)
+        return -1;
     snprintf(sb->description, sizeof(sb->description), "docker (%.60s on %.50s)",
              l->cfg.docker.image, l->cfg.docker.host);
     return 0;
@@ -582,6 +583,8 @@ static void docker_stop(struct sandbox *sb)
                 fs_remove_tree_at(pfd, slash + 1);
         }
     }
+    if (st)
+        sock_guard_stop(st->guard_pid);
     if (st && st->net.policy)
         net_session_stop(&st->net);
     if (st && st->agent_pidfd >= 0)

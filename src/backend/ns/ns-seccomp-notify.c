@@ -13,6 +13,9 @@
 #include "backend/ns/ns-seccomp-notify.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -59,4 +62,37 @@ int ns_seccomp_notify_load_in_child(struct cordon_error *err)
     if (fd < 0)
         return error_set_raw(err, errno, "load the socket-guard seccomp filter", NULL);
     return (int)fd;
+}
+
+int ns_sock_guard_handoff_in_child(int sync_fd, struct cordon_error *err)
+{
+    /* The guard's view of which unix sockets the sandbox itself has bound:
+     * a sock_diag socket answers for the namespace it was made in, and
+     * only this side can make one here (setns would need CAP_SYS_ADMIN in
+     * the supervisor's own user namespace). Above the stdio range. */
+    int made = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (made < 0)
+        return error_set_raw(err, errno, "socket guard: sock_diag socket", NULL);
+    int diag = fcntl(made, F_DUPFD_CLOEXEC, 10);
+    close(made);
+    if (diag < 0)
+        return error_set_raw(err, errno, "socket guard: sock_diag socket", NULL);
+    int listener = ns_seccomp_notify_load_in_child(err);
+    if (listener < 0) {
+        close(diag);
+        return -1;
+    }
+    /* Plain write and read: sendmsg is one of the calls the filter just
+     * loaded hands over, to a guard that does not run yet. */
+    struct ns_guard_fds fds = {NS_GUARD_FDS_MAGIC, listener, diag};
+    char ack;
+    int rc = 0;
+    if (write(sync_fd, &fds, sizeof(fds)) != (ssize_t)sizeof(fds))
+        rc = error_set_raw(err, errno, "socket guard: handing over the listener", NULL);
+    else if (read(sync_fd, &ack, 1) != 1)
+        rc = error_set_raw(err, errno ? errno : EPIPE, "socket guard: no word from the supervisor",
+                           NULL);
+    close(listener);
+    close(diag);
+    return rc;
 }

@@ -40,14 +40,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The child's message with the socket guard's fds (numbers in its table). */
-#define NS_GUARD_FDS_MAGIC 0x636f7264u
-struct ns_guard_fds {
-    uint32_t magic;
-    int listener_fd;
-    int diag_fd;
-};
-
 /* Everything the child needs, prepared before clone. */
 struct ns_child {
     const struct ns_spec *spec;
@@ -57,7 +49,6 @@ struct ns_child {
     int landlock_abi;
     const char *landlock_writable[8 + NS_MAX_EXTRA_MOUNTS + 3];
     int sync_fd; /* child's end of the sync socketpair */
-    int diag_fd; /* child: NETLINK_SOCK_DIAG in the sandbox's netns (sock-guard.c) */
     struct cordon_error err;
 };
 
@@ -158,16 +149,6 @@ static void child_setup_and_exec(struct ns_child *c)
         return;
     if (arrange_fds_in_child(c, err) < 0)
         return;
-    /* The socket guard's view of which unix sockets the sandbox itself has
-     * bound: a sock_diag socket answers for the namespace it was made in,
-     * and only this side can make one here (setns needs CAP_SYS_ADMIN in
-     * the supervisor's own user namespace). */
-    int diag = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-    if (diag < 0 || (c->diag_fd = fcntl(diag, F_DUPFD_CLOEXEC, 10)) < 0) {
-        error_set_raw(err, errno, "socket guard: sock_diag socket", NULL);
-        return;
-    }
-    close(diag);
     /* Second word: we are in our cgroups, so the cgroup namespace's root is
      * that cgroup, and the network is ready before anything runs. */
     if (read(c->sync_fd, &go, 1) != 1)
@@ -193,20 +174,10 @@ static void child_setup_and_exec(struct ns_child *c)
         error_set_raw(err, errno, "load seccomp filter", NULL);
         return;
     }
-    /* The socket guard's filter, last: its listener and the sock_diag
-     * socket go to the supervisor, which takes them (pidfd_getfd) before
-     * anything runs under the filter; until its word we wait, since the
-     * agent's first sendmsg() already needs the guard. Plain write/read:
-     * sendmsg would be one of the calls the new filter hands over. */
-    int listener = ns_seccomp_notify_load_in_child(err);
-    if (listener < 0)
+    /* The socket guard's filter, last: the supervisor takes its listener
+     * (pidfd_getfd) and starts the guard before anything runs under it. */
+    if (ns_sock_guard_handoff_in_child(c->sync_fd, err) < 0)
         return;
-    struct ns_guard_fds fds = {NS_GUARD_FDS_MAGIC, listener, c->diag_fd};
-    if (write(c->sync_fd, &fds, sizeof(fds)) != (ssize_t)sizeof(fds) ||
-        read(c->sync_fd, &go, 1) != 1)
-        _exit(CORDON_EXIT_FAILURE);
-    close(listener);
-    close(c->diag_fd);
 #endif
     if (c->spec->init_in_process) {
         /* PID 1 stays this process: it was never anything but cordon's own
@@ -274,7 +245,7 @@ static int start_sock_guard(const struct ns_spec *spec, struct ns_sandbox *sb, c
 int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct cordon_error *err)
 {
     *sb = (struct ns_sandbox){.pid = -1, .pidfd = -1, .sock_guard_pid = -1};
-    struct ns_child c = {.spec = spec, .sync_fd = -1, .diag_fd = -1};
+    struct ns_child c = {.spec = spec, .sync_fd = -1};
     int rc = -1;
     int sync[2] = {-1, -1};
     uid_t uid = geteuid();
