@@ -63,11 +63,6 @@
 
 #define AGENT_MAX_WRITABLE 64
 
-/* Landlock, then the ns backend's seccomp filter, on this process and so
- * on everything it starts (no_new_privs first: the container has it
- * already). A kernel or profile without Landlock leaves the mounts as the
- * filesystem boundary, as on ns (`cordon verify` says so); any other
- * failure ends the agent before it serves anything. */
 /* --sock-guard PATH (the docker backend's PID 1): the socket guard's filter
  * on top, its listener handed to the supervisor over PATH before anything
  * else runs (docs/sockets.md, backend/docker/docker-sockguard.c). */
@@ -89,6 +84,11 @@ static void hand_over_to_sock_guard(const char *path)
     close(fd);
 }
 
+/* Landlock, then the ns backend's seccomp filter, on this process and so
+ * on everything it starts (no_new_privs first: the container has it
+ * already). A kernel or profile without Landlock leaves the mounts as the
+ * filesystem boundary, as on ns (`cordon verify` says so); any other
+ * failure ends the agent before it serves anything. */
 static void confine_self(const char *const *writable, const char *sock_guard)
 {
     struct cordon_error err = {0};

@@ -296,6 +296,23 @@ static void log_refusal(struct guard *g, const struct target *t, const char *pat
         log_warn("further refused unix socket connections are not shown");
 }
 
+/* N when path is /proc/self/fd/N, /proc/thread-self/fd/N or /dev/fd/N
+ * (the caller's fd N), else -1. */
+static int caller_fd_link(const char *path)
+{
+    static const char *const prefixes[] = {"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"};
+    for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
+        size_t n = strlen(prefixes[i]);
+        if (strncmp(path, prefixes[i], n) != 0)
+            continue;
+        const char *digits = path + n;
+        if (!*digits || strspn(digits, "0123456789") != strlen(digits) || strlen(digits) > 9)
+            return -1;
+        return atoi(digits);
+    }
+    return -1;
+}
+
 /* Checks a unix socket address the caller passed. Returns 0 with
  * *ret_pathfd = -1 when the address names no path (unnamed, abstract:
  * those are scoped by the network namespace), 0 with an O_PATH fd of the
@@ -328,8 +345,15 @@ static int check_unix_address(struct guard *g, const struct target *t, const str
         }
         snprintf(full, sizeof(full), "%s/%s", cwd, path);
     }
-    int fd =
-        openat2_path(rootfd, full, O_PATH | O_CLOEXEC, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+    /* The caller's own fd by its magic link (cordon's forwarder connects
+     * so, to a socket it opened O_PATH): that file, taken from the caller.
+     * Any other magic link is refused by the resolution below. */
+    int own_fd = caller_fd_link(path);
+    int fd = own_fd >= 0 ? target_getfd(t, (uint64_t)own_fd)
+                         : openat2_path(rootfd, full, O_PATH | O_CLOEXEC,
+                                        RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+    if (own_fd >= 0 && fd == -EBADF)
+        return -ENOENT;
     if (fd < 0)
         return fd == -ELOOP ? -ECONNREFUSED : fd;
     _cleanup_close_ int pathfd = fd;

@@ -56,6 +56,11 @@ def attempt(path, kind):
         elif kind == "sendto":
             c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             c.sendto(b"hello", path)
+        elif kind == "procfd":
+            fd = os.open(path, os.O_PATH)
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(f"/proc/self/fd/{fd}")
+            c.send(b"hello")
         elif kind == "sendmsg":
             c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             c.sendmsg([b"hel", b"lo"], [], 0, path)
@@ -94,6 +99,8 @@ def own(d):
     check("own stream, ../ path", lambda: stream("../sub/own.sock"))
     os.symlink(path, os.path.join(d, "own-link.sock"))
     check("own stream, through a symlink", lambda: stream(os.path.join(d, "own-link.sock")))
+    pfd = os.open(path, os.O_PATH)
+    check("own stream, through /proc/self/fd/N", lambda: stream(f"/proc/self/fd/{pfd}"))
 
     # datagram: sendto, connect+send, sendmsg with an address
     dpath = "/tmp/own-dgram.sock"

@@ -41,13 +41,14 @@ ln -s host.sock "$ws/relative-link.sock"
 if ln "$outside/outside.sock" "$ws/hardlink.sock" 2>/dev/null; then have_hardlink=1; else have_hardlink=0; fi
 
 sh_in "$ws" 'for t in "host.sock stream" "sub/deeper/deep.sock stream" "'"$ws"'/host.sock stream" \
-    "relative-link.sock stream" "to-outside.sock stream" "hardlink.sock stream" \
+    "relative-link.sock stream" "to-outside.sock stream" "hardlink.sock stream" "host.sock procfd" \
     "dgram.sock sendto" "dgram.sock dgram-connect" "dgram.sock sendmsg"; do
     set -- $t; echo "$1 $2: $(python3 h.py try $1 $2)"; done'
 like "case 63: host stream socket in the workspace: EACCES" "$out" "host.sock stream: EACCES"
 like "case 63: host socket in a sub-directory: EACCES" "$out" "sub/deeper/deep.sock stream: EACCES"
 like "case 63: host socket by absolute path: EACCES" "$out" "$ws/host.sock stream: EACCES"
 like "case 63: a relative symlink to a host socket: EACCES" "$out" "relative-link.sock stream: EACCES"
+like "case 63: a host socket through /proc/self/fd/N of an O_PATH fd: EACCES" "$out" "host.sock procfd: EACCES"
 like "case 63: a symlink to a host socket outside: not reached" "$out" "to-outside.sock stream: (ENOENT|EACCES|ECONNREFUSED)"
 if [ "$have_hardlink" = 1 ]; then
     like "case 63: a hard link of a host socket outside: EACCES" "$out" "hardlink.sock stream: EACCES"
@@ -115,7 +116,7 @@ ok "case 63: cordon mcp: the listener was not reached" eval '! reached mcp-late.
 # --- the sandbox's own sockets ---
 cordon_run "$ws" -- python3 h.py own "$ws/own"
 for check in "own stream, absolute path" "own stream, relative path" "own stream, ../ path" \
-    "own stream, through a symlink" "own datagram, sendto" "own datagram, sendmsg with an address" \
+    "own stream, through a symlink" "own stream, through /proc/self/fd/N" "own datagram, sendto" "own datagram, sendmsg with an address" \
     "own datagram, connect and send" "own socketpair, SCM_RIGHTS" "own abstract socket" \
     "loopback TCP" "loopback TCP, non-blocking connect" \
     "a waiting connect does not block the others" "the waiting connect completes once accepted"; do
@@ -156,19 +157,7 @@ out=$(cd "$ws" && "$CORDON" config check "$ws/.cordon.toml" 2>&1)
 like "case 63: sockets.allow is refused in the workspace file" "$out" "sockets.allow is refused in the workspace file"
 rm -f "$ws/.cordon.toml"
 
-# --- docker backend: a socket in the workspace refuses the start ---
-# (same kernel, bind mounts, no guard yet: docs/sockets.md). The refusal
-# comes before anything about the daemon, so no daemon is needed here.
-dws=$(new_ws dockerws)
-mkdir -p "$dws/deep/er"
-host_listen "$dws/deep/er/d.sock" stream
-cordon_run "$dws" --backend docker --set docker.image=none -- true
-is "case 63: docker: a socket in the workspace refuses the start (125)" "$rc" 125
-like "case 63: docker: the refusal names the socket and the reason" "$out" \
-    "backend \"docker\": the workspace holds a unix socket, $dws/deep/er/d.sock: a host service"
-cordon_run "$dws" --backend docker --set docker.image=none --set 'sockets.allow=["deep/er/d.sock"]' -- true
-unlike "case 63: docker: a socket named in sockets.allow does not refuse the start" "$out" "holds a unix socket"
-ok "case 63: docker: the listener was not reached" eval '! reached d.sock'
+# (docker: tests/security/docker-sockets.sh, root only, a private dockerd)
 
 # --- vm backend: the guest's kernel reaches the workspace over 9p, where
 # a host socket file is only a file: nothing answers it ---

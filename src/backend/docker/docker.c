@@ -640,9 +640,9 @@ int docker_sandbox_check_confined(struct sandbox *sb, struct cordon_error *err)
     struct pollfd p = {pidfd, POLLIN, 0};
     if (!f || poll(&p, 1, 0) != 0)
         return error_set(err, ESRCH, "docker: the container's agent is gone");
-    /* Two filters: Docker's profile and cordon's own, which the agent
-     * stacked before it said hello. */
-    if (strcmp(seccomp, "2") != 0 || filters < 2 || strcmp(nnp, "1") != 0 ||
+    /* Three filters: Docker's profile, cordon's own and the socket
+     * guard's, which the agent stacked before it said hello. */
+    if (strcmp(seccomp, "2") != 0 || filters < 3 || strcmp(nnp, "1") != 0 ||
         strspn(capeff, "0") != strlen(capeff) || strspn(capbnd, "0") != strlen(capbnd))
         return error_set(err, EPERM,
                          "docker: the container's agent (pid %d on the host) is not confined as "
