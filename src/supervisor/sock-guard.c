@@ -137,14 +137,35 @@ static int target_getfd(const struct target *t, uint64_t fd)
     return r < 0 ? -errno : r;
 }
 
+/* The thread group of thread tid (its Tgid), or -1. */
+static pid_t thread_group(pid_t tid)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof(path), "/proc/%d/status", tid);
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    long tgid = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+            break;
+    return tgid > 0 && tgid <= INT_MAX ? (pid_t)tgid : -1;
+}
+
 static int target_open(struct target *t, const struct seccomp_notif *req)
 {
     *t = (struct target){.id = req->id, .pid = (pid_t)req->pid, .pidfd = -1, .mem_fd = -1};
     /* The caller is a thread: its own pidfd where the kernel has them
-     * (6.9), else its process's (a thread of the same fd table). */
+     * (6.9); else its process's, whose fd table a thread shares (a thread
+     * made without CLONE_FILES would have the guard act on the leader's fd
+     * of that number: the address is still checked). The liveness check
+     * below covers the time the Tgid was read. */
     t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, PIDFD_THREAD);
     if (t->pidfd < 0)
         t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+    if (t->pidfd < 0) {
+        pid_t tgid = thread_group(t->pid);
+        if (tgid > 0)
+            t->pidfd = (int)syscall(SYS_pidfd_open, tgid, 0);
+    }
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/mem", t->pid);
     t->mem_fd = open(path, O_RDWR | O_CLOEXEC);
@@ -548,7 +569,9 @@ static int op_read_control(const struct target *t, struct op *op, uint64_t addr,
     op->controllen = len;
     struct msghdr msg = {.msg_control = op->control, .msg_controllen = len};
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_len < CMSG_LEN(0) || c->cmsg_len > len)
+        /* The caller wrote every length: each message stays inside the
+         * copy, or the call is refused as the kernel would. */
+        if (c->cmsg_len < CMSG_LEN(0) || c->cmsg_len > (size_t)(op->control + len - (char *)c))
             return -EINVAL;
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             continue;
@@ -661,25 +684,27 @@ static void handle_sendto(struct guard *g, const struct target *t, const struct 
     long r = op_start(t, &op, req->data.args[0]);
     op.flags = (int)req->data.args[3];
     uint64_t len = req->data.args[5];
+    /* As the kernel's sendto: an address longer than any is EINVAL. */
+    if (r == 0 && len > sizeof(op.addr))
+        r = -EINVAL;
     if (r == 0 && len > 0) {
-        op.addrlen = len < sizeof(op.addr) ? (socklen_t)len : sizeof(op.addr);
+        op.addrlen = (socklen_t)len;
         op.has_addr = true;
         r = target_read(t, req->data.args[4], &op.addr, op.addrlen);
     }
     if (r == 0) {
-        struct iovec one = {.iov_base = (void *)(uintptr_t)req->data.args[1],
-                            .iov_len = (size_t)req->data.args[2]};
-        /* One iovec in the guard's memory standing for the caller's buffer. */
+        uint64_t buf = req->data.args[1];
+        uint64_t buflen = req->data.args[2];
         int type = 0;
         socklen_t tl = sizeof(type);
         if (getsockopt(op.sock, SOL_SOCKET, SO_TYPE, &type, &tl) < 0)
             r = -errno;
-        else if (one.iov_len > SEND_MAX && type != SOCK_STREAM)
+        else if (buflen > SEND_MAX && type != SOCK_STREAM)
             r = -EMSGSIZE;
-        size_t take = one.iov_len > SEND_MAX ? SEND_MAX : one.iov_len;
+        size_t take = buflen > SEND_MAX ? SEND_MAX : (size_t)buflen;
         if (r == 0 && !(op.data = malloc(take ? take : 1)))
             r = -ENOMEM;
-        if (r == 0 && (r = target_read(t, (uint64_t)(uintptr_t)one.iov_base, op.data, take)) == 0)
+        if (r == 0 && (r = target_read(t, buf, op.data, take)) == 0)
             op.datalen = take;
     }
     if (r == 0 && !notif_live(t->id))
