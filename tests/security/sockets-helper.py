@@ -155,6 +155,46 @@ def own(d):
 
     check("loopback TCP, non-blocking connect", tcp_nonblocking)
 
+    # under a signal timer faster than the guard answers, every sendmsg
+    # goes through exactly once (an interrupted call restarted after the
+    # guard had performed it would duplicate its data, or never finish)
+    def under_timer():
+        import signal
+        a, b = socket.socketpair()
+        n = 3000
+        got = bytearray()
+
+        def read_all():
+            while len(got) < n * 8:
+                d = b.recv(65536)
+                if not d:
+                    break
+                got.extend(d)
+
+        r = threading.Thread(target=read_all)
+        r.start()
+
+        def give_up():
+            print("sendmsg under a fast signal timer, each message once: TIMEOUT", flush=True)
+            os._exit(3)
+
+        watchdog = threading.Timer(30, give_up)
+        watchdog.daemon = True
+        watchdog.start()
+        signal.signal(signal.SIGALRM, lambda *x: None)
+        signal.setitimer(signal.ITIMER_REAL, 0.00005, 0.00005)
+        try:
+            for i in range(n):
+                a.sendmsg([i.to_bytes(8, "little")])
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        r.join(10)
+        watchdog.cancel()
+        vals = [int.from_bytes(got[i:i + 8], "little") for i in range(0, len(got), 8)]
+        return vals == list(range(n))
+
+    check("sendmsg under a fast signal timer, each message once", under_timer)
+
     # a blocking connect that waits (backlog full) does not stall others
     full = socket.socket(socket.AF_UNIX)
     full.bind("/tmp/full.sock")

@@ -118,7 +118,7 @@ cordon_run "$ws" -- python3 h.py own "$ws/own"
 for check in "own stream, absolute path" "own stream, relative path" "own stream, ../ path" \
     "own stream, through a symlink" "own stream, through /proc/self/fd/N" "own datagram, sendto" "own datagram, sendmsg with an address" \
     "own datagram, connect and send" "own socketpair, SCM_RIGHTS" "own abstract socket" \
-    "loopback TCP" "loopback TCP, non-blocking connect" \
+    "loopback TCP" "loopback TCP, non-blocking connect" "sendmsg under a fast signal timer, each message once" \
     "a waiting connect does not block the others" "the waiting connect completes once accepted"; do
     like "case 63: sandbox's own: $check" "$out" "$check: ok"
 done
