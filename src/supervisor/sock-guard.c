@@ -26,12 +26,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/netlink.h>
+#include <linux/capability.h>
 #include <linux/openat2.h>
 #include <linux/rtnetlink.h>
 #include <linux/seccomp.h>
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -843,6 +845,47 @@ static void guard_main(struct guard *g)
     }
 }
 
+/* The guard performs calls with its own credentials, and the kernel checks
+ * some of them against the caller's (current) capabilities: rtnetlink's
+ * requests, netlink multicast, SO_MARK and SO_PRIORITY in control
+ * messages, SCM_CREDENTIALS naming another pid or uid. As the owner of the
+ * sandbox's user namespace the guard would hold every capability there,
+ * and as root every capability on the host: `ip link set lo down` from the
+ * sandbox went through. So the guard first joins the sandbox's user
+ * namespace (when it is another), which ends the owner's privilege over
+ * it, and keeps one capability: CAP_SYS_PTRACE, to read its callers'
+ * memory and take their fds (the sandbox's PID 1 is not dumpable). */
+static int drop_privileges(int userns_fd, pid_t parent)
+{
+    if (userns_fd >= 0) {
+        struct stat theirs, ours;
+        if (fstat(userns_fd, &theirs) < 0 || stat("/proc/self/ns/user", &ours) < 0)
+            return -1;
+        if ((theirs.st_dev != ours.st_dev || theirs.st_ino != ours.st_ino) &&
+            setns(userns_fd, CLONE_NEWUSER) < 0)
+            return -1;
+    }
+    for (int cap = 0; cap <= 63; cap++)
+        if (cap != CAP_SYS_PTRACE && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL &&
+            errno != EPERM)
+            return -1;
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct data[2] = {{0}};
+    if (syscall(SYS_capget, &hdr, data) < 0)
+        return -1;
+    bool had_ptrace = data[0].permitted & (1u << CAP_SYS_PTRACE);
+    memset(data, 0, sizeof(data));
+    if (had_ptrace)
+        data[0].effective = data[0].permitted = 1u << CAP_SYS_PTRACE;
+    if (syscall(SYS_capset, &hdr, data) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return -1;
+    /* A credential change may clear the parent-death signal. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+        return -1;
+    prctl(PR_SET_DUMPABLE, 0);
+    return 0;
+}
+
 int sock_guard_start(const struct sock_guard_spec *spec, pid_t *ret_pid, struct cordon_error *err)
 {
     _cleanup_close_ int ws = open(spec->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -869,6 +912,15 @@ int sock_guard_start(const struct sock_guard_spec *spec, pid_t *ret_pid, struct 
         dup3(keep[2], GUARD_WORKSPACE, O_CLOEXEC) < 0 || dup2(devnull, 0) < 0 ||
         dup2(devnull, 1) < 0)
         _exit(127);
+    int userns = spec->userns_fd >= 0 ? fcntl(spec->userns_fd, F_DUPFD_CLOEXEC, 100) : -1;
+    if (spec->userns_fd >= 0 && userns < 0)
+        _exit(127);
+    if (drop_privileges(userns, parent) < 0) {
+        log_warn("socket guard: dropping its privileges: %s", strerror(errno));
+        _exit(127);
+    }
+    if (userns >= 0)
+        close(userns);
     close_range(GUARD_WORKSPACE + 1, ~0U, 0);
     sigset_t none;
     sigemptyset(&none);

@@ -14,8 +14,12 @@
 #include <sys/types.h>
 
 struct sock_guard_spec {
-    int listener_fd;          /* seccomp user-notification listener of the sandbox */
-    int diag_fd;              /* NETLINK_SOCK_DIAG socket made in the sandbox's netns */
+    int listener_fd; /* seccomp user-notification listener of the sandbox */
+    int diag_fd;     /* NETLINK_SOCK_DIAG socket made in the sandbox's netns */
+    /* The sandbox's user namespace (/proc/PID/ns/user of its PID 1), or -1:
+     * the guard joins it when it is not the guard's own, so that it holds
+     * no capability there (sock-guard.c, drop_privileges). */
+    int userns_fd;
     const char *workspace;    /* host path of the workspace root */
     const char *const *allow; /* sockets.allow: workspace-relative paths */
     size_t nallow;

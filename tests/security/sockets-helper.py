@@ -127,6 +127,21 @@ def own(d):
 
     check("own socketpair, SCM_RIGHTS", pass_fd)
 
+    # the guard performs the call but lends none of its privileges:
+    # forged credentials are refused as they are to the caller itself
+    fa, fb = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    fb.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    import struct
+
+    def forged():
+        try:
+            fa.sendmsg([b"c"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("iII", 1, os.getuid(), os.getgid()))])
+            return False
+        except PermissionError:
+            return True
+
+    check("forged SCM_CREDENTIALS of pid 1 refused", forged)
+
     # abstract names are the network namespace's own
     ab = socket.socket(socket.AF_UNIX)
     ab.bind("\0cordon-test-abstract")

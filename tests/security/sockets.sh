@@ -119,10 +119,19 @@ for check in "own stream, absolute path" "own stream, relative path" "own stream
     "own stream, through a symlink" "own stream, through /proc/self/fd/N" "own datagram, sendto" "own datagram, sendmsg with an address" \
     "own datagram, connect and send" "own socketpair, SCM_RIGHTS" "own abstract socket" \
     "loopback TCP" "loopback TCP, non-blocking connect" "sendmsg under a fast signal timer, each message once" \
+    "forged SCM_CREDENTIALS of pid 1 refused" \
     "a waiting connect does not block the others" "the waiting connect completes once accepted"; do
     like "case 63: sandbox's own: $check" "$out" "$check: ok"
 done
 rm -rf "$ws/own"
+
+# rtnetlink requests go through the guard too (sendmsg): the kernel checks
+# the sender's capabilities, and the guard holds none in the sandbox's user
+# namespace (as the owner of that namespace it would hold them all).
+sh_in "$ws" 'ip link set lo down 2>&1; echo "down=$?"; ip addr add 10.9.9.9/32 dev lo 2>&1; echo "add=$?"; ip -o link show lo'
+like "case 63: rtnetlink through the guard: link down refused" "$out" "Operation not permitted.*down=2"
+like "case 63: rtnetlink through the guard: address add refused" "$out" "add=2"
+like "case 63: the sandbox's loopback is still up" "$out" "<LOOPBACK,UP"
 
 # --- tmux: the host's server, the sandbox's own ---
 if command -v tmux >/dev/null; then

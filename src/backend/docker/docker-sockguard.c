@@ -122,8 +122,15 @@ int docker_guard_accept(int listen_fd, int cli_pidfd, const struct launch *l, co
         own_dev[nown] = st.st_dev;
         own_ino[nown++] = st.st_ino;
     }
+    char userns_path[64];
+    snprintf(userns_path, sizeof(userns_path), "/proc/%d/ns/user", peer.pid);
+    _cleanup_close_ int userns = open(userns_path, O_RDONLY | O_CLOEXEC);
+    /* Still the process the pidfd is for: the namespace is the agent's. */
+    if (userns < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+        return error_set(err, errno, "docker: socket guard: %s", userns_path);
     struct sock_guard_spec g = {.listener_fd = listener,
                                 .diag_fd = diag,
+                                .userns_fd = userns,
                                 .workspace = l->ws.root,
                                 .allow = (const char *const *)l->cfg.sockets.allow.items,
                                 .nallow = l->cfg.sockets.allow.count,

@@ -230,8 +230,14 @@ static int start_sock_guard(const struct ns_spec *spec, struct ns_sandbox *sb, c
     if (diag < 0)
         return error_set(err, errno, "socket guard: taking the sock_diag socket (pidfd_getfd)");
     size_t nallow = spec->sockets_allow ? spec->nsockets_allow : 0;
+    char userns_path[64];
+    snprintf(userns_path, sizeof(userns_path), "/proc/%d/ns/user", sb->pid);
+    _cleanup_close_ int userns = open(userns_path, O_RDONLY | O_CLOEXEC);
+    if (userns < 0)
+        return error_set(err, errno, "socket guard: %s", userns_path);
     struct sock_guard_spec g = {.listener_fd = listener,
                                 .diag_fd = diag,
+                                .userns_fd = userns,
                                 .workspace = spec->workspace,
                                 .allow = spec->sockets_allow,
                                 .nallow = nallow};
