@@ -68,6 +68,12 @@ like "case 63: docker: sockets.allow: the named host socket connects" "$out" "OK
 for _ in $(seq 40); do reached app.sock && break; sleep 0.05; done
 ok "case 63: docker: sockets.allow: the host listener was reached" reached app.sock
 
+# rtnetlink through the guard: the kernel checks the sender, and the guard
+# keeps no capability but CAP_SYS_PTRACE (as root it would hold them all).
+cordon_run "$ws" "${D[@]}" -- sh -c 'ip link set lo down 2>&1; echo "down=$?"; ip link show lo'
+like "case 63: docker: rtnetlink through the guard: link down refused" "$out" "(Operation not permitted|Permission denied).*down=[1-9]"
+like "case 63: docker: the container's loopback is still up" "$out" "<LOOPBACK,UP"
+
 # The allowlist proxy is a host socket the forwarder reaches by design.
 cordon_run "$ws" "${D[@]}" --network allowlist --allow-host example.invalid -- \
     bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128 && echo proxy-reached'
