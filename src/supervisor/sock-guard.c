@@ -69,6 +69,7 @@
 enum { GUARD_LISTENER = 3, GUARD_DIAG = 4, GUARD_WORKSPACE = 5 };
 
 struct guard {
+    pid_t pid1; /* the sandbox's PID 1 (host pid) */
     const char *const *allow;
     size_t nallow;
     const dev_t *own_dev;
@@ -783,6 +784,20 @@ static void handle_sendmmsg(struct guard *g, const struct target *t,
 
 static void guard_handle(struct guard *g, const struct seccomp_notif *req)
 {
+    /* The sandbox's PID 1 is cordon's own code (init or serve), one thread,
+     * not dumpable, its fds and memory out of the sandbox's reach (no
+     * ptrace, no process_vm_*, no /proc/1/mem for a non-dumpable process):
+     * nothing can change its arguments between a check and the kernel's
+     * re-read, so it is the one caller the kernel may serve directly. It
+     * has to be: its memory belongs to the host's user namespace when it
+     * never exec'd (init in process), which the guard cannot read once it
+     * dropped its privileges, and it sends the supervisor its terminal and
+     * probe pidfds with sendmsg. */
+    if (g->pid1 > 0 && (pid_t)req->pid == g->pid1) {
+        struct seccomp_notif_resp resp = {.id = req->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
+        (void)ioctl(GUARD_LISTENER, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+        return;
+    }
     struct target t;
     if (target_open(&t, req) < 0) {
         struct target dead = {.id = req->id};
@@ -928,7 +943,8 @@ int sock_guard_start(const struct sock_guard_spec *spec, pid_t *ret_pid, struct 
     signal(SIGPIPE, SIG_IGN);
     signal(SIGCHLD, SIG_DFL);
     prctl(PR_SET_NAME, "cordon-sockgrd");
-    struct guard g = {.allow = spec->allow,
+    struct guard g = {.pid1 = spec->pid1,
+                      .allow = spec->allow,
                       .nallow = spec->nallow,
                       .own_dev = spec->own_dev,
                       .own_ino = spec->own_ino,

@@ -20,6 +20,7 @@ struct sock_guard_spec {
      * the guard joins it when it is not the guard's own, so that it holds
      * no capability there (sock-guard.c, drop_privileges). */
     int userns_fd;
+    pid_t pid1;               /* the sandbox's PID 1, cordon's own code (host pid) */
     const char *workspace;    /* host path of the workspace root */
     const char *const *allow; /* sockets.allow: workspace-relative paths */
     size_t nallow;

@@ -238,6 +238,7 @@ static int start_sock_guard(const struct ns_spec *spec, struct ns_sandbox *sb, c
     struct sock_guard_spec g = {.listener_fd = listener,
                                 .diag_fd = diag,
                                 .userns_fd = userns,
+                                .pid1 = sb->pid,
                                 .workspace = spec->workspace,
                                 .allow = spec->sockets_allow,
                                 .nallow = nallow};
