@@ -139,6 +139,55 @@ class McpClient {
 	}
 }
 
+// Characters that do not show as themselves (src/util/escape.c has the C
+// twin and the reasons): C0, DEL, C1, format characters (bidi controls,
+// zero-width, tags), separators, every space but U+0020, fillers, variation
+// selectors, private use, surrogates, noncharacters, unassigned.
+const HIDDEN_RANGES: [number, number][] = [
+	[0x00a0, 0x00a0], [0x00ad, 0x00ad], [0x034f, 0x034f], [0x061c, 0x061c],
+	[0x115f, 0x1160], [0x1680, 0x1680], [0x17b4, 0x17b5], [0x180b, 0x180f],
+	[0x2000, 0x200f], [0x2028, 0x202f], [0x205f, 0x206f], [0x2800, 0x2800],
+	[0x3000, 0x3000], [0x3164, 0x3164], [0xd800, 0xdfff], [0xe000, 0xf8ff],
+	[0xfdd0, 0xfdef], [0xfe00, 0xfe0f], [0xfeff, 0xfeff], [0xffa0, 0xffa0],
+	[0xfff0, 0xfffb], [0x1bca0, 0x1bca3], [0x1d173, 0x1d17a], [0xe0000, 0xe0fff],
+	[0xf0000, 0x10ffff],
+];
+const HIDDEN_CATEGORY = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u;
+
+export function isHiddenCodePoint(cp: number): boolean {
+	if (cp < 0x20 || cp === 0x7f || (cp >= 0x80 && cp <= 0x9f)) return true;
+	if (cp < 0x7f) return false;
+	if (cp > 0x10ffff || (cp & 0xfffe) === 0xfffe) return true;
+	if (HIDDEN_RANGES.some(([a, b]) => cp >= a && cp <= b)) return true;
+	return HIDDEN_CATEGORY.test(String.fromCodePoint(cp));
+}
+
+/** The approval text with every hidden character escaped (\x1b, \u202e,
+ * \u{e0041}; a lone surrogate as \udXXX) and how many there were.
+ * keepLayout: newline and tab pass; backslash: "\" becomes "\\". */
+export function escapeHidden(s: string, opts: { keepLayout?: boolean; backslash?: boolean } = {}): { text: string; count: number } {
+	let text = "";
+	let count = 0;
+	for (const ch of s) {
+		const cp = ch.codePointAt(0)!;
+		if (opts.keepLayout && (ch === "\n" || ch === "\t")) text += ch;
+		else if (isHiddenCodePoint(cp)) {
+			count++;
+			const hex = cp.toString(16);
+			text += cp < 0x20 || cp === 0x7f ? `\\x${hex.padStart(2, "0")}` : cp <= 0xffff ? `\\u${hex.padStart(4, "0")}` : `\\u{${hex}}`;
+		} else if (ch === "\\" && opts.backslash) text += "\\\\";
+		else text += ch;
+	}
+	return { text, count };
+}
+
+/** What the approval dialog shows: cordon's prompt (which escapes already),
+ * escaped again here so nothing that reaches the dialog shows raw. */
+export function approvalText(message: string): string {
+	const { text, count } = escapeHidden(message, { keepLayout: true });
+	return count ? `NOTE: this prompt contains ${count} invisible or control character${count === 1 ? "" : "s"}, shown escaped.\n\n${text}` : text;
+}
+
 export default function cordon(pi: ExtensionAPI) {
 	const command = process.env.CORDON_BIN || "cordon";
 	let client: McpClient | undefined;
@@ -182,7 +231,7 @@ export default function cordon(pi: ExtensionAPI) {
 			if (method !== "elicitation/create") throw new Error(`unsupported request ${method}`);
 			// Only reachable with a UI: without one, elicitation is not declared.
 			if (!ctx.hasUI) return { action: "decline" };
-			const yes = await ctx.ui.confirm("cordon: run on the HOST, outside the sandbox?", String(params?.message ?? ""));
+			const yes = await ctx.ui.confirm("cordon: run on the HOST, outside the sandbox?", approvalText(String(params?.message ?? "")));
 			return yes ? { action: "accept", content: { approve: true } } : { action: "decline" };
 		};
 		try {

@@ -514,6 +514,27 @@ static json_t *proxy_attempts(json_t *req)
 /* Can a new file be made in a directory (or a file opened for writing)?
  * Nothing is left behind and no existing file is changed: O_WRONLY without
  * O_TRUNC writes nothing. */
+/* Creates each named file (the git metadata check: the host looks for it
+ * in its own git directory afterwards); the file stays, in the sandbox's
+ * copy, where the session's teardown removes it. */
+static json_t *plant_attempts(json_t *list)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *p;
+    json_array_foreach (list, i, p) {
+        const char *path = json_string_value(p);
+        if (!path)
+            continue;
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        json_array_append_new(out, json_pack("{s:s, s:o}", "path", path, "write", outcome(fd, e)));
+    }
+    return out;
+}
+
 static json_t *write_attempts(json_t *list)
 {
     json_t *out = json_array();
@@ -724,6 +745,7 @@ int agent_probe(void)
     json_object_set_new(out, "proxy", proxy_attempts(req));
     json_object_set_new(out, "writable", write_attempts(json_object_get(req, "writable")));
     json_object_set_new(out, "readonly", write_attempts(json_object_get(req, "readonly")));
+    json_object_set_new(out, "plant", plant_attempts(json_object_get(req, "plant")));
     json_object_set_new(out, "processes", processes(req));
     json_object_set_new(out, "fds", descriptors());
     json_object_set_new(out, "landlock", landlock());

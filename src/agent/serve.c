@@ -12,6 +12,8 @@
 #include "agent/protocol.h"
 #include "agent/reap.h"
 #include "agent/tools/bash.h"
+#include "agent/tools/fileio.h"
+#include "agent/tools/pin.h"
 #include "agent/tools/registry.h"
 #include "agent/tools/tool.h"
 #include "config.h"
@@ -152,8 +154,8 @@ static void call_release(struct agent *a, struct call *c)
 
 /* find and grep: the walk runs in a child that writes the serialised result
  * to a pipe, so the loop stays responsive and a cancel is a kill. */
-static void start_worker(struct agent *a, json_int_t id, const struct tool_entry *tool,
-                         json_t *args)
+static void start_worker(struct agent *a, const struct tool_env *env, json_int_t id,
+                         const struct tool_entry *tool, json_t *args)
 {
     int idx;
     struct call *c = call_slot(a, id, &idx);
@@ -178,7 +180,7 @@ static void start_worker(struct agent *a, json_int_t id, const struct tool_entry
     if (pid == 0) {
         close(fds[0]);
         struct tool_result res = {0};
-        if (tool->run(&a->env, args, &res) < 0)
+        if (tool->run(env, args, &res) < 0)
             tool_result_error(&res, "out of memory");
         json_t *msg = json_pack("{s:O, s:b}", "content", res.content ? res.content : json_array(),
                                 "isError", res.is_error);
@@ -277,7 +279,7 @@ static void bash_send_update(struct agent *a, struct call *c)
     c->last_update_ms = tool_bash_now_ms();
 }
 
-static void start_bash(struct agent *a, json_int_t id, json_t *args)
+static void start_bash(struct agent *a, const struct tool_env *env, json_int_t id, json_t *args)
 {
     int idx;
     struct call *c = call_slot(a, id, &idx);
@@ -287,7 +289,7 @@ static void start_bash(struct agent *a, json_int_t id, json_t *args)
     }
     struct tool_result early = {0};
     struct tool_bash_call *bash = NULL;
-    int rc = tool_bash_start(&a->env, args, &bash, &early);
+    int rc = tool_bash_start(env, args, &bash, &early);
     if (rc < 0 || !bash) {
         if (!early.content)
             tool_result_error(&early, "bash could not start");
@@ -350,12 +352,28 @@ static void on_call(struct agent *a, json_t *msg)
         send_error(a, id, "a call with this id is already in flight");
         return;
     }
+    /* An approved host call (the supervisor's pin, agent/tools/pin.h): its
+     * directories are checked and held by fd for the call. A bash or worker
+     * child has its own copies of the fds once forked. */
+    json_t *pin_json = json_object_get(msg, TOOL_PIN_FIELD);
+    struct tool_pin pin = {.cwd_fd = -1, .dir_fd = -1};
+    struct tool_env env = a->env;
+    if (pin_json) {
+        char why[2048];
+        if (tool_pin_from_json(pin_json, &pin, why, sizeof(why)) < 0) {
+            struct tool_result refused = {0};
+            tool_result_error(&refused, "%s", why);
+            send_result(a, id, &refused);
+            return;
+        }
+        env.pin = &pin;
+    }
     if (!args)
         args = json_object();
     else
         json_incref(args);
     if (strcmp(name, "bash") == 0) {
-        start_bash(a, id, args);
+        start_bash(a, &env, id, args);
     } else {
         const struct tool_entry *tool = tool_lookup(name);
         if (!tool) {
@@ -363,15 +381,16 @@ static void on_call(struct agent *a, json_t *msg)
             snprintf(msgbuf, sizeof(msgbuf), "unknown tool: %.64s", name);
             send_error(a, id, msgbuf);
         } else if (strcmp(name, "find") == 0 || strcmp(name, "grep") == 0) {
-            start_worker(a, id, tool, args);
+            start_worker(a, &env, id, tool, args);
         } else {
             struct tool_result res = {0};
-            if (tool->run(&a->env, args, &res) < 0)
+            if (tool->run(&env, args, &res) < 0)
                 tool_result_error(&res, "out of memory");
             send_result(a, id, &res);
         }
     }
     json_decref(args);
+    tool_pin_close(&pin);
 }
 
 static void on_cancel(struct agent *a, json_t *msg)
@@ -508,6 +527,7 @@ int agent_serve(int channel_fd, bool host)
 
 int agent_serve_pipes(int channel_fd, int channel_out_fd, bool host)
 {
+    tool_set_sandboxed(!host);
     struct cordon_error rerr;
     /* Before any call: every process a call leaves behind stays ours. */
     if (host && reap_become_subreaper(&rerr) < 0)

@@ -228,8 +228,8 @@ static int prepare_guest(char *reason, size_t size)
     } mounts[] = {
         {"cgroup2", "/sys/fs/cgroup", "cgroup2", "nsdelegate", MS_NOSUID | MS_NODEV | MS_NOEXEC},
         /* daemon.json and the daemon's key: the host's /etc/docker is never shared. */
-        {"tmpfs", "/etc/docker", "tmpfs", "mode=0700", MS_NOSUID | MS_NODEV},
-        {"tmpfs", "/var/log", "tmpfs", "mode=0755", MS_NOSUID | MS_NODEV},
+        {"tmpfs", "/etc/docker", "tmpfs", "mode=0700,size=4m,nr_inodes=1024", MS_NOSUID | MS_NODEV},
+        {"tmpfs", "/var/log", "tmpfs", "mode=0755,size=64m,nr_inodes=16384", MS_NOSUID | MS_NODEV},
     };
     for (size_t i = 0; i < ARRAY_SIZE(mounts); i++) {
         if (mount(mounts[i].src, mounts[i].dst, mounts[i].type, mounts[i].flags, mounts[i].data) <

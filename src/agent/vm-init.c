@@ -214,20 +214,34 @@ static int share_depth_cmp(const void *a, const void *b)
 static void build_view(json_t *spec, uid_t uid, gid_t gid)
 {
     const unsigned long nosuid = MS_NOSUID | MS_NODEV;
-    mount_or_fail("tmpfs", "/tmp", "tmpfs", nosuid, "mode=1777");
-    mount_or_fail("tmpfs", "/var/tmp", "tmpfs", nosuid, "mode=1777");
-    mount_or_fail("tmpfs", "/run", "tmpfs", nosuid, "mode=0755");
-    mount_or_fail("tmpfs", "/var/lib/docker", "tmpfs", MS_NODEV, "mode=0711");
+    /* Each writable tmpfs bounded as on the host backends (the host's
+     * limits.tmpfs_mib and limits.tmpfs_inodes); without them, the kernel's
+     * half of the guest's RAM, each. */
+    json_t *bounds = json_object_get(spec, "tmpfs");
+    long mib = (long)json_integer_value(json_object_get(bounds, "mib"));
+    long inodes = (long)json_integer_value(json_object_get(bounds, "inodes"));
+    char size[64] = "";
+    if (mib > 0 && inodes > 0)
+        snprintf(size, sizeof(size), ",size=%ldm,nr_inodes=%ld", mib, inodes);
+    char tmpfs_opts[128];
+    snprintf(tmpfs_opts, sizeof(tmpfs_opts), "mode=1777%s", size);
+    mount_or_fail("tmpfs", "/tmp", "tmpfs", nosuid, tmpfs_opts);
+    mount_or_fail("tmpfs", "/var/tmp", "tmpfs", nosuid, tmpfs_opts);
+    mount_or_fail("tmpfs", "/dev/shm", "tmpfs", nosuid, tmpfs_opts);
+    snprintf(tmpfs_opts, sizeof(tmpfs_opts), "mode=0755%s", size);
+    mount_or_fail("tmpfs", "/run", "tmpfs", nosuid, tmpfs_opts);
+    /* Images and containers of the guest's daemon when it has no disk: as
+     * large as the kernel allows a tmpfs (half the guest's RAM), said
+     * explicitly. */
+    mount_or_fail("tmpfs", "/var/lib/docker", "tmpfs", MS_NODEV, "mode=0711,size=50%");
     mount_or_fail("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
                   "newinstance,ptmxmode=0666,mode=0620");
-    mount_or_fail("tmpfs", "/dev/shm", "tmpfs", nosuid, "mode=1777");
 
     const char *home = json_string_value(json_object_get(spec, "home"));
     if (home && home[0] == '/' && !is_under(home, "/tmp") && !is_under(home, "/var/tmp") &&
         !is_under(home, "/run")) {
-        char opts[64];
-        snprintf(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u", uid, gid);
-        mount_or_fail("tmpfs", home, "tmpfs", nosuid, opts);
+        snprintf(tmpfs_opts, sizeof(tmpfs_opts), "mode=0700,uid=%u,gid=%u%s", uid, gid, size);
+        mount_or_fail("tmpfs", home, "tmpfs", nosuid, tmpfs_opts);
     } else if (home && home[0] == '/') {
         /* The parents stay traversable for the user (0755, as on a host
          * where such a home exists); the home itself is the user's. */

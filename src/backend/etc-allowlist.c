@@ -6,8 +6,23 @@
 #include <string.h>
 
 /* The curated /etc: what programs need to run (name service, loader, TLS
- * roots, terminal and locale data), nothing that holds a secret (shadow,
- * sudoers, ssh host keys, ssl/private, machine-id, docker, cordon's policy). */
+ * roots, terminal and locale data, the shells' own start-up files), nothing
+ * that holds a secret. Out, and why (each can be added back by the user's
+ * etc.extra, docs/configuration.md):
+ *   shadow, gshadow, sudoers, ssh host keys, ssl/private, machine-id,
+ *   docker, cordon's policy: credentials and host identity;
+ *   environment, profile.d/: where proxies with passwords and tokens are
+ *   exported for every login; gitconfig, subversion/: credential helpers,
+ *   http.extraHeader tokens, stored passwords; wgetrc, netrc-like files,
+ *   npmrc, pip.conf, boto.cfg, apt/auth.conf*: passwords of proxies and
+ *   package indexes; perl/ (CPAN's Config.pm holds proxy_user/proxy_pass,
+ *   Net/libnet.cfg firewall logins); krb5.keytab, cups/, NetworkManager/,
+ *   wpa_supplicant/, ppp/, openvpn/, wireguard/: keys and passwords of
+ *   their services. None of those is in this list.
+ * Kept though a host could write anything into them: profile, bash.bashrc
+ * and inputrc (an interactive shell's structure; Debian's read profile.d,
+ * which is gone) and java-* (the JDK's conf/ links into it; net.properties
+ * may name a proxy host, not a password). */
 static const char *const etc_allowlist[] = {
     "passwd",      "group",         "hosts",           "hostname",
     "host.conf",   "nsswitch.conf", "resolv.conf",     "gai.conf",
@@ -15,13 +30,11 @@ static const char *const etc_allowlist[] = {
     "ethertypes",  "ld.so.cache",   "ld.so.conf",      "ld.so.conf.d",
     "localtime",   "timezone",      "os-release",      "debian_version",
     "lsb-release", "alternatives",  "ca-certificates", "ca-certificates.conf",
-    "bash.bashrc", "profile",       "profile.d",       "inputrc",
-    "terminfo",    "mime.types",    "magic",           "magic.mime",
-    "gitconfig",   "locale.alias",  "locale.conf",     "shells",
-    "nanorc",      "vim",           "python3*",        "perl",
-    "java-*",      "wgetrc",        "mailcap",         "manpath.config",
-    "environment", "login.defs",    "xattr.conf",      "fonts",
-    "subversion",
+    "bash.bashrc", "profile",       "inputrc",         "terminfo",
+    "mime.types",  "magic",         "magic.mime",      "locale.alias",
+    "locale.conf", "shells",        "nanorc",          "vim",
+    "python3*",    "java-*",        "mailcap",         "manpath.config",
+    "login.defs",  "xattr.conf",    "fonts",
 };
 
 bool etc_entry_allowed(const char *name)

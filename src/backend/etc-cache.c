@@ -29,7 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ETC_CACHE_FORMAT    1
+/* 2: environment, gitconfig, wgetrc, subversion, profile.d and perl left
+ * the list; the key changes with the format, so no cache built under the
+ * old list is used again. */
+#define ETC_CACHE_FORMAT    2
 #define ETC_CACHE_KEEP_DAYS 7
 /* Regular files up to this size are copied; larger ones are bound. */
 #define ETC_CACHE_COPY_MAX    (1u << 20)
@@ -68,28 +71,89 @@ static bool item_is_copied(const struct etc_item *it)
            (S_ISREG(it->st.st_mode) && it->st.st_size <= ETC_CACHE_COPY_MAX);
 }
 
+static bool already_listed(const struct etc_item *items, size_t n, const char *rel)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(items[i].rel);
+        if (strncmp(items[i].rel, rel, len) == 0 && (rel[len] == '\0' || rel[len] == '/'))
+            return true;
+    }
+    return false;
+}
+
+/* One etc.extra entry: its directories are walked from /etc without
+ * following a symlink (a link there would bind or copy a place outside
+ * /etc); the entry itself is taken as the listed ones are (a symlink is
+ * copied as a link, resolved inside the sandbox's own view). Returns 0
+ * with nothing added when it does not exist. */
+static int collect_extra(int etcfd, const char *rel, struct etc_item *it, bool *found,
+                         struct cordon_error *err)
+{
+    *found = false;
+    char path[sizeof(it->rel)];
+    if (snprintf(path, sizeof(path), "%s", rel) >= (int)sizeof(path) || rel[0] == '/' ||
+        strstr(rel, ".."))
+        return error_set(err, EINVAL, "etc.extra: %s is not a short path below /etc", rel);
+    _cleanup_close_ int dirfd = fcntl(etcfd, F_DUPFD_CLOEXEC, 3);
+    if (dirfd < 0)
+        return error_set(err, errno, "etc.extra: %s", rel);
+    char *name = path;
+    for (char *slash; (slash = strchr(name, '/'));) {
+        *slash = '\0';
+        int next = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            if (errno == ENOENT)
+                return 0;
+            if (errno == ELOOP || errno == ENOTDIR) {
+                struct stat st;
+                if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                    return error_set(err, ELOOP,
+                                     "etc.extra: %s: /etc/%.*s is a symlink; name the place it "
+                                     "points to instead",
+                                     rel, (int)(slash - path), rel);
+                return 0; /* a file where a directory was named: nothing there */
+            }
+            return error_set(err, errno, "etc.extra: /etc/%s", rel);
+        }
+        close(dirfd);
+        dirfd = next;
+        *slash = '/';
+        name = slash + 1;
+    }
+    if (fstatat(dirfd, name, &it->st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return error_set(err, errno, "etc.extra: /etc/%s", rel);
+    }
+    if (!S_ISLNK(it->st.st_mode) && !S_ISREG(it->st.st_mode) && !S_ISDIR(it->st.st_mode))
+        return error_set(err, EINVAL, "etc.extra: /etc/%s is not a file, directory or symlink",
+                         rel);
+    memcpy(it->rel, rel, strlen(rel) + 1);
+    *found = true;
+    return 0;
+}
+
 /* Collects the allowed entries of /etc (and the TLS roots without
- * /etc/ssl/private). */
-static int collect(struct etc_item *items, size_t *n)
+ * /etc/ssl/private), then etc.extra's. */
+static int collect(struct etc_item *items, size_t *n, char *const *extra, size_t nextra,
+                   struct cordon_error *err)
 {
     *n = 0;
     _cleanup_closedir_ DIR *dir = opendir("/etc");
     if (!dir)
-        return -1;
+        return error_set(err, errno, "etc cache: reading /etc");
     struct dirent *de;
     while ((de = readdir(dir))) {
         if (de->d_name[0] == '.' || !etc_entry_allowed(de->d_name))
             continue;
-        if (*n == ETC_CACHE_MAX_ENTRIES || strlen(de->d_name) >= sizeof(items[0].rel)) {
-            errno = E2BIG;
-            return -1;
-        }
+        if (*n == ETC_CACHE_MAX_ENTRIES || strlen(de->d_name) >= sizeof(items[0].rel))
+            return error_set(err, E2BIG, "etc cache: reading /etc");
         struct etc_item *it = &items[*n];
         memcpy(it->rel, de->d_name, strlen(de->d_name) + 1);
         if (fstatat(dirfd(dir), de->d_name, &it->st, AT_SYMLINK_NOFOLLOW) < 0) {
             if (errno == ENOENT)
                 continue;
-            return -1;
+            return error_set(err, errno, "etc cache: /etc/%s", de->d_name);
         }
         if (!S_ISLNK(it->st.st_mode) && !S_ISREG(it->st.st_mode) && !S_ISDIR(it->st.st_mode))
             continue;
@@ -105,6 +169,17 @@ static int collect(struct etc_item *items, size_t *n)
         snprintf(path, sizeof(path), "/etc/%s", ssl[i]);
         if (lstat(path, &it->st) == 0 &&
             (S_ISLNK(it->st.st_mode) || S_ISREG(it->st.st_mode) || S_ISDIR(it->st.st_mode)))
+            (*n)++;
+    }
+    for (size_t i = 0; i < nextra; i++) {
+        if (already_listed(items, *n, extra[i]))
+            continue;
+        if (*n == ETC_CACHE_MAX_ENTRIES)
+            return error_set(err, E2BIG, "etc.extra: too many entries in /etc's view");
+        bool found;
+        if (collect_extra(dirfd(dir), extra[i], &items[*n], &found, err) < 0)
+            return -1;
+        if (found)
             (*n)++;
     }
     return 0;
@@ -130,6 +205,21 @@ static int copy_file(const char *src, int dirfd, const char *rel, mode_t mode)
     return fchmod(out, mode & 0755);
 }
 
+/* The directories above rel ("apt" for "apt/auth.conf"), in the fresh
+ * copy: made by us, so never a symlink. */
+static int mkdir_parents(int dirfd, const char *rel)
+{
+    char path[sizeof(((struct etc_item *)0)->rel)];
+    snprintf(path, sizeof(path), "%s", rel);
+    for (char *slash = strchr(path, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        if (mkdirat(dirfd, path, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *slash = '/';
+    }
+    return 0;
+}
+
 /* Fills a fresh directory: copies, symlinks, and mount points. */
 static int populate(int dirfd, const struct etc_item *items, size_t n)
 {
@@ -137,7 +227,7 @@ static int populate(int dirfd, const struct etc_item *items, size_t n)
         const struct etc_item *it = &items[i];
         char src[PATH_MAX];
         snprintf(src, sizeof(src), "/etc/%s", it->rel);
-        if (strchr(it->rel, '/') && mkdirat(dirfd, "ssl", 0755) < 0 && errno != EEXIST)
+        if (mkdir_parents(dirfd, it->rel) < 0)
             return -1;
         if (S_ISLNK(it->st.st_mode)) {
             char target[PATH_MAX];
@@ -151,7 +241,8 @@ static int populate(int dirfd, const struct etc_item *items, size_t n)
             if (copy_file(src, dirfd, it->rel, it->st.st_mode) < 0)
                 return -1;
         } else if (S_ISDIR(it->st.st_mode)) {
-            if (mkdirat(dirfd, it->rel, 0755) < 0)
+            /* An extra below this directory may have made it already. */
+            if (mkdirat(dirfd, it->rel, 0755) < 0 && errno != EEXIST)
                 return -1;
         } else {
             int fd = openat(dirfd, it->rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
@@ -193,15 +284,16 @@ static void sweep(int rootfd, const char *keep)
     closedir(d);
 }
 
-int etc_cache_prepare(const char *root, struct etc_cache *out, struct cordon_error *err)
+int etc_cache_prepare(const char *root, char *const *extra, size_t nextra, struct etc_cache *out,
+                      struct cordon_error *err)
 {
     *out = (struct etc_cache){0};
     _cleanup_free_ struct etc_item *items = calloc(ETC_CACHE_MAX_ENTRIES, sizeof(*items));
     if (!items)
         return error_set(err, ENOMEM, "etc cache");
     size_t n;
-    if (collect(items, &n) < 0)
-        return error_set(err, errno, "etc cache: reading /etc");
+    if (collect(items, &n, extra, nextra, err) < 0)
+        return -1;
     uint64_t h = 0xcbf29ce484222325ull;
     int format = ETC_CACHE_FORMAT;
     h = fnv1a(h, &format, sizeof(format));

@@ -16,5 +16,8 @@ struct etc_cache {
 
 /* Finds or builds the cache for the host's current /etc under root (created
  * 0700 when missing; refused unless it is the caller's and closed to
- * others). */
-int etc_cache_prepare(const char *root, struct etc_cache *out, struct cordon_error *err);
+ * others). extra (nextra entries, may be NULL) are etc.extra's paths below
+ * /etc, validated by the configuration; one that does not exist is left
+ * out, one reached through a symlinked directory refuses the start. */
+int etc_cache_prepare(const char *root, char *const *extra, size_t nextra, struct etc_cache *out,
+                      struct cordon_error *err);

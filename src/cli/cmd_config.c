@@ -9,11 +9,15 @@
 #include "config.h"
 #include "config/config.h"
 #include "config/emit.h"
+#include "config/trust-guard.h"
+#include "config/trust-review.h"
 #include "config/trust.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/escape.h"
 #include "util/log.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -44,7 +48,7 @@ static const char *xdg_config_home(void)
     return xdg && xdg[0] == '/' ? xdg : NULL;
 }
 
-static int config_paths(char **ret_trust_file, struct cordon_error *err)
+static int config_paths(char **ret_trust_file, char **ret_guard_dir, struct cordon_error *err)
 {
     const char *xdg = xdg_config_home();
     const char *home = getenv("HOME");
@@ -52,7 +56,11 @@ static int config_paths(char **ret_trust_file, struct cordon_error *err)
         return error_set(err, 0, "neither XDG_CONFIG_HOME nor HOME is set");
     int n = xdg ? asprintf(ret_trust_file, "%s/cordon/trust.json", xdg)
                 : asprintf(ret_trust_file, "%s/.config/cordon/trust.json", home);
-    return n < 0 ? error_set(err, ENOMEM, "trust file") : 0;
+    if (n < 0)
+        return error_set(err, ENOMEM, "trust file");
+    n = xdg ? asprintf(ret_guard_dir, "%s/cordon/trust-guard", xdg)
+            : asprintf(ret_guard_dir, "%s/.config/cordon/trust-guard", home);
+    return n < 0 ? error_set(err, ENOMEM, "trust guard") : 0;
 }
 
 static void config_usage(FILE *out)
@@ -190,12 +198,12 @@ int cmd_config(int argc, char **argv)
         goto out;
     }
     if (where) {
-        json_t *places =
-            json_pack("{s:s, s:s, s:s, s:b, s:[s,s], s:s, s:s}", "workspace", cfg.workspace, "user",
-                      cfg.user_file, "workspace_file", cfg.workspace_file, "workspace_trusted",
-                      cfg.workspace_trusted, "host_defaults", cfg.host_default_files[0],
-                      cfg.host_default_files[1], "project_policy", cfg.project_policy_file, "trust",
-                      cfg.trust_file);
+        json_t *places = json_pack(
+            "{s:s, s:s, s:s, s:b, s:[s,s], s:s, s:s, s:s}", "workspace", cfg.workspace, "user",
+            cfg.user_file, "workspace_file", cfg.workspace_file, "workspace_trusted",
+            cfg.workspace_trusted, "host_defaults", cfg.host_default_files[0],
+            cfg.host_default_files[1], "project_policy", cfg.project_policy_file, "trust",
+            cfg.trust_file, "trust_guard", cfg.trust_guard_dir);
         if (json) {
             status = print_json(places);
         } else {
@@ -207,6 +215,7 @@ int cmd_config(int argc, char **argv)
             printf("host defaults:    %s\n", cfg.host_default_files[1]);
             printf("project override: %s\n", cfg.project_policy_file);
             printf("trust record:     %s\n", cfg.trust_file);
+            printf("trust guard:      %s\n", cfg.trust_guard_dir);
             json_decref(places);
             status = 0;
         }
@@ -237,24 +246,129 @@ static int trust_list(const char *trust_file)
     return 0;
 }
 
+/* The user's answer to "Trust it?" on the terminal: yes only for y/yes. */
+static bool trust_confirmed(void)
+{
+    fputs("Trust this file? [y/N] ", stderr);
+    fflush(stderr);
+    char answer[16];
+    if (!fgets(answer, sizeof(answer), stdin))
+        return false;
+    answer[strcspn(answer, "\n")] = '\0';
+    for (char *c = answer; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    return strcmp(answer, "y") == 0 || strcmp(answer, "yes") == 0;
+}
+
+/* `cordon trust`: shows the file and what trusting it changes (stderr, so
+ * stdout stays "trusted DIR"), asks on a terminal or needs --yes, then pins
+ * the hash of exactly the bytes shown. */
+static int trust_workspace(const char *trust_file, const char *guard_dir, const char *workspace,
+                           bool yes)
+{
+    struct cordon_error err = {0};
+    _cleanup_free_ char *file = NULL;
+    if (asprintf(&file, "%s%s.cordon.toml", workspace, strcmp(workspace, "/") == 0 ? "" : "/") < 0)
+        return EXIT_CONFIG_ERROR;
+    _cleanup_free_ char *data = NULL;
+    size_t length = 0;
+    bool exists = false;
+    if (cfg_read_workspace_file(file, &data, &length, &exists, &err) < 0) {
+        log_error("%s", err.message);
+        return EXIT_CONFIG_ERROR;
+    }
+    if (!exists) {
+        /* nothing to review: a file created later is not honoured until it
+         * is trusted itself */
+        if (cfg_trust_pin(trust_file, workspace, NULL, &err) < 0) {
+            log_error("%s", err.message);
+            return EXIT_CONFIG_ERROR;
+        }
+        printf("trusted %s\n", workspace);
+        return 0;
+    }
+    char hex[TRUST_GUARD_HASH_SIZE];
+    sha256_hex(data, length, hex);
+    bool written = false;
+    if (trust_guard_written(guard_dir, workspace, hex, &written, &err) < 0) {
+        log_error("%s", err.message);
+        return EXIT_CONFIG_ERROR;
+    }
+    struct cfg_inputs in = {
+        .workspace = workspace,
+        .environ = environ,
+        .xdg_config_home = xdg_config_home(),
+        .home = getenv("HOME"),
+        .etc_dir = launch_etc_dir(),
+    };
+    _cleanup_free_ char *summary = NULL;
+    if (cfg_trust_review(&in, data, length, &summary, &err) < 0) {
+        log_error("cannot review %s: %s", file, err.message);
+        return EXIT_CONFIG_ERROR;
+    }
+    /* the file is the agent's to write, and a directory name below the
+     * workspace its to choose: nothing reaches the terminal unescaped */
+    size_t hidden = 0;
+    _cleanup_free_ char *shown =
+        text_escape_visible(data, length, TEXT_ESCAPE_KEEP_LAYOUT, &hidden);
+    _cleanup_free_ char *name = text_escape_visible(file, strlen(file), 0, NULL);
+    if (!shown || !name)
+        return EXIT_CONFIG_ERROR;
+    fprintf(stderr, "%s (%zu bytes, sha256 %s):\n", name, length, hex);
+    if (hidden)
+        fprintf(stderr,
+                "note: it holds %zu control, invisible or invalid character(s), shown escaped "
+                "(\\x.., \\u....)\n",
+                hidden);
+    if (written)
+        fputs("warning: `.cordon.toml` was written by a sandboxed session; review it before "
+              "trusting\n",
+              stderr);
+    fprintf(stderr, "----- begin %s -----\n%s%s----- end -----\n", name, shown,
+            length && data[length - 1] != '\n' ? "\n" : "");
+    fputs(summary, stderr);
+    if (!yes && !isatty(STDIN_FILENO)) {
+        log_error("not trusting %s: there is no terminal to confirm on; review the file and "
+                  "what it changes above, then run `cordon trust --yes`",
+                  workspace);
+        return EXIT_CONFIG_ERROR;
+    }
+    if (!yes && !trust_confirmed()) {
+        fprintf(stderr, "not trusted: %s\n", workspace);
+        return EXIT_CONFIG_ERROR;
+    }
+    if (cfg_trust_pin(trust_file, workspace, hex, &err) < 0) {
+        log_error("%s", err.message);
+        return EXIT_CONFIG_ERROR;
+    }
+    /* the user has reviewed this content: it is theirs now */
+    if (trust_guard_forget(guard_dir, workspace, &err) < 0)
+        log_warn("%s", err.message);
+    printf("trusted %s\n", workspace);
+    return 0;
+}
+
 static int trust_command(int argc, char **argv, bool trust)
 {
     const char *dir = NULL;
-    bool list = false;
+    bool list = false, yes = false;
     for (int i = 1; i < argc; i++) {
         if (trust && strcmp(argv[i], "--list") == 0)
             list = true;
+        else if (trust && (strcmp(argv[i], "--yes") == 0 || strcmp(argv[i], "-y") == 0))
+            yes = true;
         else if (!dir && argv[i][0] != '-')
             dir = argv[i];
         else {
-            fprintf(stderr, "usage: cordon trust [DIR] | cordon trust --list | "
+            fprintf(stderr, "usage: cordon trust [--yes] [DIR] | cordon trust --list | "
                             "cordon untrust [DIR]\n");
             return EXIT_USAGE;
         }
     }
     struct cordon_error err = {0};
     _cleanup_free_ char *trust_file = NULL;
-    if (config_paths(&trust_file, &err) < 0) {
+    _cleanup_free_ char *guard_dir = NULL;
+    if (config_paths(&trust_file, &guard_dir, &err) < 0) {
         log_error("%s", err.message);
         return EXIT_CONFIG_ERROR;
     }
@@ -265,14 +379,8 @@ static int trust_command(int argc, char **argv, bool trust)
         log_error("%s", err.message);
         return EXIT_CONFIG_ERROR;
     }
-    if (trust) {
-        if (cfg_trust_add(trust_file, workspace, &err) < 0) {
-            log_error("%s", err.message);
-            return EXIT_CONFIG_ERROR;
-        }
-        printf("trusted %s\n", workspace);
-        return 0;
-    }
+    if (trust)
+        return trust_workspace(trust_file, guard_dir, workspace, yes);
     bool removed = false;
     if (cfg_trust_remove(trust_file, workspace, &removed, &err) < 0) {
         log_error("%s", err.message);

@@ -12,6 +12,7 @@
 #include "net/fdpass.h"
 #include "supervisor/control.h"
 #include "supervisor/launch.h"
+#include "supervisor/gitguard.h"
 #include "supervisor/lifecycle.h"
 #include "supervisor/state.h"
 #include "supervisor/verify.h"
@@ -259,11 +260,12 @@ static int supervise_loop(struct supervise *s)
             {s->master, POLLIN, 0}, {stdin_open ? 0 : -1, POLLIN, 0},
             {s->chan, POLLIN, 0},   {s->ctl ? control_fd(s->ctl) : -1, POLLIN, 0},
         };
-        if (poll(fds, 6, -1) < 0) {
+        if (poll(fds, 6, gitguard_poll_timeout(s->l->git, -1)) < 0) {
             if (errno == EINTR)
                 continue;
             return CORDON_EXIT_FAILURE;
         }
+        gitguard_sync_if_due(s->l->git);
         if (fds[0].revents & POLLIN) {
             struct signalfd_siginfo si;
             if (read(s->sigfd, &si, sizeof(si)) == sizeof(si)) {

@@ -109,11 +109,13 @@ int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv, bo
                                                    {master_open ? master : -1, POLLIN, 0},
                                                    {stdin_open ? 0 : -1, POLLIN, 0}};
         docker_verify_poll(ver, p + 4);
-        if (poll(p, ARRAY_SIZE(p), docker_verify_timeout_ms(ver)) < 0) {
+        if (poll(p, ARRAY_SIZE(p), gitguard_poll_timeout(l->git, docker_verify_timeout_ms(ver))) <
+            0) {
             if (errno == EINTR)
                 continue;
             break;
         }
+        gitguard_sync_if_due(l->git);
         docker_verify_handle(ver, p + 4);
         if (p[0].revents & POLLIN) {
             struct signalfd_siginfo si;

@@ -66,6 +66,7 @@ struct relay {
     int status;             /* -1 until the guest reports */
     /* The session's control socket and its audit in flight, or NULL. */
     struct vm_verify *verify;
+    struct gitguard *git; /* the session's git metadata, synced while it runs */
 };
 
 /* Drains the output streams once QEMU is gone (EOF ends each). */
@@ -120,11 +121,12 @@ static int relay_loop(struct relay *r)
             if (timeout < 0 || left < timeout)
                 timeout = (int)left;
         }
-        if (poll(p, 7, timeout) < 0) {
+        if (poll(p, 7, gitguard_poll_timeout(r->git, timeout)) < 0) {
             if (errno == EINTR)
                 continue;
             return CORDON_EXIT_FAILURE;
         }
+        gitguard_sync_if_due(r->git);
         if (p[6].revents & POLLIN)
             vm_verify_dispatch(r->verify);
         vm_verify_tick(r->verify);
@@ -240,6 +242,7 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, 
     }
     struct term_raw term = {.active = false};
     struct relay r = {
+        .git = lc->git,
         .sb = &sb,
         .sigfd = sigfd,
         .console = vm_sandbox_console_fd(&sb),

@@ -43,6 +43,9 @@ enum cfg_key {
     CFG_LIMITS_FILE_SIZE_MIB,
     CFG_LIMITS_CPU_SECONDS,
     CFG_LIMITS_BASH_TIMEOUT,
+    CFG_LIMITS_TMPFS_MIB,
+    CFG_LIMITS_TMPFS_INODES,
+    CFG_ETC_EXTRA,
     CFG_NETWORK_MODE,
     CFG_NETWORK_ALLOW_HOSTS,
     CFG_NETWORK_PUBLISH_PORTS,
@@ -119,7 +122,15 @@ struct cordon_config {
         double cpus; /* 0: no limit */
         int64_t memory_mib, pids, open_files, file_size_mib, cpu_seconds;
         int64_t bash_timeout; /* seconds; 0: no default timeout (as pi) */
+        /* each writable tmpfs (/tmp, /var/tmp, /run, /dev/shm, home): MiB
+         * (0: derived, cfg_tmpfs_mib()) and inodes */
+        int64_t tmpfs_mib, tmpfs_inodes;
     } limits;
+    struct {
+        /* entries below /etc added to the curated view (never from the
+         * workspace file; normalised relative paths) */
+        struct cfg_strings extra;
+    } etc;
     struct {
         int mode; /* enum cfg_network_mode */
         struct cfg_strings allow_hosts;
@@ -150,6 +161,7 @@ struct cordon_config {
     char *host_default_files[2];
     char *project_policy_file; /* whether or not it exists */
     char *trust_file;
+    char *trust_guard_dir;  /* trust-guard.h: what sandboxed sessions wrote */
     bool workspace_trusted; /* the workspace file was read */
 };
 
@@ -160,6 +172,12 @@ struct cfg_inputs {
     const char *xdg_config_home;     /* NULL: $home/.config */
     const char *home;                /* required when xdg_config_home is NULL */
     const char *etc_dir;             /* NULL: /etc/cordon */
+    /* `cordon trust`'s preview: review_data stands for the workspace file,
+     * as if trusted; skip_workspace_file leaves the workspace file out (what
+     * applies while it is not trusted). */
+    const char *review_data;
+    size_t review_length;
+    bool skip_workspace_file;
 };
 
 struct cfg_warnings {
@@ -192,6 +210,17 @@ const char *cfg_enum_name(enum cfg_key key, int value);
  * (DOCKER_*, COMPOSE_*, loader and shell start-up variables ...). */
 bool cfg_env_name_protected(const char *name);
 bool cfg_routes_tool(const struct cordon_config *cfg, const char *tool);
+
+/* The writable tmpfs mounts every backend gives a sandbox (/tmp, /var/tmp,
+ * /run, /dev/shm, the home): their sizes together never exceed
+ * limits.memory_mib (cfg_resolve refuses a configuration that would). */
+#define CFG_TMPFS_MOUNTS 5
+/* Without limits.tmpfs_mib, the size of each when memory is unlimited. */
+#define CFG_TMPFS_DEFAULT_MIB 512
+/* The effective size of each tmpfs in MiB: limits.tmpfs_mib, or else an
+ * eighth of limits.memory_mib (at least 1), or CFG_TMPFS_DEFAULT_MIB when
+ * memory is unlimited. */
+int64_t cfg_tmpfs_mib(const struct cordon_config *cfg);
 
 /* The host-owned project override for a canonical workspace path:
  * <xdg_config_home>/cordon/policy/projects/<slug>-<16 hex of sha256>.toml */

@@ -44,6 +44,8 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
         return strings_json(&cfg->network.allow_hosts);
     case CFG_SKILLS_PATHS:
         return strings_json(&cfg->skills_paths);
+    case CFG_ETC_EXTRA:
+        return strings_json(&cfg->etc.extra);
     case CFG_SOCKETS_ALLOW:
         return strings_json(&cfg->sockets.allow);
     case CFG_GC_HOURS:
@@ -70,6 +72,10 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
         return json_integer(cfg->limits.cpu_seconds);
     case CFG_LIMITS_BASH_TIMEOUT:
         return json_integer(cfg->limits.bash_timeout);
+    case CFG_LIMITS_TMPFS_MIB:
+        return json_integer(cfg->limits.tmpfs_mib);
+    case CFG_LIMITS_TMPFS_INODES:
+        return json_integer(cfg->limits.tmpfs_inodes);
     case CFG_NETWORK_PUBLISH_PORTS: {
         json_t *array = json_array();
         for (size_t i = 0; array && i < cfg->network.publish_ports.count; i++) {

@@ -5,6 +5,7 @@
  * unprivileged, before any sandbox exists. */
 #include "config/config-internal.h"
 #include "config/sha256.h"
+#include "config/trust-guard.h"
 #include "config/trust.h"
 #include "util/cleanup.h"
 
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,10 +231,172 @@ static bool is_loopback(const char *bind)
     return strcmp(bind, "::1") == 0;
 }
 
+/* Places of the user's that hold credentials or cordon's own policy: the
+ * home directories (HOME and the password database's, each as given and
+ * canonical; as root every person's), the configuration directory and the
+ * policy locations, the runtime directory. */
+#define CREDENTIAL_HOMES_MAX 256
+struct credential_areas {
+    char *homes[CREDENTIAL_HOMES_MAX];
+    char *config[8];
+};
+
+/* Host places whose mount from a workspace file would undo the sandbox's
+ * own view: host secrets in /etc (shadow, ssh host keys, tokens in
+ * /etc/environment), the host's processes and devices, the runtime
+ * directories, where host services keep their sockets (a socket connects
+ * on a read-only mount too). Neither they, nor what lies in them, nor what
+ * contains them. */
+static const char *const system_areas[] = {
+    "/etc", "/proc", "/sys", "/dev", "/run", "/var/run", "/boot", NULL,
+};
+/* The shared temporary directories: neither they nor what contains them,
+ * nor their hidden entries and the socket directories of tmux, ssh-agent
+ * and systemd (X11's and ICE's are hidden); an ordinary directory below
+ * them is another matter (a build's output). */
+static const char *const shared_temporary[] = {"/tmp", "/var/tmp", NULL};
+static const char *const temporary_socket_prefixes[] = {
+    ".", "tmux-", "ssh-", "systemd-private-", "gpg-", "pulse-", NULL};
+
+static void credential_areas_free(struct credential_areas *c)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(c->homes); i++)
+        free(c->homes[i]);
+    for (size_t i = 0; i < ARRAY_SIZE(c->config); i++)
+        free(c->config[i]);
+    memset(c, 0, sizeof(*c));
+}
+
+static int area_add(char **slots, size_t n, const char *path)
+{
+    if (!path || path[0] != '/' || strcmp(path, "/") == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (slots[i] && strcmp(slots[i], path) == 0)
+            return 0;
+        if (!slots[i])
+            return (slots[i] = strdup(path)) ? 0 : -1;
+    }
+    return 0;
+}
+
+static int area_add_both(char **slots, size_t n, const char *path)
+{
+    if (!path || path[0] != '/')
+        return 0;
+    _cleanup_free_ char *real = cfg_canonicalize_lenient(path);
+    return area_add(slots, n, path) < 0 || area_add(slots, n, real) < 0 ? -1 : 0;
+}
+
+static int credential_areas_build(const char *home, const char *xdg, const char *etc,
+                                  struct credential_areas *c)
+{
+    memset(c, 0, sizeof(*c));
+    /* HOME may be set to something else than the account's home (CI, sudo):
+     * a workspace file can name either literally */
+    struct passwd *pw = getpwuid(geteuid());
+    if (area_add_both(c->homes, ARRAY_SIZE(c->homes), home) < 0 ||
+        area_add_both(c->homes, ARRAY_SIZE(c->homes), pw ? pw->pw_dir : NULL) < 0)
+        goto fail;
+    if (geteuid() == 0) {
+        /* root reads every person's keys */
+        FILE *f = fopen("/etc/passwd", "re");
+        struct passwd *entry;
+        while (f && (entry = fgetpwent(f)))
+            if (entry->pw_uid >= 1000 && entry->pw_uid != 65534 &&
+                area_add_both(c->homes, ARRAY_SIZE(c->homes), entry->pw_dir) < 0) {
+                fclose(f);
+                goto fail;
+            }
+        if (f)
+            fclose(f);
+    }
+    const char *runtime = getenv("XDG_RUNTIME_DIR");
+    if (area_add_both(c->config, ARRAY_SIZE(c->config), xdg) < 0 ||
+        area_add_both(c->config, ARRAY_SIZE(c->config), etc) < 0 ||
+        area_add_both(c->config, ARRAY_SIZE(c->config), runtime) < 0)
+        goto fail;
+    return 0;
+fail:
+    credential_areas_free(c);
+    return -1;
+}
+
+/* Why a mount of host path real (canonical) or lexical would hand the
+ * sandbox the user's credentials or policy, or NULL. */
+static const char *credential_reason(const struct credential_areas *c, const char *lexical,
+                                     const char *real, char *why, size_t size)
+{
+    const char *paths[] = {lexical, real};
+    for (size_t p = 0; p < ARRAY_SIZE(paths); p++) {
+        const char *path = paths[p];
+        if (!path)
+            continue;
+        for (size_t h = 0; h < ARRAY_SIZE(c->homes) && c->homes[h]; h++) {
+            const char *home = c->homes[h];
+            if (cfg_path_inside(home, path)) {
+                snprintf(why, size, "it %s the home directory %s",
+                         strcmp(home, path) == 0 ? "is" : "contains", home);
+                return why;
+            }
+            if (!cfg_path_inside(path, home))
+                continue;
+            /* every hidden entry of the home directory: ~/.ssh, ~/.aws,
+             * ~/.gnupg, ~/.config, ~/.kube, ~/.docker, ~/.local/share/keyrings,
+             * ~/.password-store, ~/.netrc, ~/.git-credentials, ~/.npmrc,
+             * ~/.pypirc and every other tool's credentials and settings */
+            const char *entry = path + strlen(home) + 1;
+            if (entry[0] == '.') {
+                snprintf(why, size,
+                         "it is or lies inside %s/%.*s (a hidden entry of the home directory, "
+                         "where tools keep credentials)",
+                         home, (int)strcspn(entry, "/"), entry);
+                return why;
+            }
+        }
+        for (size_t d = 0; d < ARRAY_SIZE(c->config) && c->config[d]; d++)
+            if (paths_overlap(path, c->config[d])) {
+                snprintf(why, size, "it overlaps the configuration, policy or runtime directory %s",
+                         c->config[d]);
+                return why;
+            }
+        for (size_t d = 0; shared_temporary[d]; d++) {
+            const char *t = shared_temporary[d];
+            if (cfg_path_inside(t, path)) {
+                snprintf(why, size, "it %s the shared temporary directory %s",
+                         strcmp(t, path) == 0 ? "is" : "contains", t);
+                return why;
+            }
+            if (!cfg_path_inside(path, t))
+                continue;
+            const char *entry = path + strlen(t) + 1;
+            for (size_t x = 0; temporary_socket_prefixes[x]; x++)
+                if (strncmp(entry, temporary_socket_prefixes[x],
+                            strlen(temporary_socket_prefixes[x])) == 0) {
+                    snprintf(why, size,
+                             "it is or lies inside %s/%.*s, where host services keep "
+                             "their sockets",
+                             t, (int)strcspn(entry, "/"), entry);
+                    return why;
+                }
+        }
+        for (size_t d = 0; system_areas[d]; d++)
+            if (paths_overlap(path, system_areas[d])) {
+                snprintf(why, size,
+                         "it overlaps %s (host secrets, processes, devices or services' "
+                         "sockets)",
+                         system_areas[d]);
+                return why;
+            }
+    }
+    return NULL;
+}
+
 /* What the agent-writable workspace file may never set. Checked on every
  * assignment of that layer, locked or not. */
 static int check_workspace_assignment(const struct cfg_assignment *a,
                                       const struct cordon_config *lower, const char *workspace,
+                                      const struct credential_areas *areas,
                                       struct cordon_error *err)
 {
     const char *file = a->origin.file;
@@ -267,6 +431,11 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                              "it would forward every host secret",
                              file, line);
         break;
+    case CFG_ETC_EXTRA:
+        return error_set(err, 0,
+                         "%s:%d: etc.extra is refused in the workspace file: which host files "
+                         "of /etc a sandbox sees is a user or host-owned setting",
+                         file, line);
     case CFG_SOCKETS_ALLOW:
         return error_set(err, 0,
                          "%s:%d: sockets.allow is refused in the workspace file: which host "
@@ -285,17 +454,46 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                                  "file: only loopback binds are allowed there",
                                  file, line, a->ports.items[i].host_port, a->ports.items[i].bind);
         break;
+    case CFG_SKILLS_PATHS:
+        /* a skill path is read by the host for the agent without a prompt:
+         * the same rule as a mount ("any other file grants that file") */
+        for (size_t i = 0; i < a->list.count; i++) {
+            const char *path = a->list.items[i];
+            _cleanup_free_ char *real = cfg_canonicalize_lenient(path);
+            char why[1200];
+            if (credential_reason(areas, path, real, why, sizeof(why)))
+                return error_set(err, 0,
+                                 "%s:%d: skills.paths entry %s%s%s%s is refused in the workspace "
+                                 "file: %s (rule: a workspace file may not expose the user's "
+                                 "home, credential or policy directories)",
+                                 file, line, path,
+                                 real && strcmp(real, path) ? " (resolves to " : "",
+                                 real && strcmp(real, path) ? real : "",
+                                 real && strcmp(real, path) ? ")" : "", why);
+        }
+        break;
     case CFG_MOUNTS:
         for (size_t i = 0; i < a->mounts.count; i++) {
             const struct cfg_mount *m = &a->mounts.items[i];
-            if (m->readonly)
-                continue;
             _cleanup_free_ char *real = cfg_canonicalize_lenient(m->host_path);
-            if (!real || !cfg_path_inside(real, workspace))
+            if (!m->readonly && (!real || !cfg_path_inside(real, workspace)))
                 return error_set(err, 0,
                                  "%s:%d: writable mount of %s is refused in the workspace file: "
                                  "it is outside the workspace %s",
                                  file, m->origin.line, m->host_path, workspace);
+            /* read-only too: a read-only ~/.ssh still hands over the key. A
+             * part of the workspace is visible anyway. */
+            char why[1200];
+            if (!(real && cfg_path_inside(real, workspace)) &&
+                credential_reason(areas, m->host_path, real, why, sizeof(why)))
+                return error_set(err, 0,
+                                 "%s:%d: mount of %s%s%s%s is refused in the workspace file: %s "
+                                 "(rule: a workspace file may not mount the user's home, "
+                                 "credential or policy directories)",
+                                 file, m->origin.line, m->host_path,
+                                 real && strcmp(real, m->host_path) ? " (resolves to " : "",
+                                 real && strcmp(real, m->host_path) ? real : "",
+                                 real && strcmp(real, m->host_path) ? ")" : "", why);
         }
         break;
     default:
@@ -305,6 +503,7 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
 }
 
 static int check_mounts(const struct cordon_config *cfg, const char *const *policy_areas,
+                        const struct credential_areas *areas, struct cfg_warnings *warnings,
                         struct cordon_error *err)
 {
     for (size_t i = 0; i < cfg->mounts.count; i++) {
@@ -341,6 +540,22 @@ static int check_mounts(const struct cordon_config *cfg, const char *const *poli
                 cfg_path_inside(docker_socket_paths[d], m->host_path))
                 return error_set(err, 0, "%s: would expose the Docker socket %s", where,
                                  docker_socket_paths[d]);
+        /* A path through the workspace points wherever the agent's symlink
+         * says: whichever layer named it, that is the agent's choice. */
+        if (cfg->workspace && cfg_path_inside(m->host_path, cfg->workspace) &&
+            !cfg_path_inside(real, cfg->workspace))
+            return error_set(err, 0,
+                             "%s: resolves out of the workspace %s to %s through a symlink in "
+                             "it (which the sandbox may have planted)",
+                             where, cfg->workspace, real);
+        char why[1200];
+        /* the user's own layers may mount them (their choice), said each
+         * time so it is never a surprise */
+        if (areas && m->origin.layer != CFG_LAYER_WORKSPACE &&
+            credential_reason(areas, m->host_path, real, why, sizeof(why)) &&
+            warn(warnings, "%s: exposes your credentials to the sandbox%s: %s", where,
+                 m->readonly ? " (read-only)" : " read-write", why) < 0)
+            return error_set(err, ENOMEM, "warnings");
         if (m->readonly)
             continue;
         for (int p = 0; policy_areas[p]; p++) {
@@ -461,6 +676,54 @@ static int collect_session(const char *const *sets, struct cfg_assignments *out,
     return 0;
 }
 
+/* The workspace file, honoured only when the trust record pins exactly this
+ * content. Otherwise it is ignored with a warning, which offers `cordon
+ * trust` only for a file no sandboxed session wrote (trust-guard.h): the
+ * nudge must not help an agent get its own configuration accepted. */
+static int load_workspace_file(struct cordon_config *cfg, const char *data, size_t length,
+                               struct cfg_assignments layers[CFG_LAYER_COUNT],
+                               struct cfg_warnings *warnings, struct cordon_error *err)
+{
+    struct cfg_trust_list trust = {0};
+    if (cfg_trust_read(cfg->trust_file, &trust, err) < 0)
+        return -1;
+    const struct cfg_trust_entry *entry = cfg_trust_find(&trust, cfg->workspace);
+    char hex[2 * SHA256_DIGEST_SIZE + 1];
+    sha256_hex(data, length, hex);
+    bool pinned = entry && entry->sha256 && strcmp(entry->sha256, hex) == 0;
+    bool written = false;
+    int wret = 0;
+    if (!pinned &&
+        trust_guard_written(cfg->trust_guard_dir, cfg->workspace, hex, &written, err) < 0) {
+        cfg_trust_list_free(&trust);
+        return -1;
+    }
+    if (pinned)
+        cfg->workspace_trusted = true;
+    else if (written)
+        wret = warn(warnings,
+                    "ignoring %s: `.cordon.toml` was written by a sandboxed session; review it "
+                    "before trusting",
+                    cfg->workspace_file);
+    else if (!entry)
+        wret = warn(warnings,
+                    "ignoring %s: this workspace is not trusted (run `cordon trust` to use it)",
+                    cfg->workspace_file);
+    else
+        wret = warn(warnings,
+                    "ignoring %s: it changed since the workspace was trusted on %s (review "
+                    "it, then run `cordon trust` again)",
+                    cfg->workspace_file, entry->trusted_at);
+    cfg_trust_list_free(&trust);
+    if (wret < 0)
+        return error_set(err, ENOMEM, "warnings");
+    if (cfg->workspace_trusted &&
+        collect_document(data, length, cfg->workspace_file, CFG_LAYER_WORKSPACE,
+                         &layers[CFG_LAYER_WORKSPACE], err) < 0)
+        return -1;
+    return 0;
+}
+
 static int load_layers(const struct cfg_inputs *in, struct cordon_config *cfg,
                        struct cfg_assignments layers[CFG_LAYER_COUNT],
                        struct cfg_warnings *warnings, struct cordon_error *err)
@@ -476,36 +739,19 @@ static int load_layers(const struct cfg_inputs *in, struct cordon_config *cfg,
         return -1;
     free(TAKE_PTR(data));
 
-    if (cfg_read_workspace_file(cfg->workspace_file, &data, &length, &exists, err) < 0)
-        return -1;
-    if (exists) {
-        struct cfg_trust_list trust = {0};
-        if (cfg_trust_read(cfg->trust_file, &trust, err) < 0)
+    if (in->review_data) {
+        /* `cordon trust` previews exactly the bytes it showed */
+        cfg->workspace_trusted = true;
+        if (collect_document(in->review_data, in->review_length, cfg->workspace_file,
+                             CFG_LAYER_WORKSPACE, &layers[CFG_LAYER_WORKSPACE], err) < 0)
             return -1;
-        const struct cfg_trust_entry *entry = cfg_trust_find(&trust, cfg->workspace);
-        char hex[2 * SHA256_DIGEST_SIZE + 1];
-        sha256_hex(data, length, hex);
-        int wret = 0;
-        if (!entry)
-            wret = warn(warnings,
-                        "ignoring %s: this workspace is not trusted (run `cordon trust` to use it)",
-                        cfg->workspace_file);
-        else if (!entry->sha256 || strcmp(entry->sha256, hex) != 0)
-            wret = warn(warnings,
-                        "ignoring %s: it changed since the workspace was trusted on %s (review "
-                        "it, then run `cordon trust` again)",
-                        cfg->workspace_file, entry->trusted_at);
-        else
-            cfg->workspace_trusted = true;
-        cfg_trust_list_free(&trust);
-        if (wret < 0)
-            return error_set(err, ENOMEM, "warnings");
-        if (cfg->workspace_trusted &&
-            collect_document(data, length, cfg->workspace_file, CFG_LAYER_WORKSPACE,
-                             &layers[CFG_LAYER_WORKSPACE], err) < 0)
+    } else if (!in->skip_workspace_file) {
+        if (cfg_read_workspace_file(cfg->workspace_file, &data, &length, &exists, err) < 0)
             return -1;
+        if (exists && load_workspace_file(cfg, data, length, layers, warnings, err) < 0)
+            return -1;
+        free(TAKE_PTR(data));
     }
-    free(TAKE_PTR(data));
 
     if (collect_environment(in->environ, &layers[CFG_LAYER_ENVIRONMENT], warnings, err) < 0)
         return -1;
@@ -531,7 +777,8 @@ static int load_layers(const struct cfg_inputs *in, struct cordon_config *cfg,
 }
 
 static int merge_layers(struct cordon_config *cfg, struct cfg_assignments layers[CFG_LAYER_COUNT],
-                        struct cfg_warnings *warnings, struct cordon_error *err)
+                        const struct credential_areas *areas, struct cfg_warnings *warnings,
+                        struct cordon_error *err)
 {
     /* the last host-owned assignment of each key locks it */
     const struct cfg_assignment *locker[CFG_KEY_COUNT] = {0};
@@ -544,7 +791,7 @@ static int merge_layers(struct cordon_config *cfg, struct cfg_assignments layers
         for (size_t i = 0; i < layers[layer].count; i++) {
             const struct cfg_assignment *a = &layers[layer].items[i];
             if (layer == CFG_LAYER_WORKSPACE &&
-                check_workspace_assignment(a, cfg, cfg->workspace, err) < 0)
+                check_workspace_assignment(a, cfg, cfg->workspace, areas, err) < 0)
                 return -1;
             if (!host && locker[a->key]) {
                 const struct cfg_origin *by = &locker[a->key]->origin;
@@ -571,6 +818,26 @@ static int merge_layers(struct cordon_config *cfg, struct cfg_assignments layers
     return 0;
 }
 
+/* Pages of a tmpfs are memory that no RLIMIT_AS counts: where no cgroup
+ * limits the sandbox (an unprivileged user without a delegated cgroup), a
+ * sandbox could otherwise fill its tmpfs mounts past limits.memory_mib. So
+ * their sizes together are part of the memory budget, on every backend. */
+static int check_tmpfs_budget(const struct cordon_config *cfg, struct cordon_error *err)
+{
+    int64_t each = cfg_tmpfs_mib(cfg);
+    if (cfg->limits.memory_mib <= 0 || each * CFG_TMPFS_MOUNTS <= cfg->limits.memory_mib)
+        return 0;
+    const struct cfg_origin *o = &cfg->origin[CFG_LIMITS_TMPFS_MIB];
+    return error_set(err, 0,
+                     "limits.tmpfs_mib = %lld%s%s%s: %d tmpfs mounts of %lld MiB (%lld MiB) exceed "
+                     "limits.memory_mib = %lld; lower limits.tmpfs_mib to at most %lld or raise "
+                     "limits.memory_mib",
+                     (long long)cfg->limits.tmpfs_mib, o->file ? " (" : "", o->file ? o->file : "",
+                     o->file ? ")" : "", CFG_TMPFS_MOUNTS, (long long)each,
+                     (long long)(each * CFG_TMPFS_MOUNTS), (long long)cfg->limits.memory_mib,
+                     (long long)(cfg->limits.memory_mib / CFG_TMPFS_MOUNTS));
+}
+
 int cfg_resolve(const struct cfg_inputs *in, struct cordon_config *out,
                 struct cfg_warnings *warnings, struct cordon_error *err)
 {
@@ -580,6 +847,7 @@ int cfg_resolve(const struct cfg_inputs *in, struct cordon_config *out,
     _cleanup_free_ char *xdg = NULL;
     _cleanup_free_ char *policy_dir = NULL;
     _cleanup_free_ char *cordon_dir = NULL;
+    struct credential_areas areas = {0};
     int ret = -1;
 
     if (!in->workspace || in->workspace[0] != '/')
@@ -601,6 +869,7 @@ int cfg_resolve(const struct cfg_inputs *in, struct cordon_config *out,
         asprintf(&cfg.host_default_files[0], "%s/default.toml", etc) < 0 ||
         asprintf(&cfg.host_default_files[1], "%s/cordon/policy/default.toml", xdg) < 0 ||
         asprintf(&cfg.trust_file, "%s/cordon/trust.json", xdg) < 0 ||
+        asprintf(&cfg.trust_guard_dir, "%s/cordon/trust-guard", xdg) < 0 ||
         asprintf(&policy_dir, "%s/cordon/policy", xdg) < 0 ||
         asprintf(&cordon_dir, "%s/cordon", xdg) < 0) {
         error_set(err, ENOMEM, "configuration");
@@ -614,17 +883,24 @@ int cfg_resolve(const struct cfg_inputs *in, struct cordon_config *out,
                                cfg.project_policy_file,
                                policy_dir,
                                cfg.trust_file,
+                               cfg.trust_guard_dir,
                                NULL};
     if (check_policy_placement(placement, cfg.workspace, err) < 0)
         goto out;
     if (load_layers(in, &cfg, layers, warnings, err) < 0)
         goto out;
-    if (merge_layers(&cfg, layers, warnings, err) < 0)
+    if (credential_areas_build(in->home, xdg, etc, &areas) < 0) {
+        error_set(err, ENOMEM, "configuration");
+        goto out;
+    }
+    if (merge_layers(&cfg, layers, &areas, warnings, err) < 0)
         goto out;
     /* a writable mount over ~/.config/cordon could rewrite the policy, the
      * trust record or the user settings */
     const char *policy_areas[] = {etc, cordon_dir, cfg.project_policy_file, NULL};
-    if (check_mounts(&cfg, policy_areas, err) < 0)
+    if (check_mounts(&cfg, policy_areas, &areas, warnings, err) < 0)
+        goto out;
+    if (check_tmpfs_budget(&cfg, err) < 0)
         goto out;
     *out = cfg;
     memset(&cfg, 0, sizeof(cfg));
@@ -632,6 +908,7 @@ int cfg_resolve(const struct cfg_inputs *in, struct cordon_config *out,
 out:
     for (int i = 0; i < CFG_LAYER_COUNT; i++)
         cfg_assignments_free(&layers[i]);
+    credential_areas_free(&areas);
     cfg_free(&cfg);
     return ret;
 }
@@ -653,15 +930,28 @@ int cfg_check_file(const char *path, enum cfg_layer layer, const char *workspace
         ret = cfg_set_defaults(&cfg, err);
     if (ret == 0 && workspace)
         cfg.workspace = strdup(workspace);
+    struct credential_areas areas = {0};
+    if (ret == 0 && layer == CFG_LAYER_WORKSPACE) {
+        const char *home = getenv("HOME");
+        const char *xdg_env = getenv("XDG_CONFIG_HOME");
+        _cleanup_free_ char *xdg = NULL;
+        if (xdg_env && xdg_env[0] == '/')
+            xdg = strdup(xdg_env);
+        else if (home && home[0] == '/' && asprintf(&xdg, "%s/.config", home) < 0)
+            xdg = NULL;
+        if (credential_areas_build(home, xdg, "/etc/cordon", &areas) < 0)
+            ret = error_set(err, ENOMEM, "%s", path);
+    }
     for (size_t i = 0; ret == 0 && i < a.count; i++) {
         if (layer == CFG_LAYER_WORKSPACE && workspace)
-            ret = check_workspace_assignment(&a.items[i], &cfg, workspace, err);
+            ret = check_workspace_assignment(&a.items[i], &cfg, workspace, &areas, err);
         if (ret == 0)
             ret = cfg_apply(&cfg, &a.items[i], layer >= CFG_LAYER_HOST_DEFAULT, err);
     }
     static const char *const no_areas[] = {NULL};
     if (ret == 0)
-        ret = check_mounts(&cfg, no_areas, err);
+        ret = check_mounts(&cfg, no_areas, NULL, NULL, err);
+    credential_areas_free(&areas);
     cfg_assignments_free(&a);
     cfg_free(&cfg);
     return ret;

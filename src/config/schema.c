@@ -56,6 +56,7 @@ static const char *check_absolute_path(const char *item);
 static const char *check_sandbox_name(const char *item);
 static const char *check_docker_host(const char *item);
 static const char *check_docker_image(const char *item);
+static const char *check_etc_entry(const char *item);
 
 #define AT(field) offsetof(struct cordon_config, field)
 
@@ -88,6 +89,11 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                                 INT64_C(1) << 31, NULL, false},
     [CFG_LIMITS_BASH_TIMEOUT] = {"limits.bash_timeout", KIND_INT, AT(limits.bash_timeout), NULL, 0,
                                  INT64_C(1) << 31, NULL, false},
+    [CFG_LIMITS_TMPFS_MIB] = {"limits.tmpfs_mib", KIND_INT, AT(limits.tmpfs_mib), NULL, 0,
+                              INT64_C(1) << 30, NULL, false},
+    [CFG_LIMITS_TMPFS_INODES] = {"limits.tmpfs_inodes", KIND_INT, AT(limits.tmpfs_inodes), NULL,
+                                 1024, INT64_C(1) << 24, NULL, false},
+    [CFG_ETC_EXTRA] = {"etc.extra", KIND_LIST, AT(etc.extra), NULL, 0, 0, check_etc_entry, false},
     [CFG_NETWORK_MODE] = {"network.mode", KIND_ENUM, AT(network.mode), network_mode_choices, 0, 0,
                           NULL, false},
     [CFG_NETWORK_ALLOW_HOSTS] = {"network.allow_hosts", KIND_LIST, AT(network.allow_hosts), NULL, 0,
@@ -107,8 +113,8 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                           check_docker_image, false},
 };
 
-static const char *const sections[] = {"env",    "limits",  "network", "skills",
-                                       "docker", "sockets", NULL};
+static const char *const sections[] = {"env",    "limits", "etc",     "network",
+                                       "skills", "docker", "sockets", NULL};
 static const char *const mount_keys[] = {"host_path", "guest_path", "readonly", NULL};
 
 const char *cfg_key_name(enum cfg_key key)
@@ -238,6 +244,32 @@ static const char *check_relative_path(const char *item)
             return NULL;
         part = end + 1;
     }
+}
+
+/* etc.extra: a path below /etc, at most 63 bytes (the /etc cache's entry
+ * names), normalised. What holds a host's passwords or keys is never shown,
+ * whatever a layer asks: those are the files cordon verify promises absent. */
+static const char *check_etc_entry(const char *item)
+{
+    static const char *const never[] = {"shadow",      "shadow-", "gshadow",
+                                        "gshadow-",    "sudoers", "sudoers.d",
+                                        "ssl/private", "cordon",  "security/opasswd"};
+    if (item[0] == '/')
+        return "must be relative to /etc (\"gitconfig\", \"apt/auth.conf\")";
+    const char *why = check_relative_path(item);
+    if (why)
+        return why;
+    if (strlen(item) >= 64)
+        return "path too long (at most 63 bytes)";
+    for (size_t i = 0; i < ARRAY_SIZE(never); i++) {
+        size_t n = strlen(never[i]);
+        if (strncmp(item, never[i], n) == 0 && (item[n] == '\0' || item[n] == '/'))
+            return "never shown in a sandbox (host passwords, sudo rules, private keys, cordon's "
+                   "policy)";
+    }
+    if (strncmp(item, "ssh/", 4) == 0 && strstr(item + 4, "_key"))
+        return "never shown in a sandbox (ssh host keys)";
+    return NULL;
 }
 
 static const char *check_absolute_path(const char *item)
@@ -862,6 +894,18 @@ int cfg_collect_text(enum cfg_key key, const char *text, const char *origin_name
 
 /* ---------- the resolved struct ---------- */
 
+int64_t cfg_tmpfs_mib(const struct cordon_config *cfg)
+{
+    if (cfg->limits.tmpfs_mib > 0)
+        return cfg->limits.tmpfs_mib;
+    if (cfg->limits.memory_mib <= 0)
+        return CFG_TMPFS_DEFAULT_MIB;
+    /* An eighth each: the five together take at most 5/8 of the memory
+     * budget, leaving the rest to the processes. */
+    int64_t mib = cfg->limits.memory_mib / 8;
+    return mib < 1 ? 1 : mib;
+}
+
 int cfg_set_defaults(struct cordon_config *cfg, struct cordon_error *err)
 {
     cfg->backend = CFG_BACKEND_NS;
@@ -878,6 +922,8 @@ int cfg_set_defaults(struct cordon_config *cfg, struct cordon_error *err)
     cfg->limits.file_size_mib = 4096;
     cfg->limits.cpu_seconds = 0;
     cfg->limits.bash_timeout = 0;
+    cfg->limits.tmpfs_mib = 0;
+    cfg->limits.tmpfs_inodes = 131072;
     cfg->network.mode = CFG_NETWORK_DENY;
     cfg->docker.mode = CFG_DOCKER_AUTO;
     cfg->docker.host = strdup("unix:///var/run/docker.sock");
@@ -997,6 +1043,7 @@ void cfg_free(struct cordon_config *cfg)
     free(cfg->network.publish_ports.items);
     mounts_free(&cfg->mounts);
     cfg_strings_free(&cfg->skills_paths);
+    cfg_strings_free(&cfg->etc.extra);
     cfg_strings_free(&cfg->sockets.allow);
     for (int k = 0; k < CFG_KEY_COUNT; k++)
         cfg_origin_free(&cfg->origin[k]);
@@ -1007,5 +1054,6 @@ void cfg_free(struct cordon_config *cfg)
     free(cfg->host_default_files[1]);
     free(cfg->project_policy_file);
     free(cfg->trust_file);
+    free(cfg->trust_guard_dir);
     memset(cfg, 0, sizeof(*cfg));
 }

@@ -194,11 +194,26 @@ static int save_json(const char *trust_file, json_t *root, struct cordon_error *
     return 0;
 }
 
-int cfg_trust_add(const char *trust_file, const char *workspace, struct cordon_error *err)
+int cfg_trust_pin(const char *trust_file, const char *workspace, const char *sha256,
+                  struct cordon_error *err)
 {
     _cleanup_json_ json_t *root = NULL;
     if (load_json(trust_file, &root, err) < 0)
         return -1;
+    char when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *entry = json_pack("{s:o, s:s}", "sha256", sha256 ? json_string(sha256) : json_null(),
+                              "trusted_at", when);
+    if (!entry || json_object_set_new(json_object_get(root, "workspaces"), workspace, entry) < 0)
+        return error_set(err, ENOMEM, "%s", trust_file);
+    return save_json(trust_file, root, err);
+}
+
+int cfg_trust_add(const char *trust_file, const char *workspace, struct cordon_error *err)
+{
     char file[4096];
     if (snprintf(file, sizeof(file), "%s/.cordon.toml", workspace) >= (int)sizeof(file))
         return error_set(err, ENAMETOOLONG, "%s", workspace);
@@ -210,16 +225,7 @@ int cfg_trust_add(const char *trust_file, const char *workspace, struct cordon_e
     char hex[2 * SHA256_DIGEST_SIZE + 1];
     if (exists)
         sha256_hex(data, length, hex);
-    char when[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    json_t *entry = json_pack("{s:o, s:s}", "sha256", exists ? json_string(hex) : json_null(),
-                              "trusted_at", when);
-    if (!entry || json_object_set_new(json_object_get(root, "workspaces"), workspace, entry) < 0)
-        return error_set(err, ENOMEM, "%s", trust_file);
-    return save_json(trust_file, root, err);
+    return cfg_trust_pin(trust_file, workspace, exists ? hex : NULL, err);
 }
 
 int cfg_trust_remove(const char *trust_file, const char *workspace, bool *ret_removed,

@@ -28,6 +28,10 @@ const struct cfg_trust_entry *cfg_trust_find(const struct cfg_trust_list *list,
 
 /* Trusts workspace, pinning the current content of <workspace>/.cordon.toml. */
 int cfg_trust_add(const char *trust_file, const char *workspace, struct cordon_error *err);
+/* Trusts workspace, pinning the given hash (64 hex; NULL: no file), that of
+ * the content the user reviewed, whatever the file holds by now. */
+int cfg_trust_pin(const char *trust_file, const char *workspace, const char *sha256,
+                  struct cordon_error *err);
 int cfg_trust_remove(const char *trust_file, const char *workspace, bool *ret_removed,
                      struct cordon_error *err);
 

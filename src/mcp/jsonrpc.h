@@ -9,6 +9,10 @@
 
 #define MCP_LINE_MAX   (16u << 20) /* one message */
 #define MCP_OUTPUT_MAX (64u << 20) /* queued for a client that is not reading */
+/* Past this much queued output, progress notifications are held (the newest
+ * per call) instead of queued: a client that does not read cannot make the
+ * server grow without bound while a command prints. */
+#define MCP_PROGRESS_QUEUED_MAX (1u << 20)
 
 enum {
     RPC_PARSE_ERROR = -32700,

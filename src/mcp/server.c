@@ -17,6 +17,7 @@
 #include "supervisor/session.h"
 #include "supervisor/verify.h"
 #include "util/cleanup.h"
+#include "util/escape.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -46,6 +47,10 @@ struct pending {
     json_t *request_id;   /* the client's id */
     json_t *progress_token;
     double progress;
+    /* The newest progress notification not yet queued: held while the
+     * client is not reading (MCP_PROGRESS_QUEUED_MAX), replaced by each
+     * newer one, sent once the queue drains or before the result. */
+    json_t *held_progress;
     bool cancelled;
     enum route_state state; /* when it was routed */
     /* AT_ASKING: the call waiting for the user's answer */
@@ -53,6 +58,7 @@ struct pending {
     json_t *args;
     uint64_t approval;
     json_t *elicit_id;         /* our elicitation/create request's id */
+    struct route_pin *pin;     /* what the user is asked to approve, pinned until the call ends */
     struct verify_run *verify; /* sandbox_verify: the probe's bash call */
     uint64_t control_conn;     /* a verify asked on the control socket: answered there */
 };
@@ -178,8 +184,12 @@ static void pending_release(struct server *s, struct pending *p)
     }
     json_decref(p->request_id);
     json_decref(p->progress_token);
+    json_decref(p->held_progress);
     json_decref(p->args);
     json_decref(p->elicit_id);
+    if (p->pin)
+        route_pin_free(p->pin);
+    free(p->pin);
     verify_free(p->verify);
     *p = (struct pending){0};
 }
@@ -356,9 +366,25 @@ static void on_session_event(void *ctx, const struct session_event *ev)
         p->progress += 1;
         json_t *params = json_pack("{s:O, s:f, s:s}", "progressToken", p->progress_token,
                                    "progress", p->progress, "message", text);
-        send_msg(s, rpc_notification("notifications/progress", params));
+        json_t *note = rpc_notification("notifications/progress", params);
+        if (out_queue_pending(&s->out) >= MCP_PROGRESS_QUEUED_MAX) {
+            /* A client that does not read gets the newest progress when it
+             * reads again, not every one since: memory stays flat. */
+            json_decref(p->held_progress);
+            p->held_progress = note;
+            return;
+        }
+        /* Anything held is older than this one. */
+        json_decref(p->held_progress);
+        p->held_progress = NULL;
+        send_msg(s, note);
         return;
     }
+    /* The newest progress goes before the result (none may follow it);
+     * results and errors are never dropped nor held. */
+    if (p->held_progress && !p->cancelled)
+        send_msg(s, p->held_progress);
+    p->held_progress = NULL;
     if (!p->cancelled && p->verify) {
         reply_verify(s, p, ev);
     } else if (!p->cancelled) {
@@ -417,7 +443,15 @@ static void dispatch(struct server *s, struct pending *p, enum pending_where whe
         return;
     }
     struct session *target = where == AT_HOST ? s->host : s->session;
-    if (session_send_call(target, p->call_id, p->tool, args, &err) < 0) {
+    /* An approved call carries its pin: the host agent opens exactly what
+     * the user approved, or refuses. */
+    json_auto_t *pin = where == AT_HOST && p->pin ? route_pin_json(p->pin) : NULL;
+    if (where == AT_HOST && p->pin && !pin) {
+        reply_tool_error(s, p->request_id, "host", "cordon: host execution failed: out of memory");
+        pending_release(s, p);
+        return;
+    }
+    if (session_send_call_pinned(target, p->call_id, p->tool, args, pin, &err) < 0) {
         if (where == AT_HOST) {
             reply_tool_error(s, p->request_id, "host", "cordon: host execution failed: %s",
                              err.message);
@@ -483,15 +517,32 @@ static void ask_approval(struct server *s, struct pending *p, json_t *args)
         pending_release(s, p);
         return;
     }
-    _cleanup_free_ char *shown = json_dumps(p->args, JSON_COMPACT | JSON_SORT_KEYS);
-    /* Shown whole, never cut: the user approves exactly what they read. */
-    _cleanup_free_ char *message = NULL;
-    if (!shown || asprintf(&message,
-                           "WARNING: this call bypasses the sandbox and runs ON THE HOST with "
-                           "your permissions, your environment and your files.\n\n"
-                           "Tool: %s\nWorking directory: %s\nArguments: %s\n\n"
-                           "Approve this exact call once?",
-                           p->tool, s->cwd, shown) < 0) {
+    /* What the call will touch, resolved and pinned now: the prompt shows
+     * it, and the host agent opens exactly that (agent/tools/pin.h). */
+    struct cordon_error err = {0};
+    p->pin = calloc(1, sizeof(*p->pin));
+    if (!p->pin) {
+        reply_tool_error(s, p->request_id, "none", "cordon: out of memory");
+        pending_release(s, p);
+        return;
+    }
+    const char *workspace = s->have_cfg ? s->cfg.workspace : NULL;
+    if (route_pin_prepare(p->tool, p->args, s->cwd, getenv("HOME"), workspace, p->pin, &err) < 0) {
+        reply_tool_error(s, p->request_id, "none", "cordon: host execution refused: %s",
+                         err.message);
+        pending_release(s, p);
+        return;
+    }
+    /* Shown whole, never cut, every hidden character escaped: the user
+     * approves exactly what they read. */
+    size_t hidden = 0;
+    _cleanup_free_ char *message =
+        route_prompt_text(p->tool, s->cwd, p->args, p->pin, workspace, &hidden);
+    _cleanup_free_ char *shown_path =
+        p->pin->canonical ? text_escape_visible(p->pin->canonical, strlen(p->pin->canonical),
+                                                TEXT_ESCAPE_BACKSLASH, NULL)
+                          : NULL;
+    if (!message || (p->pin->canonical && !shown_path)) {
         reply_tool_error(s, p->request_id, "none", "cordon: out of memory");
         pending_release(s, p);
         return;
@@ -505,6 +556,10 @@ static void ask_approval(struct server *s, struct pending *p, json_t *args)
         "type", "boolean", "title", "Run this call on the host", "description",
         "Only this exact call, once", "required", "approve", "_meta", "cordon/approval", "tool",
         p->tool, "cwd", s->cwd, "arguments", json_incref(p->args), "fingerprint", fingerprint);
+    json_t *approval = json_object_get(json_object_get(params, "_meta"), "cordon/approval");
+    json_object_set_new(approval, "resolvedPath",
+                        shown_path ? json_string(shown_path) : json_null());
+    json_object_set_new(approval, "hiddenCharacters", json_integer((json_int_t)hidden));
     send_msg(s, json_pack("{s:s, s:O, s:s, s:o}", "jsonrpc", "2.0", "id", p->elicit_id, "method",
                           "elicitation/create", "params", params));
 }
@@ -949,9 +1004,25 @@ static void on_line(void *ctx, const char *line, size_t len)
     json_decref(msg);
 }
 
+/* Queues the progress held for a slow client once its queue has room. */
+static void release_held_progress(struct server *s)
+{
+    for (size_t i = 0; i < MAX_PENDING; i++) {
+        if (out_queue_pending(&s->out) >= MCP_PROGRESS_QUEUED_MAX)
+            return;
+        struct pending *p = &s->pending[i];
+        if (p->used && p->held_progress) {
+            json_t *note = p->held_progress;
+            p->held_progress = NULL;
+            send_msg(s, note);
+        }
+    }
+}
+
 static void loop(struct server *s)
 {
     while (!s->stopping) {
+        release_held_progress(s);
         bool reading = !s->in.eof && out_queue_pending(&s->out) < MCP_OUTPUT_MAX;
         epoll_set(s, 0, TAG_STDIN, reading ? EPOLLIN : 0, EPOLL_CTL_MOD);
         epoll_set(s, 1, TAG_STDOUT, out_queue_pending(&s->out) ? EPOLLOUT : 0, EPOLL_CTL_MOD);

@@ -283,20 +283,6 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
             (struct ns_extra_mount){cfg->mounts.items[i].host_path, cfg->mounts.items[i].guest_path,
                                     cfg->mounts.items[i].readonly};
 
-    /* A repository without .git/hooks would let the sandbox create it and
-     * plant a hook the host's git runs: give it the directory git init
-     * makes, so that it can be protected. */
-    if (l->ws.is_git && !cfg->workspace_readonly) {
-        char hooks[PATH_MAX];
-        struct stat st;
-        snprintf(hooks, sizeof(hooks), "%s/.git", l->ws.root);
-        if (lstat(hooks, &st) == 0 && S_ISDIR(st.st_mode)) {
-            snprintf(hooks, sizeof(hooks), "%s/.git/hooks", l->ws.root);
-            if (mkdir(hooks, 0755) == 0)
-                log_debug("created the missing %s so that it can be kept read-only", hooks);
-        }
-    }
-
     size_t g = 0;
     if (l->ws.git_common_dir)
         l->git_dirs[g++] = l->ws.git_common_dir;
@@ -337,6 +323,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
                 .open_files = cfg->limits.open_files,
                 .cpu_seconds = cfg->limits.cpu_seconds,
                 .cpus = cfg->limits.cpus,
+                .tmpfs_mib = (long)cfg_tmpfs_mib(cfg),
+                .tmpfs_inodes = (long)cfg->limits.tmpfs_inodes,
             },
         .agent_path = l->agent_path,
         .envp = l->env,
@@ -344,6 +332,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         .control_fd = -1,
         .name = l->name,
         .etc_cache_root = l->etc_cache_root,
+        .etc_extra = cfg->etc.extra.items,
+        .netc_extra = cfg->etc.extra.count,
         .on_namespaces_ready = net_on_namespaces_ready,
         .on_namespaces_ready_ctx = &l->net_session,
         .sockets_allow = (const char *const *)cfg->sockets.allow.items,

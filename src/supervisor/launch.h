@@ -39,6 +39,8 @@ struct launch {
     struct net_session net_session; /* proxy / pasta, started with the sandbox */
     char *net_audit_log;
     struct ns_spec spec; /* argv, stdio and control_fd are the caller's to fill */
+    /* The git metadata plan (lifecycle_begin), for verify; NULL if none. */
+    struct gitguard *git;
     /* vm backend: the command gets a terminal of the guest's (`cordon
      * shell` on a terminal, `--pty`), and the host terminal's size for the
      * boot spec (0 when there is none). */

@@ -38,6 +38,41 @@ static int pidfd_kill(int pidfd, int sig)
     return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
+/* The git metadata plan goes into the spec, and the protected paths it
+ * covers (.git/hooks, .git/config) leave the list the backends bind. */
+static int lifecycle_guard_git(struct lifecycle *lc, struct launch *l, struct cordon_error *err)
+{
+    if (l->cfg.workspace_readonly)
+        return 0;
+    lc->git = calloc(1, sizeof(*lc->git));
+    if (!lc->git)
+        return error_set(err, ENOMEM, "git metadata");
+    if (gitguard_prepare(lc->git, &l->ws, l->name, lc->owner.dir_fd, lc->owner.dir, err) < 0) {
+        gitguard_free(lc->git);
+        free(lc->git);
+        lc->git = NULL;
+        return -1;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; l->protected_paths[i]; i++) {
+        if (!gitguard_covers(lc->git, l->protected_paths[i])) {
+            l->protected_paths[kept++] = l->protected_paths[i];
+        } else if (gitguard_protect(lc->git, l->ws.view_root, l->protected_paths[i], err) < 0) {
+            gitguard_free(lc->git);
+            free(lc->git);
+            lc->git = NULL;
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < lc->git->ntrusted && kept < LAUNCH_MAX_PROTECTED; i++)
+        l->protected_paths[kept++] = lc->git->trusted_paths[i];
+    l->protected_paths[kept] = NULL;
+    l->git = lc->git;
+    l->spec.git_binds = lc->git->binds;
+    l->spec.ngit_binds = lc->git->nbinds;
+    return 0;
+}
+
 int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error *err)
 {
     *lc = (struct lifecycle){.watchdog_pid = -1, .watchdog_pidfd = -1, .disarm_fd = -1};
@@ -60,9 +95,21 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
     if (state_acquire(l->name, l->ws.root, cfg_enum_name(CFG_BACKEND, cfg->backend), &lc->owner,
                       err) < 0)
         return -1;
+    /* Before the sandbox exists: whatever .cordon.toml holds at the end
+     * that it did not hold now was written during the session. */
+    if (trust_note_session_start(&lc->trust_guard, cfg->trust_guard_dir, l->ws.root, err) < 0) {
+        state_release(&lc->owner, true);
+        return -1;
+    }
     /* A control socket here is a dead supervisor's: whoever serves one
      * (cordon mcp) binds its own, and nobody answers on this one. */
     control_unlink_stale(lc->owner.dir_fd);
+    if (lifecycle_guard_git(lc, l, err) < 0) {
+        struct cordon_error ignored;
+        trust_note_session_end(&lc->trust_guard, &ignored);
+        state_release(&lc->owner, true);
+        return -1;
+    }
     return 0;
 }
 
@@ -287,6 +334,16 @@ static int watchdog_arm(struct lifecycle *lc, const struct launch *l, const stru
 
 void lifecycle_end(struct lifecycle *lc)
 {
+    if (lc->git) {
+        gitguard_finish(lc->git);
+        gitguard_free(lc->git);
+        free(lc->git);
+        lc->git = NULL;
+    }
+    /* Every caller has ended the sandbox by now. */
+    struct cordon_error guard_err;
+    if (trust_note_session_end(&lc->trust_guard, &guard_err) < 0)
+        log_warn("%s; review .cordon.toml before you trust it", guard_err.message);
     if (lc->disarm_fd >= 0) {
         ssize_t w = write(lc->disarm_fd, "d", 1);
         (void)w;

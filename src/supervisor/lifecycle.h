@@ -5,6 +5,8 @@
 
 #include "backend/backend.h"
 #include "backend/ns/ns.h"
+#include "supervisor/gitguard.h"
+#include "config/trust-guard.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 
@@ -17,10 +19,15 @@ struct lifecycle {
     int watchdog_pidfd;
     int disarm_fd; /* write end: closing it tells the watchdog to stand down */
     double gc_hours;
+    /* Host-owned git metadata: the sandbox's copies, synced after each
+     * call and at the end (gitguard.h); NULL when there is none. */
+    struct gitguard *git;
+    struct trust_guard trust_guard; /* what the session did to .cordon.toml */
 };
 
 /* Takes ownership of the launch's sandbox name (before anything is
- * created). Stale sandboxes (gc_hours) are swept later, off the start path:
+ * created), then plans the sandbox's view of the git metadata into the
+ * launch's spec (gitguard.h). Stale sandboxes (gc_hours) are swept later, off the start path:
  * by the watchdog, or by lifecycle_end when no watchdog was armed. */
 int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error *err);
 /* For a sandbox kept after its session (teardown stop/none): creates its
@@ -38,6 +45,7 @@ int lifecycle_started_vm(struct lifecycle *lc, const struct launch *l, const str
  * the state directory. */
 int lifecycle_started_docker(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
                              struct cordon_error *err);
-/* After the sandbox is gone (graceful): disarm the watchdog, apply teardown,
+/* After the sandbox is gone (graceful): the last git metadata sync and the
+ * check for planted repositories, disarm the watchdog, apply teardown,
  * release the lock. */
 void lifecycle_end(struct lifecycle *lc);

@@ -4,8 +4,12 @@
  * what the user's own client discovered, and every file is opened beneath
  * its skill directory's fd, never by a string checked earlier. */
 #include "supervisor/route.h"
+#include "agent/tools/path.h"
+#include "agent/tools/pin.h"
 #include "util/cleanup.h"
+#include "util/escape.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -426,4 +430,275 @@ int route_skill_open(const struct route_skills *s, const char *abs_path, struct 
         }
     }
     return -1;
+}
+
+/* The path argument a tool resolves (pi's tools): NULL when the call names
+ * none that the tool would open (bash; a missing or malformed path, which
+ * the tool refuses before opening anything). */
+static const char *pin_path_arg(const char *tool, json_t *args)
+{
+    bool file =
+        strcmp(tool, "read") == 0 || strcmp(tool, "write") == 0 || strcmp(tool, "edit") == 0;
+    bool listing =
+        strcmp(tool, "ls") == 0 || strcmp(tool, "find") == 0 || strcmp(tool, "grep") == 0;
+    if (!file && !listing)
+        return NULL;
+    json_t *v = json_object_get(args, "path");
+    if (json_is_string(v) && json_string_length(v) > 0)
+        return json_string_value(v);
+    if (listing && (!v || json_is_null(v) || json_is_string(v)))
+        return ".";
+    return NULL;
+}
+
+static char *escaped(const char *s)
+{
+    return text_escape_visible(s, strlen(s), TEXT_ESCAPE_BACKSLASH, NULL);
+}
+
+/* target's canonical form: the realpath of its longest existing ancestor,
+ * then the components that do not exist yet (which write creates),
+ * normalised. A dangling symlink on the way is refused: what it would
+ * create is not what the prompt could show. */
+static char *canonical_path(const char *target, struct cordon_error *err)
+{
+    _cleanup_free_ char *head = strdup(target);
+    if (!head)
+        return error_set(err, ENOMEM, "resolve"), NULL;
+    _cleanup_free_ char *real = NULL;
+    size_t kept = strlen(head);
+    for (;;) {
+        real = realpath(head, NULL);
+        if (real)
+            break;
+        int e = errno;
+        _cleanup_free_ char *shown = escaped(head);
+        struct stat st;
+        if (lstat(head, &st) == 0 && S_ISLNK(st.st_mode))
+            return error_set(err, 0, "%s is a symlink to a missing target",
+                             shown ? shown : "the path"),
+                   NULL;
+        if (e != ENOENT && e != ENOTDIR)
+            return error_set(err, e, "cannot resolve %s", shown ? shown : "the path"), NULL;
+        char *slash = strrchr(head, '/');
+        if (!slash)
+            return error_set(err, 0, "cannot resolve a relative path"), NULL;
+        if (slash == head) {
+            head[1] = '\0';
+            kept = 0; /* what follows "/" */
+        } else {
+            *slash = '\0';
+            kept = (size_t)(slash - head);
+        }
+    }
+    if (kept == strlen(target))
+        return TAKE_PTR(real);
+    _cleanup_free_ char *joined = NULL;
+    if (asprintf(&joined, "%s/%s", real, target + kept) < 0)
+        return error_set(err, ENOMEM, "resolve"), NULL;
+    char *out = normalise_absolute(joined);
+    if (!out)
+        error_set(err, ENAMETOOLONG, "resolve");
+    return out;
+}
+
+static int open_pinned_dir(const char *path, uint64_t *dev, uint64_t *ino, struct cordon_error *err)
+{
+    /* canonical: a symlink in it now is a race lost at prompt time */
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = RESOLVE_NO_SYMLINKS};
+    _cleanup_close_ int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        _cleanup_free_ char *shown = escaped(path);
+        return error_set(err, errno, "cannot pin %s", shown ? shown : "the directory");
+    }
+    *dev = (uint64_t)st.st_dev;
+    *ino = (uint64_t)st.st_ino;
+    return TAKE_FD(fd);
+}
+
+int route_pin_prepare(const char *tool, json_t *args, const char *cwd, const char *home,
+                      const char *workspace, struct route_pin *pin, struct cordon_error *err)
+{
+    *pin = (struct route_pin){.dir_fd = -1, .cwd_fd = -1};
+    pin->cwd = realpath(cwd, NULL);
+    if (!pin->cwd) {
+        _cleanup_free_ char *shown = escaped(cwd);
+        return error_set(err, errno, "cannot resolve the working directory %s", shown ? shown : "");
+    }
+    pin->cwd_fd = open_pinned_dir(pin->cwd, &pin->cwd_dev, &pin->cwd_ino, err);
+    if (pin->cwd_fd < 0)
+        return -1;
+    const char *path = pin_path_arg(tool, args);
+    if (!path)
+        return 0;
+    if (strlen(path) >= TOOL_PATH_MAX)
+        return error_set(err, 0, "the path is longer than %d bytes", TOOL_PATH_MAX);
+    /* The tool resolves against the cwd string it was started with; the
+     * supervisor's and the host agent's are the same getcwd(). */
+    struct tool_env env = {.cwd = cwd, .home = home ? home : "/"};
+    pin->target = strcmp(tool, "read") == 0 ? tool_resolve_read_path(path, &env)
+                                            : tool_resolve_path(path, &env);
+    if (!pin->target)
+        return error_set(err, ENOMEM, "resolve");
+    pin->canonical = canonical_path(pin->target, err);
+    if (!pin->canonical)
+        return -1;
+    _cleanup_free_ char *lexical = normalise_absolute(pin->target);
+    pin->through_symlink = !lexical || strcmp(lexical, pin->canonical) != 0;
+    pin->outside_workspace = !workspace || !path_under(pin->canonical, workspace);
+    const char *dir = "/";
+    if (workspace && path_under(pin->canonical, workspace))
+        dir = workspace;
+    if (path_under(pin->canonical, pin->cwd) && strlen(pin->cwd) > strlen(dir))
+        dir = pin->cwd;
+    pin->dir = strdup(dir);
+    size_t skip = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
+    pin->rel = strdup(strlen(pin->canonical) > strlen(dir) ? pin->canonical + skip : "");
+    if (!pin->dir || !pin->rel)
+        return error_set(err, ENOMEM, "pin");
+    pin->dir_fd = open_pinned_dir(pin->dir, &pin->dir_dev, &pin->dir_ino, err);
+    return pin->dir_fd < 0 ? -1 : 0;
+}
+
+static json_t *pin_dir_json(const char *path, uint64_t dev, uint64_t ino)
+{
+    _cleanup_free_ char *hex = tool_pin_hex(path);
+    return hex ? json_pack("{s:s, s:I, s:I}", "path", hex, "dev", (json_int_t)dev, "ino",
+                           (json_int_t)ino)
+               : NULL;
+}
+
+json_t *route_pin_json(const struct route_pin *pin)
+{
+    json_t *out = json_object();
+    json_t *cwd = pin_dir_json(pin->cwd, pin->cwd_dev, pin->cwd_ino);
+    if (!out || !cwd || json_object_set_new(out, "cwd", cwd) < 0) {
+        json_decref(out);
+        return NULL;
+    }
+    if (!pin->target)
+        return out;
+    _cleanup_free_ char *target = tool_pin_hex(pin->target);
+    _cleanup_free_ char *rel = tool_pin_hex(pin->rel);
+    json_t *dir = pin_dir_json(pin->dir, pin->dir_dev, pin->dir_ino);
+    if (!target || !rel || !dir || json_object_set_new(out, "dir", dir) < 0 ||
+        json_object_set_new(out, "target", json_string(target)) < 0 ||
+        json_object_set_new(out, "rel", json_string(rel)) < 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+void route_pin_free(struct route_pin *pin)
+{
+    free(pin->target);
+    free(pin->canonical);
+    free(pin->dir);
+    free(pin->rel);
+    free(pin->cwd);
+    if (pin->dir_fd >= 0)
+        close(pin->dir_fd);
+    if (pin->cwd_fd >= 0)
+        close(pin->cwd_fd);
+    *pin = (struct route_pin){.dir_fd = -1, .cwd_fd = -1};
+}
+
+/* JSON's "\u001B" for a control character becomes "\x1b", as the rest of
+ * the prompt writes it; "\n", "\t" and escaped backslashes stay. In place
+ * (the text only shrinks). */
+static void json_controls_as_hex(char *json)
+{
+    char *out = json;
+    for (const char *p = json; *p;) {
+        if (p[0] == '\\' && p[1] == 'u' && p[2] == '0' && p[3] == '0' &&
+            (p[4] == '0' || p[4] == '1') && isxdigit((unsigned char)p[5])) {
+            *out++ = '\\';
+            *out++ = 'x';
+            *out++ = p[4];
+            *out++ = (char)tolower((unsigned char)p[5]);
+            p += 6;
+        } else if (p[0] == '\\' && p[1]) {
+            *out++ = *p++;
+            *out++ = *p++;
+        } else {
+            *out++ = *p++;
+        }
+    }
+    *out = '\0';
+}
+
+/* Hidden characters in every key and string of the arguments; newlines
+ * and tabs, which the JSON shows as \n and \t, do not count. */
+static size_t json_hidden(json_t *v)
+{
+    size_t n = 0;
+    if (json_is_string(v))
+        return text_count_hidden(json_string_value(v), json_string_length(v),
+                                 TEXT_ESCAPE_KEEP_LAYOUT);
+    const char *key;
+    json_t *child;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach (v, key, child)
+            n += text_count_hidden(key, strlen(key), TEXT_ESCAPE_KEEP_LAYOUT) + json_hidden(child);
+    } else if (json_is_array(v)) {
+        json_array_foreach (v, i, child)
+            n += json_hidden(child);
+    }
+    return n;
+}
+
+char *route_prompt_text(const char *tool, const char *cwd, json_t *args,
+                        const struct route_pin *pin, const char *workspace, size_t *hidden)
+{
+    size_t n_cwd = 0, n_path = 0, n_args = json_hidden(args);
+    _cleanup_free_ char *json = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+    if (json)
+        json_controls_as_hex(json);
+    /* JSON has escaped the C0 controls and doubled the backslashes; what
+     * it leaves raw (DEL, C1, format and bidi characters) is escaped here. */
+    _cleanup_free_ char *shown_args =
+        json ? text_escape_visible(json, strlen(json), 0, NULL) : NULL;
+    _cleanup_free_ char *shown_cwd =
+        text_escape_visible(cwd, strlen(cwd), TEXT_ESCAPE_BACKSLASH, &n_cwd);
+    _cleanup_free_ char *path_line = NULL;
+    if (pin && pin->target) {
+        _cleanup_free_ char *shown = text_escape_visible(pin->canonical, strlen(pin->canonical),
+                                                         TEXT_ESCAPE_BACKSLASH, &n_path);
+        _cleanup_free_ char *shown_ws =
+            workspace
+                ? text_escape_visible(workspace, strlen(workspace), TEXT_ESCAPE_BACKSLASH, NULL)
+                : NULL;
+        _cleanup_free_ char *outside = NULL;
+        if (pin->outside_workspace && asprintf(&outside, "  (OUTSIDE the workspace%s%s)",
+                                               shown_ws ? " " : "", shown_ws ? shown_ws : "") < 0)
+            return NULL;
+        if (!shown || asprintf(&path_line, "Path: %s%s%s\n", shown,
+                               pin->through_symlink ? "  (reached through a symlink)" : "",
+                               outside ? outside : "") < 0)
+            return NULL;
+    }
+    if (!shown_args || !shown_cwd)
+        return NULL;
+    size_t total = n_args + n_cwd + n_path;
+    char note[200] = "";
+    if (total)
+        snprintf(note, sizeof(note),
+                 "\nNOTE: this call contains %zu invisible or control character%s, shown "
+                 "escaped (\\u202e, \\x1b, ...).\n",
+                 total, total == 1 ? "" : "s");
+    char *message = NULL;
+    if (asprintf(&message,
+                 "WARNING: this call bypasses the sandbox and runs ON THE HOST with "
+                 "your permissions, your environment and your files.\n%s\n"
+                 "Tool: %s\nWorking directory: %s\n%sArguments: %s\n\n"
+                 "Approve this exact call once?",
+                 note, tool, shown_cwd, path_line ? path_line : "", shown_args) < 0)
+        return NULL;
+    if (hidden)
+        *hidden = total;
+    return message;
 }

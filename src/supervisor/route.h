@@ -56,6 +56,42 @@ char *route_fingerprint(const char *tool, const char *cwd, json_t *args);
 /* args without execution_target (a new reference), as the tool receives them. */
 json_t *route_strip_target(json_t *args);
 
+/* What a host call will touch, resolved when the user is asked and pinned
+ * by fd from then until the call ends (agent/tools/pin.h has the host
+ * agent's half). The prompt shows canonical; the host agent opens only rel
+ * beneath dir_fd, with no symlink anywhere. */
+struct route_pin {
+    char *target;       /* the tool's absolute path (pi's rules); NULL: no path (bash) */
+    char *canonical;    /* what target resolves to now, symlinks and all */
+    char *dir;          /* the approved directory holding it: the cwd, the workspace, or / */
+    char *rel;          /* canonical below dir ("" when it is dir itself) */
+    char *cwd;          /* the working directory, canonical */
+    int dir_fd, cwd_fd; /* O_PATH; -1 when not open */
+    uint64_t dir_dev, dir_ino, cwd_dev, cwd_ino;
+    bool outside_workspace; /* canonical is not below the workspace */
+    bool through_symlink;   /* canonical differs from target */
+};
+
+/* Resolves and pins the call's path (read, write, edit: "path"; ls, find,
+ * grep: "path" or "."; any other tool: the cwd only). -1 with err naming
+ * the path and the reason when it cannot be pinned (a dangling symlink, a
+ * path that cannot be resolved). *pin is cleared first; free it with
+ * route_pin_free() in any case. */
+int route_pin_prepare(const char *tool, json_t *args, const char *cwd, const char *home,
+                      const char *workspace, struct route_pin *pin, struct cordon_error *err);
+/* The "pin" field of the host agent's call frame (agent/tools/pin.h). */
+json_t *route_pin_json(const struct route_pin *pin);
+void route_pin_free(struct route_pin *pin);
+
+/* The approval prompt for a host call (the elicitation message): tool,
+ * working directory, the resolved path with what it crosses, and the
+ * arguments (key-sorted JSON), every hidden character escaped
+ * (util/escape.h), with a line saying how many when there are any.
+ * *hidden (when not NULL) is that number. malloc'd; NULL when out of
+ * memory. */
+char *route_prompt_text(const char *tool, const char *cwd, json_t *args,
+                        const struct route_pin *pin, const char *workspace, size_t *hidden);
+
 /* Approvals: asked for one fingerprint, answered once, consumed once. */
 #define ROUTE_MAX_APPROVALS 64
 

@@ -5,6 +5,7 @@
 #include "supervisor/lifecycle.h"
 #include "agent/protocol.h"
 #include "agent/reap.h"
+#include "agent/tools/pin.h"
 #include "backend/docker/docker.h"
 #include "backend/ns/ns.h"
 #include "backend/vm/vm.h"
@@ -171,7 +172,8 @@ started:
         goto fail;
     /* Before any call: what the daemon made is checked from the host. */
     if (s->is_vm && s->vm.ops == &docker_backend_ops &&
-        docker_sandbox_check_confined(&s->vm, err) < 0)
+        (docker_sandbox_check_confined(&s->vm, err) < 0 ||
+         docker_sandbox_check_git(&s->vm, &s->launch.spec, err) < 0))
         goto fail;
     if (s->is_vm)
         log_debug("session %s: agent ready in %s", s->launch.name, s->vm.description);
@@ -268,6 +270,20 @@ int session_send_call(struct session *s, json_int_t id, const char *tool, json_t
                  err);
 }
 
+int session_send_call_pinned(struct session *s, json_int_t id, const char *tool, json_t *args,
+                             json_t *pin, struct cordon_error *err)
+{
+    json_t *msg = json_pack("{s:s, s:I, s:s, s:o}", "t", "call", "id", id, "tool", tool, "args",
+                            args ? json_incref(args) : json_object());
+    if (msg && pin && json_object_set(msg, TOOL_PIN_FIELD, pin) < 0) {
+        json_decref(msg);
+        msg = NULL;
+    }
+    if (!msg)
+        return error_set(err, ENOMEM, "call frame");
+    return queue(s, msg, err);
+}
+
 int session_send_cancel(struct session *s, json_int_t id, struct cordon_error *err)
 {
     return queue(s, json_pack("{s:s, s:I}", "t", "cancel", "id", id), err);
@@ -311,6 +327,10 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struc
                 .result = &res,
                 .exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1,
             };
+            /* What git wrote during the call reaches the host's git
+             * metadata before the client hears of the result. */
+            if (ev.kind == SESSION_RESULT && s->owned)
+                gitguard_sync(s->lifecycle.git);
             fn(ctx, &ev);
         } else if (t && strcmp(t, "error") == 0) {
             const char *m = json_string_value(json_object_get(msg, "message"));

@@ -44,6 +44,10 @@ const struct launch *session_launch(const struct session *s);
 
 int session_send_call(struct session *s, json_int_t id, const char *tool, json_t *args,
                       struct cordon_error *err);
+/* An approved host call: the frame carries the supervisor's pin of what
+ * the user approved (agent/tools/pin.h; pin borrowed). */
+int session_send_call_pinned(struct session *s, json_int_t id, const char *tool, json_t *args,
+                             json_t *pin, struct cordon_error *err);
 int session_send_cancel(struct session *s, json_int_t id, struct cordon_error *err);
 bool session_wants_write(const struct session *s);
 int session_on_writable(struct session *s, struct cordon_error *err);

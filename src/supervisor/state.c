@@ -221,6 +221,23 @@ void state_audit(struct state_owner *o, const char *tool, const char *target, co
         return;
     char when[LOG_UTC_LEN];
     log_utc_now(when);
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_size >= (off_t)STATE_AUDIT_MAX) {
+        if (!o->audit_capped) {
+            char note[256];
+            int n = snprintf(note, sizeof(note),
+                             "{\"time\":\"%s\",\"session\":\"%s\",\"note\":\"the audit log "
+                             "reached %u MiB: further calls are not recorded\"}\n",
+                             when, o->name, STATE_AUDIT_MAX >> 20);
+            if (n > 0 && (size_t)n < sizeof(note)) {
+                ssize_t w = write(fd, note, (size_t)n);
+                (void)w;
+            }
+            o->audit_capped = true;
+        }
+        close(fd);
+        return;
+    }
     json_t *line =
         json_pack("{s:s, s:s, s:s, s:s, s:s, s:f}", "time", when, "session", o->name, "tool", tool,
                   "target", target, "outcome", outcome, "duration_ms", duration_ms);

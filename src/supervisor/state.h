@@ -21,7 +21,12 @@ struct state_owner {
     char name[STATE_NAME_MAX + 1];
     char *dir; /* its path */
     char *audit_path;
+    bool audit_capped; /* the audit log reached STATE_AUDIT_MAX; noted there */
 };
+
+/* The audit log of one state directory grows to at most this (plus one
+ * line saying so): the agent decides how many calls it makes. */
+#define STATE_AUDIT_MAX (16u << 20)
 
 /* The state root, created (0700) when missing. malloc'd. */
 int state_root(char **ret_path, struct cordon_error *err);

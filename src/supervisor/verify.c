@@ -7,6 +7,7 @@
 #include "agent/init.h"
 #include "backend/ns/ns-landlock.h"
 #include "supervisor/environ.h"
+#include "supervisor/gitguard.h"
 #include "util/cleanup.h"
 
 #include <arpa/inet.h>
@@ -29,6 +30,8 @@ extern char **environ;
 
 #define PROBE_MARKER  "CORDON-PROBE "
 #define MAX_LISTENERS 4
+/* What the probe creates at each guarded git directory's top level. */
+#define VERIFY_PLANT_NAME "cordon-verify-planted"
 
 static const char *const sentinel_names[] = {
     "DOCKER_HOST",  "DOCKER_CONTEXT",         "COMPOSE_PROJECT_NAME",
@@ -451,7 +454,25 @@ int verify_prepare_target(const struct verify_target *t, struct verify_run **out
         snprintf(path, sizeof(path), "%s/%s", l->ws.view_root, l->protected_paths[i]);
         json_array_append_new(readonly, json_string(path));
     }
-    for (size_t i = 0; l->git_dirs[i]; i++) {
+    /* The git metadata plan: each guarded git directory's config and hooks
+     * are read-only, and a file created at its top level (which lands in
+     * the sandbox's copy) must not appear in the host's. */
+    json_t *plant = json_array();
+    for (size_t i = 0; l->git && i < l->git->ndirs; i++) {
+        const struct gitguard_dir *d = &l->git->dirs[i];
+        static const char *const parts[] = {"hooks", "config"};
+        for (size_t j = 0; j < ARRAY_SIZE(parts); j++) {
+            struct stat st;
+            snprintf(path, sizeof(path), "%s/%s", d->host, parts[j]);
+            if (lstat(path, &st) < 0 || (i > 0 && strcmp(parts[j], "config") == 0))
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", d->view, parts[j]);
+            json_array_append_new(readonly, json_string(path));
+        }
+        snprintf(path, sizeof(path), "%s/" VERIFY_PLANT_NAME, d->view);
+        json_array_append_new(plant, json_string(path));
+    }
+    for (size_t i = 0; !l->git && l->git_dirs[i]; i++) {
         static const char *const parts[] = {"hooks", "config"};
         for (size_t j = 0; j < ARRAY_SIZE(parts); j++) {
             struct stat st;
@@ -485,6 +506,7 @@ int verify_prepare_target(const struct verify_target *t, struct verify_run **out
                             json_pack("{s:i, s:o}", "port", NET_PROXY_PORT, "targets", targets));
     }
     json_object_set_new(r->request, "host_pids", json_pack("[i]", (int)getpid()));
+    json_object_set_new(r->request, "plant", plant);
     if (t->agent_pidfd >= 0)
         verify_set_agent(r, t->agent_pidfd);
     /* The probe treats "policy" as more paths that must not be writable. */
@@ -1034,6 +1056,47 @@ static bool write_refused(const char *result)
            strcmp(result, "EPERM") == 0;
 }
 
+/* The git metadata row: what the probe created at each guarded git
+ * directory's top level is not in the host's (docs/git-metadata.md). */
+static void check_git_metadata(struct verify_run *r, const json_t *p)
+{
+    const struct gitguard *g = r->l->git;
+    if (!g || !g->active) {
+        row(r, "git-metadata", r->l->ws.is_git ? "SKIP" : "PASS", "%s",
+            r->l->ws.is_git
+                ? "the workspace is read-only: its git metadata with it"
+                : "not a git repository: a .git, .vscode, .idea or .envrc the sandbox makes at "
+                  "the root, or a .git below it, is moved aside when the session ends");
+        return;
+    }
+    if (!p) {
+        row(r, "git-metadata", "FAIL", "no probe answer");
+        return;
+    }
+    char ev[2048] = "";
+    bool fail = false;
+    size_t i;
+    json_t *w;
+    json_array_foreach (json_object_get(p, "plant"), i, w) {
+        if (i >= g->ndirs)
+            break;
+        const struct gitguard_dir *d = &g->dirs[i];
+        char host[PATH_MAX + 64];
+        snprintf(host, sizeof(host), "%s/" VERIFY_PLANT_NAME, d->host);
+        struct stat st;
+        bool leaked = lstat(host, &st) == 0;
+        fail |= leaked;
+        add(ev, sizeof(ev), "%s%s: created inside -> %s, on the host -> %s", ev[0] ? "; " : "",
+            str(w, "path"), str(w, "write"), leaked ? "PRESENT" : "absent");
+    }
+    if (json_array_size(json_object_get(p, "plant")) != g->ndirs)
+        fail = true;
+    row(r, "git-metadata", fail ? "FAIL" : "PASS",
+        "%zu git director%s host-owned (the sandbox writes copies; cordon carries HEAD, index "
+        "and refs only): %s",
+        g->ndirs, g->ndirs == 1 ? "y" : "ies", ev);
+}
+
 static void check_writes(struct verify_run *r, const json_t *p)
 {
     if (!p) {
@@ -1246,6 +1309,7 @@ static json_t *judge(struct verify_run *r, json_t *p, const char *why)
     check_processes(r, p);
     check_network(r, p);
     check_writes(r, p);
+    check_git_metadata(r, p);
     check_landlock(r, p);
     check_ownership(r);
     json_decref(p);

@@ -1,30 +1,48 @@
-/* Workspace detection: git worktree root (linked worktrees and submodules
- * included) or cwd; refuses unsafe roots. Host context, before any sandbox
- * exists, so failures here simply stop cordon. */
+/* Workspace detection (docs/workspace.md): the root is the directory holding
+ * the nearest .git entry above the cwd (read with fds by workspace-git.c,
+ * never by host git unless the user set GIT_DIR and friends), else the cwd;
+ * roots that would expose the system, shared temporary or runtime
+ * directories, or the user's home and credentials are refused. Host context,
+ * before any sandbox exists, so failures here simply stop cordon (125). */
 #include "supervisor/workspace.h"
+#include "supervisor/workspace-git.h"
 #include "util/cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <pwd.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* Paths whose overlap with a workspace would expose or let the sandbox write
  * the system. A workspace may not be one of them, inside one, or contain one. */
 static const char *const system_dirs[] = {
     "/usr",  "/etc", "/proc",  "/sys",   "/dev",    "/run",  "/var/lib/docker", "/bin",
     "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/var/run",
+};
+
+/* Shared temporary directories: other users' and programs' sockets (tmux,
+ * ssh-agent, X11, editors) and files live there. Refused as the root itself;
+ * a project directory below them is fine. */
+static const char *const shared_tmp_dirs[] = {"/tmp", "/var/tmp", "/dev/shm"};
+
+/* Directories of the user's home that hold credentials: a workspace may not
+ * be one of them, inside one, or contain one. */
+static const char *const credential_dirs[] = {
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config",
+    ".kube",
+    ".docker",
+    ".azure",
+    ".local/share/keyrings",
+    ".password-store",
+    ".terraform.d",
 };
 
 static bool path_is_under_or_equal(const char *path, const char *dir)
@@ -35,130 +53,97 @@ static bool path_is_under_or_equal(const char *path, const char *dir)
     return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+static bool paths_overlap(const char *a, const char *b)
+{
+    return path_is_under_or_equal(a, b) || path_is_under_or_equal(b, a);
+}
+
+/* The runtime directory rule, for DIR (XDG_RUNTIME_DIR or /run/user/UID, as
+ * given or canonical). A runtime directory that is itself a shared
+ * temporary directory (XDG_RUNTIME_DIR=/tmp) is left to that rule. */
+static int check_runtime_dir(const char *root, const char *dir, const char *name,
+                             struct cordon_error *err)
+{
+    if (!dir || dir[0] != '/' || strcmp(dir, "/") == 0)
+        return 0;
+    for (size_t i = 0; i < ARRAY_SIZE(shared_tmp_dirs); i++)
+        if (strcmp(dir, shared_tmp_dirs[i]) == 0)
+            return 0;
+    if (paths_overlap(root, dir))
+        return error_set(err, 0,
+                         "workspace %s: refusing a workspace that overlaps the runtime directory "
+                         "%s (%s), which holds the sockets of the user's services",
+                         root, dir, name);
+    return 0;
+}
+
 int workspace_check_safe(const char *root, const char *home, struct cordon_error *err)
 {
     if (root[0] != '/')
         return error_set(err, 0, "workspace %s: not an absolute path", root);
     if (strcmp(root, "/") == 0)
         return error_set(err, 0, "workspace %s: refusing the root directory as a workspace", root);
+    for (size_t i = 0; i < ARRAY_SIZE(shared_tmp_dirs); i++) {
+        if (strcmp(root, shared_tmp_dirs[i]) == 0)
+            return error_set(err, 0,
+                             "workspace %s: refusing a shared temporary directory as a "
+                             "workspace: other users' and programs' sockets and files live "
+                             "there; run cordon in a project directory",
+                             root);
+    }
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    char real[PATH_MAX], run_user[64];
+    snprintf(run_user, sizeof(run_user), "/run/user/%u", (unsigned)getuid());
+    if (check_runtime_dir(root, xdg, "XDG_RUNTIME_DIR", err) < 0 ||
+        (xdg && realpath(xdg, real) && check_runtime_dir(root, real, "XDG_RUNTIME_DIR", err) < 0) ||
+        check_runtime_dir(root, run_user, "the user's runtime directory", err) < 0)
+        return -1;
     for (size_t i = 0; i < ARRAY_SIZE(system_dirs); i++) {
-        if (path_is_under_or_equal(root, system_dirs[i]) ||
-            path_is_under_or_equal(system_dirs[i], root))
+        if (paths_overlap(root, system_dirs[i]))
             return error_set(err, 0,
                              "workspace %s: refusing a workspace that overlaps the system "
                              "directory %s",
                              root, system_dirs[i]);
     }
-    if (home && home[0] == '/' && strcmp(home, "/") != 0 && path_is_under_or_equal(home, root))
+    char h[PATH_MAX] = "";
+    if (home && home[0] == '/')
+        snprintf(h, sizeof(h), "%s", home);
+    for (size_t n = strlen(h); n > 1 && h[n - 1] == '/'; n--)
+        h[n - 1] = '\0';
+    if (h[0] && strcmp(h, "/") != 0) {
+        if (path_is_under_or_equal(h, root))
+            return error_set(err, 0,
+                             "workspace %s: refusing the home directory %s (or a directory "
+                             "containing it) as a workspace; run cordon in a project directory",
+                             root, h);
+        for (size_t i = 0; i < ARRAY_SIZE(credential_dirs); i++) {
+            char cred[PATH_MAX + 32];
+            snprintf(cred, sizeof(cred), "%s/%s", h, credential_dirs[i]);
+            if (path_is_under_or_equal(root, cred))
+                return error_set(err, 0,
+                                 "workspace %s: refusing ~/%s (%s), which holds the user's "
+                                 "credentials, or a directory inside it, as a workspace",
+                                 root, credential_dirs[i], cred);
+            if (path_is_under_or_equal(cred, root))
+                return error_set(err, 0,
+                                 "workspace %s: refusing a workspace that contains ~/%s (%s), "
+                                 "which holds the user's credentials",
+                                 root, credential_dirs[i], cred);
+        }
+    }
+    /* Any sticky world-writable directory is shared like /tmp. The mode of
+     * what the path names now, through an fd. */
+    _cleanup_close_ int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return error_set(err, errno, "workspace %s: cannot examine it", root);
+    if ((st.st_mode & S_ISVTX) && (st.st_mode & S_IWOTH))
         return error_set(err, 0,
-                         "workspace %s: refusing the home directory %s (or a directory "
-                         "containing it) as a workspace; run cordon in a project directory",
-                         root, home);
+                         "workspace %s: refusing a sticky world-writable directory (mode %04o) "
+                         "as a workspace: it is shared with other users like /tmp; run cordon in "
+                         "a project directory",
+                         root, (unsigned)(st.st_mode & 07777));
     return 0;
-}
-
-/* Runs git with argv in dir; collects stdout (bounded) and the exit status. */
-static int run_git(const char *dir, char *const argv[], char *out, size_t outlen, int *status,
-                   char *errbuf, size_t errlen, struct cordon_error *err)
-{
-    int outpipe[2], errpipe[2];
-    if (pipe2(outpipe, O_CLOEXEC) < 0)
-        return error_set(err, errno, "workspace: pipe");
-    if (pipe2(errpipe, O_CLOEXEC) < 0) {
-        close(outpipe[0]);
-        close(outpipe[1]);
-        return error_set(err, errno, "workspace: pipe");
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, outpipe[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, errpipe[1], 2);
-    posix_spawn_file_actions_addchdir_np(&fa, dir);
-    pid_t pid;
-    int rc = posix_spawnp(&pid, "git", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(outpipe[1]);
-    close(errpipe[1]);
-    if (rc != 0) {
-        close(outpipe[0]);
-        close(errpipe[0]);
-        if (rc == ENOENT) {
-            *status = -1; /* no git: treated as "not a repository" by the caller */
-            return 0;
-        }
-        return error_set(err, rc, "workspace: cannot run git");
-    }
-    size_t outpos = 0, errpos = 0;
-    struct pollfd fds[2] = {{outpipe[0], POLLIN, 0}, {errpipe[0], POLLIN, 0}};
-    int open_fds = 2;
-    while (open_fds > 0) {
-        if (poll(fds, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        for (int i = 0; i < 2; i++) {
-            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            char chunk[4096];
-            ssize_t n = read(fds[i].fd, chunk, sizeof(chunk));
-            if (n <= 0) {
-                close(fds[i].fd);
-                fds[i].fd = -1;
-                open_fds--;
-                continue;
-            }
-            char *dst = i == 0 ? out : errbuf;
-            size_t *pos = i == 0 ? &outpos : &errpos;
-            size_t cap = i == 0 ? outlen : errlen;
-            size_t take = (size_t)n;
-            if (*pos + take >= cap)
-                take = cap - 1 - *pos;
-            memcpy(dst + *pos, chunk, take);
-            *pos += take;
-        }
-    }
-    out[outpos] = '\0';
-    errbuf[errpos] = '\0';
-    int wstatus;
-    while (waitpid(pid, &wstatus, 0) < 0) {
-        if (errno != EINTR)
-            return error_set(err, errno, "workspace: waitpid git");
-    }
-    *status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-    return 0;
-}
-
-/* Looks for a .git entry in dir or its ancestors, without running git: the
- * common case outside any repository costs no process. */
-static bool has_git_marker_upwards(const char *dir)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s", dir);
-    for (;;) {
-        char probe[PATH_MAX + 8];
-        snprintf(probe, sizeof(probe), "%s/.git", strcmp(path, "/") == 0 ? "" : path);
-        struct stat st;
-        if (lstat(probe, &st) == 0)
-            return true;
-        char *slash = strrchr(path, '/');
-        if (!slash || slash == path) {
-            if (strcmp(path, "/") == 0)
-                return false;
-            strcpy(path, "/");
-            continue;
-        }
-        *slash = '\0';
-    }
-}
-
-static char *trim_line(char *s)
-{
-    char *nl = strchr(s, '\n');
-    if (nl)
-        *nl = '\0';
-    return s;
 }
 
 static bool same_file(const char *a, const char *b)
@@ -173,7 +158,7 @@ static bool same_file(const char *a, const char *b)
 static char *lexical_cwd(const char *canonical)
 {
     const char *pwd = getenv("PWD");
-    if (pwd && pwd[0] == '/' && !strstr(pwd, "/./") && !strstr(pwd, "/../") &&
+    if (pwd && pwd[0] == '/' && !strstr(pwd, "/./") && !strstr(pwd, "/../") && !strstr(pwd, "//") &&
         strlen(pwd) < PATH_MAX && same_file(pwd, canonical)) {
         size_t n = strlen(pwd);
         bool bad_tail = (n >= 2 && strcmp(pwd + n - 2, "/.") == 0) ||
@@ -188,9 +173,11 @@ static char *lexical_cwd(const char *canonical)
  * as many trailing components as the canonical cwd has below the root. */
 static char *lexical_root(const char *root, const char *cwd, const char *view_cwd)
 {
-    if (strcmp(cwd, view_cwd) == 0)
+    /* The root always contains the cwd (workspace_detect checks it); if it
+     * did not, cwd + strlen(root) would point past the end of cwd. */
+    if (strcmp(cwd, view_cwd) == 0 || !path_is_under_or_equal(cwd, root))
         return strdup(root);
-    const char *rel = cwd + strlen(root);
+    const char *rel = strcmp(root, "/") == 0 ? cwd : cwd + strlen(root);
     size_t depth = 0;
     for (const char *p = rel; *p; p++)
         depth += *p == '/';
@@ -218,9 +205,40 @@ static int canonical_dup(const char *path, char **out, struct cordon_error *err)
     return 0;
 }
 
+/* Every home the rules are checked against: $HOME and the passwd entry's, as
+ * given and canonical. */
+static size_t home_candidates(char homes[4][PATH_MAX])
+{
+    size_t n = 0;
+    const char *env = getenv("HOME");
+    struct passwd *pw = getpwuid(getuid());
+    const char *given[2] = {env, pw ? pw->pw_dir : NULL};
+    for (size_t i = 0; i < 2; i++) {
+        if (!given[i] || given[i][0] != '/' || strlen(given[i]) >= PATH_MAX)
+            continue;
+        snprintf(homes[n++], PATH_MAX, "%s", given[i]);
+        if (realpath(given[i], homes[n]) && strcmp(homes[n], homes[n - 1]) != 0)
+            n++;
+    }
+    return n;
+}
+
+static int check_all_homes(const char *path, struct cordon_error *err)
+{
+    char homes[4][PATH_MAX];
+    size_t n = home_candidates(homes);
+    if (workspace_check_safe(path, NULL, err) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (workspace_check_safe(path, homes[i], err) < 0)
+            return -1;
+    return 0;
+}
+
 int workspace_detect(const char *cwd_in, struct workspace *out, struct cordon_error *err)
 {
     struct workspace ws = {0};
+    struct ws_git_layout git = {0};
     char cwdbuf[PATH_MAX];
     const char *cwd = cwd_in;
     if (!cwd) {
@@ -232,62 +250,36 @@ int workspace_detect(const char *cwd_in, struct workspace *out, struct cordon_er
         return -1;
     ws.view_cwd = cwd_in ? strdup(ws.cwd) : lexical_cwd(ws.cwd);
     if (!ws.view_cwd) {
-        workspace_free(&ws);
-        return error_set(err, ENOMEM, "workspace");
+        error_set(err, ENOMEM, "workspace");
+        goto fail;
     }
 
-    bool maybe_git = has_git_marker_upwards(ws.cwd) || getenv("GIT_DIR") || getenv("GIT_WORK_TREE");
-    if (maybe_git) {
-        char out_buf[3 * PATH_MAX + 64], err_buf[2048];
-        int status = 0;
-        char *argv[] = {
-            "git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", NULL};
-        if (run_git(ws.cwd, argv, out_buf, sizeof(out_buf), &status, err_buf, sizeof(err_buf),
-                    err) < 0) {
-            workspace_free(&ws);
-            return -1;
+    if ((ws_git_env_set() ? ws_git_from_env(ws.cwd, &git, err)
+                          : ws_git_discover(ws.cwd, &git, err)) < 0)
+        goto fail;
+    if (git.root) {
+        ws.root = TAKE_PTR(git.root);
+        ws.git_dir = TAKE_PTR(git.git_dir);
+        ws.git_common_dir = TAKE_PTR(git.common_dir);
+        ws.layout_git_dir = strdup(ws.git_dir);
+        ws.layout_common_dir = strdup(ws.git_common_dir);
+        ws.is_git = true;
+        if (!ws.layout_git_dir || !ws.layout_common_dir) {
+            error_set(err, ENOMEM, "workspace");
+            goto fail;
         }
-        if (status == 0) {
-            char *save = NULL;
-            char *top = strtok_r(out_buf, "\n", &save);
-            char *gitdir = strtok_r(NULL, "\n", &save);
-            char *common = strtok_r(NULL, "\n", &save);
-            if (!top || !gitdir || !common) {
-                workspace_free(&ws);
-                return error_set(err, 0, "workspace: unexpected output from git rev-parse");
-            }
-            /* --git-common-dir may be relative to the cwd. */
-            char common_abs[2 * PATH_MAX + 2];
-            if (common[0] != '/')
-                snprintf(common_abs, sizeof(common_abs), "%s/%s", ws.cwd, common);
-            else
-                snprintf(common_abs, sizeof(common_abs), "%s", common);
-            if (canonical_dup(top, &ws.root, err) < 0 ||
-                canonical_dup(gitdir, &ws.git_dir, err) < 0 ||
-                canonical_dup(common_abs, &ws.git_common_dir, err) < 0) {
-                workspace_free(&ws);
-                return -1;
-            }
-            ws.is_git = true;
-        } else if (status == -1 || strstr(err_buf, "not a git repository")) {
-            /* Not a repository (or no git at all): the cwd is the workspace. */
-        } else {
-            trim_line(err_buf);
-            workspace_free(&ws);
-            return error_set(err, 0,
-                             "workspace: git rev-parse failed in %s (exit %d): %s; refusing to "
-                             "guess the workspace",
-                             cwd, status, err_buf[0] ? err_buf : "no message");
-        }
+    } else if (canonical_dup(ws.cwd, &ws.root, err) < 0) {
+        goto fail;
     }
-    if (!ws.root && canonical_dup(ws.cwd, &ws.root, err) < 0) {
-        workspace_free(&ws);
-        return -1;
+    if (!path_is_under_or_equal(ws.cwd, ws.root)) {
+        error_set(err, 0, "workspace %s: does not contain the current directory %s; refusing",
+                  ws.root, ws.cwd);
+        goto fail;
     }
     ws.view_root = lexical_root(ws.root, ws.cwd, ws.view_cwd);
     if (!ws.view_root) {
-        workspace_free(&ws);
-        return error_set(err, ENOMEM, "workspace");
+        error_set(err, ENOMEM, "workspace");
+        goto fail;
     }
     if (strcmp(ws.view_root, ws.root) != 0 && !path_is_under_or_equal(ws.view_cwd, ws.view_root)) {
         /* The lexical forms do not line up: use canonical paths throughout. */
@@ -295,19 +287,14 @@ int workspace_detect(const char *cwd_in, struct workspace *out, struct cordon_er
         free(ws.view_root);
         ws.view_cwd = strdup(ws.cwd);
         ws.view_root = strdup(ws.root);
+        if (!ws.view_cwd || !ws.view_root) {
+            error_set(err, ENOMEM, "workspace");
+            goto fail;
+        }
     }
 
-    const char *home = getenv("HOME");
-    struct passwd *pw = getpwuid(getuid());
-    char home_canon[PATH_MAX];
-    if (workspace_check_safe(ws.root, home, err) < 0 ||
-        workspace_check_safe(ws.view_root, home, err) < 0 ||
-        (pw && pw->pw_dir && workspace_check_safe(ws.root, pw->pw_dir, err) < 0) ||
-        (home && realpath(home, home_canon) &&
-         workspace_check_safe(ws.root, home_canon, err) < 0)) {
-        workspace_free(&ws);
-        return -1;
-    }
+    if (check_all_homes(ws.root, err) < 0 || check_all_homes(ws.view_root, err) < 0)
+        goto fail;
     /* Git metadata inside the root is covered by the workspace bind. */
     if (ws.git_dir && path_is_under_or_equal(ws.git_dir, ws.root)) {
         free(ws.git_dir);
@@ -321,14 +308,21 @@ int workspace_detect(const char *cwd_in, struct workspace *out, struct cordon_er
         free(ws.git_dir);
         ws.git_dir = NULL;
     }
-    for (const char *extra = ws.git_common_dir; extra; extra = NULL) {
-        if (workspace_check_safe(extra, home, err) < 0) {
-            workspace_free(&ws);
-            return error_prefix(err, "git common directory");
-        }
+    /* What is bound besides the root obeys the same rules. */
+    if (ws.git_common_dir && check_all_homes(ws.git_common_dir, err) < 0) {
+        error_prefix(err, "git common directory");
+        goto fail;
+    }
+    if (ws.git_dir && check_all_homes(ws.git_dir, err) < 0) {
+        error_prefix(err, "git directory");
+        goto fail;
     }
     *out = ws;
     return 0;
+fail:
+    ws_git_layout_free(&git);
+    workspace_free(&ws);
+    return -1;
 }
 
 void workspace_free(struct workspace *ws)
@@ -341,5 +335,7 @@ void workspace_free(struct workspace *ws)
     free(ws->view_cwd);
     free(ws->git_dir);
     free(ws->git_common_dir);
+    free(ws->layout_git_dir);
+    free(ws->layout_common_dir);
     *ws = (struct workspace){0};
 }

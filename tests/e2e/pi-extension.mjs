@@ -2,7 +2,8 @@
 // ExtensionAPI (loaded with pi's jiti and pi's aliases): the user's `!`
 // commands (pi emits user_bash only in interactive mode), /cordon
 // status|off|on|verify|config, the footer status, fail-closed start, and
-// the approval dialog's answer. TAP on stdout.
+// the approval dialog's answer and its escaping of hidden characters.
+// TAP on stdout.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -22,7 +23,9 @@ const jiti = createJiti(import.meta.url, {
         typebox: createRequire(path.join(mods, "@mariozechner/pi-coding-agent/dist/index.js")).resolve("typebox"),
     },
 });
-const extension = (await jiti.import(path.join(src, "integrations/pi/index.ts"))).default;
+const extensionModule = await jiti.import(path.join(src, "integrations/pi/index.ts"));
+const extension = extensionModule.default;
+const { escapeHidden, approvalText } = extensionModule;
 
 let n = 0;
 let failed = 0;
@@ -64,6 +67,36 @@ async function userBash(pi, command) {
     const r = await operations.exec(command, ws, { onData: (d) => (out += d.toString()) });
     return { out, exitCode: r.exitCode };
 }
+
+// The escaping, the same cases as tests/unit/util/test-escape.c (the C twin).
+const ESCAPES = [
+    ["notes/todo.md", {}, "notes/todo.md", 0],
+    ["caf\u00e9 \u65e5\u672c \u{1f600}", {}, "caf\u00e9 \u65e5\u672c \u{1f600}", 0],
+    ["evil\u202etxt.exe", {}, "evil\\u202etxt.exe", 1],
+    ["rm\x1b[2K -rf", {}, "rm\\x1b[2K -rf", 1],
+    ["a\x7fb", {}, "a\\x7fb", 1],
+    ["a\u0085b", {}, "a\\u0085b", 1],
+    ["zero\u200bwidth", {}, "zero\\u200bwidth", 1],
+    ["\ufeffbom", {}, "\\ufeffbom", 1],
+    ["\u2066x\u2069", {}, "\\u2066x\\u2069", 2],
+    ["\u061c\u180e", {}, "\\u061c\\u180e", 2],
+    ["tag\u{e0041}", {}, "tag\\u{e0041}", 1],
+    ["nb\u00a0sp", {}, "nb\\u00a0sp", 1],
+    ["\u2028\u2029", {}, "\\u2028\\u2029", 2],
+    ["\u3164\u115f", {}, "\\u3164\\u115f", 2],
+    ["x\ufe0f", {}, "x\\ufe0f", 1],
+    ["lone\ud800", {}, "lone\\ud800", 1],
+    ["a\nb\tc", {}, "a\\x0ab\\x09c", 2],
+    ["a\nb\tc\x1b", { keepLayout: true }, "a\nb\tc\\x1b", 1],
+    ["a\\u202e", { backslash: true }, "a\\\\u202e", 0],
+];
+for (const [input, opts, want, count] of ESCAPES) {
+    const got = escapeHidden(input, opts);
+    ok(got.text === want && got.count === count, `escapeHidden ${JSON.stringify(input)}`, [got, want, count]);
+}
+ok(approvalText("Tool: bash\nArguments: {\"command\":\"echo \u202e\"}") ===
+   "NOTE: this prompt contains 1 invisible or control character, shown escaped.\n\nTool: bash\nArguments: {\"command\":\"echo \\u202e\"}",
+   "approvalText keeps the lines, escapes what slipped through and says so");
 
 const ws = fs.mkdtempSync(path.join(os.tmpdir(), "cordon-piext-"));
 fs.chmodSync(ws, 0o755);
@@ -111,6 +144,15 @@ try {
     }
     ok(pi.confirms.length === 1 && /declined/.test(threw) && !fs.existsSync(marker),
        "a host call shows ctx.ui.confirm; declined, it is refused", [pi.confirms, threw]);
+    try {
+        await pi.tools.bash.execute("t1b", { command: "echo \u202etxt.exe\u200b\x1b[2K", execution_target: "host" }, undefined, undefined, pi.ctx);
+    } catch (e) {
+        threw = e.message;
+    }
+    const shown = pi.confirms[1]?.message ?? "";
+    ok(!/[\u202e\u200b\x1b]/.test(shown) && shown.includes('"command":"echo \\u202etxt.exe\\u200b\\x1b[2K"') &&
+       shown.includes("NOTE: this call contains 3 invisible or control characters, shown escaped"),
+       "the pi dialog shows U+202E, U+200B and ESC escaped, and says how many", shown);
     await pi.handlers.session_shutdown({ reason: "quit" }, pi.ctx);
     threw = "";
     try {

@@ -59,7 +59,7 @@ mkdir -p "$ws/secrets"
 out=$(cd "$ws" && "$CORDON" run -- bash -c 'ulimit -u' 2>&1)
 is "an untrusted workspace file is ignored" "$(tail -1 <<<"$out")" "77"
 like "... with a warning" "$out" "not trusted"
-(cd "$ws" && "$CORDON" trust >/dev/null 2>&1)
+(cd "$ws" && "$CORDON" trust --yes >/dev/null 2>&1)
 out=$(cd "$ws" && "$CORDON" run -- bash -c 'ulimit -u; touch secrets/x 2>&1; echo w > normal.txt && echo ok' 2>&1)
 like "a trusted workspace file applies" "$out" "^99"
 like "its protected_paths are read-only inside" "$out" "secrets/x.*Read-only file system"
@@ -69,13 +69,13 @@ out=$(cd "$ws" && "$CORDON" run -- bash -c 'ulimit -u' 2>&1)
 is "a workspace file changed after trusting is not honoured" "$(tail -1 <<<"$out")" "77"
 like "... with a warning that it changed" "$out" "changed since the workspace was trusted"
 printf 'fallback_mode = "host"\n' > "$ws/.cordon.toml"
-(cd "$ws" && "$CORDON" trust >/dev/null 2>&1)
+(cd "$ws" && "$CORDON" trust --yes >/dev/null 2>&1)
 cordon_run "$ws" -- touch ran
 is "a workspace file asking for host fallback stops cordon" "$rc" 125
 like "... naming file and line" "$out" "$ws/.cordon.toml:1"
 ok "... and nothing ran" test ! -e "$ws/ran"
 printf '[[mounts]]\nhost_path = "%s"\nreadonly = false\n' "$HOME" > "$ws/.cordon.toml"
-(cd "$ws" && "$CORDON" trust >/dev/null 2>&1)
+(cd "$ws" && "$CORDON" trust --yes >/dev/null 2>&1)
 cordon_run "$ws" -- true
 is "a workspace file adding a writable mount of \$HOME stops cordon (case 40)" "$rc" 125
 rm -f "$ws/.cordon.toml"

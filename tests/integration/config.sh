@@ -90,7 +90,7 @@ printf '[limits]\npids = 10\n' > .cordon.toml
 run config
 like "untrusted workspace file ignored" "$out" 'pids = 1024'
 like "with a warning" "$err" "ignoring $ws/.cordon.toml: this workspace is not trusted"
-run trust
+run trust --yes
 is "cordon trust exits 0" "$status" 0
 is "cordon trust says so" "$out" "trusted $ws"
 run config --explain
@@ -102,25 +102,25 @@ printf '[limits]\npids = 11\n' > .cordon.toml
 run config
 like "changed after trusting: ignored" "$out" 'pids = 1024'
 like "changed after trusting: warned" "$err" "changed since the workspace was trusted"
-run trust "$ws"
+run trust --yes "$ws"
 run config
 like "trust DIR again: applies" "$out" 'pids = 11'
 
 printf '\nfallback_mode = "host"\n' > .cordon.toml
-run trust
+run trust --yes
 run config
 is "workspace fallback_mode = host: exit 1" "$status" 1
 like "refused with file:line and reason" "$err" "$ws/.cordon.toml:2: fallback_mode = \"host\" is refused"
 printf '[[mounts]]\nhost_path = "%s"\nreadonly = false\n' "$HOME" > .cordon.toml
-run trust
+run trust --yes
 run config
 like "workspace writable mount of HOME refused" "$err" "writable mount of $HOME is refused"
 printf '[network]\npublish_ports = ["0.0.0.0:8080:80"]\n' > .cordon.toml
-run trust
+run trust --yes
 run config
 like "workspace 0.0.0.0 publish refused" "$err" "publishing port 8080 on 0.0.0.0 is refused"
 printf '[env]\nallow = ["DOCKER_HOST"]\n' > .cordon.toml
-run trust
+run trust --yes
 run config
 like "protected environment name refused" "$err" '"DOCKER_HOST" is protected'
 

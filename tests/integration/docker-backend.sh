@@ -265,12 +265,12 @@ is "a TCP daemon: refused (125)" "$rc" 125
 like "a TCP daemon: unix sockets only" "$out" "unix sockets only"
 # The workspace file may not pick the daemon.
 printf '[docker]\nhost = "unix://%s/sock"\n' "$hd" >"$ws/.cordon.toml"
-(cd "$ws" && PWD="$ws" "$CORDON" trust >/dev/null 2>&1)
+(cd "$ws" && PWD="$ws" "$CORDON" trust --yes >/dev/null 2>&1)
 cordon_run "$ws" --backend docker --set docker.image=cordon-docker-test -- true
 is "docker.host in the workspace file: refused (125)" "$rc" 125
 like "docker.host in the workspace file: the reason" "$out" "docker.host is refused in the workspace file"
 printf '[limits]\npids = 500\n' >"$ws/.cordon.toml"
-(cd "$ws" && PWD="$ws" "$CORDON" trust >/dev/null 2>&1)
+(cd "$ws" && PWD="$ws" "$CORDON" trust --yes >/dev/null 2>&1)
 # A protected path that is a symlink refuses the start.
 sws=$(new_ws symws)
 mkdir -p "$sws/elsewhere"

@@ -249,7 +249,7 @@ fi
 # 0.0.0.0 only from the user's or a host-owned layer, never the workspace file.
 bws=$(new_ws dnetbind)
 printf '[network]\npublish_ports = ["0.0.0.0:%s:8000"]\n' "$PUB" >"$bws/.cordon.toml"
-(cd "$bws" && PWD="$bws" "$CORDON" trust >/dev/null 2>&1)
+(cd "$bws" && PWD="$bws" "$CORDON" trust --yes >/dev/null 2>&1)
 cordon_run "$bws" "${D[@]}" -- true
 is "publish: 0.0.0.0 from the workspace file is refused (125)" "$rc" 125
 like "publish: ... with the reason" "$out" "publishing port $PUB on 0.0.0.0 is refused in the workspace file"

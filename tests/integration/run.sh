@@ -211,12 +211,15 @@ else
 fi
 rm -rf "${rt:?}/cordon/.etc/$key"
 
-# --- git failure other than "not a repository" fails closed ---
-echo '[broken' > "$TEST_TMP/bad-gitconfig"
-out=$(cd "$repo" && GIT_CONFIG_GLOBAL="$TEST_TMP/bad-gitconfig" "$CORDON" run -- true 2>&1)
+# --- git metadata git itself would reject fails closed (detection reads it
+# without host git, docs/workspace.md) ---
+broken=$(new_ws broken)
+in_ws "$broken" "${gitc[@]}" init -q
+echo '[broken' >> "$broken/.git/config"
+out=$(cd "$broken" && "$CORDON" run -- true 2>&1)
 rc=$?
 is "git failure fails closed (exit 125)" "$rc" 125
-like "git failure is explained" "$out" "git rev-parse failed"
+like "git failure is explained" "$out" "bad config line 6 in $broken/.git/config"
 
 # --- unsafe roots ---
 for d in / /usr /etc /proc "$HOME"; do

@@ -130,6 +130,10 @@ out=$(cd "$ws" && PWD="$ws" DOCKER_HOST="${host_sock:-tcp://127.0.0.1:9}" DOCKER
     # QEMU'"'"'s own view of the path is read-only on the host (cordon as root).
     docker run --rm --privileged --pid=host cordon-test-base /bin/busybox nsenter -t 1 -m \
         /bin/sh -c "umount $PWD/.git/hooks && echo hooks=unmounted; echo x > $PWD/.git/hooks/post-checkout" 2>&1 | sed "s/^/attack: /"
+    # Case 70: guest root renames .git (the parent of every protected path
+    # in it) through 9p, and writes a redirect file at its top level.
+    docker run --rm --privileged --pid=host cordon-test-base /bin/busybox nsenter -t 1 -m \
+        /bin/sh -c "mv $PWD/.git $PWD/.git-old || echo rename=refused; echo /tmp > $PWD/.git/commondir; echo [core] >> $PWD/.git/config || echo config=refused" 2>&1 | sed "s/^/attack70: /"
     probe() {
         echo "{}" | /run/cordon/agent probe | sed -n "s/^CORDON-PROBE //p" |
             python3 -c "import json, sys; g = json.load(sys.stdin)[\"guest_docker\"]; print(\"probe_own=%s: %s\" % (g[\"own\"], g[\"detail\"]))"
@@ -165,6 +169,10 @@ like "the probe rejects an impostor socket at the daemon's path" "$out" "probe_o
 like "guest root via a privileged container unmounts the guest's bind of .git/hooks" "$out" "attack: hooks=unmounted"
 like "... and still cannot write the host's .git/hooks (QEMU's view is read-only)" "$out" "attack: .*post-checkout: Read-only file system"
 ok "no hook was planted in the host's workspace" test ! -e "$ws/.git/hooks/post-checkout"
+like "case 70: guest root cannot rename .git through 9p" "$out" "attack70: rename=refused"
+like "case 70: guest root cannot write .git/config through 9p" "$out" "attack70: config=refused"
+ok "case 70: .git is still in place on the host" test -d "$ws/.git" -a ! -e "$ws/.git-old"
+ok "case 70: the redirect file never reached the host's .git" test ! -e "$ws/.git/commondir"
 if command -v docker-compose >/dev/null; then
     like "docker-compose up runs the service" "$out" "compose: .*built inside the guest"
 else

@@ -197,5 +197,15 @@ ok "case 6 (bash tool): no hook planted on the host" test ! -e "$repo/.git/hooks
 out=$(cd "$repo" && PWD="$repo" "$CORDON" tool "${D[@]}" write '{"path":"/etc/cordon-dksec","content":"x"}' 2>&1)
 like "case 1 (write tool): /etc is read-only" "$out" "EROFS: read-only file system"
 ok "case 1 (write tool): nothing created on the host" test ! -e /etc/cordon-dksec
+
+# --- cases 56-62: git metadata (tests/lib/git-metadata.sh; the test image
+# has no git, so the attacks are plain shell and the host's git checks) ---
+GM_ARGS="${D[*]}"
+GM_GIT=0
+. "$CORDON_SRC/tests/lib/git-metadata.sh"
+gm_case_repo
+gm_case_host_rename
+gm_case_linked_worktree
+gm_case_nongit
 is "no container left" "$(ncontainers)" 0
 tap_done

@@ -153,13 +153,13 @@ run_cfg() { # run_cfg: `cordon run` in cfgws with the test's policy directory
 }
 mkdir -p "$TEST_TMP/xdg/cordon"
 printf 'fallback_mode = "host"\n' >"$cfgws/.cordon.toml"
-(cd "$cfgws" && XDG_CONFIG_HOME="$TEST_TMP/xdg" "$CORDON" trust >/dev/null 2>&1)
+(cd "$cfgws" && XDG_CONFIG_HOME="$TEST_TMP/xdg" "$CORDON" trust --yes >/dev/null 2>&1)
 run_cfg
 is "case 40: a workspace fallback_mode = host stops cordon run" "$rc" 125
 like "case 40: ... naming the file and line" "$out" "$cfgws/.cordon.toml:1: fallback_mode = \"host\" is refused"
 ok "case 40: ... and nothing ran" test ! -e "$marker"
 printf '[[mounts]]\nhost_path = "/var/run/docker.sock"\n' >"$cfgws/.cordon.toml"
-(cd "$cfgws" && XDG_CONFIG_HOME="$TEST_TMP/xdg" "$CORDON" trust >/dev/null 2>&1)
+(cd "$cfgws" && XDG_CONFIG_HOME="$TEST_TMP/xdg" "$CORDON" trust --yes >/dev/null 2>&1)
 run_cfg
 is "case 40: a Docker socket mount stops cordon run" "$rc" 125
 ok "case 40: ... and nothing ran" test ! -e "$marker"

@@ -8,6 +8,7 @@
 #include "agent/tools/args.h"
 #include "agent/tools/js.h"
 #include "agent/tools/path.h"
+#include "agent/tools/pin.h"
 #include "agent/tools/registry.h"
 #include "agent/tools/truncate.h"
 #include "util/cleanup.h"
@@ -479,7 +480,8 @@ int tool_bash_finish(struct tool_bash_call *call, int wait_status, struct tool_r
 
 /* Child, after fork: only syscalls on prepared data, then exec. */
 static void __attribute__((noreturn))
-child_exec_shell(const char *cwd, int out_fd, int null_fd, char *const argv[], char *const envp[])
+child_exec_shell(const char *cwd, int cwd_fd, int out_fd, int null_fd, char *const argv[],
+                 char *const envp[])
 {
     setsid();
     sigset_t none;
@@ -489,7 +491,9 @@ child_exec_shell(const char *cwd, int out_fd, int null_fd, char *const argv[], c
     static const int reset[] = {SIGPIPE, SIGCHLD, SIGINT, SIGQUIT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
         signal(reset[i], SIG_DFL);
-    if (chdir(cwd) < 0)
+    /* An approved host call starts in the very directory that was approved
+     * (pin.h): a symlink swapped in for the cwd's path does not move it. */
+    if (cwd_fd >= 0 ? fchdir(cwd_fd) < 0 : chdir(cwd) < 0)
         _exit(126);
     if (dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
         _exit(126);
@@ -556,7 +560,8 @@ int tool_bash_start(const struct tool_env *env, json_t *args, struct tool_bash_c
         return -1;
     }
     if (pid == 0)
-        child_exec_shell(env->cwd, write_end, null_fd, argv, envp);
+        child_exec_shell(env->cwd, env->pin ? env->pin->cwd_fd : -1, write_end, null_fd, argv,
+                         envp);
     call->pid = pid;
     /* No setpgid(pid, pid) here: a group leader cannot setsid(). A kill
      * that comes before the child's setsid() finds no group and falls back

@@ -6,6 +6,7 @@
 #include "agent/tools/edit-diff.h"
 #include "agent/tools/fileio.h"
 #include "agent/tools/path.h"
+#include "agent/tools/pin.h"
 #include "agent/tools/registry.h"
 #include "util/cleanup.h"
 
@@ -13,6 +14,31 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* An approved host call writes the edited content into the approved file's
+ * directory, by fd (pin.h). 1 when written; else 0 with res an error. */
+static int edit_write_pinned(const struct tool_pin *pin, const char *abs_path, const char *data,
+                             size_t len, struct tool_result *res)
+{
+    char msg[8192];
+    const char *base = NULL;
+    _cleanup_free_ char *failed = NULL;
+    _cleanup_close_ int dirfd =
+        tool_pin_parent(pin, abs_path, false, &base, &failed, msg, sizeof(msg));
+    if (dirfd < 0)
+        return tool_result_error(
+            res, "%s", msg[0] ? msg : tool_node_error(errno, "open", abs_path, msg, sizeof(msg)));
+    const char *syscall = "open";
+    if (tool_write_file_at(dirfd, base, data, len, &syscall) == 0)
+        return 1;
+    if (errno == ELOOP) {
+        _cleanup_close_ int probe = tool_pin_open(pin, abs_path, O_PATH, 0, msg, sizeof(msg));
+        return tool_result_error(
+            res, "%s", msg[0] ? msg : "cordon: a symlink appeared after approval; refused");
+    }
+    return tool_result_error(res, "%s",
+                             tool_node_error(errno, syscall, abs_path, msg, sizeof(msg)));
+}
 
 struct edit_match {
     size_t index, edit, length;
@@ -133,12 +159,24 @@ int tool_edit(const struct tool_env *env, json_t *args, struct tool_result *res)
     int lock = tool_lock_path(abs_path);
     int r = 0;
     {
-        _cleanup_close_ int fd = open(abs_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+        char why[2048];
+        why[0] = '\0';
+        /* An approved host call reads and checks exactly the approved file
+         * (pin.h): no path is resolved twice. */
+        _cleanup_close_ int fd = env->pin
+                                     ? tool_pin_open(env->pin, abs_path, flags, 0, why, sizeof(why))
+                                     : open(abs_path, flags);
         struct stat st;
         int err = 0;
+        if (fd < 0 && why[0]) {
+            r = tool_result_error(res, "%s", why);
+            goto out;
+        }
         if (fd < 0)
             err = errno;
-        else if (access(abs_path, R_OK | W_OK) < 0)
+        else if (env->pin ? faccessat(fd, "", R_OK | W_OK, AT_EMPTY_PATH) < 0
+                          : access(abs_path, R_OK | W_OK) < 0)
             err = errno;
         else if (fstat(fd, &st) < 0)
             err = errno;
@@ -151,8 +189,8 @@ int tool_edit(const struct tool_env *env, json_t *args, struct tool_result *res)
             goto out;
         }
         if (err) {
-            r = tool_result_error(res, "Could not edit file: %s. Error code: %s.", path,
-                                  tool_errno_name(err));
+            r = tool_result_error(res, "Could not edit file: %s. Error code: %s.%s", path,
+                                  tool_errno_name(err), tool_refusal_hint(err));
             goto out;
         }
         size_t raw_len = (size_t)st.st_size, got = 0;
@@ -363,7 +401,12 @@ int tool_edit(const struct tool_env *env, json_t *args, struct tool_result *res)
                 final[fl2++] = result[i];
             }
             const char *syscall = "open";
-            if (tool_write_file(abs_path, final, fl2, &syscall) < 0) {
+            if (env->pin) {
+                r = edit_write_pinned(env->pin, abs_path, final, fl2, res);
+                if (r != 1)
+                    goto free_texts;
+                r = 0;
+            } else if (tool_write_file(abs_path, final, fl2, &syscall) < 0) {
                 char msg[8192];
                 r = tool_result_error(res, "%s",
                                       tool_node_error(errno, syscall, abs_path, msg, sizeof(msg)));

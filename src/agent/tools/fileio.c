@@ -6,11 +6,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static const struct {
     int errnum;
@@ -46,6 +51,22 @@ const char *tool_errno_name(int errnum)
     return "EIO";
 }
 
+static bool tools_sandboxed;
+
+void tool_set_sandboxed(bool sandboxed)
+{
+    tools_sandboxed = sandboxed;
+}
+
+const char *tool_refusal_hint(int errnum)
+{
+    if (!tools_sandboxed || errnum != EROFS)
+        return "";
+    return " (cordon keeps this path read-only in the sandbox: it is host-owned, such as git "
+           "metadata, .cordon.toml or a protected path, or the workspace is read-only; see "
+           "`cordon config --explain`)";
+}
+
 const char *tool_node_error(int errnum, const char *syscall, const char *path, char *buf,
                             size_t buflen)
 {
@@ -55,7 +76,8 @@ const char *tool_node_error(int errnum, const char *syscall, const char *path, c
             text = node_errors[i].text;
     if (!text)
         text = strerror(errnum);
-    snprintf(buf, buflen, "%s: %s, %s '%s'", tool_errno_name(errnum), text, syscall, path);
+    snprintf(buf, buflen, "%s: %s, %s '%s'%s", tool_errno_name(errnum), text, syscall, path,
+             tool_refusal_hint(errnum));
     return buf;
 }
 
@@ -74,18 +96,37 @@ static int write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
-static int write_replace(const char *target, const struct stat *old, const char *data, size_t len,
-                         const char **syscall)
+/* A temporary file beside name in dirfd: ".NAME.cordon-XXXXXX", created
+ * exclusively (never through a symlink). */
+static int create_temp_at(int dirfd, const char *name, char *tmp, size_t tmp_size)
 {
-    _cleanup_free_ char *dir_copy = strdup(target);
-    _cleanup_free_ char *base_copy = strdup(target);
-    if (!dir_copy || !base_copy)
-        return -1;
-    _cleanup_free_ char *tmp = NULL;
-    if (asprintf(&tmp, "%s/.%s.cordon-XXXXXX", dirname(dir_copy), basename(base_copy)) < 0)
-        return -1;
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for (int attempt = 0; attempt < 100; attempt++) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+            r = (uint64_t)getpid() * 2654435761u + (uint64_t)attempt * 40503u;
+        char suffix[7];
+        for (int i = 0; i < 6; i++, r /= 62)
+            suffix[i] = letters[r % 62];
+        suffix[6] = '\0';
+        if ((size_t)snprintf(tmp, tmp_size, ".%s.cordon-%s", name, suffix) >= tmp_size) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+static int write_replace_at(int dirfd, const char *name, const struct stat *old, const char *data,
+                            size_t len, const char **syscall)
+{
+    char tmp[PATH_MAX];
     *syscall = "open";
-    _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
+    _cleanup_close_ int fd = create_temp_at(dirfd, name, tmp, sizeof(tmp));
     if (fd < 0)
         return -1;
     mode_t mode = old ? old->st_mode & 07777 : 0;
@@ -102,14 +143,28 @@ static int write_replace(const char *target, const struct stat *old, const char 
     if (close(TAKE_FD(fd)) < 0)
         goto fail;
     *syscall = "open";
-    if (rename(tmp, target) < 0)
+    if (renameat(dirfd, tmp, dirfd, name) < 0)
         goto fail;
     return 0;
 fail:;
     int saved = errno;
-    unlink(tmp);
+    unlinkat(dirfd, tmp, 0);
     errno = saved;
     return -1;
+}
+
+static int write_replace(const char *target, const struct stat *old, const char *data, size_t len,
+                         const char **syscall)
+{
+    _cleanup_free_ char *dir_copy = strdup(target);
+    _cleanup_free_ char *base_copy = strdup(target);
+    if (!dir_copy || !base_copy)
+        return -1;
+    *syscall = "open";
+    _cleanup_close_ int dirfd = open(dirname(dir_copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0)
+        return -1;
+    return write_replace_at(dirfd, basename(base_copy), old, data, len, syscall);
 }
 
 int tool_write_file(const char *path, const char *data, size_t len, const char **syscall)
@@ -208,4 +263,34 @@ void tool_unlock_path(int fd)
 {
     if (fd >= 0)
         close(fd);
+}
+
+static int open_no_symlinks(int dirfd, const char *name, int flags)
+{
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC),
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+}
+
+int tool_write_file_at(int dirfd, const char *name, const char *data, size_t len,
+                       const char **syscall)
+{
+    *syscall = "open";
+    _cleanup_close_ int fd = open_no_symlinks(dirfd, name, O_WRONLY | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0 && errno == ENOENT)
+        return write_replace_at(dirfd, name, NULL, data, len, syscall);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -1;
+    if (!S_ISREG(st.st_mode)) {
+        *syscall = "write";
+        if (ftruncate(fd, 0) < 0 && errno != EINVAL)
+            return -1;
+        return write_all(fd, data, len);
+    }
+    return write_replace_at(dirfd, name, &st, data, len, syscall);
 }

@@ -3,6 +3,7 @@
  * (cordon-agent) or host context. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Node's `CODE: description, syscall 'path'` for errnum ("ENOENT: no such
@@ -11,6 +12,11 @@ const char *tool_node_error(int errnum, const char *syscall, const char *path, c
                             size_t buflen);
 /* Node's error code name for errnum ("ENOENT"); "EIO" style fallback. */
 const char *tool_errno_name(int errnum);
+/* In the sandbox (not a host helper), a read-only file is one cordon keeps
+ * host-owned: errors then say so. */
+void tool_set_sandboxed(bool sandboxed);
+/* The sentence cordon adds to an error for errnum ("" when none). */
+const char *tool_refusal_hint(int errnum);
 
 /* Writes data to path as fs.writeFile would, but atomically for a regular
  * file: a temporary file in the same directory, fsync, rename, keeping the
@@ -19,6 +25,12 @@ const char *tool_errno_name(int errnum);
  * on open. A failed write leaves the old file intact. On failure returns -1
  * with errno set and *syscall naming the failing step for the message. */
 int tool_write_file(const char *path, const char *data, size_t len, const char **syscall);
+/* The same for name in the directory dirfd (an approved host call, pin.h),
+ * where no symlink is followed at all: an existing name is opened with
+ * RESOLVE_NO_SYMLINKS (a symlink there fails with ELOOP), a new content is
+ * renamed over the name in dirfd itself. */
+int tool_write_file_at(int dirfd, const char *name, const char *data, size_t len,
+                       const char **syscall);
 
 /* mkdir -p of dir (fs.mkdir recursive). -1 with errno and *failed_path (a
  * malloc'd component path, or NULL) on failure. */

@@ -8,12 +8,14 @@
 #include "agent/tools/js.h"
 #include "agent/tools/glob.h"
 #include "agent/tools/path.h"
+#include "agent/tools/pin.h"
 #include "agent/tools/registry.h"
 #include "agent/tools/truncate.h"
 #include "agent/tools/walk.h"
 #include "util/cleanup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,8 +222,18 @@ int tool_find(const struct tool_env *env, json_t *args, struct tool_result *res)
             return tool_result_error(res, "out of memory");
     }
 
+    /* An approved host call walks exactly the approved directory (pin.h). */
+    char why[2048];
+    why[0] = '\0';
+    _cleanup_close_ int root_fd =
+        env->pin ? tool_pin_open(env->pin, search_path, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0, why,
+                                 sizeof(why))
+                 : -1;
+    if (env->pin && root_fd < 0 && why[0])
+        return tool_result_error(res, "%s", why);
     struct stat st;
-    if (stat(search_path, &st) < 0 || !S_ISDIR(st.st_mode))
+    if ((env->pin ? root_fd < 0 || fstat(root_fd, &st) < 0 : stat(search_path, &st) < 0) ||
+        !S_ISDIR(st.st_mode))
         return tool_result_error(res,
                                  "[fd error]: Search path '%s' is not a directory.\n[fd error]: "
                                  "No valid search paths given.",
@@ -240,6 +252,8 @@ int tool_find(const struct tool_env *env, json_t *args, struct tool_result *res)
         .require_git = false,
         .custom_ignore_name = ".fdignore",
         .exclude_dot_git = true,
+        .have_root_fd = root_fd >= 0,
+        .root_fd = root_fd,
         .visit = find_visit,
         .ctx = &fw,
     };

@@ -9,6 +9,7 @@
 #include "agent/tools/js.h"
 #include "agent/tools/ignore.h"
 #include "agent/tools/path.h"
+#include "agent/tools/pin.h"
 #include "agent/tools/registry.h"
 #include "agent/tools/rxsyntax.h"
 #include "agent/tools/truncate.h"
@@ -131,6 +132,8 @@ struct grep_state {
     /* The file being searched. */
     const char *file_abs;
     const char *file_display;
+    int file_fd; /* the open file being searched */
+    bool pinned; /* an approved host call (pin.h): nothing is reopened by path */
     struct file_lines lines;
     bool lines_loaded;
 };
@@ -191,18 +194,30 @@ static int load_context_lines(struct grep_state *g)
         return 0;
     g->lines_loaded = true;
     struct file_lines *fl = &g->lines;
-    _cleanup_close_ int fd =
-        open(g->file_abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
-    if (fd < 0 && errno == ELOOP)
-        fd = open(g->file_abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) {
+    /* An approved host call reads the context from the file it searched,
+     * by fd: a path reopened could be another file by now. */
+    _cleanup_close_ int fd = -1;
+    if (!g->pinned) {
+        fd = open(g->file_abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0 && errno == ELOOP)
+            fd = open(g->file_abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    }
+    if (fd < 0 && !g->pinned) {
         fl->unreadable = true;
         return 0;
     }
     struct membuf raw = {0};
     char buf[GREP_CHUNK];
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof(buf));
+    for (off_t at = 0;;) {
+        ssize_t n =
+            g->pinned ? pread(g->file_fd, buf, sizeof(buf), at) : read(fd, buf, sizeof(buf));
+        if (g->pinned && n < 0 && errno != EINTR) {
+            fl->unreadable = true; /* not seekable: no context */
+            free(raw.data);
+            return 0;
+        }
+        if (n > 0)
+            at += n;
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -451,6 +466,9 @@ out:
     return ret;
 }
 
+static int search_opened(struct grep_state *g, int fd, const char *abs, const char *display,
+                         bool explicit_path);
+
 static int search_file(struct grep_state *g, int dirfd, const char *name, const char *abs,
                        const char *display, bool explicit_path)
 {
@@ -460,6 +478,12 @@ static int search_file(struct grep_state *g, int dirfd, const char *name, const 
         record_error(g, abs, errno);
         return 0;
     }
+    return search_opened(g, fd, abs, display, explicit_path);
+}
+
+static int search_opened(struct grep_state *g, int fd, const char *abs, const char *display,
+                         bool explicit_path)
+{
     struct stat st;
     if (fstat(fd, &st) < 0) {
         record_error(g, abs, errno);
@@ -475,8 +499,10 @@ static int search_file(struct grep_state *g, int dirfd, const char *name, const 
         read_max = (size_t)st.st_size + GREP_SPECIAL_READ_MAX;
     g->file_abs = abs;
     g->file_display = display;
+    g->file_fd = fd;
     g->lines_loaded = false;
     int r = search_fd(g, fd, !explicit_path, read_max);
+    g->file_fd = -1;
     file_lines_clear(&g->lines);
     g->lines_loaded = false;
     return r;
@@ -649,8 +675,19 @@ int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
     if (!search_path)
         return tool_result_error(res, "out of memory");
     g.search_path = search_path;
+    g.file_fd = -1;
+    g.pinned = env->pin != NULL;
+    /* An approved host call searches exactly the approved path (pin.h). */
+    char why[2048];
+    why[0] = '\0';
+    _cleanup_close_ int pinned_fd =
+        env->pin ? tool_pin_open(env->pin, search_path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, why,
+                                 sizeof(why))
+                 : -1;
+    if (env->pin && pinned_fd < 0 && why[0])
+        return tool_result_error(res, "%s", why);
     struct stat st;
-    if (stat(search_path, &st) < 0)
+    if (env->pin ? pinned_fd < 0 || fstat(pinned_fd, &st) < 0 : stat(search_path, &st) < 0)
         return tool_result_error(res, "Path not found: %s", search_path);
     g.is_directory = S_ISDIR(st.st_mode);
 
@@ -676,6 +713,8 @@ int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
             .override_base = env->cwd,
             .visit = grep_visit,
             .on_error = grep_dir_error,
+            .have_root_fd = pinned_fd >= 0,
+            .root_fd = pinned_fd,
             .ctx = &g,
         };
         struct cordon_error err = {0};
@@ -690,7 +729,9 @@ int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
         const char *base = strrchr(search_path, '/');
         base = base ? base + 1 : search_path;
         const char *display = utf8_valid(search_path, strlen(search_path)) ? base : NULL;
-        if (search_file(&g, AT_FDCWD, search_path, search_path, display, true) < 0) {
+        if ((pinned_fd >= 0
+                 ? search_opened(&g, pinned_fd, search_path, display, true)
+                 : search_file(&g, AT_FDCWD, search_path, search_path, display, true)) < 0) {
             ret = tool_result_error(res, "out of memory");
             goto out;
         }

@@ -4,6 +4,7 @@
  * be stat'ed skipped; 500 entries / 50KB. Sandbox or host context. */
 #include "agent/tools/args.h"
 #include "agent/tools/path.h"
+#include "agent/tools/pin.h"
 #include "agent/tools/registry.h"
 #include "agent/tools/truncate.h"
 #include "util/cleanup.h"
@@ -116,8 +117,16 @@ int tool_ls(const struct tool_env *env, json_t *args, struct tool_result *res)
     if (!dir_path)
         return tool_result_error(res, "out of memory");
 
-    _cleanup_close_ int dir_fd = open(dir_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    char why[2048];
+    why[0] = '\0';
+    const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+    /* An approved host call lists exactly the approved directory (pin.h). */
+    _cleanup_close_ int dir_fd = env->pin
+                                     ? tool_pin_open(env->pin, dir_path, flags, 0, why, sizeof(why))
+                                     : open(dir_path, flags);
     struct stat st;
+    if (dir_fd < 0 && why[0])
+        return tool_result_error(res, "%s", why);
     if (dir_fd < 0) {
         if (stat(dir_path, &st) < 0)
             return tool_result_error(res, "Path not found: %s", dir_path);

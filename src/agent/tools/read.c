@@ -7,6 +7,7 @@
 #include "agent/tools/fileio.h"
 #include "agent/tools/image.h"
 #include "agent/tools/path.h"
+#include "agent/tools/pin.h"
 #include "agent/tools/registry.h"
 #include "agent/tools/truncate.h"
 #include "util/cleanup.h"
@@ -243,8 +244,15 @@ int tool_read(const struct tool_env *env, json_t *args, struct tool_result *res)
         return tool_result_error(res, "out of memory");
 
     char msg[8192];
-    /* O_NONBLOCK so a FIFO with no writer does not hang the call. */
-    _cleanup_close_ int fd = open(abs_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    msg[0] = '\0';
+    /* O_NONBLOCK so a FIFO with no writer does not hang the call. An
+     * approved host call opens exactly the approved file (pin.h). */
+    const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+    _cleanup_close_ int fd = env->pin
+                                 ? tool_pin_open(env->pin, abs_path, flags, 0, msg, sizeof(msg))
+                                 : open(abs_path, flags);
+    if (fd < 0 && msg[0])
+        return tool_result_error(res, "%s", msg);
     if (fd < 0)
         return tool_result_error(res, "%s",
                                  tool_node_error(errno, "access", abs_path, msg, sizeof(msg)));

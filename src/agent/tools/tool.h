@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+struct tool_pin;
+
 struct tool_env {
     const char *cwd;  /* absolute session cwd; relative paths resolve against it */
     const char *home; /* for "~" expansion */
@@ -16,6 +18,10 @@ struct tool_env {
     const char *tmpdir;
     /* Environment for bash (NULL-terminated KEY=VALUE), already scrubbed. */
     char *const *bash_environ;
+    /* An approved host call: what the user approved, pinned (pin.h). NULL
+     * everywhere else. With it, the file tools open their path only through
+     * the pin and bash starts in the pinned working directory. */
+    const struct tool_pin *pin;
 };
 
 /* A tool's result: content is a JSON array of {type:"text",text} and

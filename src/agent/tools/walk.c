@@ -299,7 +299,8 @@ int walk_tree(const char *root, const struct walk_options *options, struct cordo
         ret = error_set(err, ENOMEM, "walk");
         goto out;
     }
-    int root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int root_fd = options->have_root_fd ? fcntl(options->root_fd, F_DUPFD_CLOEXEC, 0)
+                                        : open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (root_fd < 0) {
         ret = error_set(err, errno, "%s", root);
         goto out;

@@ -44,6 +44,10 @@ struct walk_options {
      * working directory). */
     const struct ignore_rules *overrides;
     const char *override_base;
+    /* The root, opened already (an approved host call's pinned directory,
+     * pin.h): walked from this fd (duplicated), not reopened by its path. */
+    bool have_root_fd;
+    int root_fd;
     walk_visit_fn visit;
     /* A directory that could not be opened (ripgrep reports it, fd does
      * not); optional. */

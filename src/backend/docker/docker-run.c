@@ -7,6 +7,7 @@
  * symlink refuses the start as it does on ns. What remains is the race
  * between that check and the daemon's own resolution (the docs say so). */
 #include "backend/docker/docker-run.h"
+#include "supervisor/gitguard.h"
 #include "util/cleanup.h"
 
 #include <errno.h>
@@ -315,14 +316,23 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     /* Scratch: /tmp, /var/tmp, /run and HOME (kept in the state directory
      * for a sandbox that outlives its session). */
     static const char *const scratch[] = {"/tmp", "/var/tmp", "/run"};
+    /* Each tmpfs bounded (config.h CFG_TMPFS_MOUNTS); the container's
+     * memory limit counts their pages too. */
+    char bounds[64];
+    snprintf(bounds, sizeof(bounds), ",size=%ldm,nr_inodes=%ld", spec->limits.tmpfs_mib,
+             spec->limits.tmpfs_inodes);
     for (size_t i = 0; i < ARRAY_SIZE(scratch); i++) {
         if (spec->persist_dir && strcmp(scratch[i], "/tmp") == 0)
             continue;
         if (docker_args_add(a, "--tmpfs") < 0 ||
-            docker_args_add(a, "%s:rw,nosuid,nodev,mode=%s", scratch[i],
-                            strcmp(scratch[i], "/run") == 0 ? "0755" : "1777") < 0)
+            docker_args_add(a, "%s:rw,nosuid,nodev,mode=%s%s", scratch[i],
+                            strcmp(scratch[i], "/run") == 0 ? "0755" : "1777", bounds) < 0)
             goto oom;
     }
+    /* /dev/shm is the daemon's own tmpfs (64 MiB unless told). */
+    if (docker_args_add(a, "--shm-size") < 0 ||
+        docker_args_add(a, "%ldm", spec->limits.tmpfs_mib) < 0)
+        goto oom;
     if (strpbrk(spec->home, ",:\"\n")) {
         error_set(err, EINVAL, "docker: HOME %s contains ',', ':', '\"' or a newline", spec->home);
         goto out;
@@ -338,8 +348,8 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
             bind_add(b, src, spec->home, false, err) < 0)
             goto out;
     } else if (docker_args_add(a, "--tmpfs") < 0 ||
-               docker_args_add(a, "%s:rw,nosuid,nodev,mode=0700,uid=%u,gid=%u", spec->home,
-                               getuid(), getgid()) < 0) {
+               docker_args_add(a, "%s:rw,nosuid,nodev,mode=0700,uid=%u,gid=%u%s", spec->home,
+                               getuid(), getgid(), bounds) < 0) {
         goto oom;
     }
 
@@ -382,7 +392,17 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     if (lstat(dotgit, &sst) == 0 && S_ISREG(sst.st_mode) &&
         protect(b, spec->workspace, spec->workspace_view, ".git", ro, err) < 0)
         goto out;
-    for (const char *const *g = spec->git_dirs; g && *g; g++) {
+    /* The git metadata plan (supervisor/gitguard.h): copies in the state
+     * directory, and the host's objects/, refs/ ... bound over them. The
+     * daemon resolves each source again; docker_sandbox_check_git() checks
+     * what it bound before the agent serves a call (cordon mcp). */
+    for (size_t i = 0; i < spec->ngit_binds; i++) {
+        const struct gitguard_bind *gb = &spec->git_binds[i];
+        if (check_host_path(gb->source, "the git metadata", err) < 0 ||
+            bind_add(b, gb->source, gb->view_target, ro || gb->readonly, err) < 0)
+            goto out;
+    }
+    for (const char *const *g = spec->git_dirs; !spec->ngit_binds && g && *g; g++) {
         if (check_host_path(*g, "the git directory", err) < 0 || bind_add(b, *g, *g, ro, err) < 0 ||
             protect(b, *g, *g, "hooks", ro, err) < 0 || protect(b, *g, *g, "config", ro, err) < 0 ||
             protect(b, *g, *g, "config.worktree", ro, err) < 0)

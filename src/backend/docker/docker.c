@@ -12,6 +12,7 @@
 #include "backend/docker/docker-sockguard.h"
 #include "net/net.h"
 #include "supervisor/environ.h"
+#include "supervisor/gitguard.h"
 #include "supervisor/launch.h"
 #include "supervisor/sock-guard.h"
 #include "supervisor/state.h"
@@ -649,6 +650,34 @@ int docker_sandbox_check_confined(struct sandbox *sb, struct cordon_error *err)
                          "required: Seccomp %s with %d filter(s) (want 2, Docker's and "
                          "cordon's), NoNewPrivs %s (want 1), CapEff %s, CapBnd %s (want none)",
                          (int)st->agent_pid, seccomp, filters, nnp, capeff, capbnd);
+    return 0;
+}
+
+int docker_sandbox_check_git(struct sandbox *sb, const struct ns_spec *spec,
+                             struct cordon_error *err)
+{
+    if (spec->ngit_binds == 0)
+        return 0;
+    int pidfd = docker_sandbox_agent_pidfd(sb);
+    const struct docker_state *st = sb->priv;
+    if (pidfd < 0)
+        return error_set(err, ESRCH, "docker: the daemon does not name the container's process");
+    for (size_t i = 0; i < spec->ngit_binds; i++) {
+        const struct gitguard_bind *b = &spec->git_binds[i];
+        if (!b->pinned)
+            continue;
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof(path), "/proc/%d/root%s", (int)st->agent_pid, b->view_target);
+        struct stat sbuf;
+        if (stat(path, &sbuf) < 0 || sbuf.st_dev != b->dev || sbuf.st_ino != b->ino)
+            return error_set(err, EXDEV,
+                             "docker: the container's %s is not the directory cordon checked "
+                             "(it changed while the daemon bound it); refusing the session",
+                             b->view_target);
+    }
+    struct pollfd p = {pidfd, POLLIN, 0};
+    if (poll(&p, 1, 0) != 0)
+        return error_set(err, ESRCH, "docker: the container's agent is gone");
     return 0;
 }
 

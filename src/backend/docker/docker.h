@@ -45,6 +45,12 @@ pid_t docker_sandbox_exec_probe(struct sandbox *sb, const struct launch *l, int 
  * agent), no_new_privs, no capability (effective or bounding). A daemon
  * configured otherwise refuses the session instead of a weaker sandbox. */
 int docker_sandbox_check_confined(struct sandbox *sb, struct cordon_error *err);
+struct ns_spec;
+/* Checks from the host, through the container's root, that every git
+ * metadata source the daemon bound (supervisor/gitguard.h) is the directory
+ * cordon identified when it planned the view. */
+int docker_sandbox_check_git(struct sandbox *sb, const struct ns_spec *spec,
+                             struct cordon_error *err);
 
 /* Runs the prepared `docker rm -f NAME` and waits at most timeout_ms for it
  * (killed after that). For the watchdog (after fork, no exec of its own):

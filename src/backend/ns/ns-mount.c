@@ -8,6 +8,7 @@
  * RESOLVE_NO_SYMLINKS) from directory fds, never as strings. */
 #include "backend/ns/ns-mount.h"
 #include "backend/etc-cache.h"
+#include "supervisor/gitguard.h"
 #include "util/cleanup.h"
 
 #include <dirent.h>
@@ -66,7 +67,7 @@ static int plan_add(struct ns_mount_plan *plan, enum ns_op_kind kind, const char
         plan->ops = grown;
         plan->capacity = ncap;
     }
-    plan->ops[plan->count++] = (struct ns_op){kind, source, dest, data, attr, flags};
+    plan->ops[plan->count++] = (struct ns_op){kind, source, dest, data, attr, flags, 0, 0};
     return 0;
 }
 
@@ -156,13 +157,14 @@ static int plan_system_entry(struct ns_mount_plan *plan, const char *host, unsig
 
 /* The curated /etc (etc-cache.c): the prepared copy bound read-only, and
  * the directories bound from the host onto their mount points in it. */
-static int plan_etc(struct ns_mount_plan *plan, const char *cache_root, struct cordon_error *err)
+static int plan_etc(struct ns_mount_plan *plan, const struct ns_spec *spec,
+                    struct cordon_error *err)
 {
     const unsigned long ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     _cleanup_free_ struct etc_cache *cache = malloc(sizeof(*cache));
     if (!cache)
         return error_set(err, ENOMEM, "planning /etc");
-    if (etc_cache_prepare(cache_root, cache, err) < 0)
+    if (etc_cache_prepare(spec->etc_cache_root, spec->etc_extra, spec->netc_extra, cache, err) < 0)
         return -1;
     if (plan_mkdir_p(plan, "/etc") < 0 ||
         plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", cache->dir), NEWROOT "/etc", NULL,
@@ -177,11 +179,29 @@ static int plan_etc(struct ns_mount_plan *plan, const char *cache_root, struct c
     return 0;
 }
 
-static int plan_dev(struct ns_mount_plan *plan)
+/* A writable tmpfs: mode (and owner) plus its bounds. Without size= a
+ * tmpfs may take half of the host's RAM, and where no cgroup counts its
+ * pages nothing else would stop it (config.h CFG_TMPFS_MOUNTS). A string
+ * that cannot be made fails the plan: never a tmpfs without its bounds. */
+static int plan_tmpfs(struct ns_mount_plan *plan, const char *dest, const struct ns_limits *limits,
+                      const char *mode)
+{
+    char size[32] = "", inodes[32] = "";
+    if (limits->tmpfs_mib > 0)
+        snprintf(size, sizeof(size), ",size=%ldm", limits->tmpfs_mib);
+    if (limits->tmpfs_inodes > 0)
+        snprintf(inodes, sizeof(inodes), ",nr_inodes=%ld", limits->tmpfs_inodes);
+    const char *options = mode ? plan_str(plan, "%s%s%s", mode, size, inodes) : NULL;
+    if (!options)
+        return -1;
+    return plan_add(plan, NS_OP_TMPFS, NULL, dest, options, 0, 0);
+}
+
+static int plan_dev(struct ns_mount_plan *plan, const struct ns_limits *limits)
 {
     static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
-    if (plan_mkdir_p(plan, "/dev") < 0 ||
-        plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/dev", "mode=0755,size=64k", 0, 0) < 0)
+    if (plan_mkdir_p(plan, "/dev") < 0 || plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/dev",
+                                                   "mode=0755,size=64k,nr_inodes=64", 0, 0) < 0)
         return -1;
     for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
         char path[64];
@@ -193,7 +213,7 @@ static int plan_dev(struct ns_mount_plan *plan)
         plan_add(plan, NS_OP_DEVPTS, NULL, NEWROOT "/dev/pts", NULL, 0, 0) < 0 ||
         plan_add(plan, NS_OP_SYMLINK, "pts/ptmx", NEWROOT "/dev/ptmx", NULL, 0, 0) < 0 ||
         plan_mkdir_p(plan, "/dev/shm") < 0 ||
-        plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/dev/shm", "mode=1777", 0, 0) < 0 ||
+        plan_tmpfs(plan, NEWROOT "/dev/shm", limits, "mode=1777") < 0 ||
         plan_add(plan, NS_OP_SYMLINK, "/proc/self/fd", NEWROOT "/dev/fd", NULL, 0, 0) < 0 ||
         plan_add(plan, NS_OP_SYMLINK, "/proc/self/fd/0", NEWROOT "/dev/stdin", NULL, 0, 0) < 0 ||
         plan_add(plan, NS_OP_SYMLINK, "/proc/self/fd/1", NEWROOT "/dev/stdout", NULL, 0, 0) < 0 ||
@@ -253,6 +273,28 @@ static int plan_protect(struct ns_mount_plan *plan, const char *view_dir, const 
                     plan_str(plan, "%s", rel), NULL, 0, 0);
 }
 
+/* One bind of the git metadata plan (gitguard.h). A source the workspace
+ * holds is checked in the child to be the directory planned: a concurrent
+ * sandbox cannot swap it for a symlink in between. */
+static int plan_git_bind(struct ns_mount_plan *plan, const struct gitguard_bind *b,
+                         unsigned long ro, unsigned long rw)
+{
+    /* A file's mount point is the copy's own file (gitguard.c made it), in
+     * a bind that may already be read-only: nothing to create. */
+    struct stat st;
+    if (lstat(b->source, &st) < 0)
+        return -1;
+    if (S_ISDIR(st.st_mode) && plan_mkdir_p(plan, b->view_target) < 0)
+        return -1;
+    if (plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", b->source),
+                 plan_str(plan, NEWROOT "%s", b->view_target), NULL, b->readonly ? ro : rw,
+                 b->pinned ? NS_OP_CHECK_ID : 0) < 0)
+        return -1;
+    plan->ops[plan->count - 1].dev = b->dev;
+    plan->ops[plan->count - 1].ino = b->ino;
+    return 0;
+}
+
 int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
                         struct ns_mount_plan *plan, struct cordon_error *err)
 {
@@ -267,11 +309,11 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
         if (plan_system_entry(plan, links[i], ro) < 0)
             goto fail;
     }
-    if (plan_etc(plan, spec->etc_cache_root, err) < 0) {
+    if (plan_etc(plan, spec, err) < 0) {
         ns_mount_plan_free(plan);
         return -1;
     }
-    if (plan_dev(plan) < 0)
+    if (plan_dev(plan, &spec->limits) < 0)
         goto fail;
     /* A sandbox that outlives its session (teardown stop/none) keeps /tmp
      * and home in its state directory; otherwise they are fresh tmpfs. */
@@ -281,13 +323,13 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
         if (plan_bind(plan, persist, "/tmp", rw, 0) < 0)
             goto fail;
     } else if (plan_mkdir_p(plan, "/tmp") < 0 ||
-               plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/tmp", "mode=1777", 0, 0) < 0) {
+               plan_tmpfs(plan, NEWROOT "/tmp", &spec->limits, "mode=1777") < 0) {
         goto fail;
     }
     if (plan_mkdir_p(plan, "/var/tmp") < 0 ||
-        plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/var/tmp", "mode=1777", 0, 0) < 0 ||
+        plan_tmpfs(plan, NEWROOT "/var/tmp", &spec->limits, "mode=1777") < 0 ||
         plan_mkdir_p(plan, "/run") < 0 ||
-        plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/run", "mode=0755", 0, 0) < 0)
+        plan_tmpfs(plan, NEWROOT "/run", &spec->limits, "mode=0755") < 0)
         goto fail;
     if (plan_bind(plan, spec->agent_path, NS_AGENT_VIEW_PATH, ro, 0) < 0)
         goto fail;
@@ -302,8 +344,8 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
         if (plan_bind(plan, persist, spec->home, rw, 0) < 0)
             goto fail;
     } else if (home_is_tmpfs &&
-               plan_add(plan, NS_OP_TMPFS, NULL, plan_str(plan, NEWROOT "%s", spec->home),
-                        plan_str(plan, "mode=0700,uid=%u,gid=%u", uid, gid), 0, 0) < 0) {
+               plan_tmpfs(plan, plan_str(plan, NEWROOT "%s", spec->home), &spec->limits,
+                          plan_str(plan, "mode=0700,uid=%u,gid=%u", uid, gid)) < 0) {
         goto fail;
     }
 
@@ -326,7 +368,11 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
         plan_protect(plan, spec->workspace_view, ".git") < 0)
         goto fail;
 
-    for (const char *const *g = spec->git_dirs; g && *g; g++) {
+    for (size_t i = 0; i < spec->ngit_binds; i++) {
+        if (plan_git_bind(plan, &spec->git_binds[i], ro, rw) < 0)
+            goto fail;
+    }
+    for (const char *const *g = spec->git_dirs; !spec->ngit_binds && g && *g; g++) {
         if (plan_mkdir_p(plan, *g) < 0 ||
             plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", *g),
                      plan_str(plan, NEWROOT "%s", *g), NULL, spec->workspace_readonly ? ro : rw,
@@ -392,6 +438,14 @@ static int op_bind_in_child(const struct ns_op *op, struct cordon_error *err)
         if (errno == ENOENT && (op->flags & NS_OP_OPTIONAL))
             return 0;
         return error_set_raw(err, errno, "bind: open_tree", op->source);
+    }
+    if (op->flags & NS_OP_CHECK_ID) {
+        struct stat st;
+        if (fstat(tree, &st) < 0 || st.st_dev != op->dev || st.st_ino != op->ino) {
+            close(tree);
+            return error_set_raw(
+                err, EXDEV, "git metadata changed while the sandbox started; refusing", op->source);
+        }
     }
     return bind_tree_in_child(tree, AT_FDCWD, op->dest, op->attr, op->dest, err);
 }

@@ -25,6 +25,7 @@ enum ns_op_kind {
 
 enum {
     NS_OP_OPTIONAL = 1 << 0, /* a missing source is skipped, not an error */
+    NS_OP_CHECK_ID = 1 << 1, /* bind: the source must be the directory (dev, ino) planned */
 };
 
 struct ns_op {
@@ -34,6 +35,8 @@ struct ns_op {
     const char *data;
     unsigned long attr;
     unsigned flags;
+    dev_t dev; /* NS_OP_CHECK_ID */
+    ino_t ino;
 };
 
 struct ns_mount_plan {

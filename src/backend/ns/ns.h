@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct gitguard_bind;
+
 struct ns_limits {
     long pids;          /* max processes in the sandbox; 0 = unlimited */
     long memory_mib;    /* 0 = unlimited */
@@ -18,6 +20,8 @@ struct ns_limits {
     long open_files;    /* 0 = inherit */
     long cpu_seconds;   /* per process; 0 = unlimited */
     double cpus;        /* CPU quota in cores; 0 = unlimited */
+    long tmpfs_mib;     /* size of each writable tmpfs; 0 = the kernel's (half of RAM) */
+    long tmpfs_inodes;  /* inodes of each writable tmpfs; 0 = the kernel's */
 };
 
 /* Where cordon-agent appears inside the sandbox: a read-only bind of the
@@ -48,6 +52,10 @@ struct ns_spec {
      * with their hooks/ and config kept read-only: the git metadata of linked
      * worktrees and submodules (NULL-terminated, may be NULL). */
     const char *const *git_dirs;
+    /* The sandbox's view of the git metadata (supervisor/gitguard.h), in
+     * order; when set it replaces git_dirs and the .git protected paths. */
+    const struct gitguard_bind *git_binds;
+    size_t ngit_binds;
     /* [[mounts]] from configuration (already validated), count entries. */
     const struct ns_extra_mount *mounts;
     size_t nmounts;
@@ -63,6 +71,9 @@ struct ns_spec {
     const char *name;  /* sandbox name (cgroup and hostname) */
     /* Where the curated /etc is prepared once and reused (etc-cache.c). */
     const char *etc_cache_root;
+    /* etc.extra: entries below /etc added to the curated view. */
+    char *const *etc_extra;
+    size_t netc_extra;
     /* Called on the host once the sandbox's namespaces exist and its id maps
      * are written, before anything runs inside (network set-up: joining the
      * sandbox's network namespace, starting pasta). May be NULL. */

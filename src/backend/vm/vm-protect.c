@@ -4,9 +4,12 @@
  * the guest (a privileged container of the guest's Docker daemon, reachable
  * from the agent's user) can unmount them and write through the workspace's
  * 9p share, e.g. a hook the host's git would run. QEMU does the writing on
- * the host, so QEMU's own view is where the paths must be read-only. Host
- * context: the plan in the supervisor, the mounts in QEMU's child. */
+ * the host, so QEMU's own view is where the paths must be read-only, and
+ * where the git metadata plan (supervisor/gitguard.h) is built: whatever
+ * the guest's root does, QEMU writes git's top level only in the copies.
+ * Host context: the plan in the supervisor, the mounts in QEMU's child. */
 #include "backend/vm/vm-protect.h"
+#include "supervisor/gitguard.h"
 #include "supervisor/launch.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -22,11 +25,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PROTECT_MAX 64
+#define PROTECT_MAX (64 + GITGUARD_MAX_BINDS)
+
+static int add_bind(struct vm_bind *list, size_t *n, const char *source, const char *target,
+                    bool readonly, struct cordon_error *err)
+{
+    if (*n + 1 >= PROTECT_MAX)
+        return error_set(err, E2BIG, "vm: more than %d protected paths", PROTECT_MAX - 1);
+    list[*n] = (struct vm_bind){strdup(source), strdup(target), readonly};
+    if (!list[*n].source || !list[*n].target) {
+        free(list[*n].source);
+        free(list[*n].target);
+        list[*n] = (struct vm_bind){0};
+        return error_set(err, ENOMEM, "vm");
+    }
+    (*n)++;
+    return 0;
+}
 
 /* Adds dir/rel when it exists; refuses one that is, or is reached through,
  * a symlink (it could point QEMU's bind anywhere). */
-static int add_path(char **list, size_t *n, const char *dir, const char *rel,
+static int add_path(struct vm_bind *list, size_t *n, const char *dir, const char *rel,
                     struct cordon_error *err)
 {
     char path[PATH_MAX];
@@ -42,40 +61,54 @@ static int add_path(char **list, size_t *n, const char *dir, const char *rel,
     _cleanup_free_ char *real = realpath(path, NULL);
     if (!real || strcmp(real, path) != 0)
         return error_set(err, ELOOP, "vm: protected path %s is reached through a symlink", path);
-    if (*n + 1 >= PROTECT_MAX)
-        return error_set(err, E2BIG, "vm: more than %d protected paths", PROTECT_MAX - 1);
-    list[*n] = strdup(path);
-    if (!list[*n])
-        return error_set(err, ENOMEM, "vm");
-    (*n)++;
-    return 0;
+    /* Each directory on the way is bound over itself first: a mount point
+     * cannot be renamed, so a guest root cannot move a parent aside through
+     * 9p and make the path anew (as ns pins them). */
+    size_t base = strlen(dir) + 1;
+    for (char *slash = strchr(path + base, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        int rc = add_bind(list, n, path, path, false, err);
+        *slash = '/';
+        if (rc < 0)
+            return -1;
+    }
+    return add_bind(list, n, path, path, true, err);
 }
 
-int vm_protect_plan(const struct launch *l, bool guest_root_reachable, char ***out,
+int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm_bind **out,
                     struct cordon_error *err)
 {
     *out = NULL;
-    if (geteuid() != 0 && !guest_root_reachable) {
+    bool guest_binds_hold = geteuid() != 0 && !guest_root_reachable;
+    if (guest_binds_hold && l->spec.ngit_binds == 0) {
         log_debug("vm: protected paths are read-only binds in the guest, which its user cannot "
                   "undo (no Docker daemon in the guest)");
         return 0;
     }
-    char **list = calloc(PROTECT_MAX, sizeof(*list));
+    struct vm_bind *list = calloc(PROTECT_MAX, sizeof(*list));
     if (!list)
         return error_set(err, ENOMEM, "vm");
     size_t n = 0;
     int rc = 0;
+    /* The git metadata first: the protected paths below may lie in it. */
+    for (size_t i = 0; rc == 0 && i < l->spec.ngit_binds; i++) {
+        const struct gitguard_bind *b = &l->spec.git_binds[i];
+        rc = add_bind(list, &n, b->source, b->host_target, b->readonly, err);
+    }
     const char *ws = l->spec.workspace;
-    for (size_t i = 0; rc == 0 && l->spec.protected_paths && l->spec.protected_paths[i]; i++)
+    for (size_t i = 0;
+         rc == 0 && !guest_binds_hold && l->spec.protected_paths && l->spec.protected_paths[i]; i++)
         rc = add_path(list, &n, ws, l->spec.protected_paths[i], err);
     /* A .git file names the git directory the host's git trusts. */
     char dotgit[PATH_MAX];
     struct stat st;
     snprintf(dotgit, sizeof(dotgit), "%s/.git", ws);
-    if (rc == 0 && lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode))
+    if (rc == 0 && !guest_binds_hold && lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode))
         rc = add_path(list, &n, ws, ".git", err);
     static const char *const git_protected[] = {"hooks", "config", "config.worktree"};
-    for (size_t i = 0; rc == 0 && l->spec.git_dirs && l->spec.git_dirs[i]; i++)
+    for (size_t i = 0; rc == 0 && !guest_binds_hold && l->spec.ngit_binds == 0 &&
+                       l->spec.git_dirs && l->spec.git_dirs[i];
+         i++)
         for (size_t j = 0; rc == 0 && j < sizeof(git_protected) / sizeof(*git_protected); j++)
             rc = add_path(list, &n, l->spec.git_dirs[i], git_protected[j], err);
     if (rc < 0 || n == 0) {
@@ -86,11 +119,13 @@ int vm_protect_plan(const struct launch *l, bool guest_root_reachable, char ***o
     return 0;
 }
 
-void vm_protect_free(char **paths)
+void vm_protect_free(struct vm_bind *binds)
 {
-    for (size_t i = 0; paths && paths[i]; i++)
-        free(paths[i]);
-    free(paths);
+    for (size_t i = 0; binds && binds[i].target; i++) {
+        free(binds[i].source);
+        free(binds[i].target);
+    }
+    free(binds);
 }
 
 static int write_file(const char *path, const char *text)
@@ -121,22 +156,36 @@ static int enter_userns(void)
     return write_file("/proc/self/gid_map", map);
 }
 
-int vm_protect_apply(char *const *paths)
+int vm_protect_apply(const struct vm_bind *binds)
 {
-    if (!paths || !paths[0])
+    if (!binds || !binds[0].target)
         return 0;
     if (geteuid() == 0 ? unshare(CLONE_NEWNS) < 0 : enter_userns() < 0)
         return -1;
     /* Slave: the host's later mounts still reach QEMU, its own never leak. */
     if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
         return -1;
+    /* Every source is taken before any target is covered: the copy of a
+     * git directory is bound over the host's, and its objects/ must come
+     * from the host's, not from the copy now in its place. */
+    static int trees[PROTECT_MAX];
+    size_t n = 0;
+    for (; binds[n].target; n++) {
+        trees[n] = open_tree(AT_FDCWD, binds[n].source,
+                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (trees[n] < 0)
+            return -1;
+    }
     /* mount_setattr only adds read-only: a remount would have to repeat
      * every flag the user namespace locked. */
     struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
-    for (size_t i = 0; paths[i]; i++) {
-        if (mount(paths[i], paths[i], NULL, MS_BIND | MS_REC, NULL) < 0 ||
-            mount_setattr(AT_FDCWD, paths[i], AT_RECURSIVE, &ro, sizeof(ro)) < 0)
+    struct mount_attr rw = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    for (size_t i = 0; i < n; i++) {
+        if (mount_setattr(trees[i], "", AT_EMPTY_PATH | AT_RECURSIVE, binds[i].readonly ? &ro : &rw,
+                          sizeof(ro)) < 0 ||
+            move_mount(trees[i], "", AT_FDCWD, binds[i].target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
             return -1;
+        close(trees[i]);
     }
     return 0;
 }

@@ -11,19 +11,28 @@
 
 struct launch;
 
-/* The host paths to keep read-only for QEMU (NULL-terminated, malloc'd;
- * *out is NULL when there are none). As root, always; unprivileged only when
+/* One bind in QEMU's mount namespace: source over target (host paths). */
+struct vm_bind {
+    char *source;
+    char *target;
+    bool readonly;
+};
+
+/* The binds for QEMU (ended by an entry with a NULL target, malloc'd; *out
+ * is NULL when there are none): the git metadata plan always, and the
+ * protected paths read-only over themselves as root, always; unprivileged only when
  * guest_root_reachable (the guest's Docker daemon hands the agent guest
  * root): QEMU then needs a user namespace for its mounts, in which files of
  * other owners (root's /usr) show as nobody to the guest, a price paid only
  * then (the guest's user cannot undo the guest's binds otherwise). A
  * protected path that is a symlink, or reached through one, refuses the
  * start, as on ns. */
-int vm_protect_plan(const struct launch *l, bool guest_root_reachable, char ***out,
+int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm_bind **out,
                     struct cordon_error *err);
-void vm_protect_free(char **paths);
+void vm_protect_free(struct vm_bind *binds);
 
 /* In QEMU's child, before exec: a mount namespace of its own (and, when not
  * root, a user namespace mapping only the caller's uid and gid) with each
- * path bound read-only over itself. 0, or -1 with errno. */
-int vm_protect_apply(char *const *paths);
+ * bind made in order, every source taken before the first is bound. 0, or
+ * -1 with errno. */
+int vm_protect_apply(const struct vm_bind *binds);

@@ -13,7 +13,9 @@
 #include "backend/vm/vm-frame.h"
 #include "backend/vm/vm-docker-plan.h"
 #include "backend/vm/vm-protect.h"
+#include "supervisor/gitguard.h"
 #include "backend/vm/vm-net.h"
+#include "backend/vm/vm-log.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
@@ -50,6 +52,7 @@
 #define VM_DEFAULT_MEMORY_MIB 2048
 #define VM_MAX_ARGS           192
 #define VM_QEMU_NET_FD        3 /* passt's socket in QEMU (open mode) */
+#define VM_QEMU_CONSOLE_FD    4 /* the serial console's pipe to the log keeper (vm-log.c) */
 
 enum { SOCK_CHANNEL, SOCK_CONSOLE, SOCK_STDERR, SOCK_COUNT };
 static const char *const sock_names[SOCK_COUNT] = {"ch", "con", "err"};
@@ -60,9 +63,9 @@ struct vm_state {
     int fds[SOCK_COUNT];    /* connected streams to QEMU's chardevs */
     int listen[SOCK_COUNT]; /* listening sockets, closed once accepted */
     struct vm_docker_plan docker;
-    char **protect;    /* host paths QEMU sees read-only (vm-protect.c), or NULL */
-    bool etc_filled;   /* etc_fill() done (once, even across a KVM retry) */
-    struct vm_net net; /* network mode, port relay, passt */
+    struct vm_bind *protect; /* QEMU's binds (vm-protect.c), or NULL */
+    bool etc_filled;         /* etc_fill() done (once, even across a KVM retry) */
+    struct vm_net net;       /* network mode, port relay, passt */
 };
 
 /* ---- the state directory ---- */
@@ -175,7 +178,54 @@ static int etc_dir_make(const char *state, struct cordon_error *err)
     return 0;
 }
 
-static int etc_fill(const char *state, struct cordon_error *err)
+/* One etc.extra entry (etc-cache.c collect_extra() for the ns view): its
+ * directories walked without following a symlink and made in the copy,
+ * then the entry copied as the listed ones are. Missing: left out. */
+static int etc_fill_extra(int etcfd, int dstfd, const char *rel, size_t *budget,
+                          struct cordon_error *err)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s", rel) >= (int)sizeof(path) || rel[0] == '/' ||
+        strstr(rel, ".."))
+        return error_set(err, EINVAL, "vm: etc.extra: %s is not a path below /etc", rel);
+    _cleanup_close_ int src = fcntl(etcfd, F_DUPFD_CLOEXEC, 3);
+    _cleanup_close_ int dst = fcntl(dstfd, F_DUPFD_CLOEXEC, 3);
+    if (src < 0 || dst < 0)
+        return error_set(err, errno, "vm: etc.extra: %s", rel);
+    char *name = path;
+    for (char *slash; (slash = strchr(name, '/'));) {
+        *slash = '\0';
+        int next = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            struct stat st;
+            if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                return error_set(err, ELOOP,
+                                 "vm: etc.extra: %s: /etc/%.*s is a symlink; name the place it "
+                                 "points to instead",
+                                 rel, (int)(slash - path), rel);
+            return 0;
+        }
+        close(src);
+        src = next;
+        if (mkdirat(dst, name, 0755) < 0 && errno != EEXIST)
+            return error_set(err, errno, "vm: etc.extra: %s", rel);
+        int dnext = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dnext < 0)
+            return error_set(err, errno, "vm: etc.extra: %s", rel);
+        close(dst);
+        dst = dnext;
+        *slash = '/';
+        name = slash + 1;
+    }
+    struct stat st;
+    if (fstatat(dst, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return 0; /* already in the copy (a listed entry, or named twice) */
+    if (copy_entry(src, dst, name, budget, 0) < 0)
+        return error_set(err, errno, "vm: copying /etc/%s", rel);
+    return 0;
+}
+
+static int etc_fill(const char *state, const struct cfg_strings *extra, struct cordon_error *err)
 {
     char dst[PATH_MAX];
     snprintf(dst, sizeof(dst), "%s/etc", state);
@@ -199,6 +249,9 @@ static int etc_fill(const char *state, struct cordon_error *err)
             copy_entry(ssl, dssl, "openssl.cnf", &budget, 0) < 0)
             return error_set(err, errno, "vm: copying /etc/ssl");
     }
+    for (size_t i = 0; i < extra->count; i++)
+        if (etc_fill_extra(dirfd(etc), d, extra->items[i], &budget, err) < 0)
+            return -1;
     return 0;
 }
 
@@ -399,8 +452,10 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
         else
             free(last);
     }
+    /* Into the log keeper's pipe, which caps console.log (vm-log.c): a
+     * file chardev would grow as long as the guest writes. */
     arg_add(b, "-serial");
-    arg_add(b, "file:%s/console.log", st->dir);
+    arg_add(b, "file:/proc/self/fd/%d", VM_QEMU_CONSOLE_FD);
     arg_add(b, "-device");
     arg_add(b, "virtio-serial-device,max_ports=%zu", 4 + st->net.n_out + st->net.n_in);
     for (int i = 0; i < SOCK_COUNT; i++) {
@@ -418,8 +473,8 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
         /* security_model=none: files are created with QEMU's (the
          * supervisor's) credentials and ownership changes are ignored. */
         arg_add(b, "-fsdev");
-        arg_add(b, "local,id=fs%zu,path=%s,security_model=none%s", i, shares[i].host,
-                shares[i].readonly ? ",readonly=on" : "");
+        arg_add(b, "local,id=fs%zu,path=%s,security_model=none,multidevs=remap%s", i,
+                shares[i].host, shares[i].readonly ? ",readonly=on" : "");
         arg_add(b, "-device");
         arg_add(b, "virtio-9p-device,fsdev=fs%zu,mount_tag=s%zu", i, i);
     }
@@ -428,15 +483,19 @@ static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, co
     return b->failed ? -1 : 0;
 }
 
-static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, char *const *protect,
-                        int *pidfd_out, struct cordon_error *err)
+static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd,
+                        const struct vm_bind *protect, int *pidfd_out, struct cordon_error *err)
 {
-    char log[PATH_MAX];
-    snprintf(log, sizeof(log), "%s/qemu.log", dir);
-    _cleanup_close_ int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* The guest's serial console and QEMU's own output, each capped. */
+    static const char *const log_names[VM_LOG_STREAMS] = {"console.log", "qemu.log"};
+    int log_fds[VM_LOG_STREAMS];
+    if (vm_log_keeper_start(dir, log_names, VM_LOG_FILE_MAX, log_fds, NULL, err) < 0)
+        return -1;
+    _cleanup_close_ int consolefd = log_fds[0];
+    _cleanup_close_ int logfd = log_fds[1];
     _cleanup_close_ int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (logfd < 0 || null < 0)
-        return error_set(err, errno, "vm: opening %s", log);
+    if (null < 0)
+        return error_set(err, errno, "vm: opening /dev/null");
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
@@ -451,10 +510,18 @@ static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, char *co
         /* Its own process group: a terminal's ^C reaches cordon, which
          * decides, not QEMU. */
         setpgid(0, 0);
+        /* Above the fixed numbers first: no dup2 below overwrites a
+         * source that happens to sit on another's target. */
+        int console_high = fcntl(consolefd, F_DUPFD_CLOEXEC, 64);
+        int net_high = net_fd >= 0 ? fcntl(net_fd, F_DUPFD_CLOEXEC, 64) : -1;
+        if (console_high < 0 || (net_fd >= 0 && net_high < 0))
+            _exit(127);
         dup2(null, 0);
         dup2(logfd, 1);
         dup2(logfd, 2);
-        if (net_fd >= 0 && dup2(net_fd, VM_QEMU_NET_FD) < 0)
+        if (net_high >= 0 && dup2(net_high, VM_QEMU_NET_FD) < 0)
+            _exit(127);
+        if (dup2(console_high, VM_QEMU_CONSOLE_FD) < 0)
             _exit(127);
         if (vm_protect_apply(protect) < 0) {
             dprintf(2, "cordon: protecting paths for QEMU: %s\n", strerror(errno));
@@ -558,6 +625,11 @@ static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
         snprintf(path, sizeof(path), "%s/%s", l->spec.workspace_view, l->spec.protected_paths[i]);
         json_array_append_new(prot, json_string(path));
     }
+    /* The git metadata's read-only parts once more inside the guest (a
+     * second layer: QEMU's view already refuses writes to them). */
+    for (size_t i = 0; i < l->spec.ngit_binds; i++)
+        if (l->spec.git_binds[i].readonly)
+            json_array_append_new(prot, json_string(l->spec.git_binds[i].view_target));
     const struct ns_limits *lim = &l->spec.limits;
     /* The in-guest restrictions (vm-init.c confine_user): Landlock's
      * writable places, as the ns backend's, and a debug build's test hook
@@ -573,6 +645,9 @@ static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
                   (json_int_t)lim->cpu_seconds, "nproc", (json_int_t)lim->pids);
     if (spec) {
         json_object_set_new(spec, "workspace", json_string(l->spec.workspace_view));
+        json_object_set_new(spec, "tmpfs",
+                            json_pack("{s:I,s:I}", "mib", (json_int_t)lim->tmpfs_mib, "inodes",
+                                      (json_int_t)lim->tmpfs_inodes));
         if (no_seccomp)
             json_object_set_new(spec, "test_no_seccomp", json_true());
         /* The guest's pty starts at the host terminal's size (vm-pty.c). */
@@ -654,7 +729,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     long long deadline = clock_now_ms() + timeout;
     json_t *spec = NULL, *reply = NULL;
     if (!st->etc_filled) {
-        if (etc_fill(st->dir, err) < 0)
+        if (etc_fill(st->dir, &l->cfg.etc.extra, err) < 0)
             goto fail;
         st->etc_filled = true;
     }

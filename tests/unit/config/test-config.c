@@ -467,6 +467,70 @@ static void test_docker_keys(void)
     unlink(path_of("%s/cordon/config.toml", xdg));
 }
 
+/* limits.tmpfs_mib / tmpfs_inodes (the five tmpfs fit in limits.memory_mib)
+ * and etc.extra (paths below /etc, never from the workspace file). */
+static void test_bounds_keys(void)
+{
+    reset();
+    struct result r;
+    resolve(&r, NULL, NULL);
+    is_int(cfg_tmpfs_mib(&r.cfg), 512, "tmpfs: an eighth of the default 4096 MiB");
+    is_int(r.cfg.limits.tmpfs_inodes, 131072, "tmpfs_inodes default");
+    is_int(r.cfg.etc.extra.count, 0, "etc.extra is empty by default");
+    done(&r);
+    const char *unlimited[] = {"limits.memory_mib=0", NULL};
+    resolve(&r, NULL, unlimited);
+    is_int(cfg_tmpfs_mib(&r.cfg), CFG_TMPFS_DEFAULT_MIB, "tmpfs: 512 MiB when memory is unlimited");
+    done(&r);
+    const char *fits[] = {"limits.memory_mib=1000", "limits.tmpfs_mib=200", NULL};
+    resolve(&r, NULL, fits);
+    is_int(r.ret, 0, "five tmpfs of a fifth of memory fit: %s", r.err.message);
+    is_int(cfg_tmpfs_mib(&r.cfg), 200, "tmpfs: the explicit size");
+    done(&r);
+    const char *over[] = {"limits.memory_mib=1000", "limits.tmpfs_mib=201", NULL};
+    resolve(&r, NULL, over);
+    ok(r.ret < 0 && strstr(r.err.message, "exceed limits.memory_mib = 1000") &&
+           strstr(r.err.message, "at most 200"),
+       "a tmpfs total over the memory budget is refused: %s", r.err.message);
+    done(&r);
+    const char *few_inodes[] = {"limits.tmpfs_inodes=100", NULL};
+    resolve(&r, NULL, few_inodes);
+    ok(r.ret < 0, "tmpfs_inodes below 1024 is refused: %s", r.err.message);
+    done(&r);
+
+    const char *extra[] = {"etc.extra=[\"gitconfig\", \"apt/auth.conf\"]", NULL};
+    resolve(&r, NULL, extra);
+    ok(r.ret == 0 && has(&r.cfg.etc.extra, "gitconfig") && has(&r.cfg.etc.extra, "apt/auth.conf"),
+       "etc.extra from the session: %s", r.err.message);
+    done(&r);
+    static const char *const bad[] = {
+        "etc.extra=[\"/etc/gitconfig\"]",
+        "etc.extra=[\"../root\"]",
+        "etc.extra=[\"a/../shadow\"]",
+        "etc.extra=[\"shadow\"]",
+        "etc.extra=[\"gshadow-\"]",
+        "etc.extra=[\"sudoers.d/x\"]",
+        "etc.extra=[\"ssl/private\"]",
+        "etc.extra=[\"ssh/ssh_host_rsa_key.pub\"]",
+        "etc.extra=[\"cordon/default.toml\"]",
+        "etc.extra=[\"a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/0123456789abcdefgh\"]",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        const char *sets[] = {bad[i], NULL};
+        resolve(&r, NULL, sets);
+        ok(r.ret < 0, "%s is refused: %s", bad[i], r.err.message);
+        done(&r);
+    }
+    write_file(path_of("%s/cordon/config.toml", xdg), "[etc]\nextra = [\"wgetrc\"]\n");
+    resolve(&r, NULL, NULL);
+    ok(r.ret == 0 && has(&r.cfg.etc.extra, "wgetrc"), "etc.extra from the user file");
+    done(&r);
+    unlink(path_of("%s/cordon/config.toml", xdg));
+    expect_workspace_refusal("[etc]\nextra = [\"gitconfig\"]\n",
+                             "etc.extra is refused in the workspace file", "etc.extra");
+    unlink(path_of("%s/.cordon.toml", ws));
+}
+
 static void expect_mount_refusal(const char *mounts, const char *needle, const char *what)
 {
     struct result r;
@@ -612,6 +676,7 @@ int main(void)
     test_host_layers();
     test_workspace_forbidden();
     test_docker_keys();
+    test_bounds_keys();
     test_mounts_and_policy();
     test_check_file_and_names();
     char command[300];

@@ -219,11 +219,94 @@ static void test_skills(void)
         tap_diag("could not remove %s", tmp);
 }
 
+/* What an approval pins: the canonical path, the directory it is opened
+ * from, and the prompt that shows them. */
+static void test_pins(void)
+{
+    char tmp[] = "/tmp/cordon-pin-XXXXXX";
+    if (!mkdtemp(tmp)) {
+        ok(false, "mkdtemp");
+        return;
+    }
+    _cleanup_free_ char *root = realpath(tmp, NULL);
+    char ws[1024], sub[1100], out[1100], p[1200], want[4600];
+    snprintf(ws, sizeof(ws), "%s/ws", root);
+    snprintf(sub, sizeof(sub), "%s/sub", ws);
+    snprintf(out, sizeof(out), "%s/outside", root);
+    mkdir(ws, 0755);
+    mkdir(sub, 0755);
+    mkdir(out, 0755);
+    snprintf(p, sizeof(p), "%s/link", ws);
+    if (symlink(out, p) < 0)
+        tap_diag("symlink");
+    snprintf(p, sizeof(p), "%s/dangling", ws);
+    if (symlink("/nonexistent/x", p) < 0)
+        tap_diag("symlink");
+
+    struct route_pin pin;
+    struct cordon_error err = {0};
+    json_t *args = json_pack("{s:s, s:s}", "path", "new/dir/f.md", "content", "x");
+    ok(route_pin_prepare("write", args, sub, "/nohome", ws, &pin, &err) == 0, "pin: a new file");
+    snprintf(want, sizeof(want), "%s/new/dir/f.md", sub);
+    is_str(pin.canonical, want, "pin: missing components kept, below the canonical cwd");
+    is_str(pin.dir, sub, "pin: the cwd is the approved directory (the deepest that holds it)");
+    is_str(pin.rel, "new/dir/f.md", "pin: rel below it");
+    ok(pin.dir_fd >= 0 && pin.cwd_fd >= 0 && !pin.through_symlink && !pin.outside_workspace,
+       "pin: fds held, no symlink, inside the workspace");
+    route_pin_free(&pin);
+    json_decref(args);
+
+    args = json_pack("{s:s}", "path", "../link/f");
+    ok(route_pin_prepare("read", args, sub, "/nohome", ws, &pin, &err) == 0,
+       "pin: through a symlink");
+    snprintf(want, sizeof(want), "%s/f", out);
+    is_str(pin.canonical, want, "pin: the symlink is resolved");
+    is_str(pin.dir, "/", "pin: outside the workspace and the cwd, the approved directory is /");
+    ok(pin.through_symlink && pin.outside_workspace, "pin: marked through a symlink, outside");
+    size_t hidden = 99;
+    _cleanup_free_ char *prompt = route_prompt_text("read", sub, args, &pin, ws, &hidden);
+    snprintf(want, sizeof(want),
+             "Path: %s/f  (reached through a symlink)  (OUTSIDE the workspace %s)\n", out, ws);
+    ok(prompt && strstr(prompt, want) && hidden == 0, "prompt: the resolved path and where it is");
+    route_pin_free(&pin);
+    json_decref(args);
+
+    args = json_pack("{s:s}", "path", "../dangling");
+    ok(route_pin_prepare("write", args, sub, "/nohome", ws, &pin, &err) < 0 &&
+           strstr(err.message, "/ws/dangling is a symlink to a missing target"),
+       "pin: a dangling symlink is refused: %s", err.message);
+    route_pin_free(&pin);
+    json_decref(args);
+
+    args = json_pack("{s:s}", "command", "echo \xe2\x80\xae\x1b[2K\x7f\nnext");
+    ok(route_pin_prepare("bash", args, sub, "/nohome", ws, &pin, &err) == 0 && !pin.target &&
+           pin.cwd_fd >= 0,
+       "pin: bash pins the cwd only");
+    json_t *pj = route_pin_json(&pin);
+    ok(pj && json_object_get(pj, "cwd") && !json_object_get(pj, "dir"),
+       "pin json: the cwd, no directory");
+    json_decref(pj);
+    free(prompt);
+    prompt = route_prompt_text("bash", sub, args, &pin, ws, &hidden);
+    ok(prompt && strstr(prompt, "\"command\":\"echo \\u202e\\x1b[2K\\x7f\\nnext\"") &&
+           !strstr(prompt, "\xe2\x80\xae") && !strchr(prompt, 0x1b) && hidden == 3 &&
+           strstr(prompt, "NOTE: this call contains 3 invisible or control characters"),
+       "prompt: U+202E, ESC and DEL escaped and counted, a newline shown as \\n, not counted");
+    route_pin_free(&pin);
+    json_decref(args);
+
+    char cmd[4200];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+    if (system(cmd) != 0)
+        tap_diag("could not remove %s", tmp);
+}
+
 int main(void)
 {
     test_decisions();
     test_fingerprint();
     test_approvals();
     test_skills();
+    test_pins();
     return tap_done();
 }
