@@ -20,8 +20,8 @@
  *     run by `cordon verify` through the bash tool (or by init, --control,
  *     init.h): observations of the sandbox from inside (probe.c).
  *
- *   cordon-agent [--proxy-socket PATH] [--publish-dir DIR] [--publish-port N]...
- *                --confine [--chdir DIR] [--writable PATH]... -- MODE ...
+ *   cordon-agent [--sock-guard PATH] [--proxy-socket PATH] [--publish-dir DIR]
+ *                [--publish-port N]... --confine [--chdir DIR] [--writable PATH]... -- MODE ...
  *     confines itself first, as the ns backend confines its sandbox
  *     (Landlock: everything readable, only the PATHs writable, when the
  *     kernel has it; then cordon's own seccomp filter), then MODE as above.
@@ -36,6 +36,7 @@
 #include "agent/vm-init.h"
 #include "backend/ns/ns-landlock.h"
 #include "backend/ns/ns-seccomp.h"
+#include "backend/ns/ns-seccomp-notify.h"
 #include "config.h"
 #include "util/error.h"
 
@@ -53,6 +54,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -61,12 +63,33 @@
 
 #define AGENT_MAX_WRITABLE 64
 
+/* --sock-guard PATH (the docker backend's PID 1): the socket guard's filter
+ * on top, its listener handed to the supervisor over PATH before anything
+ * else runs (docs/sockets.md, backend/docker/docker-sockguard.c). */
+static void hand_over_to_sock_guard(const char *path)
+{
+    struct cordon_error err = {0};
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 ||
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) >= (int)sizeof(sa.sun_path) ||
+        connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        fprintf(stderr, "cordon-agent: the socket guard at %s: %s\n", path, strerror(errno));
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    if (ns_sock_guard_handoff_in_child(fd, &err) < 0) {
+        fprintf(stderr, "cordon-agent: %s\n", err.message);
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    close(fd);
+}
+
 /* Landlock, then the ns backend's seccomp filter, on this process and so
  * on everything it starts (no_new_privs first: the container has it
  * already). A kernel or profile without Landlock leaves the mounts as the
  * filesystem boundary, as on ns (`cordon verify` says so); any other
  * failure ends the agent before it serves anything. */
-static void confine_self(const char *const *writable)
+static void confine_self(const char *const *writable, const char *sock_guard)
 {
     struct cordon_error err = {0};
     /* The container must hold no capability (--cap-drop ALL): one that
@@ -104,12 +127,22 @@ static void confine_self(const char *const *writable)
         fprintf(stderr, "cordon-agent: loading the seccomp filter: %s\n", strerror(errno));
         _exit(CORDON_EXIT_FAILURE);
     }
+    if (sock_guard)
+        hand_over_to_sock_guard(sock_guard);
 }
 
 int main(int argc, char **argv)
 {
     if (vm_init_is_guest(argc, argv))
         return vm_init_main(argc, argv);
+    /* The docker backend's PID 1 only: never a `docker exec` of the agent. */
+    const char *sock_guard = NULL;
+    if (argc >= 3 && strcmp(argv[1], "--sock-guard") == 0) {
+        sock_guard = argv[2];
+        argv[2] = argv[0];
+        argv += 2;
+        argc -= 2;
+    }
     /* The docker backend's network forwarder: its options come first and
      * need --confine after them (it starts once the agent is confined). */
     struct agent_forward fwd = {0};
@@ -146,7 +179,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "cordon-agent: chdir %s: %s\n", dir, strerror(errno));
             return CORDON_EXIT_FAILURE;
         }
-        confine_self(writable);
+        confine_self(writable, sock_guard);
         struct cordon_error err = {0};
         if (agent_forward_start(&fwd, &err) < 0) {
             fprintf(stderr, "cordon-agent: %s\n", err.message);
@@ -189,12 +222,13 @@ int main(int argc, char **argv)
         fflush(NULL);
         _exit(rc);
     }
-    fprintf(stderr, "usage: cordon-agent init [--pty | --ctty] [--memory-mib N] -- CMD [ARG...]\n"
-                    "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
-                    "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
-                    "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n"
-                    "       cordon-agent --confine [--chdir DIR] [--writable PATH]... -- MODE ...\n"
-                    "       cordon-agent [--proxy-socket PATH] [--publish-dir DIR]\n"
-                    "                    [--publish-port N]... --confine ...  (docker)\n");
+    fprintf(stderr,
+            "usage: cordon-agent init [--pty | --ctty] [--memory-mib N] -- CMD [ARG...]\n"
+            "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
+            "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
+            "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n"
+            "       cordon-agent --confine [--chdir DIR] [--writable PATH]... -- MODE ...\n"
+            "       cordon-agent [--sock-guard PATH] [--proxy-socket PATH] [--publish-dir DIR]\n"
+            "                    [--publish-port N]... --confine ...  (docker)\n");
     return CORDON_EXIT_FAILURE;
 }

@@ -51,6 +51,7 @@ enum cfg_key {
     CFG_NETWORK_PUBLISH_PORTS,
     CFG_MOUNTS,
     CFG_SKILLS_PATHS,
+    CFG_SOCKETS_ALLOW,
     CFG_DOCKER_MODE,
     CFG_DOCKER_HOST,
     CFG_DOCKER_IMAGE,
@@ -137,6 +138,12 @@ struct cordon_config {
     } network;
     struct cfg_mounts mounts;
     struct cfg_strings skills_paths;
+    /* unix sockets in the workspace the sandbox may connect to although
+     * nothing inside bound them (relative to the workspace; never from the
+     * workspace file; docs/sockets.md) */
+    struct {
+        struct cfg_strings allow;
+    } sockets;
     struct {
         int mode; /* enum cfg_docker_mode */
         /* the docker backend's daemon: "unix:///path" (never from the

@@ -436,6 +436,11 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                          "%s:%d: etc.extra is refused in the workspace file: which host files "
                          "of /etc a sandbox sees is a user or host-owned setting",
                          file, line);
+    case CFG_SOCKETS_ALLOW:
+        return error_set(err, 0,
+                         "%s:%d: sockets.allow is refused in the workspace file: which host "
+                         "services the sandbox may reach is a user or host-owned setting",
+                         file, line);
     case CFG_DOCKER_HOST:
         return error_set(err, 0,
                          "%s:%d: docker.host is refused in the workspace file: the daemon the "

@@ -103,6 +103,8 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
     [CFG_MOUNTS] = {"mounts", KIND_MOUNTS, AT(mounts), NULL, 0, 0, NULL, false},
     [CFG_SKILLS_PATHS] = {"skills.paths", KIND_LIST, AT(skills_paths), NULL, 0, 0,
                           check_absolute_path, false},
+    [CFG_SOCKETS_ALLOW] = {"sockets.allow", KIND_LIST, AT(sockets.allow), NULL, 0, 0,
+                           check_relative_path, false},
     [CFG_DOCKER_MODE] = {"docker.mode", KIND_ENUM, AT(docker.mode), docker_mode_choices, 0, 0, NULL,
                          false},
     [CFG_DOCKER_HOST] = {"docker.host", KIND_STRING, AT(docker.host), NULL, 0, 0, check_docker_host,
@@ -111,7 +113,8 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                           check_docker_image, false},
 };
 
-static const char *const sections[] = {"env", "limits", "etc", "network", "skills", "docker", NULL};
+static const char *const sections[] = {"env",    "limits", "etc",     "network",
+                                       "skills", "docker", "sockets", NULL};
 static const char *const mount_keys[] = {"host_path", "guest_path", "readonly", NULL};
 
 const char *cfg_key_name(enum cfg_key key)
@@ -1041,6 +1044,7 @@ void cfg_free(struct cordon_config *cfg)
     mounts_free(&cfg->mounts);
     cfg_strings_free(&cfg->skills_paths);
     cfg_strings_free(&cfg->etc.extra);
+    cfg_strings_free(&cfg->sockets.allow);
     for (int k = 0; k < CFG_KEY_COUNT; k++)
         cfg_origin_free(&cfg->origin[k]);
     free(cfg->workspace);

@@ -336,6 +336,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         .netc_extra = cfg->etc.extra.count,
         .on_namespaces_ready = net_on_namespaces_ready,
         .on_namespaces_ready_ctx = &l->net_session,
+        .sockets_allow = (const char *const *)cfg->sockets.allow.items,
+        .nsockets_allow = cfg->sockets.allow.count,
     };
     log_debug("workspace %s (seen inside as %s), cwd %s%s", l->ws.root, l->ws.view_root,
               l->ws.view_cwd, l->ws.is_git ? ", git" : "");

@@ -437,8 +437,8 @@ rc=$?
 diag "$out"
 is "verify: passes on docker" "$rc" 0
 unlike "verify: no FAIL row" "$out" "FAIL"
-like "verify: the agent seen from the host is the container's PID 1, with both filters" "$out" \
-    "PASS  seccomp +agent \(pid [0-9]+, from the host\): Seccomp 2, 2 filter\(s\)"
+like "verify: the agent seen from the host is the container's PID 1, with its three filters" "$out" \
+    "PASS  seccomp +agent \(pid [0-9]+, from the host\): Seccomp 2, 3 filter\(s\)"
 if "$CORDON" --debug run -- true 2>&1 | grep -q 'landlock: available'; then
     like "verify: Landlock applies in the container" "$out" \
         "PASS  landlock +kernel \(seen in the container\) ABI [0-9]+; .* -> EACCES"
@@ -488,8 +488,8 @@ for check in env-scrub host-files docker-socket seccomp no-new-privs capabilitie
     processes; do
     like "verify NAME (docker run): $check passes" "$(row "$check")" "^PASS"
 done
-like "verify NAME (docker run): the host side is the container's PID 1, with both filters" \
-    "$(row seccomp)" "agent \(pid $vpid1, from the host\): Seccomp 2, 2 filter"
+like "verify NAME (docker run): the host side is the container's PID 1, with its three filters" \
+    "$(row seccomp)" "agent \(pid $vpid1, from the host\): Seccomp 2, 3 filter"
 like "verify NAME (docker run): the probe ran in the container (docker exec)" "$out" "docker exec"
 verify_name "$vname" --json
 printf '%s' "$out" >"$TEST_TMP/dreport.json"

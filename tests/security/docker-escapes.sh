@@ -108,8 +108,8 @@ CapEff:0+
 CapBnd:0+"
     like "case 23: ... with no_new_privs and a seccomp filter" "$cstatus" "NoNewPrivs:1
 Seccomp:2"
-    is "cases 16-25: two filters on the container's PID 1 (Docker's, cordon's own)" \
-        "$(sed -n 's/^Seccomp_filters:\t*//p' "/proc/$cpid/status")" 2
+    is "cases 16-25: three filters on the container's PID 1 (Docker's, cordon's own, the socket guard's)" \
+        "$(sed -n 's/^Seccomp_filters:\t*//p' "/proc/$cpid/status")" 3
     # The docker CLI cordon drives: the scrubbed environment, nothing else.
     cli=$(pgrep -n -f "docker run -i --rm --name $name")
     clienv=$(tr '\0' '\n' <"/proc/$cli/environ" 2>/dev/null | cut -d= -f1 | sort | tr '\n' ' ')

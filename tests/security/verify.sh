@@ -119,7 +119,13 @@ while True:
 EOF
 cleanup_pids+=($!)
 for _ in $(seq 50); do [ -S "$sockws/docker.sock" ] && break; sleep 0.1; done
+# The socket guard refuses a host listener's socket in the workspace
+# (docs/sockets.md, tests/security/sockets.sh): found, but not reachable.
 verify "$sockws"
+like "verify: a host Docker API socket in the workspace is not reachable" "$(row docker-socket)" \
+    "^PASS .*1 sockets found"
+# Named in sockets.allow, it is reachable, and the audit says so.
+verify "$sockws" --set 'sockets.allow=["docker.sock"]'
 is "verify: exit 1 when a check fails" "$rc" 1
 like "verify: a Docker API socket is found by the scan" "$(row docker-socket)" \
     "^FAIL .*$sockws/docker.sock \(answers the Docker API\)"

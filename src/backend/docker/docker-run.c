@@ -371,6 +371,13 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
             bind_add(b, dir, DOCKER_PUBLISH_PATH, false, err) < 0)
             goto out;
     }
+    {
+        char sock[PATH_MAX];
+        snprintf(sock, sizeof(sock), "%s/" DOCKER_GUARD_SOCKET, state_dir);
+        if (check_host_path(sock, "the socket guard's socket", err) < 0 ||
+            bind_add(b, sock, DOCKER_GUARD_PATH, true, err) < 0)
+            goto out;
+    }
     if (check_host_path(spec->workspace, "the workspace", err) < 0 ||
         bind_add(b, spec->workspace, spec->workspace_view, ro, err) < 0)
         goto out;
@@ -412,7 +419,8 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
         goto out;
     /* The image, then the agent's arguments: its network forwarder (PID 1
      * only), its confinement, then its mode. */
-    if (docker_args_add(a, "%s", cfg->docker.image) < 0 || docker_net_args(l, a) < 0)
+    if (docker_args_add(a, "%s", cfg->docker.image) < 0 || docker_args_add(a, "--sock-guard") < 0 ||
+        docker_args_add(a, DOCKER_GUARD_PATH) < 0 || docker_net_args(l, a) < 0)
         goto oom;
     if (docker_confine_argv(l, a, err) < 0)
         goto out;

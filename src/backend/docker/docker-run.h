@@ -19,7 +19,12 @@
 /* Published ports: <state>/pub (the user's, 0700) bound writable at
  * /run/cordon/pub, where the agent's forwarder listens on i.sock for the
  * host's published port i. */
-#define DOCKER_PUBLISH_DIR  "pub"
+#define DOCKER_PUBLISH_DIR "pub"
+/* The socket guard's hand-over (docker-sockguard.c): <state>/guard.sock,
+ * bound read-only; the container's PID 1 connects once, before it runs
+ * anything of the sandbox's. */
+#define DOCKER_GUARD_SOCKET "guard.sock"
+#define DOCKER_GUARD_PATH   "/run/cordon/guard.sock"
 #define DOCKER_PUBLISH_PATH "/run/cordon/pub"
 
 /* A growing, NULL-terminated argv of malloc'd strings. */

@@ -9,10 +9,12 @@
  * the command line and its host paths are docker-run.c's. */
 #include "backend/docker/docker.h"
 #include "backend/docker/docker-run.h"
+#include "backend/docker/docker-sockguard.h"
 #include "net/net.h"
 #include "supervisor/environ.h"
 #include "supervisor/gitguard.h"
 #include "supervisor/launch.h"
+#include "supervisor/sock-guard.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -57,6 +59,7 @@ struct docker_state {
     bool spawned;           /* the container may exist */
     int agent_pidfd;        /* the container's PID 1, once asked for; else -1 */
     pid_t agent_pid;
+    pid_t guard_pid; /* the socket guard (docs/sockets.md), or -1 */
 };
 
 /* ---- running the CLI ---- */
@@ -486,6 +489,7 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
     if (!st)
         return error_set(err, ENOMEM, "docker");
     st->agent_pidfd = -1;
+    st->guard_pid = -1;
     sb->priv = st;
     if (find_cli(st->cli, sizeof(st->cli), err) < 0 || check_socket(l->cfg.docker.host, err) < 0 ||
         state_init(st, l->name, l->cfg.docker.host, err) < 0)
@@ -502,6 +506,9 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
         return -1;
     log_debug("docker: daemon and image checked in %lld ms", clock_now_ms() - t0);
     if (start_proxy(l, st, err) < 0)
+        return -1;
+    _cleanup_close_ int guard_listen = -1;
+    if (docker_guard_listen(st->dir, &guard_listen, err) < 0)
         return -1;
 
     struct docker_args a = {0};
@@ -536,6 +543,9 @@ static int docker_start(const struct launch *l, char *const *agent_argv, struct 
     sb->pid = pid;
     sb->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     sb->channel_fd = pair[0];
+    /* Nothing of the sandbox's runs before the guard does. */
+    if (docker_guard_accept(guard_listen, sb->pidfd, l, st->dir, &st->guard_pid, err) < 0)
+        return -1;
     snprintf(sb->description, sizeof(sb->description), "docker (%.60s on %.50s)",
              l->cfg.docker.image, l->cfg.docker.host);
     return 0;
@@ -574,6 +584,8 @@ static void docker_stop(struct sandbox *sb)
                 fs_remove_tree_at(pfd, slash + 1);
         }
     }
+    if (st)
+        sock_guard_stop(st->guard_pid);
     if (st && st->net.policy)
         net_session_stop(&st->net);
     if (st && st->agent_pidfd >= 0)
@@ -629,9 +641,9 @@ int docker_sandbox_check_confined(struct sandbox *sb, struct cordon_error *err)
     struct pollfd p = {pidfd, POLLIN, 0};
     if (!f || poll(&p, 1, 0) != 0)
         return error_set(err, ESRCH, "docker: the container's agent is gone");
-    /* Two filters: Docker's profile and cordon's own, which the agent
-     * stacked before it said hello. */
-    if (strcmp(seccomp, "2") != 0 || filters < 2 || strcmp(nnp, "1") != 0 ||
+    /* Three filters: Docker's profile, cordon's own and the socket
+     * guard's, which the agent stacked before it said hello. */
+    if (strcmp(seccomp, "2") != 0 || filters < 3 || strcmp(nnp, "1") != 0 ||
         strspn(capeff, "0") != strlen(capeff) || strspn(capbnd, "0") != strlen(capbnd))
         return error_set(err, EPERM,
                          "docker: the container's agent (pid %d on the host) is not confined as "

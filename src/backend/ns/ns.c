@@ -7,6 +7,8 @@
  * parent reads as success. */
 #include "backend/ns/ns.h"
 #include "backend/ns/ns-seccomp.h"
+#include "backend/ns/ns-seccomp-notify.h"
+#include "supervisor/sock-guard.h"
 #include "util/privs.h"
 #include "agent/init.h"
 #include "backend/ns/ns-landlock.h"
@@ -20,6 +22,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
@@ -171,6 +174,10 @@ static void child_setup_and_exec(struct ns_child *c)
         error_set_raw(err, errno, "load seccomp filter", NULL);
         return;
     }
+    /* The socket guard's filter, last: the supervisor takes its listener
+     * (pidfd_getfd) and starts the guard before anything runs under it. */
+    if (ns_sock_guard_handoff_in_child(c->sync_fd, err) < 0)
+        return;
 #endif
     if (c->spec->init_in_process) {
         /* PID 1 stays this process: it was never anything but cordon's own
@@ -207,9 +214,44 @@ void ns_probe_report(void)
                   strerrorname_np(-abi) ? strerrorname_np(-abi) : "unknown");
 }
 
+/* Host: takes the listener and the sock_diag socket out of the child and
+ * starts the socket guard with them (sock-guard.h). */
+static int start_sock_guard(const struct ns_spec *spec, struct ns_sandbox *sb, const void *msg,
+                            struct cordon_error *err)
+{
+    struct ns_guard_fds fds;
+    memcpy(&fds, msg, sizeof(fds));
+    if (fds.magic != NS_GUARD_FDS_MAGIC)
+        return error_set(err, EPROTO, "sandbox setup: a garbled message from the child");
+    _cleanup_close_ int listener = (int)syscall(SYS_pidfd_getfd, sb->pidfd, fds.listener_fd, 0);
+    if (listener < 0)
+        return error_set(err, errno, "socket guard: taking the seccomp listener (pidfd_getfd)");
+    _cleanup_close_ int diag = (int)syscall(SYS_pidfd_getfd, sb->pidfd, fds.diag_fd, 0);
+    if (diag < 0)
+        return error_set(err, errno, "socket guard: taking the sock_diag socket (pidfd_getfd)");
+    size_t nallow = spec->sockets_allow ? spec->nsockets_allow : 0;
+    char userns_path[64];
+    snprintf(userns_path, sizeof(userns_path), "/proc/%d/ns/user", sb->pid);
+    _cleanup_close_ int userns = open(userns_path, O_RDONLY | O_CLOEXEC);
+    if (userns < 0)
+        return error_set(err, errno, "socket guard: %s", userns_path);
+    struct sock_guard_spec g = {.listener_fd = listener,
+                                .diag_fd = diag,
+                                .userns_fd = userns,
+                                .pid1 = sb->pid,
+                                .workspace = spec->workspace,
+                                .allow = spec->sockets_allow,
+                                .nallow = nallow};
+    if (sock_guard_start(&g, &sb->sock_guard_pid, err) < 0)
+        return -1;
+    log_debug("socket guard: pid %d (%zu socket%s allowed by sockets.allow)", sb->sock_guard_pid,
+              nallow, nallow == 1 ? "" : "s");
+    return 0;
+}
+
 int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct cordon_error *err)
 {
-    *sb = (struct ns_sandbox){.pid = -1, .pidfd = -1};
+    *sb = (struct ns_sandbox){.pid = -1, .pidfd = -1, .sock_guard_pid = -1};
     struct ns_child c = {.spec = spec, .sync_fd = -1};
     int rc = -1;
     int sync[2] = {-1, -1};
@@ -309,6 +351,18 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     do {
         n = read(sync[0], &child_err, sizeof(child_err));
     } while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof(struct ns_guard_fds)) {
+        if (start_sock_guard(spec, sb, &child_err, err) < 0)
+            goto fail_child;
+        send(sync[0], "s", 1, MSG_NOSIGNAL);
+        do {
+            n = read(sync[0], &child_err, sizeof(child_err));
+        } while (n < 0 && errno == EINTR);
+    } else if (n == 0 && !CORDON_UNSAFE_NO_SECCOMP) {
+        /* An exec without the guard's word: never, but fail closed. */
+        error_set(err, EPROTO, "sandbox setup: the socket guard's filter was not loaded");
+        goto fail_child;
+    }
     if (n == 0) {
         rc = 0; /* exec closed the socket: the agent is running */
         log_debug("timing: plan %lld us (%zu operations), seccomp %lld us, "
@@ -340,6 +394,8 @@ out:
 
 void ns_sandbox_release(struct ns_sandbox *sb)
 {
+    sock_guard_stop(sb->sock_guard_pid);
+    sb->sock_guard_pid = -1;
     ns_cgroups_remove(sb);
     if (sb->pidfd >= 0)
         close(sb->pidfd);

@@ -79,6 +79,11 @@ struct ns_spec {
      * sandbox's network namespace, starting pasta). May be NULL. */
     int (*on_namespaces_ready)(pid_t pid, void *ctx, struct cordon_error *err);
     void *on_namespaces_ready_ctx;
+    /* sockets.allow: workspace-relative unix sockets the sandbox may
+     * connect to although no socket of its own is bound there
+     * (nsockets_allow entries; docs/sockets.md). */
+    const char *const *sockets_allow;
+    size_t nsockets_allow;
 };
 
 struct ns_sandbox {
@@ -86,6 +91,7 @@ struct ns_sandbox {
     int pidfd; /* pidfd of that process */
     char *cgroup_paths[4];
     char limits_applied[256]; /* human-readable: which mechanism enforces what */
+    pid_t sock_guard_pid;     /* the socket guard (sock-guard.h), or <= 0 */
 };
 
 /* Probes what this kernel offers; prints findings with log_debug. */
