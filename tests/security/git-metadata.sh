@@ -14,4 +14,14 @@ gm_case_git_works
 gm_case_host_rename
 gm_case_linked_worktree
 gm_case_nongit
+
+# Refusals say who refused: the agent's tools name cordon.
+repo=$(new_ws gm-refusal)
+gm_git -C "$repo" init -q
+out=$(cd "$repo" && PWD="$repo" "$CORDON" tool bash '{"command":"git config user.name agent"}' 2>&1)
+like "a refused git config names cordon (bash tool)" "$out" "cordon keeps it host-owned"
+out=$(cd "$repo" && PWD="$repo" "$CORDON" tool write '{"path":".git/config","content":"x"}' 2>&1)
+like "a refused write names cordon (write tool)" "$out" "EROFS: read-only file system, open .*cordon keeps this path read-only"
+out=$(cd "$repo" && PWD="$repo" "$CORDON" tool bash '{"command":"echo ok"}' 2>&1)
+unlike "a command that wrote nothing read-only gets no note" "$out" "cordon keeps"
 tap_done

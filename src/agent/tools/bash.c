@@ -4,6 +4,7 @@
  * host context; the child between fork and exec only makes syscalls on
  * data prepared before the fork. */
 #include "agent/tools/bash.h"
+#include "agent/tools/fileio.h"
 
 #include "agent/tools/args.h"
 #include "agent/tools/js.h"
@@ -468,6 +469,18 @@ int tool_bash_finish(struct tool_bash_call *call, int wait_status, struct tool_r
             fputs("\n\n", f);
         fputs(status, f);
     }
+    /* In the sandbox a read-only path is cordon's doing: say so, or the
+     * agent (and its user) reads EROFS as a broken disk. */
+    /* (git replaces a file by renaming a lock over it: over a read-only
+     * bind that is EBUSY.) */
+    bool refused = fflush(f) == 0 && text && tool_refusal_hint(EROFS)[0] &&
+                   (strstr(text, "Read-only file system") ||
+                    (strstr(text, "Device or resource busy") && strstr(text, ".git")));
+    if (refused)
+        fputs("\n\ncordon: a path this command wrote to is read-only in the sandbox: cordon keeps "
+              "it host-owned (git metadata, .cordon.toml, a protected path, /usr, /etc; see "
+              "`cordon config --explain`)",
+              f);
     if (fclose(f) != 0) {
         json_decref(details);
         tool_bash_free(call);
