@@ -627,9 +627,21 @@ static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
     }
     /* The git metadata's read-only parts once more inside the guest (a
      * second layer: QEMU's view already refuses writes to them). */
-    for (size_t i = 0; i < l->spec.ngit_binds; i++)
-        if (l->spec.git_binds[i].readonly)
-            json_array_append_new(prot, json_string(l->spec.git_binds[i].view_target));
+    for (size_t i = 0; i < l->spec.ngit_binds; i++) {
+        const struct gitguard_bind *b = &l->spec.git_binds[i];
+        /* In the guest one share holds them all: a read-only bind there
+         * covers what lies below it, such as a submodule's writable copy
+         * inside the read-only modules/. */
+        bool covers_writable = false;
+        size_t n = strlen(b->view_target);
+        for (size_t j = 0; j < l->spec.ngit_binds && !covers_writable; j++) {
+            const char *t = l->spec.git_binds[j].view_target;
+            covers_writable =
+                !l->spec.git_binds[j].readonly && strncmp(t, b->view_target, n) == 0 && t[n] == '/';
+        }
+        if (b->readonly && !covers_writable)
+            json_array_append_new(prot, json_string(b->view_target));
+    }
     const struct ns_limits *lim = &l->spec.limits;
     /* The in-guest restrictions (vm-init.c confine_user): Landlock's
      * writable places, as the ns backend's, and a debug build's test hook
