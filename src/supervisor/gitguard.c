@@ -70,22 +70,16 @@ static bool in_list(const char *name, const char *const *list, size_t n)
 
 static int open_beneath(int dirfd, const char *name, int flags)
 {
-    struct open_how how = {
-        .flags = (unsigned long long)(flags | O_CLOEXEC | O_NOFOLLOW),
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+    return fs_openat2(dirfd, name, flags | O_NOFOLLOW,
+                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
 /* An absolute canonical path opened with no symlink on the way: the path
  * realpath() gave cannot have been re-pointed since. */
 static int open_abs_nofollow(const char *path, int flags)
 {
-    struct open_how how = {
-        .flags = (unsigned long long)(flags | O_CLOEXEC | O_NOFOLLOW),
-        .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+    return fs_openat2(AT_FDCWD, path, flags | O_NOFOLLOW,
+                      RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
 /* A directory stream over a duplicate of dirfd (the caller keeps dirfd). */
@@ -598,9 +592,21 @@ static void scan_config(struct plan_ctx *c, const char *path, const char *worktr
 {
     if (depth > 5)
         return;
-    _cleanup_fclose_ FILE *f = fopen(path, "re");
-    if (!f)
+    /* An included file may lie in the workspace: a FIFO planted there must
+     * not hang the start, nor a device be read. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+    if (fd < 0)
         return;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return;
+    }
+    _cleanup_fclose_ FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return;
+    }
     _cleanup_free_ char *dir = strdup(path);
     if (!dir)
         return;

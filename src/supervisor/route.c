@@ -7,6 +7,7 @@
 #include "agent/tools/path.h"
 #include "agent/tools/pin.h"
 #include "util/cleanup.h"
+#include "util/fs.h"
 #include "util/escape.h"
 
 #include <ctype.h>
@@ -321,11 +322,7 @@ static int openat_beneath(int dirfd, const char *rel, int flags)
 {
     /* Symlinks are followed only while they stay beneath dirfd; magic
      * links (/proc/self/fd/N) never. */
-    struct open_how how = {
-        .flags = (uint64_t)(flags | O_CLOEXEC),
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-    };
-    return (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+    return fs_openat2(dirfd, rel, flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
 }
 
 /* Opens a file found through a grant and checks what was opened. */

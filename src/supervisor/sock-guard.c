@@ -653,6 +653,22 @@ static int op_start(const struct target *t, struct op *op, uint64_t fd)
     return 0;
 }
 
+/* The end every handler shares: the call made (r == 0 so far), finished in
+ * a child when it would block, answered, the operation freed. */
+static void op_finish(struct guard *g, const struct target *t, struct op *op, long r)
+{
+    if (r == 0) {
+        r = op_run(t, op, false);
+        if (r == -EAGAIN && op_blocking(op)) {
+            run_blocking(g, t, op, 0);
+            op_free(op);
+            return;
+        }
+    }
+    op_free(op);
+    reply(t, r);
+}
+
 static void handle_connect(struct guard *g, const struct target *t, const struct seccomp_notif *req)
 {
     struct op op;
@@ -669,16 +685,7 @@ static void handle_connect(struct guard *g, const struct target *t, const struct
         r = -ESRCH;
     if (r == 0)
         r = rewrite_address(g, t, &op.addr, &op.addrlen, &op.pathfd);
-    if (r == 0) {
-        r = op_run(t, &op, false);
-        if (r == -EAGAIN && op_blocking(&op)) {
-            run_blocking(g, t, &op, 0);
-            op_free(&op);
-            return;
-        }
-    }
-    op_free(&op);
-    reply(t, r);
+    op_finish(g, t, &op, r);
 }
 
 static void handle_sendto(struct guard *g, const struct target *t, const struct seccomp_notif *req)
@@ -714,16 +721,7 @@ static void handle_sendto(struct guard *g, const struct target *t, const struct 
         r = -ESRCH;
     if (r == 0 && op.has_addr)
         r = rewrite_address(g, t, &op.addr, &op.addrlen, &op.pathfd);
-    if (r == 0) {
-        r = op_run(t, &op, false);
-        if (r == -EAGAIN && op_blocking(&op)) {
-            run_blocking(g, t, &op, 0);
-            op_free(&op);
-            return;
-        }
-    }
-    op_free(&op);
-    reply(t, r);
+    op_finish(g, t, &op, r);
 }
 
 static void handle_sendmsg(struct guard *g, const struct target *t, const struct seccomp_notif *req)
@@ -735,16 +733,7 @@ static void handle_sendmsg(struct guard *g, const struct target *t, const struct
         r = op_read_msghdr(g, t, &op, req->data.args[1]);
     if (r == 0 && !notif_live(t->id))
         r = -ESRCH;
-    if (r == 0) {
-        r = op_run(t, &op, false);
-        if (r == -EAGAIN && op_blocking(&op)) {
-            run_blocking(g, t, &op, 0);
-            op_free(&op);
-            return;
-        }
-    }
-    op_free(&op);
-    reply(t, r);
+    op_finish(g, t, &op, r);
 }
 
 /* sendmmsg: message by message, each checked; it returns how many went,

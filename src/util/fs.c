@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <limits.h>
@@ -77,4 +79,10 @@ int fs_write_all(int fd, const void *buf, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+int fs_openat2(int dirfd, const char *path, int flags, unsigned long long resolve)
+{
+    struct open_how how = {.flags = (unsigned long long)(flags | O_CLOEXEC), .resolve = resolve};
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }

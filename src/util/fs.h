@@ -12,6 +12,11 @@ int fs_mkdir_p(const char *path, mode_t mode);
  * non-blocking FD is full. 0, or -1 with errno. */
 int fs_write_all(int fd, const void *buf, size_t len);
 
+/* openat2(2): FLAGS | O_CLOEXEC, resolved with RESOLVE (RESOLVE_BENEATH,
+ * RESOLVE_NO_SYMLINKS ...). The fd, or -1 with errno. No allocation: safe
+ * between clone() and exec. */
+int fs_openat2(int dirfd, const char *path, int flags, unsigned long long resolve);
+
 /* rm -r of NAME under the directory PARENT, best effort: no symlink is
  * followed (a symlink is removed, not its target), at most 32 levels deep
  * (deeper entries stay, and so do their parents). */

@@ -15,6 +15,15 @@ gm_case_host_rename
 gm_case_linked_worktree
 gm_case_nongit
 
+# A config file the host's git includes may lie in the workspace: one the
+# sandbox replaced by a FIFO does not hang the next start.
+repo=$(new_ws gm-fifo)
+gm_git -C "$repo" init -q
+gm_git -C "$repo" config include.path ../.gitconfig-project
+mkfifo "$repo/.gitconfig-project"
+out=$(cd "$repo" && PWD="$repo" timeout 20 "$CORDON" run -- true 2>&1)
+is "an included config that is a FIFO does not hang the start" "$?" 0
+
 # Refusals say who refused: the agent's tools name cordon.
 repo=$(new_ws gm-refusal)
 gm_git -C "$repo" init -q

@@ -2,6 +2,7 @@
  * mutating tools (fileio.h). Sandbox (cordon-agent) or host context. */
 #include "agent/tools/fileio.h"
 #include "util/cleanup.h"
+#include "util/fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -267,11 +268,8 @@ void tool_unlock_path(int fd)
 
 static int open_no_symlinks(int dirfd, const char *name, int flags)
 {
-    struct open_how how = {
-        .flags = (uint64_t)(flags | O_CLOEXEC),
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+    return fs_openat2(dirfd, name, flags,
+                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
 int tool_write_file_at(int dirfd, const char *name, const char *data, size_t len,

@@ -9,6 +9,7 @@
 #include "backend/docker/docker-run.h"
 #include "supervisor/gitguard.h"
 #include "util/cleanup.h"
+#include "util/fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,11 +57,8 @@ void docker_args_free(struct docker_args *a)
  * O_NOFOLLOW alone would open a trailing symlink itself): ELOOP. */
 static int openat2_nofollow(int dirfd, const char *path, int flags, unsigned long long resolve)
 {
-    struct open_how how = {
-        .flags = (unsigned long long)(flags | O_CLOEXEC | O_NOFOLLOW),
-        .resolve = resolve | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+    int fd = fs_openat2(dirfd, path, flags | O_NOFOLLOW,
+                        resolve | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
         close(fd);

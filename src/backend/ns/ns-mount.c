@@ -10,6 +10,7 @@
 #include "backend/etc-cache.h"
 #include "supervisor/gitguard.h"
 #include "util/cleanup.h"
+#include "util/fs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -484,11 +485,8 @@ static int op_readonly_in_child(const struct ns_op *op, struct cordon_error *err
 
 static int openat2_nofollow(int dirfd, const char *name, int flags)
 {
-    struct open_how how = {
-        .flags = (unsigned long long)(flags | O_CLOEXEC | O_NOFOLLOW),
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+    return fs_openat2(dirfd, name, flags | O_NOFOLLOW,
+                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
 static bool is_mount_root(int fd)

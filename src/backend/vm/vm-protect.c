@@ -32,7 +32,8 @@ static int add_bind(struct vm_bind *list, size_t *n, const char *source, const c
 {
     if (*n + 1 >= PROTECT_MAX)
         return error_set(err, E2BIG, "vm: more than %d protected paths", PROTECT_MAX - 1);
-    list[*n] = (struct vm_bind){strdup(source), strdup(target), readonly};
+    list[*n] =
+        (struct vm_bind){.source = strdup(source), .target = strdup(target), .readonly = readonly};
     if (!list[*n].source || !list[*n].target) {
         free(list[*n].source);
         free(list[*n].target);
@@ -94,6 +95,11 @@ int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm
     for (size_t i = 0; rc == 0 && i < l->spec.ngit_binds; i++) {
         const struct gitguard_bind *b = &l->spec.git_binds[i];
         rc = add_bind(list, &n, b->source, b->host_target, b->readonly, err);
+        if (rc == 0) {
+            list[n - 1].pinned = b->pinned;
+            list[n - 1].dev = b->dev;
+            list[n - 1].ino = b->ino;
+        }
     }
     const char *ws = l->spec.workspace;
     for (size_t i = 0;
@@ -175,6 +181,14 @@ int vm_protect_apply(const struct vm_bind *binds)
                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (trees[n] < 0)
             return -1;
+        /* As on ns: a git directory swapped between the plan and now (by a
+         * concurrent sandbox) refuses the start instead of being bound. */
+        struct stat st;
+        if (binds[n].pinned &&
+            (fstat(trees[n], &st) < 0 || st.st_dev != binds[n].dev || st.st_ino != binds[n].ino)) {
+            errno = EXDEV;
+            return -1;
+        }
     }
     /* mount_setattr only adds read-only: a remount would have to repeat
      * every flag the user namespace locked. */

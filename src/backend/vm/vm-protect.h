@@ -8,6 +8,7 @@
 #include "util/error.h"
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 struct launch;
 
@@ -16,6 +17,10 @@ struct vm_bind {
     char *source;
     char *target;
     bool readonly;
+    /* A source the workspace holds: the tree taken must be this directory. */
+    bool pinned;
+    dev_t dev;
+    ino_t ino;
 };
 
 /* The binds for QEMU (ended by an entry with a NULL target, malloc'd; *out
