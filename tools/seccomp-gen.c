@@ -1,7 +1,7 @@
 /* Build tool: prints the sandbox's seccomp filter (ns-seccomp-build.c) as a
  * C array, so cordon embeds the finished BPF instead of building it with
  * libseccomp at every sandbox start. Runs on the build machine only. */
-#include "backend/ns/ns-seccomp.h"
+#include "confine/seccomp-filter.h"
 
 #include <stdio.h>
 #include <stdlib.h>

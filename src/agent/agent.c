@@ -29,14 +29,14 @@
  *     mounts stay, and the kernel applies both. --proxy-socket,
  *     --publish-dir and --publish-port (before --confine): once confined,
  *     starts the network's forwarder (docker-net.c) before MODE. */
-#include "agent/docker-net.h"
+#include "backend/docker/guest/docker-net.h"
 #include "agent/init.h"
 #include "agent/probe.h"
 #include "agent/serve.h"
-#include "agent/vm-init.h"
-#include "backend/ns/ns-landlock.h"
-#include "backend/ns/ns-seccomp.h"
-#include "backend/ns/ns-seccomp-notify.h"
+#include "backend/vm/guest/vm-init.h"
+#include "confine/landlock.h"
+#include "confine/seccomp-filter.h"
+#include "confine/seccomp-notify.h"
 #include "config.h"
 #include "util/error.h"
 

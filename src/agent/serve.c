@@ -9,7 +9,7 @@
  * SIGINT and SIGHUP on the signalfd, and ends with what its calls left
  * running (agent/reap.c). */
 #include "agent/serve.h"
-#include "agent/protocol.h"
+#include "proto/protocol.h"
 #include "agent/reap.h"
 #include "agent/tools/bash.h"
 #include "agent/tools/fileio.h"

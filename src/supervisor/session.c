@@ -3,7 +3,7 @@
  * bounded by the reader, and its messages are checked for shape before use. */
 #include "supervisor/session.h"
 #include "supervisor/lifecycle.h"
-#include "agent/protocol.h"
+#include "proto/protocol.h"
 #include "agent/reap.h"
 #include "agent/tools/pin.h"
 #include "backend/docker/docker.h"

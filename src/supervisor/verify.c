@@ -5,7 +5,7 @@
  * what was seen. */
 #include "supervisor/verify.h"
 #include "agent/init.h"
-#include "backend/ns/ns-landlock.h"
+#include "confine/landlock.h"
 #include "supervisor/environ.h"
 #include "supervisor/gitguard.h"
 #include "util/cleanup.h"

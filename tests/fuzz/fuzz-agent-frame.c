@@ -3,7 +3,7 @@
  * give frames or a clean error, never a crash, leak or unbounded
  * allocation. The input arrives in pieces (the first byte sets the piece
  * size) to exercise frames split across reads. Host, test-only. */
-#include "agent/protocol.h"
+#include "proto/protocol.h"
 
 #include <stdint.h>
 #include <stdlib.h>

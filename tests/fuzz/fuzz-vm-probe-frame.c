@@ -7,7 +7,7 @@
  * frames (JSON) fed to both checks; the whole input is also the probe's
  * output. Host, test-only. */
 #include "agent/init.h"
-#include "backend/vm/vm-probe-frame.h"
+#include "proto/vm-probe-frame.h"
 
 #include <stdint.h>
 #include <stdlib.h>

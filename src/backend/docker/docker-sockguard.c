@@ -11,7 +11,7 @@
  * anything. One connection is accepted, and the socket is gone after it. */
 #include "backend/docker/docker-run.h"
 #include "backend/docker/docker-sockguard.h"
-#include "backend/ns/ns-seccomp-notify.h"
+#include "confine/seccomp-notify.h"
 #include "supervisor/sock-guard.h"
 #include "util/cleanup.h"
 #include "util/clock.h"

@@ -6,12 +6,12 @@
  * step, path and errno; a clean exec closes the socket (CLOEXEC), which the
  * parent reads as success. */
 #include "backend/ns/ns.h"
-#include "backend/ns/ns-seccomp.h"
-#include "backend/ns/ns-seccomp-notify.h"
+#include "confine/seccomp-filter.h"
+#include "confine/seccomp-notify.h"
 #include "supervisor/sock-guard.h"
-#include "util/privs.h"
+#include "confine/privs.h"
 #include "agent/init.h"
-#include "backend/ns/ns-landlock.h"
+#include "confine/landlock.h"
 #include "backend/ns/ns-limits.h"
 #include "backend/ns/ns-mount.h"
 #include "config.h"

@@ -19,7 +19,7 @@
 #include "backend/vm/vm.h"
 #include "util/cleanup.h"
 #include "util/log.h"
-#include "util/privs.h"
+#include "confine/privs.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
 #include "util/cleanup.h"
 #include "util/proc.h"
 #include "util/log.h"
-#include "util/privs.h"
+#include "confine/privs.h"
 #include "util/clock.h"
 
 #include <arpa/inet.h>

@@ -13,7 +13,7 @@
 #pragma once
 
 #include "net/net.h"
-#include "net/vmux.h"
+#include "backend/vm/vmux.h"
 #include "util/error.h"
 
 #include <jansson.h>

@@ -10,7 +10,7 @@
 #include "backend/etc-allowlist.h"
 #include "config.h"
 #include "backend/vm/vm.h"
-#include "backend/vm/vm-frame.h"
+#include "proto/vm-frame.h"
 #include "backend/vm/vm-docker-plan.h"
 #include "backend/vm/vm-protect.h"
 #include "supervisor/gitguard.h"
@@ -20,7 +20,7 @@
 #include "supervisor/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
-#include "util/privs.h"
+#include "confine/privs.h"
 #include "util/fs.h"
 #include "util/clock.h"
 

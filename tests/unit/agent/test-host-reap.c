@@ -4,7 +4,7 @@
  * where the PID namespace does it) they are left alone, which this test
  * shows too, so it can tell the two apart. Runs serve.c in a forked child,
  * on the host, as the test's user. */
-#include "agent/protocol.h"
+#include "proto/protocol.h"
 #include "agent/serve.h"
 #include "tap.h"
 #include "util/cleanup.h"

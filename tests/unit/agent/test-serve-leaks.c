@@ -5,7 +5,7 @@
  * LSan scans it at exit: every tool, a timed-out and a cancelled bash call,
  * an unknown tool and a malformed call, then shutdown. The child's exit
  * status is LSan's verdict (23 when something leaked). Host, test-only. */
-#include "agent/protocol.h"
+#include "proto/protocol.h"
 #include "agent/serve.h"
 #include "tap.h"
 

@@ -3,7 +3,7 @@
  * two processes, to an echo server in a third: bytes intact both ways,
  * half-close, a port reused connection after connection, a refused
  * connection, and a peer that breaks the protocol. Test context. */
-#include "net/vmux.h"
+#include "backend/vm/vmux.h"
 #include "tap.h"
 
 #include <arpa/inet.h>

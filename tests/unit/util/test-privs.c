@@ -1,7 +1,7 @@
 /* Unit tests for privs_drop_all() and the helpers' environment
  * (src/util/privs.c): each drop runs in a forked child, which reports its
  * /proc/self/status lines over a pipe. */
-#include "util/privs.h"
+#include "confine/privs.h"
 #include "util/cleanup.h"
 #include "tap.h"
 

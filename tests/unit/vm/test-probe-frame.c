@@ -4,7 +4,7 @@
  * does with frames that break the rules (wrong types, stale ids, too much
  * output, an over-long end). Host context, no VM. */
 #include "agent/init.h"
-#include "backend/vm/vm-probe-frame.h"
+#include "proto/vm-probe-frame.h"
 #include "tap.h"
 
 #include <stdlib.h>

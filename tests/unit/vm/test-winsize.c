@@ -1,7 +1,7 @@
 /* The terminal size carried in vm frames (the boot spec's "winsize", a
  * "resize" message): both sides accept only 1..65535 for rows and cols, and
  * a rejected frame leaves the caller's size alone. Any context. */
-#include "backend/vm/vm-frame.h"
+#include "proto/vm-frame.h"
 #include "tap.h"
 
 #include <stdlib.h>

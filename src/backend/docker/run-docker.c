@@ -12,7 +12,7 @@
 #include "backend/docker/docker.h"
 #include "supervisor/lifecycle.h"
 #include "cli/commands.h"
-#include "cli/run-docker-verify.h"
+#include "backend/docker/run-docker-verify.h"
 #include "cli/term.h"
 #include "util/cleanup.h"
 #include "util/log.h"

@@ -9,7 +9,7 @@
  * Sandbox context: a child of the agent forked after it confined itself
  * (Landlock and cordon's seccomp filter apply to it too), so it reaches
  * nothing the sandbox could not, and connects to fixed places only. */
-#include "agent/docker-net.h"
+#include "backend/docker/guest/docker-net.h"
 #include "net/net.h"
 #include "net/proxy.h"
 #include "util/cleanup.h"

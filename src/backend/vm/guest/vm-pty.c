@@ -5,8 +5,8 @@
  * What the host sends is not trusted blindly: sizes are bounded
  * (vm_frame_winsize_get), and signals go only to the command's own
  * session. */
-#include "agent/vm-pty.h"
-#include "backend/vm/vm-frame.h"
+#include "backend/vm/guest/vm-pty.h"
+#include "proto/vm-frame.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,11 +7,11 @@
  * identity, rlimits, Landlock, seccomp), in a process group of its own so
  * that a timeout kills all it started. Frames from the host are checked
  * input: a request's type and size are checked before anything runs. */
-#include "agent/vm-probe.h"
+#include "backend/vm/guest/vm-probe.h"
 #include "agent/init.h"
 #include "agent/probe-io.h"
-#include "agent/protocol.h"
-#include "backend/vm/vm-probe-frame.h"
+#include "proto/protocol.h"
+#include "proto/vm-probe-frame.h"
 #include "util/cleanup.h"
 
 #include <errno.h>

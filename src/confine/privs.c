@@ -1,7 +1,7 @@
 /* Dropping privileges before an exec (privs.h). Used in forked children:
  * the supervisor's child that becomes QEMU (host) and the guest init's
  * children that become the user's processes (microVM). */
-#include "util/privs.h"
+#include "confine/privs.h"
 
 #include <errno.h>
 #include <grp.h>

@@ -3,7 +3,7 @@
  * guest's init) and on the host (relay, child of the supervisor); the other
  * side is never trusted: frames are bounded by VMUX_DATA_MAX and a frame
  * that breaks the protocol takes its port out of service. */
-#include "net/vmux.h"
+#include "backend/vm/vmux.h"
 
 #include <errno.h>
 #include <fcntl.h>

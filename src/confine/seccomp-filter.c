@@ -1,8 +1,8 @@
 /* The seccomp program compiled in at build time (see ns-seccomp-build.c and
  * tools/seccomp-gen.c). Host context: the supervisor hands it to the child,
  * which loads it right before exec. */
-#include "backend/ns/ns-seccomp.h"
-#include "ns-seccomp-bpf.h"
+#include "confine/seccomp-filter.h"
+#include "seccomp-bpf.h"
 
 void ns_seccomp_program(struct sock_fprog *prog)
 {

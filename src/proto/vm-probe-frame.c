@@ -1,7 +1,7 @@
 /* The probe frames of a vm run/shell session's channel (vm-probe-frame.h).
  * Any context: the supervisor and the guest's init both link it. What one
  * end reads from the other is checked here and bounded. */
-#include "backend/vm/vm-probe-frame.h"
+#include "proto/vm-probe-frame.h"
 #include "agent/init.h"
 #include "util/cleanup.h"
 

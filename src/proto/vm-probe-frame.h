@@ -8,7 +8,7 @@
  *                  {"t":"probe-end","id":N,"end":TEXT} */
 #pragma once
 
-#include "agent/protocol.h"
+#include "proto/protocol.h"
 #include "util/error.h"
 
 #include <jansson.h>

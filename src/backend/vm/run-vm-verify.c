@@ -9,10 +9,10 @@
  * sends is untrusted: frame types, ids and sizes are checked, the output
  * kept is bounded (INIT_PROBE_OUTPUT_MAX), and an answer that does not come
  * is given up on. One audit at a time. */
-#include "cli/run-vm-verify.h"
+#include "backend/vm/run-vm-verify.h"
 #include "agent/init.h"
-#include "backend/vm/vm-frame.h"
-#include "backend/vm/vm-probe-frame.h"
+#include "proto/vm-frame.h"
+#include "proto/vm-probe-frame.h"
 #include "supervisor/control.h"
 #include "supervisor/verify.h"
 #include "util/cleanup.h"

@@ -4,7 +4,7 @@
  * child loads it right before exec, after no_new_privs. Default allow, with the kernel surface a sandboxed build never
  * needs denied with EPERM; foreign architectures (32-bit int 0x80, x32) kill
  * the process, since the filter only speaks x86_64's syscall numbers. */
-#include "backend/ns/ns-seccomp.h"
+#include "confine/seccomp-filter.h"
 #include "util/cleanup.h"
 
 #include <errno.h>

@@ -9,7 +9,7 @@
  * (INIT_PROBE_OUTPUT_MAX), it is killed after INIT_PROBE_TIMEOUT_MS, and
  * the rows are judged by supervisor/verify.c as an ns session's probe.
  * One audit at a time. */
-#include "cli/run-docker-verify.h"
+#include "backend/docker/run-docker-verify.h"
 #include "agent/init.h"
 #include "backend/docker/docker.h"
 #include "supervisor/control.h"

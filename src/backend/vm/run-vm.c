@@ -8,9 +8,9 @@
  * all the command's output comes back on the console. Host context,
  * unprivileged supervisor, one poll loop. */
 #include "backend/backend.h"
-#include "backend/vm/vm-frame.h"
+#include "proto/vm-frame.h"
 #include "backend/vm/vm.h"
-#include "cli/run-vm-verify.h"
+#include "backend/vm/run-vm-verify.h"
 #include "supervisor/lifecycle.h"
 #include "cli/commands.h"
 #include "cli/term.h"

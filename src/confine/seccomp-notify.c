@@ -10,7 +10,7 @@
  * performs the call itself (never SECCOMP_USER_NOTIF_FLAG_CONTINUE, whose
  * re-read of the caller's memory would be a TOCTOU). The main filter kills
  * foreign architectures already, so this one lets them through. */
-#include "backend/ns/ns-seccomp-notify.h"
+#include "confine/seccomp-notify.h"
 
 #include <errno.h>
 #include <fcntl.h>

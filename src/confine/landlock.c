@@ -2,7 +2,7 @@
  * readable and executable, only the writable places are writable. Probed on
  * the host; applied by the child after pivot_root (no allocation). Kernels
  * without Landlock report it; the mount namespace remains the boundary. */
-#include "backend/ns/ns-landlock.h"
+#include "confine/landlock.h"
 
 #include <errno.h>
 #include <fcntl.h>

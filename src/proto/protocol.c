@@ -1,5 +1,5 @@
 /* Frame reader and writer for the agent protocol. Sandbox or host context. */
-#include "agent/protocol.h"
+#include "proto/protocol.h"
 
 #include <errno.h>
 #include <stdint.h>

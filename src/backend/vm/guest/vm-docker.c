@@ -13,7 +13,7 @@
  * the daemon starts when something first connects; that client simply
  * waits in the socket's backlog. "require" starts it during the boot and
  * the boot fails when it does not come up. */
-#include "agent/vm-docker.h"
+#include "backend/vm/guest/vm-docker.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
 #include "util/clock.h"

@@ -1,8 +1,8 @@
 /* Length-prefixed JSON frames for the vm boot exchange, blocking and exact:
  * the encoding and decoding are the agent protocol's (agent/protocol.c).
  * Any context. */
-#include "backend/vm/vm-frame.h"
-#include "agent/protocol.h"
+#include "proto/vm-frame.h"
+#include "proto/protocol.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/fs.h"
