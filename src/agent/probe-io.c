@@ -1,7 +1,7 @@
 /* The probe child's pipes, deadline and end (probe-io.h). Sandbox context:
  * PID 1 of an ns sandbox or of the vm guest. */
 #include "agent/probe-io.h"
-#include "agent/init.h"
+#include "proto/init-channel.h"
 #include "util/clock.h"
 
 #include <errno.h>

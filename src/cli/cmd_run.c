@@ -4,7 +4,7 @@
  * on a terminal the pty relay, and the session's control socket
  * (`cordon verify NAME`), whose probe the sandbox's init runs when asked
  * over its channel (agent/init.h). */
-#include "agent/init.h"
+#include "proto/init-channel.h"
 #include "backend/ns/ns.h"
 #include "cli/commands.h"
 #include "cli/options.h"

@@ -2,7 +2,7 @@
  * Any context: the supervisor and the guest's init both link it. What one
  * end reads from the other is checked here and bounded. */
 #include "proto/vm-probe-frame.h"
-#include "agent/init.h"
+#include "proto/init-channel.h"
 #include "util/cleanup.h"
 
 #include <errno.h>

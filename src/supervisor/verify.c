@@ -4,7 +4,7 @@
  * applicable here, with the reason), and the evidence: what was probed and
  * what was seen. */
 #include "supervisor/verify.h"
-#include "agent/init.h"
+#include "proto/init-channel.h"
 #include "confine/landlock.h"
 #include "supervisor/environ.h"
 #include "supervisor/gitguard.h"

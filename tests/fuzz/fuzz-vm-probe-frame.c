@@ -6,7 +6,7 @@
  * host at their length, the ASCII ones unchanged. The input's lines are
  * frames (JSON) fed to both checks; the whole input is also the probe's
  * output. Host, test-only. */
-#include "agent/init.h"
+#include "proto/init-channel.h"
 #include "proto/vm-probe-frame.h"
 
 #include <stdint.h>

@@ -10,7 +10,7 @@
  * the rows are judged by supervisor/verify.c as an ns session's probe.
  * One audit at a time. */
 #include "backend/docker/run-docker-verify.h"
-#include "agent/init.h"
+#include "proto/init-channel.h"
 #include "backend/docker/docker.h"
 #include "supervisor/control.h"
 #include "supervisor/verify.h"

@@ -10,7 +10,7 @@
  * kept is bounded (INIT_PROBE_OUTPUT_MAX), and an answer that does not come
  * is given up on. One audit at a time. */
 #include "backend/vm/run-vm-verify.h"
-#include "agent/init.h"
+#include "proto/init-channel.h"
 #include "proto/vm-frame.h"
 #include "proto/vm-probe-frame.h"
 #include "supervisor/control.h"

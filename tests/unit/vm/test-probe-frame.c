@@ -3,7 +3,7 @@
  * frames by the guest and put back together by the host, and what each end
  * does with frames that break the rules (wrong types, stale ids, too much
  * output, an over-long end). Host context, no VM. */
-#include "agent/init.h"
+#include "proto/init-channel.h"
 #include "proto/vm-probe-frame.h"
 #include "tap.h"
 

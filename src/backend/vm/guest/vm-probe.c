@@ -8,7 +8,7 @@
  * that a timeout kills all it started. Frames from the host are checked
  * input: a request's type and size are checked before anything runs. */
 #include "backend/vm/guest/vm-probe.h"
-#include "agent/init.h"
+#include "proto/init-channel.h"
 #include "agent/probe-io.h"
 #include "proto/protocol.h"
 #include "proto/vm-probe-frame.h"
