@@ -8,7 +8,7 @@
 #include "backend/ns/ns.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/term.h"
+#include "util/term.h"
 #include "net/fdpass.h"
 #include "supervisor/control.h"
 #include "supervisor/launch.h"

@@ -13,7 +13,7 @@
 #include "supervisor/lifecycle.h"
 #include "cli/commands.h"
 #include "backend/docker/run-docker-verify.h"
-#include "cli/term.h"
+#include "util/term.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/fs.h"

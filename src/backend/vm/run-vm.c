@@ -13,7 +13,7 @@
 #include "backend/vm/run-vm-verify.h"
 #include "supervisor/lifecycle.h"
 #include "cli/commands.h"
-#include "cli/term.h"
+#include "util/term.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/clock.h"

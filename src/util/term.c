@@ -2,7 +2,7 @@
  * context (supervisor). The relays block every signal they handle into a
  * signalfd, so their loops always return here to restore the terminal; a
  * SIGKILL is the exception no code can cover. */
-#include "cli/term.h"
+#include "util/term.h"
 
 #include <errno.h>
 #include <sys/ioctl.h>
