@@ -15,7 +15,7 @@
  * allocation, no stdio. */
 #include "agent/init.h"
 #include "agent/probe-io.h"
-#include "backend/ns/ns.h"
+#include "proto/init-channel.h"
 #include "net/fdpass.h"
 #include "util/error.h"
 

@@ -5,7 +5,7 @@
  * judges nothing: the supervisor compares the observations with what it
  * knows from the host side. Every list it reports is bounded. */
 #include "agent/probe.h"
-#include "backend/vm/guest/vm-docker.h"
+#include "proto/vm-docker-status.h"
 #include "util/cleanup.h"
 
 #include <dirent.h>

@@ -1,11 +1,13 @@
 /* The table of backends, looked up by name. Host context. */
 #include "backend/backend.h"
 #include "backend/docker/docker.h"
+#include "backend/ns/ns.h"
 #include "backend/vm/vm.h"
 
 #include <string.h>
 
 static const struct backend_ops *const backends[] = {
+    &ns_backend_ops,
     &vm_backend_ops,
     &docker_backend_ops,
 };

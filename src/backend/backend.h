@@ -1,35 +1,118 @@
-/* The backend interface (DESIGN.md "Backends sit behind one interface"): a
- * table of operations chosen at run time by name. Host context (supervisor). */
+/* The backend interface (docs/design.md "The backend interface"): a table of
+ * operations chosen at run time by the configuration's backend name, so
+ * that the supervisor, lifecycle, verify and the CLI never name a backend.
+ * Operations marked optional may be NULL; callers check. Capabilities are a
+ * separate field, so a query (cordon doctor) reads them without starting
+ * anything. Host context (supervisor). */
 #pragma once
 
 #include "util/error.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 struct launch;
+struct lifecycle;
+
+/* Resource limits of a sandbox, whichever mechanism enforces them (cgroups
+ * and rlimits on ns, QEMU's memory and vCPUs on vm, docker run's flags). */
+struct sandbox_limits {
+    long pids;          /* max processes in the sandbox; 0 = unlimited */
+    long memory_mib;    /* 0 = unlimited */
+    long file_size_mib; /* 0 = unlimited */
+    long open_files;    /* 0 = inherit */
+    long cpu_seconds;   /* per process; 0 = unlimited */
+    double cpus;        /* CPU quota in cores; 0 = unlimited */
+    long tmpfs_mib;     /* size of each writable tmpfs; 0 = the kernel's (half of RAM) */
+    long tmpfs_inodes;  /* inodes of each writable tmpfs; 0 = the kernel's */
+};
 
 struct sandbox {
     const struct backend_ops *ops;
-    pid_t pid;             /* the process that holds the sandbox (agent, or QEMU) */
+    pid_t pid;             /* the process that holds the sandbox (agent, QEMU, docker CLI) */
     int pidfd;             /* pidfd of pid: readable when it has exited */
     int channel_fd;        /* connected to the agent's protocol stream */
     char description[128]; /* human-readable: "vm (tcg, 2 vCPU, 1024 MiB)" */
     void *priv;            /* the backend's own state */
 };
 
+/* What a backend is, for the callers that used to ask for its name. */
+enum backend_cap {
+    /* A kernel of its own between the sandbox and the host's (vm): verify
+     * reads the probe's kernel facts as the guest's, the host sees QEMU. */
+    BACKEND_CAP_OWN_KERNEL = 1u << 0,
+    /* network.publish_ports is honoured. */
+    BACKEND_CAP_PUBLISH_PORTS = 1u << 1,
+    /* cordon applies Landlock to the sandbox itself, on the host's kernel
+     * (not so for vm: the guest's kernel; docker: the container). */
+    BACKEND_CAP_HOST_LANDLOCK = 1u << 2,
+    /* The sandbox shares the host's user namespace (docker). */
+    BACKEND_CAP_HOST_USERNS = 1u << 3,
+    /* A Docker daemon of the sandbox's own may answer inside (the vm
+     * guest's dockerd, when verified as the guest's). */
+    BACKEND_CAP_OWN_DOCKER = 1u << 4,
+    /* Run mode: init takes --control, the probe channel on fd 3. */
+    BACKEND_CAP_INIT_CONTROL = 1u << 5,
+    /* Run mode: the terminal is made outside init (docker run -t), which
+     * then only makes it the command's controlling one (--ctty, not --pty). */
+    BACKEND_CAP_OUTER_TTY = 1u << 6,
+    /* Run mode: the terminal's size is part of the start spec (the vm
+     * guest's init makes the terminal at boot). */
+    BACKEND_CAP_TERM_SIZE_AT_START = 1u << 7,
+};
+
+struct backend_caps {
+    unsigned flags;        /* enum backend_cap */
+    const char *host_side; /* what holds the sandbox, seen from the host: "agent", "QEMU" */
+};
+
 struct backend_ops {
     const char *name;
-    /* 0 when this backend can run here; otherwise says what is missing. */
+    struct backend_caps caps;
+    /* Optional. 0 when this backend can run here; otherwise says what is
+     * missing. */
     int (*probe)(struct cordon_error *err);
-    /* Starts the sandbox with the agent running agent_argv and returns with
-     * channel_fd connected to it. */
-    int (*start)(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
-                 struct cordon_error *err);
-    /* Stops the sandbox (if still running) and releases everything start()
-     * made. Accepts a sandbox whose start() failed. */
+    /* Optional. Debug report of what this host offers (logged at start). */
+    void (*report)(void);
+    /* Optional. Checks launch_prepare runs once the configuration is
+     * resolved, before anything is started (settings this backend cannot
+     * honour, an agent binary it cannot run). */
+    int (*check_launch)(const struct launch *l, struct cordon_error *err);
+    /* Serve mode: starts the sandbox with the agent serving the protocol
+     * (`cordon-agent serve`) and returns with sb->channel_fd connected to
+     * it. */
+    int (*start)(const struct launch *l, struct sandbox *sb, struct cordon_error *err);
+    /* Optional. After the agent said hello, before any call: checks of
+     * what the sandbox's maker (a daemon) made, from the host. */
+    int (*check_started)(struct sandbox *sb, const struct launch *l, struct cordon_error *err);
+    /* Optional. A pidfd of the agent itself when it is not sb->pid (the
+     * container's PID 1 behind the docker CLI); owned by the sandbox. */
+    int (*agent_pidfd)(struct sandbox *sb);
+    /* Ends the sandbox (if still running; the agent was told to shut down
+     * and its channel closed) and releases everything start() made.
+     * Accepts a sandbox whose start() failed. */
     void (*stop)(struct sandbox *sb);
+    /* Run mode (`cordon run`, `cordon shell`): starts agent_argv (`cordon-
+     * agent init ... -- CMD`), attaches the terminal, relays signals and
+     * the control socket until the command ends, tears down. Returns the
+     * exit status for the user. */
+    int (*run)(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell);
+    /* Optional. In the watchdog, after the supervisor died and the
+     * sandbox's process was killed: removes what else the backend made
+     * (cgroups, a container, its part of the state directory at
+     * state_dir_fd). After fork, before exit: allocates nothing. */
+    void (*orphan_teardown)(const struct sandbox *sb, int state_dir_fd);
 };
+
+/* What a state file that names no backend was made by (before the name
+ * was recorded, every sandbox was this backend's). */
+#define BACKEND_LEGACY_NAME "ns"
 
 /* The backend called name, or NULL. */
 const struct backend_ops *backend_lookup(const char *name);
+/* Whether ops has every flag of caps. */
+static inline bool backend_has(const struct backend_ops *ops, unsigned caps)
+{
+    return ops && (ops->caps.flags & caps) == caps;
+}

@@ -20,3 +20,7 @@
 #define INIT_PROBE_OUTPUT_MAX  (256 * 1024)
 /* A probe still running after this long is killed (with what it started). */
 #define INIT_PROBE_TIMEOUT_MS 30000
+
+/* Where cordon-agent appears inside the sandbox: a read-only bind of the
+ * host binary, executed from there as PID 1. */
+#define NS_AGENT_VIEW_PATH "/run/cordon/agent"

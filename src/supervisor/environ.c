@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What strict mode forwards (DESIGN.md). TMPDIR is set, not forwarded: the
+/* What strict mode forwards (docs/configuration.md, [env]). TMPDIR is set, not forwarded: the
  * host's temporary directory does not exist inside. */
 static const char *const strict_names[] = {"PATH", "USER", "LOGNAME", "LANG", "TERM"};
 

@@ -1,4 +1,4 @@
-/* The sandbox's environment (DESIGN.md "Environment"): strict by default, an
+/* The sandbox's environment (docs/configuration.md, [env]): strict by default, an
  * explicit allowlist, or passthrough; Docker, Compose and loader variables are
  * always removed. Host context. */
 #pragma once

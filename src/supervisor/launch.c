@@ -3,7 +3,7 @@
  * stops cordon with nothing started. */
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
-#include "backend/docker/docker.h"
+#include "backend/backend.h"
 #include "config.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
@@ -195,25 +195,6 @@ static int launch_network(const struct launch_request *req, struct launch *l,
     return 0;
 }
 
-/* Docker runs only inside the vm backend's guest (src/agent/vm-docker.c):
- * the ns backend has no daemon of its own and never reaches the host's. */
-static int launch_check_docker(const struct cordon_config *cfg, struct cordon_error *err)
-{
-    if (cfg->backend != CFG_BACKEND_NS)
-        return 0;
-    if (cfg->docker.mode == CFG_DOCKER_REQUIRE)
-        return error_set(err, 0,
-                         "docker.mode = \"require\" (set by %s): the ns backend has no Docker "
-                         "daemon inside (the vm backend's guest runs its own: backend = \"vm\")",
-                         cfg->origin[CFG_DOCKER_MODE].file
-                             ? cfg->origin[CFG_DOCKER_MODE].file
-                             : cfg_layer_name(cfg->origin[CFG_DOCKER_MODE].layer));
-    if (cfg->docker.mode == CFG_DOCKER_AUTO)
-        log_debug("docker: unavailable: the ns backend has no Docker daemon inside (the vm "
-                  "backend's guest runs its own)");
-    return 0;
-}
-
 int launch_prepare(const struct launch_request *req, struct launch *l, struct cordon_error *err)
 {
     *l = (struct launch){0};
@@ -230,17 +211,17 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         goto fail;
     log_debug("timing: workspace %lld us, configuration %lld us", t1 - t0, log_now_us() - t1);
     const struct cordon_config *cfg = &l->cfg;
-    if (launch_check_docker(cfg, err) < 0)
+    l->backend = backend_lookup(cfg_enum_name(CFG_BACKEND, cfg->backend));
+    if (!l->backend) {
+        error_set(err, ENOSYS, "backend \"%s\" is not built in",
+                  cfg_enum_name(CFG_BACKEND, cfg->backend));
         goto fail;
-    if (cfg->backend == CFG_BACKEND_DOCKER && docker_check_config(cfg, err) < 0)
-        goto fail;
+    }
     l->home = home_path();
     l->agent_path = launch_find_agent(err);
     if (!l->home || !l->agent_path)
         goto fail;
-    /* The container's image has its own libraries: a dynamic agent would
-     * not start there. */
-    if (cfg->backend == CFG_BACKEND_DOCKER && docker_check_static(l->agent_path, err) < 0)
+    if (l->backend->check_launch && l->backend->check_launch(l, err) < 0)
         goto fail;
 
     size_t na = 0;
@@ -305,6 +286,16 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         }
     }
 
+    l->limits = (struct sandbox_limits){
+        .pids = cfg->limits.pids,
+        .memory_mib = cfg->limits.memory_mib,
+        .file_size_mib = cfg->limits.file_size_mib,
+        .open_files = cfg->limits.open_files,
+        .cpu_seconds = cfg->limits.cpu_seconds,
+        .cpus = cfg->limits.cpus,
+        .tmpfs_mib = (long)cfg_tmpfs_mib(cfg),
+        .tmpfs_inodes = (long)cfg->limits.tmpfs_inodes,
+    };
     l->spec = (struct ns_spec){
         .workspace = l->ws.root,
         .workspace_view = l->ws.view_root,
@@ -315,17 +306,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         .git_dirs = l->git_dirs,
         .mounts = l->mounts,
         .nmounts = cfg->mounts.count,
-        .limits =
-            {
-                .pids = cfg->limits.pids,
-                .memory_mib = cfg->limits.memory_mib,
-                .file_size_mib = cfg->limits.file_size_mib,
-                .open_files = cfg->limits.open_files,
-                .cpu_seconds = cfg->limits.cpu_seconds,
-                .cpus = cfg->limits.cpus,
-                .tmpfs_mib = (long)cfg_tmpfs_mib(cfg),
-                .tmpfs_inodes = (long)cfg->limits.tmpfs_inodes,
-            },
+        .limits = l->limits,
         .agent_path = l->agent_path,
         .envp = l->env,
         .stdio = {0, 1, 2},

@@ -5,7 +5,8 @@
  * `cordon run`, `cordon shell`, `cordon tool` and `cordon mcp`. */
 #pragma once
 
-#include "backend/ns/ns.h"
+#include "backend/backend.h"
+#include "backend/spec.h"
 #include "config/config.h"
 #include "net/net.h"
 #include "supervisor/environ.h"
@@ -26,6 +27,10 @@ struct launch_request {
 struct launch {
     struct workspace ws;
     struct cordon_config cfg;
+    /* The configuration's backend (backend/backend.h). */
+    const struct backend_ops *backend;
+    /* Resource limits, for every backend (ns gets a copy in spec). */
+    struct sandbox_limits limits;
     char **env;
     char *agent_path;
     char *home;
@@ -41,9 +46,9 @@ struct launch {
     struct ns_spec spec; /* argv, stdio and control_fd are the caller's to fill */
     /* The git metadata plan (lifecycle_begin), for verify; NULL if none. */
     struct gitguard *git;
-    /* vm backend: the command gets a terminal of the guest's (`cordon
-     * shell` on a terminal, `--pty`), and the host terminal's size for the
-     * boot spec (0 when there is none). */
+    /* Run mode: the command gets a terminal (`cordon shell` on a terminal,
+     * `--pty`), and, for a backend with BACKEND_CAP_TERM_SIZE_AT_START, the
+     * host terminal's size (0 when there is none). */
     bool pty;
     unsigned short pty_rows, pty_cols;
 };

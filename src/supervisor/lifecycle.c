@@ -6,7 +6,6 @@
  * stays "owned" until its teardown is complete. */
 #include "supervisor/lifecycle.h"
 #include "supervisor/control.h"
-#include "backend/docker/docker.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/fs.h"
@@ -171,18 +170,13 @@ int lifecycle_persist(struct lifecycle *lc, struct launch *l, struct cordon_erro
 }
 
 /* What the watchdog tears down: the process that holds the sandbox (the
- * ns sandbox's init, or QEMU), the ns sandbox's cgroups, and for the vm
- * backend its part of the state directory (sockets, the /etc copy, logs),
- * which teardown "stop" would otherwise leave behind. */
+ * ns sandbox's init, QEMU, the docker CLI), then what the backend's
+ * orphan_teardown removes (cgroups, the container, its part of the state
+ * directory, which teardown "stop" would otherwise leave behind). */
 struct watch_target {
     pid_t pid;
     int pidfd;
-    const struct ns_sandbox *ns; /* NULL for the vm and docker backends */
-    bool vm;
-    /* docker: `docker rm -f NAME` with its scrubbed environment (killing
-     * the CLI does not end the container) */
-    char *const *docker_rm_argv;
-    char *const *docker_rm_envp;
+    const struct sandbox *sb;
 };
 
 /* The watchdog's body (grandchild, own session). Returns never. */
@@ -222,20 +216,8 @@ static void watchdog_run(int supervisor_pidfd, int disarm_fd, struct lifecycle *
         pidfd_kill(proxy_pidfd, SIGKILL);
     if (pasta_pidfd >= 0)
         pidfd_kill(pasta_pidfd, SIGKILL);
-    /* cgroups empty out once the processes are gone. */
-    for (size_t i = 0; t->ns && i < ARRAY_SIZE(t->ns->cgroup_paths); i++) {
-        for (int tries = 0; t->ns->cgroup_paths[i] && tries < 50; tries++) {
-            if (rmdir(t->ns->cgroup_paths[i]) == 0 || errno != EBUSY)
-                break;
-            usleep(20000);
-        }
-    }
-    if (t->docker_rm_argv)
-        docker_remove_container(t->docker_rm_argv, t->docker_rm_envp, 10000);
-    if (t->vm)
-        fs_remove_tree_at(lc->owner.dir_fd, "vm");
-    if (t->docker_rm_argv)
-        fs_remove_tree_at(lc->owner.dir_fd, "docker");
+    if (t->sb->ops && t->sb->ops->orphan_teardown)
+        t->sb->ops->orphan_teardown(t->sb, lc->owner.dir_fd);
     struct cordon_error err;
     /* Nobody answers on the dead supervisor's control socket any more. */
     control_unlink_stale(lc->owner.dir_fd);
@@ -247,27 +229,10 @@ static void watchdog_run(int supervisor_pidfd, int disarm_fd, struct lifecycle *
 static int watchdog_arm(struct lifecycle *lc, const struct launch *l, const struct watch_target *t,
                         struct cordon_error *err);
 
-int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct ns_sandbox *sb,
+int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
                       struct cordon_error *err)
 {
-    struct watch_target t = {.pid = sb->pid, .pidfd = sb->pidfd, .ns = sb};
-    return watchdog_arm(lc, l, &t, err);
-}
-
-int lifecycle_started_vm(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
-                         struct cordon_error *err)
-{
-    struct watch_target t = {.pid = sb->pid, .pidfd = sb->pidfd, .vm = true};
-    return watchdog_arm(lc, l, &t, err);
-}
-
-int lifecycle_started_docker(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
-                             struct cordon_error *err)
-{
-    struct watch_target t = {.pid = sb->pid,
-                             .pidfd = sb->pidfd,
-                             .docker_rm_argv = docker_sandbox_rm_argv(sb),
-                             .docker_rm_envp = docker_sandbox_rm_envp(sb)};
+    struct watch_target t = {.pid = sb->pid, .pidfd = sb->pidfd, .sb = sb};
     return watchdog_arm(lc, l, &t, err);
 }
 

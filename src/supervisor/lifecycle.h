@@ -4,7 +4,6 @@
 #pragma once
 
 #include "backend/backend.h"
-#include "backend/ns/ns.h"
 #include "supervisor/gitguard.h"
 #include "config/trust-guard.h"
 #include "supervisor/launch.h"
@@ -33,18 +32,12 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
 /* For a sandbox kept after its session (teardown stop/none): creates its
  * tmp/ and home/ in the state directory and points the spec at them. */
 int lifecycle_persist(struct lifecycle *lc, struct launch *l, struct cordon_error *err);
-/* Records the running sandbox and arms the watchdog. */
-int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct ns_sandbox *sb,
+/* Records the running sandbox and arms the watchdog: if the supervisor
+ * dies, it kills sb->pid (the sandbox's init, QEMU, the docker CLI) and
+ * runs the backend's orphan_teardown (cgroups, `docker rm -f`, the
+ * backend's part of the state directory). */
+int lifecycle_started(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
                       struct cordon_error *err);
-/* The same for the vm backend: the watchdog kills QEMU and removes the
- * backend's part of the state directory. */
-int lifecycle_started_vm(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
-                         struct cordon_error *err);
-/* The same for the docker backend: the watchdog kills the docker CLI and
- * removes the container (`docker rm -f`, bounded) and the backend's part of
- * the state directory. */
-int lifecycle_started_docker(struct lifecycle *lc, const struct launch *l, const struct sandbox *sb,
-                             struct cordon_error *err);
 /* After the sandbox is gone (graceful): the last git metadata sync and the
  * check for planted repositories, disarm the watchdog, apply teardown,
  * release the lock. */

@@ -6,9 +6,7 @@
 #include "proto/protocol.h"
 #include "agent/reap.h"
 #include "agent/tools/pin.h"
-#include "backend/docker/docker.h"
-#include "backend/ns/ns.h"
-#include "backend/vm/vm.h"
+#include "backend/backend.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -31,9 +29,9 @@ struct session {
     struct launch launch;
     struct lifecycle lifecycle;
     bool owned;
-    struct ns_sandbox sb;
-    struct sandbox vm; /* the vm or docker backend's sandbox, when is_vm */
-    bool is_vm;        /* a backend_ops sandbox (vm, docker) rather than ns */
+    /* The backend's sandbox (sb.ops set once start() was called); for the
+     * host agent (session_start_host) only pid and pidfd, ops NULL. */
+    struct sandbox sb;
     int channel;
     int devnull;
     struct frame_reader in;
@@ -49,13 +47,13 @@ int session_channel_fd(const struct session *s)
 
 int session_pidfd(const struct session *s)
 {
-    return s->is_vm ? s->vm.pidfd : s->sb.pidfd;
+    return s->sb.pidfd;
 }
 
 int session_agent_pidfd(struct session *s)
 {
-    if (s->is_vm && s->vm.ops == &docker_backend_ops)
-        return docker_sandbox_agent_pidfd(&s->vm);
+    if (s->sb.ops && s->sb.ops->agent_pidfd)
+        return s->sb.ops->agent_pidfd(&s->sb);
     return session_pidfd(s);
 }
 
@@ -122,64 +120,30 @@ int session_start(const struct launch_request *req, struct session **out, struct
     s->owned = true;
     if (lifecycle_persist(&s->lifecycle, &s->launch, err) < 0)
         goto fail;
-    static char *const agent_argv[] = {"cordon-agent", "serve", NULL};
-    if (s->launch.cfg.backend == CFG_BACKEND_VM || s->launch.cfg.backend == CFG_BACKEND_DOCKER) {
-        /* The agent serves on the guest's virtio-serial channel (vm) or on
-         * the container's stdin and stdout (docker); the session reads and
-         * writes its own duplicate of the host end. */
-        bool docker = s->launch.cfg.backend == CFG_BACKEND_DOCKER;
-        const struct backend_ops *ops = docker ? &docker_backend_ops : &vm_backend_ops;
-        s->is_vm = true;
-        s->vm.pidfd = -1;
-        if (ops->start(&s->launch, agent_argv, &s->vm, err) < 0) {
-            ops->stop(&s->vm);
-            s->is_vm = false;
-            goto fail;
-        }
-        s->started = true;
-        if ((docker ? lifecycle_started_docker(&s->lifecycle, &s->launch, &s->vm, err)
-                    : lifecycle_started_vm(&s->lifecycle, &s->launch, &s->vm, err)) < 0)
-            goto fail;
-        s->channel = fcntl(s->vm.channel_fd, F_DUPFD_CLOEXEC, 3);
-        if (s->channel < 0) {
-            error_set(err, errno, "dup");
-            goto fail;
-        }
-        goto started;
-    }
-    int pair[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
-        error_set(err, errno, "socketpair");
+    /* The agent serves on the backend's channel (a socket pair on ns, the
+     * guest's virtio-serial port on vm, the container's stdin and stdout
+     * on docker); the session reads and writes its own duplicate of it. */
+    const struct backend_ops *ops = s->launch.backend;
+    if (ops->start(&s->launch, &s->sb, err) < 0) {
+        ops->stop(&s->sb);
+        s->sb = (struct sandbox){.pid = -1, .pidfd = -1, .channel_fd = -1};
         goto fail;
     }
-    s->channel = pair[0];
-    s->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    s->launch.spec.argv = agent_argv;
-    s->launch.spec.stdio[0] = s->devnull;
-    s->launch.spec.stdio[1] = s->devnull;
-    s->launch.spec.stdio[2] = 2;
-    s->launch.spec.control_fd = pair[1];
-    int rc = ns_sandbox_start(&s->launch.spec, &s->sb, err);
-    close(pair[1]);
-    if (rc < 0)
-        goto fail;
     s->started = true;
     if (lifecycle_started(&s->lifecycle, &s->launch, &s->sb, err) < 0)
         goto fail;
-started:
+    s->channel = fcntl(s->sb.channel_fd, F_DUPFD_CLOEXEC, 3);
+    if (s->channel < 0) {
+        error_set(err, errno, "dup");
+        goto fail;
+    }
     fcntl(s->channel, F_SETFL, fcntl(s->channel, F_GETFL) | O_NONBLOCK);
     if (frame_reader_fill(&s->in, s->channel, err) < 0 || wait_hello(s, err) < 0)
         goto fail;
     /* Before any call: what the daemon made is checked from the host. */
-    if (s->is_vm && s->vm.ops == &docker_backend_ops &&
-        (docker_sandbox_check_confined(&s->vm, err) < 0 ||
-         docker_sandbox_check_git(&s->vm, &s->launch.spec, err) < 0))
+    if (ops->check_started && ops->check_started(&s->sb, &s->launch, err) < 0)
         goto fail;
-    if (s->is_vm)
-        log_debug("session %s: agent ready in %s", s->launch.name, s->vm.description);
-    else
-        log_debug("session %s: agent ready (pid %d); limits: %s", s->launch.name, s->sb.pid,
-                  s->sb.limits_applied);
+    log_debug("session %s: agent ready in %s", s->launch.name, s->sb.description);
     *out = s;
     return 0;
 fail:
@@ -417,13 +381,14 @@ void session_stop(struct session *s)
     }
     if (s->channel >= 0)
         close(s->channel);
-    if (s->is_vm) {
-        /* The agent leaving ends the guest (its init) or the container;
-         * QEMU or the docker CLI then exits. */
-        struct pollfd p = {s->vm.pidfd, POLLIN, 0};
-        if (s->started && s->vm.pidfd >= 0)
+    if (s->sb.ops) {
+        /* The agent leaving ends the sandbox (its init, the guest, the
+         * container); QEMU or the docker CLI then exits. A second late,
+         * the backend ends it. */
+        struct pollfd p = {s->sb.pidfd, POLLIN, 0};
+        if (s->started && s->sb.pidfd >= 0)
             poll(&p, 1, 1000);
-        s->vm.ops->stop(&s->vm);
+        s->sb.ops->stop(&s->sb);
     } else if (s->started && s->sb.pid > 0) {
         /* The host agent ends what its calls left running first. */
         int grace_ms = s->host ? REAP_HOST_TIMEOUT_MS + 1000 : 1000;
@@ -433,9 +398,7 @@ void session_stop(struct session *s)
         while (waitpid(s->sb.pid, NULL, 0) < 0 && errno == EINTR)
             ;
     }
-    if (s->started && !s->is_vm && !s->host)
-        ns_sandbox_release(&s->sb);
-    else if (s->sb.pidfd >= 0)
+    if (!s->sb.ops && s->sb.pidfd >= 0)
         close(s->sb.pidfd);
     if (s->devnull >= 0)
         close(s->devnull);

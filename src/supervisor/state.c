@@ -4,6 +4,7 @@
  * redirect a removal. */
 #include "supervisor/state.h"
 #include "supervisor/control.h"
+#include "backend/backend.h"
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/cleanup.h"
@@ -133,8 +134,8 @@ int state_acquire(const char *name, const char *workspace, const char *backend,
     }
     json_t *rec =
         json_pack("{s:i, s:s, s:s, s:s, s:i, s:I, s:s}", "cordon", 1, "name", name, "workspace",
-                  workspace ? workspace : "", "backend", backend ? backend : "ns", "pid",
-                  (int)getpid(), "started", (json_int_t)time(NULL), "status", "starting");
+                  workspace ? workspace : "", "backend", backend ? backend : BACKEND_LEGACY_NAME,
+                  "pid", (int)getpid(), "started", (json_int_t)time(NULL), "status", "starting");
     int rc = write_record(lock_fd, rec);
     json_decref(rec);
     if (rc < 0)
@@ -274,7 +275,7 @@ static bool entry_read(int root_fd, const char *name, struct state_entry *e)
     s = json_string_value(json_object_get(rec, "status"));
     snprintf(e->status, sizeof(e->status), "%s", s ? s : "unknown");
     s = json_string_value(json_object_get(rec, "backend"));
-    snprintf(e->backend, sizeof(e->backend), "%s", s ? s : "ns");
+    snprintf(e->backend, sizeof(e->backend), "%s", s ? s : BACKEND_LEGACY_NAME);
     e->owner_pid = (pid_t)json_integer_value(json_object_get(rec, "pid"));
     e->started = (time_t)json_integer_value(json_object_get(rec, "started"));
     json_decref(rec);

@@ -1,4 +1,4 @@
-/* Session state on the host (DESIGN.md "Lifecycle"): one directory per
+/* Session state on the host (docs/design.md "Start-up, in order"): one directory per
  * sandbox under $XDG_RUNTIME_DIR/cordon/ (else $XDG_STATE_HOME/cordon/),
  * directories 0700, files 0600, holding the ownership lock (a JSON record),
  * the audit log and the status. Ownership is a non-blocking flock on the lock

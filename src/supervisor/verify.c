@@ -706,6 +706,21 @@ static void check_host_files(struct verify_run *r, const json_t *p)
     row(r, "host-files", bad[0] ? "FAIL" : "PASS", "%s", ev);
 }
 
+/* What the backend is (backend/backend.h): with a kernel of its own (vm)
+ * the "agent" seen from the host is QEMU and the probe runs under the
+ * guest's kernel; in a container (docker) the agent is its PID 1, under
+ * Docker's seccomp profile and capability set, in the host's user
+ * namespace, with no Landlock of cordon's from the host. */
+static bool backend_is(const struct verify_run *r, unsigned caps)
+{
+    return r->l && backend_has(r->l->backend, caps);
+}
+
+static bool on_own_kernel(const struct verify_run *r)
+{
+    return backend_is(r, BACKEND_CAP_OWN_KERNEL);
+}
+
 static void check_docker(struct verify_run *r, const json_t *p)
 {
     if (!p) {
@@ -719,7 +734,7 @@ static void check_docker(struct verify_run *r, const json_t *p)
     /* The vm guest's own daemon (src/agent/vm-docker.c) is the one socket
      * allowed to answer, and only when it is verified as the guest's. */
     json_t *gd = json_object_get(p, "guest_docker");
-    bool vm = r->l && r->l->cfg.backend == CFG_BACKEND_VM;
+    bool vm = backend_is(r, BACKEND_CAP_OWN_DOCKER);
     bool guest_own_ok = vm && json_is_true(json_object_get(gd, "own"));
     if (json_is_object(gd)) {
         add(ev, sizeof(ev), "guest dockerd: %s%s%s (pid %lld, ID %s): %s; ", str(gd, "state"),
@@ -809,23 +824,9 @@ static void check_ports(struct verify_run *r)
     row(r, "published-ports", fail ? "FAIL" : "PASS", "%s", ev);
 }
 
-/* On the vm backend the "agent" seen from the host is QEMU, and the probe
- * runs under the guest's kernel. */
-static bool on_vm(const struct verify_run *r)
-{
-    return r->l && r->l->cfg.backend == CFG_BACKEND_VM;
-}
-
-/* On the docker backend the agent is a container's PID 1: Docker's seccomp
- * profile and capability set, no Landlock, the host's user namespace. */
-static bool on_docker(const struct verify_run *r)
-{
-    return r->l && r->l->cfg.backend == CFG_BACKEND_DOCKER;
-}
-
 static const char *host_side_name(const struct verify_run *r)
 {
-    return on_vm(r) ? "QEMU" : "agent";
+    return r->l && r->l->backend ? r->l->backend->caps.host_side : "agent";
 }
 
 static void check_seccomp(struct verify_run *r, const json_t *p)
@@ -841,14 +842,14 @@ static void check_seccomp(struct verify_run *r, const json_t *p)
     /* The guest's kernel counts its own filters: none are inherited from
      * the host's supervisor there. */
     bool inside_ok = st && strcmp(str(st, "Seccomp"), "2") == 0 &&
-                     (on_vm(r) ? in_filters >= 1 : in_filters > host_filters) &&
+                     (on_own_kernel(r) ? in_filters >= 1 : in_filters > host_filters) &&
                      strcmp(str(sys, "keyctl"), "EPERM") == 0;
     row(r, "seccomp", agent_ok && inside_ok ? "PASS" : "FAIL",
         "%s (pid %d, from the host%s): Seccomp %s, %ld filter(s) (supervisor: %ld); inside%s: "
         "Seccomp %s, %ld filter(s); keyctl(invalid) -> %s (EPERM when filtered), "
         "io_uring_setup -> %s, clone3 -> %s, unshare -> %s",
-        host_side_name(r), (int)r->agent_pid, on_vm(r) ? "; its own -sandbox filter" : "",
-        str(agent, "Seccomp"), agent_filters, host_filters, on_vm(r) ? " the guest" : "",
+        host_side_name(r), (int)r->agent_pid, on_own_kernel(r) ? "; its own -sandbox filter" : "",
+        str(agent, "Seccomp"), agent_filters, host_filters, on_own_kernel(r) ? " the guest" : "",
         st ? str(st, "Seccomp") : "?", in_filters, sys ? str(sys, "keyctl") : "?",
         sys ? str(sys, "io_uring_setup") : "?", sys ? str(sys, "clone3") : "?",
         sys ? str(sys, "unshare") : "?");
@@ -868,7 +869,7 @@ static void check_privileges(struct verify_run *r, const json_t *p)
      * set: an unprivileged process can neither empty nor use it (no
      * capability held, no_new_privs: no exec grants any; a new user
      * namespace gets a full set whatever the bounding set says). */
-    bool bounding_only = on_vm(r) && !caps && geteuid() != 0 && st && all_zero_caps(st) &&
+    bool bounding_only = on_own_kernel(r) && !caps && geteuid() != 0 && st && all_zero_caps(st) &&
                          strcmp(str(agent, "NoNewPrivs"), "1") == 0 && zero_hex(agent, "CapInh") &&
                          zero_hex(agent, "CapPrm") && zero_hex(agent, "CapEff") &&
                          zero_hex(agent, "CapAmb");
@@ -938,7 +939,7 @@ static void check_kernel_boundary(struct verify_run *r, const json_t *p)
 
 static void check_namespaces(struct verify_run *r, const json_t *p)
 {
-    if (on_vm(r)) {
+    if (on_own_kernel(r)) {
         check_kernel_boundary(r, p);
         return;
     }
@@ -957,7 +958,8 @@ static void check_namespaces(struct verify_run *r, const json_t *p)
         /* Docker (without userns-remap) keeps the host's user namespace:
          * the container runs as the user's own uid, with no capability
          * (the capabilities row). */
-        bool shared_ok = on_docker(r) && strcmp(ns_names[i], "user") == 0 && strcmp(a, "?") != 0 &&
+        bool shared_ok = backend_is(r, BACKEND_CAP_HOST_USERNS) &&
+                         strcmp(ns_names[i], "user") == 0 && strcmp(a, "?") != 0 &&
                          strcmp(inside, a) == 0;
         if (!distinct && !shared_ok)
             fail = true;
@@ -976,7 +978,7 @@ static void check_processes(struct verify_run *r, const json_t *p)
         return;
     }
     json_t *foreign = json_object_get(pr, "foreign");
-    if (on_vm(r)) {
+    if (on_own_kernel(r)) {
         /* Every process the guest shows is the guest kernel's own (some,
          * kernel threads, unreadable to a probe without capabilities). */
         bool distinct = guest_kernel_distinct(r, p, NULL, 0);
@@ -1147,10 +1149,10 @@ static void check_writes(struct verify_run *r, const json_t *p)
 static void check_landlock(struct verify_run *r, const json_t *p)
 {
     json_t *ll = p ? json_object_get(p, "landlock") : NULL;
-    if (on_vm(r) || on_docker(r)) {
+    if (r->l && !backend_is(r, BACKEND_CAP_HOST_LANDLOCK)) {
         /* The guest's kernel decides, not the host's; in a container,
          * Docker's profile too (the agent applies Landlock when it can). */
-        const char *where = on_vm(r) ? "the guest's kernel" : "the container";
+        const char *where = on_own_kernel(r) ? "the guest's kernel" : "the container";
         json_t *gabi = json_object_get(ll, "abi");
         if (!ll) {
             row(r, "landlock", "FAIL", "no probe answer");
@@ -1159,13 +1161,13 @@ static void check_landlock(struct verify_run *r, const json_t *p)
                 "Landlock is not available in %s (%s): %s and the seccomp filter are the "
                 "filesystem boundary inside",
                 where, json_string_value(gabi) ? json_string_value(gabi) : "?",
-                on_vm(r) ? "the guest's mounts" : "the container's mounts");
+                on_own_kernel(r) ? "the guest's mounts" : "the container's mounts");
         } else {
             const char *res = str(ll, "proc_self_comm_write");
             row(r, "landlock", strcmp(res, "EACCES") == 0 ? "PASS" : "FAIL",
                 "%s ABI %lld; inside, opening /proc/self/comm for writing (allowed by the mounts, "
                 "not by the ruleset) -> %s",
-                on_vm(r) ? "guest kernel" : "kernel (seen in the container)",
+                on_own_kernel(r) ? "guest kernel" : "kernel (seen in the container)",
                 (long long)json_integer_value(gabi), res);
         }
         return;

@@ -1,4 +1,4 @@
-/* Workspace detection (DESIGN.md "The sandbox view", docs/workspace.md):
+/* Workspace detection (docs/design.md "The sandbox's view", docs/workspace.md):
  * inside a git work tree its root (the directory holding the .git entry, its
  * layout read and checked without host git), else the current directory;
  * unsafe roots refused. Host context, unprivileged. */

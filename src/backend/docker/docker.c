@@ -478,12 +478,11 @@ static int start_proxy(const struct launch *l, struct docker_state *st, struct c
     return net_start_proxy_unix(&st->net, fd, publish_dir, err);
 }
 
-static int docker_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
-                        struct cordon_error *err)
+int docker_sandbox_start(const struct launch *l, char *const *agent_argv, bool serve,
+                         struct sandbox *sb, struct cordon_error *err)
 {
     *sb = (struct sandbox){.ops = &docker_backend_ops, .pid = -1, .pidfd = -1, .channel_fd = -1};
-    bool serve = agent_argv[1] && strcmp(agent_argv[1], "serve") == 0;
-    if (docker_check_config(&l->cfg, err) < 0 || docker_check_static(l->agent_path, err) < 0)
+    if (docker_check_launch(l, err) < 0)
         return -1;
     struct docker_state *st = calloc(1, sizeof(*st));
     if (!st)
@@ -693,11 +692,51 @@ char *const *docker_sandbox_rm_envp(const struct sandbox *sb)
     return st ? st->envp : NULL;
 }
 
+static int docker_serve_start(const struct launch *l, struct sandbox *sb, struct cordon_error *err)
+{
+    static char *const agent_argv[] = {"cordon-agent", "serve", NULL};
+    return docker_sandbox_start(l, agent_argv, true, sb, err);
+}
+
+int docker_check_launch(const struct launch *l, struct cordon_error *err)
+{
+    /* The container's image has its own libraries: a dynamic agent would
+     * not start there. */
+    if (docker_check_config(&l->cfg, err) < 0 || docker_check_static(l->agent_path, err) < 0)
+        return -1;
+    return 0;
+}
+
+static int docker_check_started(struct sandbox *sb, const struct launch *l,
+                                struct cordon_error *err)
+{
+    if (docker_sandbox_check_confined(sb, err) < 0 ||
+        docker_sandbox_check_git(sb, &l->spec, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* The watchdog's part: killing the CLI does not end the container. */
+static void docker_orphan_teardown(const struct sandbox *sb, int state_dir_fd)
+{
+    char *const *argv = docker_sandbox_rm_argv(sb);
+    if (argv)
+        docker_remove_container(argv, docker_sandbox_rm_envp(sb), 10000);
+    fs_remove_tree_at(state_dir_fd, "docker");
+}
+
 const struct backend_ops docker_backend_ops = {
     .name = "docker",
+    .caps = {.flags = BACKEND_CAP_PUBLISH_PORTS | BACKEND_CAP_HOST_USERNS | BACKEND_CAP_OUTER_TTY,
+             .host_side = "agent"},
     .probe = docker_probe,
-    .start = docker_start,
+    .check_launch = docker_check_launch,
+    .start = docker_serve_start,
+    .check_started = docker_check_started,
+    .agent_pidfd = docker_sandbox_agent_pidfd,
     .stop = docker_stop,
+    .run = docker_run,
+    .orphan_teardown = docker_orphan_teardown,
 };
 
 pid_t docker_sandbox_exec_probe(struct sandbox *sb, const struct launch *l, int in, int out,

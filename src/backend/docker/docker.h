@@ -1,4 +1,4 @@
-/* The docker backend (DESIGN.md "Backends"): the sandbox is a container on a
+/* The docker backend (docs/design.md "Backends", docs/docker-backend.md): the sandbox is a container on a
  * pinned Docker daemon that the supervisor drives through the docker CLI,
  * with an environment it builds itself (never the user's Docker config,
  * contexts or credential helpers). The agent never sees that daemon. Host
@@ -13,13 +13,21 @@
 
 extern const struct backend_ops docker_backend_ops;
 
-/* start() runs the agent in one of two ways, chosen by agent_argv[1]:
- * "serve" is given "--stdio" and its stdin and stdout become the channel
- * (sb->channel_fd, a socket); any other mode ("init") is attached to
- * l->spec.stdio (the user's terminal or pipes), and sb->channel_fd is -1;
- * with l->pty it is `docker run -t` (the container's own terminal, which
- * init --ctty makes the command's controlling one). sb->pid is the docker
- * CLI, whose exit status is the container's. */
+struct lifecycle;
+/* Runs the agent in one of two modes: serve (the backend's start(): the
+ * agent is given "--stdio" and its stdin and stdout become the channel,
+ * sb->channel_fd, a socket), or run (agent_argv is `init ... -- CMD`,
+ * attached to l->spec.stdio, the user's terminal or pipes, and
+ * sb->channel_fd is -1; with l->pty it is `docker run -t`, the
+ * container's own terminal, which init --ctty makes the command's
+ * controlling one). sb->pid is the docker CLI, whose exit status is the
+ * container's. */
+int docker_sandbox_start(const struct launch *l, char *const *agent_argv, bool serve,
+                         struct sandbox *sb, struct cordon_error *err);
+/* Run mode (run-docker.c): the backend's run operation. */
+int docker_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell);
+/* launch_prepare's check (the backend's check_launch). */
+int docker_check_launch(const struct launch *l, struct cordon_error *err);
 
 /* The command that removes the container (argv and envp, NULL-terminated,
  * owned by the sandbox): what the watchdog runs when the supervisor died.

@@ -11,7 +11,6 @@
 #include "backend/backend.h"
 #include "backend/docker/docker.h"
 #include "supervisor/lifecycle.h"
-#include "cli/commands.h"
 #include "backend/docker/run-docker-verify.h"
 #include "util/term.h"
 #include "util/cleanup.h"
@@ -45,9 +44,9 @@ static int host_pty(int *slave, struct cordon_error *err)
     return TAKE_FD(master);
 }
 
-int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
+int docker_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
 {
-    const struct backend_ops *ops = backend_lookup("docker");
+    const struct backend_ops *ops = &docker_backend_ops;
     sigset_t mask;
     sigemptyset(&mask);
     for (size_t i = 0; i < ARRAY_SIZE(relayed_signals); i++)
@@ -74,7 +73,7 @@ int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv, bo
     }
     struct sandbox sb;
     long long t0 = log_now_us();
-    int started = ops->start(l, agent_argv, &sb, &err);
+    int started = docker_sandbox_start(l, agent_argv, false, &sb, &err);
     if (master >= 0) {
         close(l->spec.stdio[0]);
         for (int i = 0; i < 3; i++)
@@ -87,7 +86,7 @@ int cli_run_docker(struct launch *l, struct lifecycle *lc, char **agent_argv, bo
         return CORDON_EXIT_FAILURE;
     }
     log_debug("docker: CLI started in %lld ms: %s", (log_now_us() - t0) / 1000, sb.description);
-    if (lifecycle_started_docker(lc, l, &sb, &err) < 0) {
+    if (lifecycle_started(lc, l, &sb, &err) < 0) {
         log_error("%s", err.message);
         ops->stop(&sb);
         term_raw_restore(&term);

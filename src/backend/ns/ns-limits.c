@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void ns_limits_prepare(const struct ns_limits *limits, struct ns_rlimits *out)
+void ns_limits_prepare(const struct sandbox_limits *limits, struct ns_rlimits *out)
 {
     out->count = 0;
     if (limits->pids > 0)
@@ -164,7 +164,7 @@ static int cgroup_v2(const struct ns_spec *spec, struct ns_sandbox *sb, pid_t pi
 int ns_cgroups_attach(const struct ns_spec *spec, pid_t pid, struct ns_sandbox *sb,
                       struct cordon_error *err)
 {
-    const struct ns_limits *l = &spec->limits;
+    const struct sandbox_limits *l = &spec->limits;
     int rc = cgroup_v2(spec, sb, pid, err);
     if (rc != 0)
         return rc < 0 ? -1 : 0;

@@ -20,7 +20,7 @@ struct ns_rlimits {
 /* Chooses rlimits for spec->limits. RLIMIT_AS is not set here: it would count
  * the sanitizer runtime's reservations against the agent; the agent applies
  * the memory limit to each command it starts instead (--memory-mib). */
-void ns_limits_prepare(const struct ns_limits *limits, struct ns_rlimits *out);
+void ns_limits_prepare(const struct sandbox_limits *limits, struct ns_rlimits *out);
 
 /* Creates cgroups for the sandbox and moves pid into them; records which
  * mechanism applies in sb->limits_applied. Failure to create a cgroup is not

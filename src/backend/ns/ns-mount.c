@@ -184,8 +184,8 @@ static int plan_etc(struct ns_mount_plan *plan, const struct ns_spec *spec,
  * tmpfs may take half of the host's RAM, and where no cgroup counts its
  * pages nothing else would stop it (config.h CFG_TMPFS_MOUNTS). A string
  * that cannot be made fails the plan: never a tmpfs without its bounds. */
-static int plan_tmpfs(struct ns_mount_plan *plan, const char *dest, const struct ns_limits *limits,
-                      const char *mode)
+static int plan_tmpfs(struct ns_mount_plan *plan, const char *dest,
+                      const struct sandbox_limits *limits, const char *mode)
 {
     char size[32] = "", inodes[32] = "";
     if (limits->tmpfs_mib > 0)
@@ -198,7 +198,7 @@ static int plan_tmpfs(struct ns_mount_plan *plan, const char *dest, const struct
     return plan_add(plan, NS_OP_TMPFS, NULL, dest, options, 0, 0);
 }
 
-static int plan_dev(struct ns_mount_plan *plan, const struct ns_limits *limits)
+static int plan_dev(struct ns_mount_plan *plan, const struct sandbox_limits *limits)
 {
     static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
     if (plan_mkdir_p(plan, "/dev") < 0 || plan_add(plan, NS_OP_TMPFS, NULL, NEWROOT "/dev",

@@ -1,90 +1,17 @@
-/* The namespace backend (DESIGN.md "The sandbox view (ns backend)"): user,
+/* The namespace backend (docs/design.md "The sandbox's view"): user,
  * mount, PID, network, IPC, UTS and cgroup namespaces, pivot_root into a
  * constructed view, seccomp, no_new_privs, no capabilities, rlimits/cgroups,
  * Landlock where the kernel has it. Host context (supervisor), except the
  * functions named *_in_child, which run between clone() and exec. */
 #pragma once
 
+#include "backend/backend.h"
+#include "backend/spec.h"
 #include "util/error.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-struct gitguard_bind;
-
-struct ns_limits {
-    long pids;          /* max processes in the sandbox; 0 = unlimited */
-    long memory_mib;    /* 0 = unlimited */
-    long file_size_mib; /* 0 = unlimited */
-    long open_files;    /* 0 = inherit */
-    long cpu_seconds;   /* per process; 0 = unlimited */
-    double cpus;        /* CPU quota in cores; 0 = unlimited */
-    long tmpfs_mib;     /* size of each writable tmpfs; 0 = the kernel's (half of RAM) */
-    long tmpfs_inodes;  /* inodes of each writable tmpfs; 0 = the kernel's */
-};
-
-/* Where cordon-agent appears inside the sandbox: a read-only bind of the
- * host binary, executed from there as PID 1. */
-#define NS_AGENT_VIEW_PATH "/run/cordon/agent"
-
-/* At most this many [[mounts]] (launch.c refuses more). */
-#define NS_MAX_EXTRA_MOUNTS 64
-
-struct ns_extra_mount {
-    const char *host_path;
-    const char *guest_path;
-    bool readonly;
-};
-
-struct ns_spec {
-    const char *workspace;      /* canonical host path of the workspace root */
-    const char *workspace_view; /* where it appears inside (lexical path) */
-    const char *cwd;            /* starting directory inside the sandbox */
-    const char *home;           /* HOME inside (an empty writable tmpfs) */
-    /* When set, /tmp and home are this host directory's tmp/ and home/
-     * (a sandbox kept by teardown stop/none), not fresh tmpfs. */
-    const char *persist_dir;
-    bool workspace_readonly;
-    /* Workspace-relative paths kept read-only (NULL-terminated). */
-    const char *const *protected_paths;
-    /* Host directories outside the workspace bound read-write at the same path
-     * with their hooks/ and config kept read-only: the git metadata of linked
-     * worktrees and submodules (NULL-terminated, may be NULL). */
-    const char *const *git_dirs;
-    /* The sandbox's view of the git metadata (supervisor/gitguard.h), in
-     * order; when set it replaces git_dirs and the .git protected paths. */
-    const struct gitguard_bind *git_binds;
-    size_t ngit_binds;
-    /* [[mounts]] from configuration (already validated), count entries. */
-    const struct ns_extra_mount *mounts;
-    size_t nmounts;
-    struct ns_limits limits;
-    const char *agent_path; /* host path of cordon-agent */
-    char *const *argv;      /* agent argv (argv[0] is the agent's name) */
-    /* For "init" argv: run the init in the set-up child itself instead of
-     * exec'ing cordon-agent (no second binary to load at start). */
-    bool init_in_process;
-    char *const *envp; /* agent environment */
-    int stdio[3];      /* become fds 0, 1, 2 inside */
-    int control_fd;    /* becomes fd 3 inside, or -1 */
-    const char *name;  /* sandbox name (cgroup and hostname) */
-    /* Where the curated /etc is prepared once and reused (etc-cache.c). */
-    const char *etc_cache_root;
-    /* etc.extra: entries below /etc added to the curated view. */
-    char *const *etc_extra;
-    size_t netc_extra;
-    /* Called on the host once the sandbox's namespaces exist and its id maps
-     * are written, before anything runs inside (network set-up: joining the
-     * sandbox's network namespace, starting pasta). May be NULL. */
-    int (*on_namespaces_ready)(pid_t pid, void *ctx, struct cordon_error *err);
-    void *on_namespaces_ready_ctx;
-    /* sockets.allow: workspace-relative unix sockets the sandbox may
-     * connect to although no socket of its own is bound there
-     * (nsockets_allow entries; docs/sockets.md). */
-    const char *const *sockets_allow;
-    size_t nsockets_allow;
-};
 
 struct ns_sandbox {
     pid_t pid; /* host pid of the sandbox's PID 1 (cordon-agent) */
@@ -96,6 +23,14 @@ struct ns_sandbox {
 
 /* Probes what this kernel offers; prints findings with log_debug. */
 void ns_probe_report(void);
+
+/* The backend's table entry (ns-backend.c); its struct sandbox's priv is
+ * the struct ns_sandbox. */
+extern const struct backend_ops ns_backend_ops;
+struct launch;
+struct lifecycle;
+/* Run mode (run-ns.c): the backend's run operation. */
+int ns_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell);
 
 /* Builds and starts the sandbox; on success the agent is running as PID 1.
  * Any setup failure is reported with the step, path and errno, and nothing

@@ -12,7 +12,6 @@
 #include "backend/vm/vm.h"
 #include "backend/vm/run-vm-verify.h"
 #include "supervisor/lifecycle.h"
-#include "cli/commands.h"
 #include "util/term.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -205,9 +204,9 @@ static int relay_loop(struct relay *r)
     }
 }
 
-int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
+int vm_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
 {
-    const struct backend_ops *ops = backend_lookup("vm");
+    const struct backend_ops *ops = &vm_backend_ops;
     sigset_t mask;
     sigemptyset(&mask);
     for (size_t i = 0; i < ARRAY_SIZE(relayed_signals); i++)
@@ -220,7 +219,7 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, 
     struct cordon_error err = {0};
     struct sandbox sb;
     long long t0 = clock_now_ms();
-    if (ops->start(l, agent_argv, &sb, &err) < 0) {
+    if (vm_sandbox_start(l, agent_argv, &sb, &err) < 0) {
         log_error("%s", err.message);
         ops->stop(&sb);
         return CORDON_EXIT_FAILURE;
@@ -234,7 +233,7 @@ int cli_run_vm(const struct launch *l, struct lifecycle *lc, char **agent_argv, 
         log_warn("%s: `cordon verify %s` will not reach this session", err.message, l->name);
     /* A cordon killed with SIGKILL: the watchdog kills QEMU and removes
      * the state. */
-    if (lifecycle_started_vm(lc, l, &sb, &err) < 0) {
+    if (lifecycle_started(lc, l, &sb, &err) < 0) {
         log_error("%s", err.message);
         vm_verify_close(verify);
         ops->stop(&sb);

@@ -315,7 +315,7 @@ struct share {
 
 static long vm_memory_mib(const struct launch *l)
 {
-    long mib = l->spec.limits.memory_mib;
+    long mib = l->limits.memory_mib;
     return mib > 0 ? mib : VM_DEFAULT_MEMORY_MIB;
 }
 
@@ -324,7 +324,7 @@ static long vm_memory_mib(const struct launch *l)
  * boot on a small host) and two under KVM. */
 static long vm_cpus(const struct launch *l, const char *accel)
 {
-    double c = l->spec.limits.cpus;
+    double c = l->limits.cpus;
     long whole = (long)c;
     if (c > 0)
         return whole + ((double)whole < c);
@@ -642,7 +642,7 @@ static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
         if (b->readonly && !covers_writable)
             json_array_append_new(prot, json_string(b->view_target));
     }
-    const struct ns_limits *lim = &l->spec.limits;
+    const struct sandbox_limits *lim = &l->limits;
     /* The in-guest restrictions (vm-init.c confine_user): Landlock's
      * writable places, as the ns backend's, and a debug build's test hook
      * that leaves the seccomp filter out so that `cordon verify` can be
@@ -823,8 +823,8 @@ static int qemu_find(struct cordon_error *err)
                      " not found in PATH (Debian: apt-get install qemu-system-x86)");
 }
 
-static int vm_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
-                    struct cordon_error *err)
+int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
+                     struct cordon_error *err)
 {
     *sb = (struct sandbox){.ops = &vm_backend_ops, .pid = -1, .pidfd = -1, .channel_fd = -1};
     if (qemu_find(err) < 0)
@@ -954,9 +954,27 @@ const char *vm_sandbox_accel(const struct sandbox *sb)
     return st ? st->accel : "?";
 }
 
+static int vm_serve_start(const struct launch *l, struct sandbox *sb, struct cordon_error *err)
+{
+    static char *const agent_argv[] = {"cordon-agent", "serve", NULL};
+    return vm_sandbox_start(l, agent_argv, sb, err);
+}
+
+/* The watchdog's part: QEMU is gone; its sockets, the /etc copy and the
+ * logs in the state directory go too (teardown "stop" would keep them). */
+static void vm_orphan_teardown(const struct sandbox *sb, int state_dir_fd)
+{
+    fs_remove_tree_at(state_dir_fd, "vm");
+}
+
 const struct backend_ops vm_backend_ops = {
     .name = "vm",
+    .caps = {.flags = BACKEND_CAP_OWN_KERNEL | BACKEND_CAP_PUBLISH_PORTS | BACKEND_CAP_OWN_DOCKER |
+                      BACKEND_CAP_TERM_SIZE_AT_START,
+             .host_side = "QEMU"},
     .probe = vm_probe,
-    .start = vm_start,
+    .start = vm_serve_start,
     .stop = vm_stop,
+    .run = vm_run,
+    .orphan_teardown = vm_orphan_teardown,
 };

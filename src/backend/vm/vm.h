@@ -1,4 +1,4 @@
-/* The microVM backend (DESIGN.md, backend `vm`): a QEMU microvm with Debian's
+/* The microVM backend (docs/vm-backend.md): a QEMU microvm with Debian's
  * kernel, an initramfs cordon builds itself with cordon-agent as /init, the
  * host's system directories and the workspace shared over virtio-9p, and the
  * agent's channel on a virtio-serial port. Host context (supervisor) unless
@@ -48,3 +48,11 @@ int vm_sandbox_stderr_fd(const struct sandbox *sb);
 const char *vm_sandbox_accel(const struct sandbox *sb);
 
 extern const struct backend_ops vm_backend_ops;
+
+struct lifecycle;
+/* Starts the guest with agent_argv as its init's command (serve mode:
+ * `cordon-agent serve`; run mode: `cordon-agent init ... -- CMD`). */
+int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
+                     struct cordon_error *err);
+/* Run mode (run-vm.c): the backend's run operation. */
+int vm_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell);

@@ -3,18 +3,12 @@
  * agent's probe. Guest context. */
 #pragma once
 
+#include "proto/vm-docker-status.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
-
-/* The socket clients use (a link to /run/docker.sock in the guest), and
- * the status file the keeper maintains (JSON, world-readable, root-owned):
- *   {"mode", "state": "idle"|"starting"|"ready"|"unavailable"|"exited",
- *    "reason", "socket_ino" (sockfs), "path_ino" (the file in /run), "pid", "id",
- *    "version", "ready_ms", "log"} */
-#define VM_DOCKER_SOCKET "/var/run/docker.sock"
-#define VM_DOCKER_STATUS "/run/cordon/docker.json"
 
 /* In the guest's init, before it drops to the user: creates the daemon's
  * socket (root:gid, 0660) and forks the keeper, a root process that starts

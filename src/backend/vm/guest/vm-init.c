@@ -26,7 +26,7 @@
 #include "confine/landlock.h"
 #include "confine/seccomp-filter.h"
 #include "backend/vm/guest/vm-probe.h"
-#include "backend/ns/ns.h"
+#include "proto/init-channel.h"
 #include "proto/vm-frame.h"
 #include "backend/vm/vm.h"
 #include "backend/vm/vmux.h"
@@ -210,7 +210,7 @@ static int share_depth_cmp(const void *a, const void *b)
     return (la > lb) - (la < lb);
 }
 
-/* The view (DESIGN.md "The sandbox view"), built from the boot spec. */
+/* The view (docs/design.md "The sandbox's view"), built from the boot spec. */
 static void build_view(json_t *spec, uid_t uid, gid_t gid)
 {
     const unsigned long nosuid = MS_NOSUID | MS_NODEV;
