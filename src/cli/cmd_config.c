@@ -193,6 +193,7 @@ int cmd_config(int argc, char **argv)
         log_warn("%s", warnings.items[w]);
     cfg_warnings_free(&warnings);
     if (ret < 0) {
+        error_prefix(&err, "configuration");
         log_error("%s", err.message);
         cfg_free(&cfg);
         goto out;

@@ -851,13 +851,13 @@ int cfg_resolve(const struct cfg_inputs *in, struct cordon_config *out,
     int ret = -1;
 
     if (!in->workspace || in->workspace[0] != '/')
-        return error_set(err, 0, "configuration: the workspace must be an absolute path");
+        return error_set(err, 0, "the workspace must be an absolute path");
     if (in->xdg_config_home && in->xdg_config_home[0] == '/')
         xdg = strdup(in->xdg_config_home);
     else if (in->home && in->home[0] == '/')
         ret = asprintf(&xdg, "%s/.config", in->home) < 0 ? -1 : 0;
     else
-        return error_set(err, 0, "configuration: neither XDG_CONFIG_HOME nor HOME is set");
+        return error_set(err, 0, "neither XDG_CONFIG_HOME nor HOME is set");
     const char *etc = in->etc_dir ? in->etc_dir : "/etc/cordon";
     ret = -1;
     if (!xdg || cfg_set_defaults(&cfg, err) < 0)

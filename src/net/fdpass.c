@@ -29,8 +29,12 @@ int fdpass_send(int sock, const void *payload, size_t length, int fd)
         n = sendmsg(sock, &msg, MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
     if (n < 0)
-        return -errno;
-    return n == (ssize_t)length ? 0 : -EPROTO;
+        return -1;
+    if (n != (ssize_t)length) {
+        errno = EPROTO;
+        return -1;
+    }
+    return 0;
 }
 
 int fdpass_recv(int sock, void *payload, size_t length, int *fd)
@@ -48,9 +52,11 @@ int fdpass_recv(int sock, void *payload, size_t length, int *fd)
         n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
     } while (n < 0 && errno == EINTR);
     if (n < 0)
-        return -errno;
-    if (n == 0)
-        return -EPIPE;
+        return -1;
+    if (n == 0) {
+        errno = EPIPE;
+        return -1;
+    }
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
             c->cmsg_len == CMSG_LEN(sizeof(int)))
@@ -60,7 +66,8 @@ int fdpass_recv(int sock, void *payload, size_t length, int *fd)
         if (*fd >= 0)
             close(*fd);
         *fd = -1;
-        return -EPROTO;
+        errno = EPROTO;
+        return -1;
     }
     return 0;
 }

@@ -6,8 +6,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Sends PAYLOAD and, when FD >= 0, FD. Returns 0 or -errno. */
+/* Sends PAYLOAD and, when FD >= 0, FD. 0, or -1 with errno (EPROTO: sent
+ * short). */
 int fdpass_send(int sock, const void *payload, size_t length, int fd);
 /* Receives exactly LENGTH bytes of payload and at most one fd (-1 when none
- * came) into *FD, with O_CLOEXEC. Returns 0, -errno, or -EPIPE at EOF. */
+ * came) into *FD, with O_CLOEXEC. 0, or -1 with errno (EPIPE at EOF,
+ * EPROTO for a short or truncated message). */
 int fdpass_recv(int sock, void *payload, size_t length, int *fd);

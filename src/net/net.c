@@ -138,7 +138,7 @@ int net_policy_validate(const struct net_policy *policy, struct cordon_error *er
     if (policy->mode != NET_MODE_ALLOWLIST && policy->allow_count > 0)
         log_warn("network: allow_hosts has no effect in %s mode", net_mode_name(policy->mode));
     if (policy->hosts_file && access(policy->hosts_file, R_OK) < 0)
-        return error_set(err, errno, "network: hosts file %s", policy->hosts_file);
+        return error_set(err, errno, "hosts file %s", policy->hosts_file);
     return 0;
 }
 

@@ -163,7 +163,7 @@ static int factory_call(struct netns_factory *f, const struct factory_request *r
     if (r == 0)
         r = fdpass_recv(f->sock, &reply, sizeof(reply), &fd);
     if (r < 0)
-        return error_set(err, -r, "network: %s: lost the namespace socket factory", what);
+        return error_set(err, errno, "network: %s: lost the namespace socket factory", what);
     if (reply.errnum) {
         if (fd >= 0)
             close(fd);
