@@ -1,4 +1,4 @@
-/* cordon's resolved configuration: the layers of DESIGN.md "Configuration"
+/* cordon's resolved configuration: the layers of docs/configuration.md
  * merged into one typed struct, with where every value came from. Resolved
  * completely, in the CLI or supervisor (host context, unprivileged), before
  * any sandbox exists; any error fails closed. docs/configuration.md documents

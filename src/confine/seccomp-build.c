@@ -1,4 +1,4 @@
-/* The seccomp filter (security-cases.md 16-25), written with libseccomp.
+/* The seccomp filter (tests/security/cases.md 16-25), written with libseccomp.
  * Build time only: tools/seccomp-gen runs this and compiles the exported BPF
  * into cordon (ns-seccomp.c), so no sandbox start pays for building it; the
  * child loads it right before exec, after no_new_privs. Default allow, with the kernel surface a sandboxed build never

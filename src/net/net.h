@@ -1,4 +1,4 @@
-/* Network policy of a sandbox (issue 8, DESIGN.md "Network"): deny (loopback
+/* Network policy of a sandbox (issue 8, docs/network.md): deny (loopback
  * only, the default), allowlist (no route out; a proxy run by cordon on the
  * host side is reachable inside on 127.0.0.1:NET_PROXY_PORT and checks every
  * destination), open (user-mode networking through pasta, the host's

@@ -1,4 +1,4 @@
-/* Fuzz target for the agent protocol's frame decoder (src/agent/protocol.c):
+/* Fuzz target for the agent protocol's frame decoder (src/proto/protocol.c):
  * the supervisor reads frames from an untrusted sandbox, so any bytes must
  * give frames or a clean error, never a crash, leak or unbounded
  * allocation. The input arrives in pieces (the first byte sets the piece

@@ -1,5 +1,5 @@
 /* Fuzz target for the probe frames of a vm run/shell session's channel
- * (src/backend/vm/vm-probe-frame.c). Each end reads the other's frames as
+ * (src/proto/vm-probe-frame.c). Each end reads the other's frames as
  * untrusted: any JSON the guest sends must leave the host's answer within
  * its bounds, any request the host sends is either taken or answered with
  * an "error: " end, and any output bytes the guest queues come back on the

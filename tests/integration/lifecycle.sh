@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lifecycle (DESIGN.md "Lifecycle"): ownership locks, the watchdog, teardown
+# Lifecycle (docs/design.md "Start-up, in order"): ownership locks, the watchdog, teardown
 # policies, `cordon ls/rm/gc`, the audit log.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"

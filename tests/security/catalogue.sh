@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The catalogue (../shared/security-cases.md, cases 1-55) against the tests:
+# The catalogue (tests/security/cases.md, cases 1-55) against the tests:
 # every case is named by an automated test ("case N" in its description), or
 # listed here as skipped with the reason. A case that loses its test fails
 # this script.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The security suite on the docker backend (../shared/security-cases.md;
+# The security suite on the docker backend (tests/security/cases.md;
 # each test names its case): the escape attempts that apply to a container,
 # made through `cordon run --backend docker` and `cordon tool --backend
 # docker` against a private dockerd (tests/lib/docker-backend.sh), each

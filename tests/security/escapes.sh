@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The security suite for the ns backend: real escape attempts from inside the
-# sandbox (../shared/security-cases.md; each test names its case), each
+# sandbox (tests/security/cases.md; each test names its case), each
 # asserting the precise outcome and that the host is unchanged.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"

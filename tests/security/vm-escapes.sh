@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The security suite on the vm backend (../shared/security-cases.md; each
+# The security suite on the vm backend (tests/security/cases.md; each
 # test names its case): the escape attempts that apply to a microVM, made
 # from the guest through `cordon run --backend vm` and `cordon tool --backend
 # vm`, each asserting the precise outcome and that the host is unchanged.

@@ -1,5 +1,5 @@
 /* Unit tests for privs_drop_all() and the helpers' environment
- * (src/util/privs.c): each drop runs in a forked child, which reports its
+ * (src/confine/privs.c): each drop runs in a forked child, which reports its
  * /proc/self/status lines over a pipe. */
 #include "confine/privs.h"
 #include "util/cleanup.h"
