@@ -372,22 +372,20 @@ static void on_call(struct agent *a, json_t *msg)
         args = json_object();
     else
         json_incref(args);
-    if (strcmp(name, "bash") == 0) {
+    const struct tool_entry *tool = tool_lookup(name);
+    if (!tool) {
+        char msgbuf[128];
+        snprintf(msgbuf, sizeof(msgbuf), "unknown tool: %.64s", name);
+        send_error(a, id, msgbuf);
+    } else if (tool->flags & TOOL_RUNS_PROCESS) {
         start_bash(a, &env, id, args);
+    } else if (tool->flags & TOOL_ON_WORKER) {
+        start_worker(a, &env, id, tool, args);
     } else {
-        const struct tool_entry *tool = tool_lookup(name);
-        if (!tool) {
-            char msgbuf[128];
-            snprintf(msgbuf, sizeof(msgbuf), "unknown tool: %.64s", name);
-            send_error(a, id, msgbuf);
-        } else if (strcmp(name, "find") == 0 || strcmp(name, "grep") == 0) {
-            start_worker(a, &env, id, tool, args);
-        } else {
-            struct tool_result res = {0};
-            if (tool->run(&env, args, &res) < 0)
-                tool_result_error(&res, "out of memory");
-            send_result(a, id, &res);
-        }
+        struct tool_result res = {0};
+        if (tool->run(&env, args, &res) < 0)
+            tool_result_error(&res, "out of memory");
+        send_result(a, id, &res);
     }
     json_decref(args);
     tool_pin_close(&pin);

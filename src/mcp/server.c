@@ -652,19 +652,30 @@ static json_t *status_json(const struct server *s);
 /* A request on the control socket. The verify is the same as
  * sandbox_verify's, in flight like any call: the loop serves the client
  * meanwhile. */
+static void control_status(struct control *c, uint64_t conn, void *ctx)
+{
+    struct server *s = ctx;
+    json_t *st = status_json(s);
+    json_object_set_new(st, "pid", json_integer(getpid()));
+    control_reply(c, conn, json_pack("{s:b, s:o}", "ok", 1, "status", st));
+}
+
+static void control_verify(struct control *c, uint64_t conn, void *ctx);
+
+static const struct control_op control_ops[] = {
+    {"verify", CONTROL_OP_DEFERRED, control_verify},
+    {"status", 0, control_status},
+};
+
 static void on_control_request(void *ctx, uint64_t conn, const char *op)
 {
     struct server *s = ctx;
-    if (strcmp(op, "status") == 0) {
-        json_t *st = status_json(s);
-        json_object_set_new(st, "pid", json_integer(getpid()));
-        control_reply(s->control, conn, json_pack("{s:b, s:o}", "ok", 1, "status", st));
-        return;
-    }
-    if (strcmp(op, "verify") != 0) {
-        control_reply_error(s->control, conn, "unknown op \"%.60s\" (verify, status)", op);
-        return;
-    }
+    control_call(s->control, conn, op, control_ops, ARRAY_SIZE(control_ops), s);
+}
+
+static void control_verify(struct control *c, uint64_t conn, void *ctx)
+{
+    struct server *s = ctx;
     struct pending *p = s->session ? pending_new(s, NULL) : NULL;
     if (!p) {
         control_reply_error(s->control, conn,

@@ -230,21 +230,57 @@ void control_reply_error(struct control *c, uint64_t conn, const char *fmt, ...)
     control_reply(c, conn, json_pack("{s:b, s:s}", "ok", 0, "error", message));
 }
 
+void control_call(struct control *c, uint64_t conn, const char *op, const struct control_op *ops,
+                  size_t n, void *ctx)
+{
+    char names[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(op, ops[i].name) == 0) {
+            ops[i].handler(c, conn, ctx);
+            return;
+        }
+        int w = snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "", ops[i].name);
+        if (w > 0 && (size_t)w < sizeof(names) - len)
+            len += (size_t)w;
+    }
+    control_reply_error(c, conn, "unknown op \"%.60s\" (%s)", op, names);
+}
+
+/* control_run_request's operations, on the request's facts. */
+struct run_request {
+    const char *name;
+    bool shell;
+    pid_t sandbox_pid;
+    bool verifying;
+    bool verify; /* out: "verify" was asked */
+};
+
+static void run_status(struct control *c, uint64_t conn, void *ctx)
+{
+    const struct run_request *r = ctx;
+    json_t *st = json_pack("{s:s, s:s, s:i, s:b, s:i}", "name", r->name, "kind",
+                           r->shell ? "shell" : "run", "sandbox_pid", (int)r->sandbox_pid,
+                           "verifying", r->verifying, "pid", (int)getpid());
+    control_reply(c, conn, json_pack("{s:b, s:o}", "ok", 1, "status", st));
+}
+
+static void run_verify(struct control *c, uint64_t conn, void *ctx)
+{
+    ((struct run_request *)ctx)->verify = true;
+}
+
+static const struct control_op run_ops[] = {
+    {"verify", CONTROL_OP_DEFERRED, run_verify},
+    {"status", 0, run_status},
+};
+
 bool control_run_request(struct control *c, uint64_t conn, const char *op, const char *name,
                          bool shell, pid_t sandbox_pid, bool verifying)
 {
-    if (strcmp(op, "status") == 0) {
-        json_t *st = json_pack("{s:s, s:s, s:i, s:b, s:i}", "name", name, "kind",
-                               shell ? "shell" : "run", "sandbox_pid", (int)sandbox_pid,
-                               "verifying", verifying, "pid", (int)getpid());
-        control_reply(c, conn, json_pack("{s:b, s:o}", "ok", 1, "status", st));
-        return false;
-    }
-    if (strcmp(op, "verify") != 0) {
-        control_reply_error(c, conn, "unknown op \"%.60s\" (verify, status)", op);
-        return false;
-    }
-    return true;
+    struct run_request r = {name, shell, sandbox_pid, verifying, false};
+    control_call(c, conn, op, run_ops, sizeof(run_ops) / sizeof(run_ops[0]), &r);
+    return r.verify;
 }
 
 /* Said once to a refused peer, without waiting for it to read. */

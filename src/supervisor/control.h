@@ -53,6 +53,19 @@ void control_reply(struct control *c, uint64_t conn, json_t *answer);
 /* control_reply() with {"ok": false, "error": FMT...}. */
 void control_reply_error(struct control *c, uint64_t conn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* One operation of the control socket: its name, its flags, and the
+ * handler that answers it (with control_reply, now or later). */
+struct control_op {
+    const char *name;
+    unsigned flags; /* CONTROL_OP_* */
+    void (*handler)(struct control *c, uint64_t conn, void *ctx);
+};
+/* The answer comes when the work the handler starts ends (verify). */
+#define CONTROL_OP_DEFERRED (1u << 0)
+/* Runs the handler of op from ops (n entries); any other op is answered
+ * with an error naming the ones there are. */
+void control_call(struct control *c, uint64_t conn, const char *op, const struct control_op *ops,
+                  size_t n, void *ctx);
 /* A `cordon run`/`cordon shell` supervisor's request OP (any backend):
  * "status" is answered here (the session's name, kind "run" or "shell",
  * the sandbox's pid, whether an audit runs, the supervisor's pid); true

@@ -6,6 +6,7 @@
 #include "supervisor/route.h"
 #include "agent/tools/path.h"
 #include "agent/tools/pin.h"
+#include "agent/tools/registry.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
 #include "util/escape.h"
@@ -434,10 +435,9 @@ int route_skill_open(const struct route_skills *s, const char *abs_path, struct 
  * the tool refuses before opening anything). */
 static const char *pin_path_arg(const char *tool, json_t *args)
 {
-    bool file =
-        strcmp(tool, "read") == 0 || strcmp(tool, "write") == 0 || strcmp(tool, "edit") == 0;
-    bool listing =
-        strcmp(tool, "ls") == 0 || strcmp(tool, "find") == 0 || strcmp(tool, "grep") == 0;
+    const struct tool_entry *t = tool_lookup(tool);
+    bool file = t && (t->flags & TOOL_OPENS_FILE);
+    bool listing = t && (t->flags & TOOL_LISTS_TREE);
     if (!file && !listing)
         return NULL;
     json_t *v = json_object_get(args, "path");
@@ -535,8 +535,9 @@ int route_pin_prepare(const char *tool, json_t *args, const char *cwd, const cha
     /* The tool resolves against the cwd string it was started with; the
      * supervisor's and the host agent's are the same getcwd(). */
     struct tool_env env = {.cwd = cwd, .home = home ? home : "/"};
-    pin->target = strcmp(tool, "read") == 0 ? tool_resolve_read_path(path, &env)
-                                            : tool_resolve_path(path, &env);
+    const struct tool_entry *t = tool_lookup(tool);
+    pin->target = t && (t->flags & TOOL_READ_PATH) ? tool_resolve_read_path(path, &env)
+                                                   : tool_resolve_path(path, &env);
     if (!pin->target)
         return error_set(err, ENOMEM, "resolve");
     pin->canonical = canonical_path(pin->target, err);

@@ -6,8 +6,13 @@
 #include <string.h>
 
 static const struct tool_entry tool_table[] = {
-    {"read", tool_read}, {"write", tool_write}, {"edit", tool_edit},     {"ls", tool_ls},
-    {"find", tool_find}, {"grep", tool_grep},   {"bash", tool_bash_run},
+    {"read", TOOL_OPENS_FILE | TOOL_READ_PATH, tool_read},
+    {"write", TOOL_OPENS_FILE, tool_write},
+    {"edit", TOOL_OPENS_FILE, tool_edit},
+    {"ls", TOOL_LISTS_TREE, tool_ls},
+    {"find", TOOL_LISTS_TREE | TOOL_ON_WORKER, tool_find},
+    {"grep", TOOL_LISTS_TREE | TOOL_ON_WORKER, tool_grep},
+    {"bash", TOOL_RUNS_PROCESS, tool_bash_run},
 };
 
 const struct tool_entry *tool_lookup(const char *name)
