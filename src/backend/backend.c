@@ -12,6 +12,13 @@ static const struct backend_ops *const backends[] = {
     &docker_backend_ops,
 };
 
+void backend_relayed_signals(sigset_t *mask)
+{
+    static const int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++)
+        sigaddset(mask, relayed[i]);
+}
+
 const struct backend_ops *backend_lookup(const char *name)
 {
     for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {

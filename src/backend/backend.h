@@ -9,6 +9,7 @@
 #include "util/error.h"
 
 #include <stdbool.h>
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -111,6 +112,11 @@ struct backend_ops {
 
 /* The backend called name, or NULL. */
 const struct backend_ops *backend_lookup(const char *name);
+/* Adds to mask the signals a run-mode supervisor relays to the sandbox's
+ * command (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2): one list for
+ * every backend's relay. */
+void backend_relayed_signals(sigset_t *mask);
+
 /* Whether ops has every flag of caps. */
 static inline bool backend_has(const struct backend_ops *ops, unsigned caps)
 {

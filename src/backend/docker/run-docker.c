@@ -27,8 +27,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const int relayed_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-
 /* A host pty for the CLI when cordon's stdin is no terminal: its master
  * (returned) and the slave (*slave, the CLI's stdio). -1 on failure. */
 static int host_pty(int *slave, struct cordon_error *err)
@@ -49,8 +47,7 @@ int docker_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool s
     const struct backend_ops *ops = &docker_backend_ops;
     sigset_t mask;
     sigemptyset(&mask);
-    for (size_t i = 0; i < ARRAY_SIZE(relayed_signals); i++)
-        sigaddset(&mask, relayed_signals[i]);
+    backend_relayed_signals(&mask);
     sigaddset(&mask, SIGPIPE);
     sigprocmask(SIG_BLOCK, &mask, NULL);
     _cleanup_close_ int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);

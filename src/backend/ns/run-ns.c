@@ -29,8 +29,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const int relayed_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-
 static int recv_fd(int sock)
 {
     char byte;
@@ -331,8 +329,7 @@ int ns_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell
      * none is lost or kills the supervisor between start and supervise. */
     sigset_t mask;
     sigemptyset(&mask);
-    for (size_t r = 0; r < sizeof(relayed_signals) / sizeof(relayed_signals[0]); r++)
-        sigaddset(&mask, relayed_signals[r]);
+    backend_relayed_signals(&mask);
     sigaddset(&mask, SIGWINCH);
     sigaddset(&mask, SIGPIPE);
     sigprocmask(SIG_BLOCK, &mask, NULL);

@@ -32,8 +32,6 @@
 /* After the guest reported its exit, QEMU gets this long to power off. */
 #define VM_POWEROFF_GRACE_MS 5000
 
-static const int relayed_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-
 /* Copies what is readable now; returns false at EOF or error. */
 static bool pump(int from, int to)
 {
@@ -209,8 +207,7 @@ int vm_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell
     const struct backend_ops *ops = &vm_backend_ops;
     sigset_t mask;
     sigemptyset(&mask);
-    for (size_t i = 0; i < ARRAY_SIZE(relayed_signals); i++)
-        sigaddset(&mask, relayed_signals[i]);
+    backend_relayed_signals(&mask);
     sigaddset(&mask, SIGPIPE);
     sigaddset(&mask, SIGWINCH);
     sigprocmask(SIG_BLOCK, &mask, NULL);
