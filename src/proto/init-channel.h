@@ -1,8 +1,8 @@
 /* The init channel: the sandbox's init (src/agent/init.c; on vm,
  * src/backend/vm/guest/vm-probe.c) and the supervisor. With --control, fd 3
- * is a SOCK_SEQPACKET channel from the supervisor (cmd_run.c) on which
- * init runs `cordon-agent probe` for `cordon verify NAME`. Each frame is one
- * type byte and a payload of at most INIT_FRAME_MAX - 1 bytes:
+ * is a SOCK_SEQPACKET channel from the supervisor (backend/ns/run-ns.c) on
+ * which init runs `cordon-agent probe` for `cordon verify NAME`. Each frame
+ * is one type byte and a payload of at most INIT_FRAME_MAX - 1 bytes:
  *   supervisor -> init: 'B' the first piece of the probe's stdin, 'R'
  *     the next ones (at most INIT_PROBE_REQUEST_MAX in all); 'G' start the
  *     probe; 'W' the host has read the probe's /proc: feed it its stdin.
