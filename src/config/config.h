@@ -55,6 +55,7 @@ enum cfg_key {
     CFG_DOCKER_MODE,
     CFG_DOCKER_HOST,
     CFG_DOCKER_IMAGE,
+    CFG_SECRETS,
     CFG_KEY_COUNT,
 };
 
@@ -99,6 +100,22 @@ struct cfg_mount {
 
 struct cfg_mounts {
     struct cfg_mount *items;
+    size_t count;
+};
+
+/* [[secrets]] (docs/secrets.md): a value the proxy puts into requests to
+ * HOSTS in place of a per-session placeholder; the sandbox's variable NAME
+ * holds only the placeholder. Never from the workspace file. */
+struct cfg_secret {
+    char *name;   /* environment variable inside the sandbox */
+    char *from;   /* "env:VAR", "file:/abs/path" or "command:shell text" */
+    char *header; /* NULL: substituted anywhere in the request head */
+    struct cfg_strings hosts;
+    struct cfg_origin origin;
+};
+
+struct cfg_secrets {
+    struct cfg_secret *items;
     size_t count;
 };
 
@@ -151,6 +168,7 @@ struct cordon_config {
         char *host;
         char *image; /* NULL: not set (the docker backend refuses to start) */
     } docker;
+    struct cfg_secrets secrets;
 
     struct cfg_origin origin[CFG_KEY_COUNT];
 

@@ -137,13 +137,61 @@ int net_policy_validate(const struct net_policy *policy, struct cordon_error *er
     allowlist_free(&al);
     if (policy->mode != NET_MODE_ALLOWLIST && policy->allow_count > 0)
         log_warn("network: allow_hosts has no effect in %s mode", net_mode_name(policy->mode));
+    for (size_t i = 0; i < policy->secret_count; i++) {
+        if (net_secret_validate(&policy->secrets[i], err) < 0)
+            return -1;
+    }
+    if (policy->secret_count > 0 && policy->mode != NET_MODE_ALLOWLIST)
+        log_warn("network: [[secrets]] take effect in allowlist mode only; in %s mode the "
+                 "sandbox's variables hold the placeholders, which no server accepts",
+                 net_mode_name(policy->mode));
     if (policy->hosts_file && access(policy->hosts_file, R_OK) < 0)
         return error_set(err, errno, "network: hosts file %s", policy->hosts_file);
     return 0;
 }
 
+/* Drops every NAME=... from the environment ENV of N entries. */
+static void env_remove(char **env, size_t *n, const char *name)
+{
+    size_t klen = strlen(name);
+    for (size_t i = 0; i < *n; i++) {
+        if (strncmp(env[i], name, klen) == 0 && env[i][klen] == '=') {
+            free(env[i]);
+            env[i] = env[--*n];
+            env[*n] = NULL;
+            i--;
+        }
+    }
+}
+
+static int env_add_secrets(const struct net_policy *policy, char ***envp, struct cordon_error *err)
+{
+    size_t n = 0;
+    while ((*envp)[n])
+        n++;
+    char **env = realloc(*envp, (n + policy->secret_count + 1) * sizeof(char *));
+    if (!env)
+        return error_set(err, ENOMEM, "environment");
+    *envp = env;
+    for (size_t i = 0; i < policy->secret_count; i++) {
+        const struct net_secret *s = &policy->secrets[i];
+        env_remove(env, &n, s->name);
+        /* The real value never goes in, not even under its source's name. */
+        if (strncmp(s->from, "env:", 4) == 0)
+            env_remove(env, &n, s->from + 4);
+        if (asprintf(&env[n], "%s=%s", s->name, s->placeholder) < 0) {
+            env[n] = NULL;
+            return error_set(err, ENOMEM, "environment");
+        }
+        env[++n] = NULL;
+    }
+    return 0;
+}
+
 int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_error *err)
 {
+    if (env_add_secrets(policy, envp, err) < 0)
+        return -1;
     if (policy->mode != NET_MODE_ALLOWLIST)
         return 0;
     char http[64], socks[64];
@@ -337,6 +385,16 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
     }
     if (allowlist_load_host_addresses(&allow, &err) < 0)
         goto fail;
+    /* The values live in this process only: no core dump, no ptrace by
+     * another process of the user. */
+    prctl(PR_SET_DUMPABLE, 0);
+    struct proxy_secret secrets[NET_MAX_SECRETS];
+    for (size_t i = 0; policy->mode == NET_MODE_ALLOWLIST && i < policy->secret_count; i++) {
+        if (proxy_secret_load(&policy->secrets[i], &secrets[i], &err) < 0)
+            goto fail;
+        cfg.secret_count++;
+    }
+    cfg.secrets = secrets;
     if (policy->audit_log) {
         cfg.audit_fd = open(policy->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
         if (cfg.audit_fd < 0) {

@@ -14,6 +14,7 @@
 #include "net/proxy-parse.h"
 #include "net/resolve-pool.h"
 #include "net/resolve.h"
+#include "net/secrets.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -514,11 +515,36 @@ static void conn_established(struct proxy *p, struct conn *c)
             return;
         }
         size_t rest = buffer_used(c->up) - req->head_length;
-        memmove(c->up->data + req->rewritten_length, c->up->data + c->up->start + req->head_length,
-                rest);
-        memcpy(c->up->data, req->rewritten, req->rewritten_length);
+        const char *head = req->rewritten;
+        size_t head_length = req->rewritten_length;
+        char *filled = NULL;
+        if (p->cfg->secret_count > 0) {
+            /* conn_parse checked this head: no leak, and it fits. */
+            char reason[512];
+            filled = malloc(NET_BUFFER_SIZE);
+            size_t n = 0;
+            if (!filled || secrets_apply(p->cfg->secrets, p->cfg->secret_count, c->host, c->port,
+                                         req->rewritten, req->rewritten_length, filled,
+                                         NET_BUFFER_SIZE - rest, &n, reason,
+                                         sizeof(reason)) > SECRETS_SUBST) {
+                free(filled);
+                free(req);
+                conn_close(p, c);
+                return;
+            }
+            if (n > 0) {
+                head = filled;
+                head_length = n;
+            }
+        }
+        memmove(c->up->data + head_length, c->up->data + c->up->start + req->head_length, rest);
+        memcpy(c->up->data, head, head_length);
         c->up->start = 0;
-        c->up->end = req->rewritten_length + rest;
+        c->up->end = head_length + rest;
+        if (filled) {
+            explicit_bzero(filled, head_length);
+            free(filled);
+        }
         free(req);
         break;
     }
@@ -592,6 +618,31 @@ static void conn_parse(struct proxy *p, struct conn *c)
     }
     c->kind = req->is_connect ? KIND_HTTP_CONNECT : KIND_HTTP;
     c->request_length = req->head_length;
+    if (c->kind == KIND_HTTP && p->cfg->secret_count > 0) {
+        /* Decided before any connection is made: a placeholder bound for
+         * another host never leaves, and a head that would not fit once
+         * the values are in is refused here rather than cut later. */
+        char reason[512];
+        size_t rest = len - req->head_length, out_length = 0;
+        char *scratch = malloc(NET_BUFFER_SIZE);
+        enum secrets_verdict v =
+            scratch ? secrets_apply(p->cfg->secrets, p->cfg->secret_count, c->host, c->port,
+                                    req->rewritten, req->rewritten_length, scratch,
+                                    NET_BUFFER_SIZE - rest, &out_length, reason, sizeof(reason))
+                    : SECRETS_TOOBIG;
+        if (scratch) {
+            explicit_bzero(scratch, out_length);
+            free(scratch);
+        } else {
+            snprintf(reason, sizeof(reason), "out of memory");
+        }
+        if (v == SECRETS_LEAK || v == SECRETS_TOOBIG) {
+            audit(p, c, NULL, false, reason);
+            conn_refuse_http(c, v == SECRETS_LEAK ? 403 : 431, reason);
+            free(req);
+            return;
+        }
+    }
     free(req);
     conn_decide(p, c);
 }

@@ -35,6 +35,10 @@ struct proxy_config {
     size_t publish_count;
     struct netns_factory *factory;
     int audit_fd;
+    /* Loaded secrets (secrets.h): substituted into plain HTTP request heads
+     * to their hosts, refused elsewhere. */
+    const struct proxy_secret *secrets;
+    size_t secret_count;
 };
 
 /* Runs the loop until a fatal error; returns -1 with err filled. */
