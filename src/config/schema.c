@@ -711,8 +711,10 @@ static int collect_secret(const struct toml_value *table, const char *file, enum
         }
         if (known == 2) {
             if (e->value->type != TOML_ARRAY || e->value->array.count == 0)
-                return error_set(err, 0, "%s: secrets.hosts: expected a non-empty array of host "
-                                 "names, found %s", where, toml_type_name(e->value->type));
+                return error_set(err, 0,
+                                 "%s: secrets.hosts: expected a non-empty array of host "
+                                 "names, found %s",
+                                 where, toml_type_name(e->value->type));
             for (size_t j = 0; j < e->value->array.count; j++) {
                 const struct toml_value *item = e->value->array.items[j];
                 snprintf(where, sizeof(where), "%s:%d:%d", file, item->line, item->column);
@@ -746,7 +748,10 @@ static int collect_secret(const struct toml_value *table, const char *file, enum
         if (!*slot)
             return error_set(err, ENOMEM, "secrets");
     }
-    const char *missing = !out->name ? "name" : !out->from ? "from" : !out->hosts.count ? "hosts" : NULL;
+    const char *missing = !out->name          ? "name"
+                          : !out->from        ? "from"
+                          : !out->hosts.count ? "hosts"
+                                              : NULL;
     if (missing)
         return error_set(err, 0, "%s:%d:%d: secrets: %s is required", file, table->line,
                          table->column, missing);

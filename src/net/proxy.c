@@ -523,10 +523,10 @@ static void conn_established(struct proxy *p, struct conn *c)
             char reason[512];
             filled = malloc(NET_BUFFER_SIZE);
             size_t n = 0;
-            if (!filled || secrets_apply(p->cfg->secrets, p->cfg->secret_count, c->host, c->port,
-                                         req->rewritten, req->rewritten_length, filled,
-                                         NET_BUFFER_SIZE - rest, &n, reason,
-                                         sizeof(reason)) > SECRETS_SUBST) {
+            if (!filled ||
+                secrets_apply(p->cfg->secrets, p->cfg->secret_count, c->host, c->port,
+                              req->rewritten, req->rewritten_length, filled, NET_BUFFER_SIZE - rest,
+                              &n, reason, sizeof(reason)) > SECRETS_SUBST) {
                 free(filled);
                 free(req);
                 conn_close(p, c);

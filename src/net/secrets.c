@@ -251,8 +251,8 @@ enum secrets_verdict secrets_apply(const struct proxy_secret *list, size_t count
     for (size_t i = 0; i < count; i++) {
         const struct proxy_secret *s = &list[i];
         const char *p = head;
-        while ((p = find(p, len - (size_t)(p - head), s->spec->placeholder,
-                         s->placeholder_length))) {
+        while (
+            (p = find(p, len - (size_t)(p - head), s->spec->placeholder, s->placeholder_length))) {
             struct allow_decision d;
             allowlist_check_request(&s->hosts, host, port, &d);
             if (!d.allowed) {
