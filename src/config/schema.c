@@ -3,6 +3,7 @@
  * typed assignments. Unknown keys are errors with a "did you mean". Host
  * context, on untrusted input (a workspace file is agent-writable). */
 #include "config/config-internal.h"
+#include "net/allowlist.h"
 #include "util/cleanup.h"
 
 #include <arpa/inet.h>
@@ -350,6 +351,10 @@ static const char *check_env_name(const char *item)
 static const char *check_host(const char *item)
 {
     const char *bad = "not a host name (expected name, *.domain or IP address, optional :port)";
+    if (item[0] == '@')
+        return allowlist_preset(item) ? NULL
+                                      : "is not a preset (known: @npm, @pypi, @crates, @go, "
+                                        "@debian, @github)";
     char host[256];
     if (strlen(item) >= sizeof(host) || !*item)
         return bad;
