@@ -110,6 +110,7 @@ struct cfg_secret {
     char *name;   /* environment variable inside the sandbox */
     char *from;   /* "env:VAR", "file:/abs/path" or "command:shell text" */
     char *header; /* NULL: substituted anywhere in the request head */
+    bool plain_http; /* the value may go out in cleartext (http://) */
     struct cfg_strings hosts;
     struct cfg_origin origin;
 };

@@ -106,6 +106,8 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
                                      "hosts", strings_json(&sec->hosts));
             if (item && sec->header)
                 json_object_set_new(item, "header", json_string(sec->header));
+            if (item)
+                json_object_set_new(item, "plain_http", json_boolean(sec->plain_http));
             json_array_append_new(array, item);
         }
         return array;
@@ -270,6 +272,7 @@ int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
             fputs("\nheader = ", out);
             write_toml_string(sec->header, out);
         }
+        fprintf(out, "\nplain_http = %s", sec->plain_http ? "true" : "false");
         fputc('\n', out);
     }
     if (explain && cfg->mounts.count == 0) {

@@ -119,7 +119,7 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
 static const char *const sections[] = {"env",    "limits", "etc",     "network",
                                        "skills", "docker", "sockets", NULL};
 static const char *const mount_keys[] = {"host_path", "guest_path", "readonly", NULL};
-static const char *const secret_keys[] = {"name", "from", "hosts", "header", NULL};
+static const char *const secret_keys[] = {"name", "from", "hosts", "header", "plain_http", NULL};
 
 const char *cfg_key_name(enum cfg_key key)
 {
@@ -710,9 +710,16 @@ static int collect_secret(const struct toml_value *table, const char *file, enum
             if (strcmp(e->key, secret_keys[m]) == 0)
                 known = m;
         if (known < 0) {
-            const char *hint = suggest_from(e->key, secret_keys, 4);
+            const char *hint = suggest_from(e->key, secret_keys, 5);
             return error_set(err, 0, "%s: unknown key 'secrets.%s'%s%s%s", where, e->key,
                              hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
+        }
+        if (known == 4) {
+            if (e->value->type != TOML_BOOLEAN)
+                return error_set(err, 0, "%s: secrets.plain_http: expected true or false, found %s",
+                                 where, toml_type_name(e->value->type));
+            out->plain_http = e->value->boolean;
+            continue;
         }
         if (known == 2) {
             if (e->value->type != TOML_ARRAY || e->value->array.count == 0)
@@ -1194,6 +1201,7 @@ int cfg_apply(struct cordon_config *cfg, const struct cfg_assignment *a, bool re
             dst->name = strdup(src->name);
             dst->from = strdup(src->from);
             dst->header = src->header ? strdup(src->header) : NULL;
+            dst->plain_http = src->plain_http;
             if (!dst->name || !dst->from || (src->header && !dst->header) ||
                 copy_strings(&dst->hosts, &src->hosts, true) < 0 ||
                 cfg_origin_copy(&dst->origin, &src->origin) < 0)

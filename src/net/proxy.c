@@ -524,7 +524,7 @@ static void conn_established(struct proxy *p, struct conn *c)
             filled = malloc(NET_BUFFER_SIZE);
             size_t n = 0;
             if (!filled ||
-                secrets_apply(p->cfg->secrets, p->cfg->secret_count, c->host, c->port,
+                secrets_apply(p->cfg->secrets, p->cfg->secret_count, c->host, c->port, true,
                               req->rewritten, req->rewritten_length, filled, NET_BUFFER_SIZE - rest,
                               &n, reason, sizeof(reason)) > SECRETS_SUBST) {
                 free(filled);
@@ -626,7 +626,7 @@ static void conn_parse(struct proxy *p, struct conn *c)
         size_t rest = len - req->head_length, out_length = 0;
         char *scratch = malloc(NET_BUFFER_SIZE);
         enum secrets_verdict v =
-            scratch ? secrets_apply(p->cfg->secrets, p->cfg->secret_count, c->host, c->port,
+            scratch ? secrets_apply(p->cfg->secrets, p->cfg->secret_count, c->host, c->port, true,
                                     req->rewritten, req->rewritten_length, scratch,
                                     NET_BUFFER_SIZE - rest, &out_length, reason, sizeof(reason))
                     : SECRETS_TOOBIG;

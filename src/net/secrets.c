@@ -241,7 +241,7 @@ static const char *find(const char *hay, size_t len, const char *needle, size_t 
 }
 
 enum secrets_verdict secrets_apply(const struct proxy_secret *list, size_t count, const char *host,
-                                   int port, const char *head, size_t len, char *out,
+                                   int port, bool plain, const char *head, size_t len, char *out,
                                    size_t out_size, size_t *out_length, char *reason,
                                    size_t reason_size)
 {
@@ -267,6 +267,13 @@ enum secrets_verdict secrets_apply(const struct proxy_secret *list, size_t count
                          "attempted leak: the placeholder of secret %s outside its %s header "
                          "(secrets.header)",
                          s->spec->name, s->spec->header);
+                return SECRETS_LEAK;
+            }
+            if (plain && !s->spec->plain_http) {
+                snprintf(reason, reason_size,
+                         "secret %s is not sent in cleartext: this is a plain http:// request "
+                         "to %s:%d (set plain_http = true in its [[secrets]] entry to allow it)",
+                         s->spec->name, host, port);
                 return SECRETS_LEAK;
             }
             any = true;

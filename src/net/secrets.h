@@ -22,6 +22,7 @@ struct net_secret {
     const char *name;   /* the sandbox's variable */
     const char *from;   /* env:VAR, file:PATH, command:TEXT */
     const char *header; /* NULL: anywhere in the request head */
+    bool plain_http;    /* may be put into cleartext requests (http://) */
     const char *const *hosts;
     size_t host_count;
     char placeholder[NET_PLACEHOLDER_MAX]; /* what the sandbox sees */
@@ -58,10 +59,11 @@ enum secrets_verdict {
 };
 
 /* Looks for placeholders in the request head HEAD[0..LEN) bound for
- * HOST:PORT. With OUT, writes the head with every placeholder replaced by
+ * HOST:PORT, sent in cleartext when PLAIN (a secret without plain_http is
+ * then refused, like a leak: the value would cross the network readable). With OUT, writes the head with every placeholder replaced by
  * its value (*OUT_LENGTH); OUT may be NULL to only decide. REASON names
  * the secret and the rule (never the value). */
 enum secrets_verdict secrets_apply(const struct proxy_secret *list, size_t count, const char *host,
-                                   int port, const char *head, size_t len, char *out,
+                                   int port, bool plain, const char *head, size_t len, char *out,
                                    size_t out_size, size_t *out_length, char *reason,
                                    size_t reason_size);

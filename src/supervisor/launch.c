@@ -190,6 +190,7 @@ static int launch_network(const struct launch_request *req, struct launch *l,
         ns->name = cs->name;
         ns->from = cs->from;
         ns->header = cs->header;
+        ns->plain_http = cs->plain_http;
         ns->hosts = (const char *const *)cs->hosts.items;
         ns->host_count = cs->hosts.count;
         if (net_secret_placeholder(cs->name, ns->placeholder, err) < 0)

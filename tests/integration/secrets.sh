@@ -38,16 +38,19 @@ name = "API_TOKEN"
 from = "env:HOST_API_TOKEN"
 hosts = ["api.test"]
 header = "Authorization"
+plain_http = true
 
 [[secrets]]
 name = "FILE_TOKEN"
 from = "file:$TEST_TMP/token-file"
 hosts = ["api.test", "uploads.test:$port"]
+plain_http = true
 
 [[secrets]]
 name = "CMD_TOKEN"
 from = "command:cat $TEST_TMP/cmd-source"
 hosts = ["*.test"]
+plain_http = true
 EOF2
 
 net_run() { # net_run [--set ...] SCRIPT
@@ -144,6 +147,19 @@ like "--set secrets is refused" "$out" "secrets can only be set in the user's or
 out=$(cd "$ws" && "$CORDON" config 2>&1)
 like "cordon config shows the secret's name and source" "$out" 'from = "env:HOST_API_TOKEN"'
 unlike "cordon config shows no value" "$out" "SENTINEL-"
+
+cp "$XDG_CONFIG_HOME/cordon/config.toml" "$TEST_TMP/good.toml"
+# Without plain_http the value never goes out in cleartext: an http://
+# request with the placeholder is refused, even to the bound host.
+printf '[[secrets]]\nname = "API_TOKEN"\nfrom = "env:HOST_API_TOKEN"\nhosts = ["api.test"]\n' \
+    >"$XDG_CONFIG_HOME/cordon/config.toml"
+: >"$log"
+net_run 'curl -sS -m 10 -o /dev/stderr -w "code=%{http_code}" -H "Authorization: Bearer $API_TOKEN" http://api.test:'$port'/'
+is "no plain_http: a cleartext request with the placeholder is refused" "$(code)" "code=403"
+like "... saying why and what to set" "$out" \
+    "secret API_TOKEN is not sent in cleartext: this is a plain http:// request to api.test:$port \(set plain_http = true"
+is "... and nothing reached the server" "$(wc -c <"$log")" "0"
+cp "$TEST_TMP/good.toml" "$XDG_CONFIG_HOME/cordon/config.toml"
 
 # A source that fails stops the session before anything runs inside.
 cp "$XDG_CONFIG_HOME/cordon/config.toml" "$TEST_TMP/good.toml"

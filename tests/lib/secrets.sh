@@ -33,11 +33,13 @@ name = "API_TOKEN"
 from = "env:HOST_API_TOKEN"
 hosts = ["api.test"]
 header = "Authorization"
+plain_http = true
 
 [[secrets]]
 name = "FILE_TOKEN"
 from = "file:$TEST_TMP/token-file"
 hosts = ["api.test"]
+plain_http = true
 EOF2
     reversed_values="$(printf '%s' "$env_value" | rev) $(printf '%s' "$file_value" | rev)"
     secret_rules=(--net-hosts-file "$secret_hosts" --allow-host api.test --allow-host evil.test
@@ -54,7 +56,7 @@ secrets_script() { # secrets_script FETCH
     if [ "$1" = curl ]; then
         get='curl -sS -m 20 -H "Authorization: Bearer $1" "$2" 2>&1'
     else
-        get='wget -q -T 20 -O - --header "Authorization: Bearer $1" "$2" 2>&1'
+        get='wget -q -O - --header "Authorization: Bearer $1" "$2" 2>&1'
     fi
     cat <<EOF2
 get() { $get; }

@@ -16,17 +16,21 @@ static const char *const any_hosts[] = {"*.test"};
 static struct net_secret spec_api = {.name = "API",
                                      .from = "env:CORDON_TEST_SECRET_API",
                                      .header = "Authorization",
+                                     .plain_http = true,
                                      .hosts = api_hosts,
                                      .host_count = 1};
-static struct net_secret spec_any = {
-    .name = "ANY", .from = "env:CORDON_TEST_SECRET_ANY", .hosts = any_hosts, .host_count = 1};
+static struct net_secret spec_any = {.name = "ANY",
+                                     .from = "env:CORDON_TEST_SECRET_ANY",
+                                     .plain_http = true,
+                                     .hosts = any_hosts,
+                                     .host_count = 1};
 
 static enum secrets_verdict run(const struct proxy_secret *list, size_t n, const char *host,
                                 const char *head, char *out, size_t size, char *reason)
 {
     size_t len = 0;
     enum secrets_verdict v =
-        secrets_apply(list, n, host, 80, head, strlen(head), out, size, &len, reason, 512);
+        secrets_apply(list, n, host, 80, true, head, strlen(head), out, size, &len, reason, 512);
     if (out && v == SECRETS_SUBST)
         out[len] = '\0';
     return v;
@@ -100,6 +104,16 @@ int main(void)
     snprintf(head, sizeof(head), "GET /%s HTTP/1.1\r\n\r\n", spec_any.placeholder);
     ok(run(list, 2, "x.test", head, out, 20, reason) == SECRETS_TOOBIG,
        "a head that does not fit once filled is refused");
+
+    spec_any.plain_http = false;
+    snprintf(head, sizeof(head), "GET /%s HTTP/1.1\r\n\r\n", spec_any.placeholder);
+    ok(run(list, 2, "x.test", head, NULL, 0, reason) == SECRETS_LEAK && strstr(reason, "cleartext"),
+       "without plain_http a cleartext request is refused: %s", reason);
+    size_t n0 = 0;
+    ok(secrets_apply(list, 2, "x.test", 443, false, head, strlen(head), out, sizeof(out), &n0,
+                     reason, sizeof(reason)) == SECRETS_SUBST,
+       "... and substituted when the request is not cleartext");
+    spec_any.plain_http = true;
 
     /* Loading: file, command, bad values. */
     char path[] = "/tmp/cordon-test-secret-XXXXXX";
