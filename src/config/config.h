@@ -49,6 +49,8 @@ enum cfg_key {
     CFG_NETWORK_MODE,
     CFG_NETWORK_ALLOW_HOSTS,
     CFG_NETWORK_PUBLISH_PORTS,
+    CFG_NETWORK_UPSTREAM_PROXY,
+    CFG_NETWORK_NO_PROXY,
     CFG_MOUNTS,
     CFG_SKILLS_PATHS,
     CFG_SOCKETS_ALLOW,
@@ -107,9 +109,9 @@ struct cfg_mounts {
  * HOSTS in place of a per-session placeholder; the sandbox's variable NAME
  * holds only the placeholder. Never from the workspace file. */
 struct cfg_secret {
-    char *name;   /* environment variable inside the sandbox */
-    char *from;   /* "env:VAR", "file:/abs/path" or "command:shell text" */
-    char *header; /* NULL: substituted anywhere in the request head */
+    char *name;      /* environment variable inside the sandbox */
+    char *from;      /* "env:VAR", "file:/abs/path" or "command:shell text" */
+    char *header;    /* NULL: substituted anywhere in the request head */
     bool plain_http; /* the value may go out in cleartext (http://) */
     struct cfg_strings hosts;
     struct cfg_origin origin;
@@ -153,6 +155,11 @@ struct cordon_config {
         int mode; /* enum cfg_network_mode */
         struct cfg_strings allow_hosts;
         struct cfg_ports publish_ports;
+        /* "host:port" of an HTTP proxy every allowed connection is chained
+         * through (NULL: none), except to no_proxy patterns. Never from
+         * the workspace file. */
+        char *upstream_proxy;
+        struct cfg_strings no_proxy;
     } network;
     struct cfg_mounts mounts;
     struct cfg_strings skills_paths;

@@ -97,6 +97,10 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
         }
         return array;
     }
+    case CFG_NETWORK_UPSTREAM_PROXY:
+        return cfg->network.upstream_proxy ? json_string(cfg->network.upstream_proxy) : json_null();
+    case CFG_NETWORK_NO_PROXY:
+        return strings_json(&cfg->network.no_proxy);
     case CFG_SECRETS: {
         /* Names and where they may go; never the value (it is not read here). */
         json_t *array = json_array();
@@ -136,7 +140,8 @@ json_t *cfg_to_json(const struct cordon_config *cfg, bool explain)
             continue;
         }
         if ((k == CFG_SANDBOX_NAME && !cfg->sandbox_name) ||
-            (k == CFG_DOCKER_IMAGE && !cfg->docker.image))
+            (k == CFG_DOCKER_IMAGE && !cfg->docker.image) ||
+            (k == CFG_NETWORK_UPSTREAM_PROXY && !cfg->network.upstream_proxy))
             continue;
         const char *dot = strchr(name, '.');
         if (!dot) {
@@ -224,7 +229,8 @@ int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
     const char *section = "";
     for (int k = 0; k < CFG_KEY_COUNT; k++) {
         if (k == CFG_MOUNTS || k == CFG_SECRETS || (k == CFG_SANDBOX_NAME && !cfg->sandbox_name) ||
-            (k == CFG_DOCKER_IMAGE && !cfg->docker.image))
+            (k == CFG_DOCKER_IMAGE && !cfg->docker.image) ||
+            (k == CFG_NETWORK_UPSTREAM_PROXY && !cfg->network.upstream_proxy))
             continue;
         const char *name = cfg_key_name(k);
         const char *dot = strchr(name, '.');

@@ -59,6 +59,7 @@ static const char *check_sandbox_name(const char *item);
 static const char *check_docker_host(const char *item);
 static const char *check_docker_image(const char *item);
 static const char *check_etc_entry(const char *item);
+static const char *check_upstream(const char *item);
 
 #define AT(field) offsetof(struct cordon_config, field)
 
@@ -114,6 +115,10 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
     [CFG_DOCKER_IMAGE] = {"docker.image", KIND_STRING, AT(docker.image), NULL, 0, 0,
                           check_docker_image, false},
     [CFG_SECRETS] = {"secrets", KIND_SECRETS, AT(secrets), NULL, 0, 0, NULL, false},
+    [CFG_NETWORK_UPSTREAM_PROXY] = {"network.upstream_proxy", KIND_STRING,
+                                    AT(network.upstream_proxy), NULL, 0, 0, check_upstream, false},
+    [CFG_NETWORK_NO_PROXY] = {"network.no_proxy", KIND_LIST, AT(network.no_proxy), NULL, 0, 0,
+                              check_host, false},
 };
 
 static const char *const sections[] = {"env",    "limits", "etc",     "network",
@@ -398,6 +403,27 @@ static const char *check_sandbox_name(const char *item)
 
 /* The docker backend talks to a daemon over a unix socket only: a TCP
  * daemon would need TLS material cordon does not manage. */
+/* "host:port" or "http://host:port[/]" of an HTTP proxy. */
+static const char *check_upstream(const char *item)
+{
+    const char *bad = "must be host:port or http://host:port (an HTTP proxy)";
+    const char *hp = strncmp(item, "http://", 7) == 0 ? item + 7 : item;
+    if (strstr(item, "://") && hp == item)
+        return bad;
+    char buf[300];
+    size_t len = strlen(hp);
+    if (len > 0 && hp[len - 1] == '/')
+        len--;
+    if (len == 0 || len >= sizeof(buf) || memchr(hp, '@', len) || memchr(hp, '/', len))
+        return bad;
+    memcpy(buf, hp, len);
+    buf[len] = '\0';
+    char *colon = strrchr(buf, ':');
+    if (!colon || colon == buf || buf[0] == '*' || check_host(buf))
+        return bad;
+    return NULL;
+}
+
 static const char *check_docker_host(const char *item)
 {
     const char *path = strncmp(item, "unix://", 7) == 0 ? item + 7 : NULL;
@@ -1231,6 +1257,8 @@ void cfg_free(struct cordon_config *cfg)
     free(cfg->docker.image);
     cfg_strings_free(&cfg->env.allow);
     cfg_strings_free(&cfg->network.allow_hosts);
+    free(cfg->network.upstream_proxy);
+    cfg_strings_free(&cfg->network.no_proxy);
     free(cfg->network.publish_ports.items);
     mounts_free(&cfg->mounts);
     cfg_secrets_free(&cfg->secrets);

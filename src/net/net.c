@@ -24,6 +24,7 @@
 #include "net/allowlist.h"
 #include "net/netns-factory.h"
 #include "net/proxy.h"
+#include "net/proxy-parse.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -346,6 +347,26 @@ int net_publish_listen(const struct net_publish *pub, struct cordon_error *err)
     return TAKE_FD(fd);
 }
 
+/* network.upstream_proxy: "host:port" or "http://host:port", resolved
+ * once here (the proxy's start), before the loop. */
+static int upstream_setup(const struct net_policy *policy, struct proxy_config *cfg,
+                          struct cordon_error *err)
+{
+    const char *text = policy->upstream_proxy;
+    const char *hp = strncmp(text, "http://", 7) == 0 ? text + 7 : text;
+    size_t len = strlen(hp);
+    if (len > 0 && hp[len - 1] == '/')
+        len--;
+    char host[PROXY_HOST_MAX + 1];
+    if (!proxy_split_authority(hp, len, 0, host, &cfg->upstream_port))
+        return error_set(err, EINVAL, "network.upstream_proxy %s: expected host:port", text);
+    if (net_resolve(host, policy->hosts_file, cfg->upstream_addrs, &cfg->upstream_count, err) < 0)
+        return error_prefix(err, "network.upstream_proxy %s", text);
+    snprintf(cfg->upstream_text, sizeof(cfg->upstream_text), "%.*s", (int)len, hp);
+    cfg->upstream = true;
+    return 0;
+}
+
 static volatile pid_t proxy_factory_pid = -1;
 
 /* The proxy's SIGTERM (end of session): reap the factory so that it does
@@ -395,6 +416,17 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
         cfg.secret_count++;
     }
     cfg.secrets = secrets;
+    struct allowlist no_proxy = {0};
+    cfg.no_proxy = &no_proxy;
+    for (size_t i = 0; i < policy->no_proxy_count; i++) {
+        if (allowlist_add(&no_proxy, policy->no_proxy[i], &err) < 0) {
+            error_prefix(&err, "network.no_proxy");
+            goto fail;
+        }
+    }
+    if (policy->mode == NET_MODE_ALLOWLIST && policy->upstream_proxy &&
+        upstream_setup(policy, &cfg, &err) < 0)
+        goto fail;
     if (policy->audit_log) {
         cfg.audit_fd = open(policy->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
         if (cfg.audit_fd < 0) {

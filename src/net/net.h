@@ -45,6 +45,11 @@ struct net_policy {
      * (secrets.h); the values are read only in the proxy process. */
     struct net_secret secrets[NET_MAX_SECRETS];
     size_t secret_count;
+    /* network.upstream_proxy ("host:port" or "http://host:port"; NULL:
+     * none) and network.no_proxy (allow_hosts patterns reached directly). */
+    const char *upstream_proxy;
+    const char *no_proxy[NET_MAX_ALLOW];
+    size_t no_proxy_count;
 };
 
 /* Running state of one session's network helpers. */

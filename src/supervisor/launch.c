@@ -182,6 +182,11 @@ static int launch_network(const struct launch_request *req, struct launch *l,
         out->host_port = p->host_port;
         out->guest_port = p->guest_port;
     }
+    net->upstream_proxy = cfg->network.upstream_proxy;
+    if (cfg->network.no_proxy.count > NET_MAX_ALLOW)
+        return error_set(err, E2BIG, "network.no_proxy: more than %d entries", NET_MAX_ALLOW);
+    for (size_t i = 0; i < cfg->network.no_proxy.count; i++)
+        net->no_proxy[net->no_proxy_count++] = cfg->network.no_proxy.items[i];
     if (cfg->secrets.count > NET_MAX_SECRETS)
         return error_set(err, E2BIG, "secrets: more than %d entries", NET_MAX_SECRETS);
     for (size_t i = 0; i < cfg->secrets.count; i++) {
