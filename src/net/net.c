@@ -406,15 +406,10 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
     }
     if (allowlist_load_host_addresses(&allow, &err) < 0)
         goto fail;
-    /* The values live in this process only: no core dump, no ptrace by
-     * another process of the user. */
+    /* No core dump, no ptrace by another process of the user (inherited
+     * by the namespace factory too). */
     prctl(PR_SET_DUMPABLE, 0);
     struct proxy_secret secrets[NET_MAX_SECRETS];
-    for (size_t i = 0; policy->mode == NET_MODE_ALLOWLIST && i < policy->secret_count; i++) {
-        if (proxy_secret_load(&policy->secrets[i], &secrets[i], &err) < 0)
-            goto fail;
-        cfg.secret_count++;
-    }
     cfg.secrets = secrets;
     struct allowlist no_proxy = {0};
     cfg.no_proxy = &no_proxy;
@@ -466,6 +461,14 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
         snprintf(cfg.publish[i].text, sizeof(cfg.publish[i].text), "published %s:%u -> %u",
                  pub->bind, pub->host_port, pub->guest_port);
         cfg.publish_count++;
+    }
+    /* The secrets' values last, once the namespace factory (which joins
+     * the sandbox's namespaces) is forked: it never holds them. Only this
+     * process and its resolver workers, in the host's namespaces, do. */
+    for (size_t i = 0; policy->mode == NET_MODE_ALLOWLIST && i < policy->secret_count; i++) {
+        if (proxy_secret_load(&policy->secrets[i], &secrets[i], &err) < 0)
+            goto fail;
+        cfg.secret_count++;
     }
     /* Ready: an empty error. */
     if (write(ready_fd, &err, sizeof(err)) != (ssize_t)sizeof(err))
