@@ -15,6 +15,7 @@ struct cfg_assignment {
     struct cfg_strings list;
     struct cfg_ports ports;
     struct cfg_mounts mounts;
+    struct cfg_secrets secrets;
 };
 
 struct cfg_assignments {
@@ -44,6 +45,7 @@ int cfg_apply(struct cordon_config *cfg, const struct cfg_assignment *a, bool re
               struct cordon_error *err);
 
 void cfg_strings_free(struct cfg_strings *s);
+void cfg_secrets_free(struct cfg_secrets *s);
 int cfg_strings_add(struct cfg_strings *s, const char *item);
 bool cfg_strings_contains(const struct cfg_strings *s, const char *item);
 void cfg_origin_free(struct cfg_origin *o);

@@ -49,12 +49,15 @@ enum cfg_key {
     CFG_NETWORK_MODE,
     CFG_NETWORK_ALLOW_HOSTS,
     CFG_NETWORK_PUBLISH_PORTS,
+    CFG_NETWORK_UPSTREAM_PROXY,
+    CFG_NETWORK_NO_PROXY,
     CFG_MOUNTS,
     CFG_SKILLS_PATHS,
     CFG_SOCKETS_ALLOW,
     CFG_DOCKER_MODE,
     CFG_DOCKER_HOST,
     CFG_DOCKER_IMAGE,
+    CFG_SECRETS,
     CFG_KEY_COUNT,
 };
 
@@ -102,6 +105,23 @@ struct cfg_mounts {
     size_t count;
 };
 
+/* [[secrets]] (docs/secrets.md): a value the proxy puts into requests to
+ * HOSTS in place of a per-session placeholder; the sandbox's variable NAME
+ * holds only the placeholder. Never from the workspace file. */
+struct cfg_secret {
+    char *name;      /* environment variable inside the sandbox */
+    char *from;      /* "env:VAR", "file:/abs/path" or "command:shell text" */
+    char *header;    /* NULL: substituted anywhere in the request head */
+    bool plain_http; /* the value may go out in cleartext (http://) */
+    struct cfg_strings hosts;
+    struct cfg_origin origin;
+};
+
+struct cfg_secrets {
+    struct cfg_secret *items;
+    size_t count;
+};
+
 struct cordon_config {
     int backend;       /* enum cfg_backend */
     int fallback_mode; /* enum cfg_fallback */
@@ -135,6 +155,11 @@ struct cordon_config {
         int mode; /* enum cfg_network_mode */
         struct cfg_strings allow_hosts;
         struct cfg_ports publish_ports;
+        /* "host:port" of an HTTP proxy every allowed connection is chained
+         * through (NULL: none), except to no_proxy patterns. Never from
+         * the workspace file. */
+        char *upstream_proxy;
+        struct cfg_strings no_proxy;
     } network;
     struct cfg_mounts mounts;
     struct cfg_strings skills_paths;
@@ -151,6 +176,7 @@ struct cordon_config {
         char *host;
         char *image; /* NULL: not set (the docker backend refuses to start) */
     } docker;
+    struct cfg_secrets secrets;
 
     struct cfg_origin origin[CFG_KEY_COUNT];
 

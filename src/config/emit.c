@@ -97,6 +97,25 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
         }
         return array;
     }
+    case CFG_NETWORK_UPSTREAM_PROXY:
+        return cfg->network.upstream_proxy ? json_string(cfg->network.upstream_proxy) : json_null();
+    case CFG_NETWORK_NO_PROXY:
+        return strings_json(&cfg->network.no_proxy);
+    case CFG_SECRETS: {
+        /* Names and where they may go; never the value (it is not read here). */
+        json_t *array = json_array();
+        for (size_t i = 0; array && i < cfg->secrets.count; i++) {
+            const struct cfg_secret *sec = &cfg->secrets.items[i];
+            json_t *item = json_pack("{s:s, s:s, s:o}", "name", sec->name, "from", sec->from,
+                                     "hosts", strings_json(&sec->hosts));
+            if (item && sec->header)
+                json_object_set_new(item, "header", json_string(sec->header));
+            if (item)
+                json_object_set_new(item, "plain_http", json_boolean(sec->plain_http));
+            json_array_append_new(array, item);
+        }
+        return array;
+    }
     case CFG_KEY_COUNT:
         break;
     }
@@ -121,7 +140,8 @@ json_t *cfg_to_json(const struct cordon_config *cfg, bool explain)
             continue;
         }
         if ((k == CFG_SANDBOX_NAME && !cfg->sandbox_name) ||
-            (k == CFG_DOCKER_IMAGE && !cfg->docker.image))
+            (k == CFG_DOCKER_IMAGE && !cfg->docker.image) ||
+            (k == CFG_NETWORK_UPSTREAM_PROXY && !cfg->network.upstream_proxy))
             continue;
         const char *dot = strchr(name, '.');
         if (!dot) {
@@ -208,8 +228,9 @@ int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
 {
     const char *section = "";
     for (int k = 0; k < CFG_KEY_COUNT; k++) {
-        if (k == CFG_MOUNTS || (k == CFG_SANDBOX_NAME && !cfg->sandbox_name) ||
-            (k == CFG_DOCKER_IMAGE && !cfg->docker.image))
+        if (k == CFG_MOUNTS || k == CFG_SECRETS || (k == CFG_SANDBOX_NAME && !cfg->sandbox_name) ||
+            (k == CFG_DOCKER_IMAGE && !cfg->docker.image) ||
+            (k == CFG_NETWORK_UPSTREAM_PROXY && !cfg->network.upstream_proxy))
             continue;
         const char *name = cfg_key_name(k);
         const char *dot = strchr(name, '.');
@@ -239,6 +260,26 @@ int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
         fputs("\nguest_path = ", out);
         write_toml_string(m->guest_path, out);
         fprintf(out, "\nreadonly = %s\n", m->readonly ? "true" : "false");
+    }
+    for (size_t i = 0; i < cfg->secrets.count; i++) {
+        const struct cfg_secret *sec = &cfg->secrets.items[i];
+        fputs("\n[[secrets]]", out);
+        if (explain)
+            write_origin_of(&sec->origin, out);
+        fputs("\nname = ", out);
+        write_toml_string(sec->name, out);
+        fputs("\nfrom = ", out);
+        write_toml_string(sec->from, out);
+        fputs("\nhosts = ", out);
+        json_t *hosts = strings_json(&sec->hosts);
+        write_toml_json(hosts, out);
+        json_decref(hosts);
+        if (sec->header) {
+            fputs("\nheader = ", out);
+            write_toml_string(sec->header, out);
+        }
+        fprintf(out, "\nplain_http = %s", sec->plain_http ? "true" : "false");
+        fputc('\n', out);
     }
     if (explain && cfg->mounts.count == 0) {
         fputs("\n# mounts = []", out);

@@ -441,6 +441,18 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                          "%s:%d: sockets.allow is refused in the workspace file: which host "
                          "services the sandbox may reach is a user or host-owned setting",
                          file, line);
+    case CFG_NETWORK_UPSTREAM_PROXY:
+    case CFG_NETWORK_NO_PROXY:
+        return error_set(err, 0,
+                         "%s:%d: %s is refused in the workspace file: the proxy every allowed "
+                         "connection goes through is a user or host-owned setting",
+                         file, line, cfg_key_name(a->key));
+    case CFG_SECRETS:
+        return error_set(err, 0,
+                         "%s:%d: [[secrets]] is refused in the workspace file: which credentials "
+                         "the proxy puts into requests, and for which hosts, is a user or "
+                         "host-owned setting (put it in ~/.config/cordon/config.toml)",
+                         file, line);
     case CFG_DOCKER_HOST:
         return error_set(err, 0,
                          "%s:%d: docker.host is refused in the workspace file: the daemon the "

@@ -3,6 +3,7 @@
  * typed assignments. Unknown keys are errors with a "did you mean". Host
  * context, on untrusted input (a workspace file is agent-writable). */
 #include "config/config-internal.h"
+#include "net/allowlist.h"
 #include "util/cleanup.h"
 
 #include <arpa/inet.h>
@@ -23,7 +24,8 @@ enum kind {
     KIND_STRING,
     KIND_LIST,
     KIND_PORTS,
-    KIND_MOUNTS
+    KIND_MOUNTS,
+    KIND_SECRETS
 };
 
 /* Returns NULL when item is acceptable, else the reason. */
@@ -57,6 +59,7 @@ static const char *check_sandbox_name(const char *item);
 static const char *check_docker_host(const char *item);
 static const char *check_docker_image(const char *item);
 static const char *check_etc_entry(const char *item);
+static const char *check_upstream(const char *item);
 
 #define AT(field) offsetof(struct cordon_config, field)
 
@@ -111,11 +114,17 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                          false},
     [CFG_DOCKER_IMAGE] = {"docker.image", KIND_STRING, AT(docker.image), NULL, 0, 0,
                           check_docker_image, false},
+    [CFG_SECRETS] = {"secrets", KIND_SECRETS, AT(secrets), NULL, 0, 0, NULL, false},
+    [CFG_NETWORK_UPSTREAM_PROXY] = {"network.upstream_proxy", KIND_STRING,
+                                    AT(network.upstream_proxy), NULL, 0, 0, check_upstream, false},
+    [CFG_NETWORK_NO_PROXY] = {"network.no_proxy", KIND_LIST, AT(network.no_proxy), NULL, 0, 0,
+                              check_host, false},
 };
 
 static const char *const sections[] = {"env",    "limits", "etc",     "network",
                                        "skills", "docker", "sockets", NULL};
 static const char *const mount_keys[] = {"host_path", "guest_path", "readonly", NULL};
+static const char *const secret_keys[] = {"name", "from", "hosts", "header", "plain_http", NULL};
 
 const char *cfg_key_name(enum cfg_key key)
 {
@@ -347,6 +356,10 @@ static const char *check_env_name(const char *item)
 static const char *check_host(const char *item)
 {
     const char *bad = "not a host name (expected name, *.domain or IP address, optional :port)";
+    if (item[0] == '@')
+        return allowlist_preset(item) ? NULL
+                                      : "is not a preset (known: @npm, @pypi, @crates, @go, "
+                                        "@debian, @github)";
     char host[256];
     if (strlen(item) >= sizeof(host) || !*item)
         return bad;
@@ -390,6 +403,27 @@ static const char *check_sandbox_name(const char *item)
 
 /* The docker backend talks to a daemon over a unix socket only: a TCP
  * daemon would need TLS material cordon does not manage. */
+/* "host:port" or "http://host:port[/]" of an HTTP proxy. */
+static const char *check_upstream(const char *item)
+{
+    const char *bad = "must be host:port or http://host:port (an HTTP proxy)";
+    const char *hp = strncmp(item, "http://", 7) == 0 ? item + 7 : item;
+    if (strstr(item, "://") && hp == item)
+        return bad;
+    char buf[300];
+    size_t len = strlen(hp);
+    if (len > 0 && hp[len - 1] == '/')
+        len--;
+    if (len == 0 || len >= sizeof(buf) || memchr(hp, '@', len) || memchr(hp, '/', len))
+        return bad;
+    memcpy(buf, hp, len);
+    buf[len] = '\0';
+    char *colon = strrchr(buf, ':');
+    if (!colon || colon == buf || buf[0] == '*' || check_host(buf))
+        return bad;
+    return NULL;
+}
+
 static const char *check_docker_host(const char *item)
 {
     const char *path = strncmp(item, "unix://", 7) == 0 ? item + 7 : NULL;
@@ -523,6 +557,20 @@ static void mounts_free(struct cfg_mounts *m)
     m->count = 0;
 }
 
+void cfg_secrets_free(struct cfg_secrets *s)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        free(s->items[i].name);
+        free(s->items[i].from);
+        free(s->items[i].header);
+        cfg_strings_free(&s->items[i].hosts);
+        cfg_origin_free(&s->items[i].origin);
+    }
+    free(s->items);
+    s->items = NULL;
+    s->count = 0;
+}
+
 static void assignment_free(struct cfg_assignment *a)
 {
     cfg_origin_free(&a->origin);
@@ -530,6 +578,7 @@ static void assignment_free(struct cfg_assignment *a)
     cfg_strings_free(&a->list);
     free(a->ports.items);
     mounts_free(&a->mounts);
+    cfg_secrets_free(&a->secrets);
 }
 
 void cfg_assignments_free(struct cfg_assignments *a)
@@ -640,6 +689,113 @@ static int collect_mount(const struct toml_value *table, const char *file, enum 
     return 0;
 }
 
+/* from = "env:VAR" | "file:/abs/path" | "command:TEXT"; NULL when fine. */
+static const char *check_secret_from(const char *from)
+{
+    if (strncmp(from, "env:", 4) == 0) {
+        const char *name = from + 4;
+        if (!*name || !(isalpha((unsigned char)name[0]) || name[0] == '_'))
+            return "env: needs an environment variable name";
+        for (const char *c = name; *c; c++)
+            if (!(isalnum((unsigned char)*c) || *c == '_'))
+                return "env: needs an environment variable name";
+        return NULL;
+    }
+    if (strncmp(from, "file:", 5) == 0)
+        return check_absolute_path(from + 5) ? "file: needs an absolute path" : NULL;
+    if (strncmp(from, "command:", 8) == 0)
+        return from[8] ? NULL : "command: needs a command";
+    return "expected \"env:VAR\", \"file:/absolute/path\" or \"command:...\"";
+}
+
+/* An HTTP field name (RFC 9110 token). */
+static const char *check_header_name(const char *name)
+{
+    if (!*name || strlen(name) > 64)
+        return "not an HTTP header name";
+    for (const char *c = name; *c; c++)
+        if (!isalnum((unsigned char)*c) && !strchr("!#$%&'*+-.^_`|~", *c))
+            return "not an HTTP header name";
+    return NULL;
+}
+
+static int collect_secret(const struct toml_value *table, const char *file, enum cfg_layer layer,
+                          struct cfg_secret *out, struct cordon_error *err)
+{
+    char where[WHERE_MAX];
+    out->origin.layer = layer;
+    out->origin.line = table->line;
+    out->origin.file = strdup(file);
+    if (!out->origin.file)
+        return error_set(err, ENOMEM, "secrets");
+    for (size_t i = 0; i < table->table.count; i++) {
+        const struct toml_entry *e = &table->table.entries[i];
+        snprintf(where, sizeof(where), "%s:%d:%d", file, e->line, e->column);
+        int known = -1;
+        for (int m = 0; secret_keys[m]; m++)
+            if (strcmp(e->key, secret_keys[m]) == 0)
+                known = m;
+        if (known < 0) {
+            const char *hint = suggest_from(e->key, secret_keys, 5);
+            return error_set(err, 0, "%s: unknown key 'secrets.%s'%s%s%s", where, e->key,
+                             hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
+        }
+        if (known == 4) {
+            if (e->value->type != TOML_BOOLEAN)
+                return error_set(err, 0, "%s: secrets.plain_http: expected true or false, found %s",
+                                 where, toml_type_name(e->value->type));
+            out->plain_http = e->value->boolean;
+            continue;
+        }
+        if (known == 2) {
+            if (e->value->type != TOML_ARRAY || e->value->array.count == 0)
+                return error_set(err, 0,
+                                 "%s: secrets.hosts: expected a non-empty array of host "
+                                 "names, found %s",
+                                 where, toml_type_name(e->value->type));
+            for (size_t j = 0; j < e->value->array.count; j++) {
+                const struct toml_value *item = e->value->array.items[j];
+                snprintf(where, sizeof(where), "%s:%d:%d", file, item->line, item->column);
+                if (item->type != TOML_STRING)
+                    return error_set(err, 0, "%s: secrets.hosts: expected a host name, found %s",
+                                     where, toml_type_name(item->type));
+                const char *why = strlen(item->string.text) != item->string.length
+                                      ? "contains U+0000"
+                                      : check_host(item->string.text);
+                if (why)
+                    return error_set(err, 0, "%s: secrets.hosts: \"%.200s\" %s", where,
+                                     item->string.text, why);
+                if (cfg_strings_add(&out->hosts, item->string.text) < 0)
+                    return error_set(err, ENOMEM, "secrets");
+            }
+            continue;
+        }
+        if (e->value->type != TOML_STRING ||
+            strlen(e->value->string.text) != e->value->string.length)
+            return error_set(err, 0, "%s: secrets.%s: expected a string, found %s", where, e->key,
+                             toml_type_name(e->value->type));
+        const char *text = e->value->string.text;
+        const char *why = known == 0   ? check_env_name(text)
+                          : known == 1 ? check_secret_from(text)
+                                       : check_header_name(text);
+        if (why)
+            return error_set(err, 0, "%s: secrets.%s: \"%.200s\" %s", where, e->key, text, why);
+        char **slot = known == 0 ? &out->name : known == 1 ? &out->from : &out->header;
+        free(*slot);
+        *slot = strdup(text);
+        if (!*slot)
+            return error_set(err, ENOMEM, "secrets");
+    }
+    const char *missing = !out->name          ? "name"
+                          : !out->from        ? "from"
+                          : !out->hosts.count ? "hosts"
+                                              : NULL;
+    if (missing)
+        return error_set(err, 0, "%s:%d:%d: secrets: %s is required", file, table->line,
+                         table->column, missing);
+    return 0;
+}
+
 static int collect_value(const struct key_info *k, enum cfg_key key, const struct toml_value *v,
                          const char *file, int line, int column, enum cfg_layer layer,
                          struct cfg_assignments *out, struct cordon_error *err)
@@ -746,6 +902,27 @@ static int collect_value(const struct key_info *k, enum cfg_key key, const struc
             a->mounts.count++;
             if (collect_mount(item, file, layer, &a->mounts.items[i], err) < 0)
                 return -1;
+        }
+        return 0;
+    case KIND_SECRETS:
+        if (v->type != TOML_ARRAY)
+            return type_error(err, where, k, "an array of tables ([[secrets]])", v);
+        a->secrets.items = calloc(v->array.count + 1, sizeof(*a->secrets.items));
+        if (!a->secrets.items)
+            return error_set(err, ENOMEM, "%s", where);
+        for (size_t i = 0; i < v->array.count; i++) {
+            const struct toml_value *item = v->array.items[i];
+            if (item->type != TOML_TABLE) {
+                snprintf(where, sizeof(where), "%s:%d:%d", file, item->line, item->column);
+                return type_error(err, where, k, "a table", item);
+            }
+            a->secrets.count++;
+            if (collect_secret(item, file, layer, &a->secrets.items[i], err) < 0)
+                return -1;
+            for (size_t j = 0; j < i; j++)
+                if (strcmp(a->secrets.items[j].name, a->secrets.items[i].name) == 0)
+                    return error_set(err, 0, "%s:%d:%d: secrets: %s is named twice", file,
+                                     item->line, item->column, a->secrets.items[i].name);
         }
         return 0;
     }
@@ -888,6 +1065,11 @@ int cfg_collect_text(enum cfg_key key, const char *text, const char *origin_name
     case KIND_MOUNTS:
         return error_set(err, 0, "%s: mounts can only be set in a configuration file ([[mounts]])",
                          origin_name);
+    case KIND_SECRETS:
+        return error_set(err, 0,
+                         "%s: secrets can only be set in the user's or a host-owned "
+                         "configuration file ([[secrets]])",
+                         origin_name);
     }
     return error_set(err, 0, "%s: internal error", origin_name);
 }
@@ -1018,6 +1200,41 @@ int cfg_apply(struct cordon_config *cfg, const struct cfg_assignment *a, bool re
         }
         break;
     }
+    case KIND_SECRETS: {
+        /* A later layer's secret of the same name replaces the earlier one. */
+        struct cfg_secrets *secrets = (struct cfg_secrets *)field;
+        if (replace)
+            cfg_secrets_free(secrets);
+        for (size_t i = 0; i < a->secrets.count; i++) {
+            const struct cfg_secret *src = &a->secrets.items[i];
+            struct cfg_secret *dst = NULL;
+            for (size_t j = 0; j < secrets->count; j++)
+                if (strcmp(secrets->items[j].name, src->name) == 0)
+                    dst = &secrets->items[j];
+            if (!dst) {
+                struct cfg_secret *grown =
+                    realloc(secrets->items, (secrets->count + 1) * sizeof(*grown));
+                if (!grown)
+                    return error_set(err, ENOMEM, "%s", k->name);
+                secrets->items = grown;
+                dst = &secrets->items[secrets->count++];
+                memset(dst, 0, sizeof(*dst));
+            }
+            free(dst->name);
+            free(dst->from);
+            free(dst->header);
+            cfg_strings_free(&dst->hosts);
+            dst->name = strdup(src->name);
+            dst->from = strdup(src->from);
+            dst->header = src->header ? strdup(src->header) : NULL;
+            dst->plain_http = src->plain_http;
+            if (!dst->name || !dst->from || (src->header && !dst->header) ||
+                copy_strings(&dst->hosts, &src->hosts, true) < 0 ||
+                cfg_origin_copy(&dst->origin, &src->origin) < 0)
+                return error_set(err, ENOMEM, "%s", k->name);
+        }
+        break;
+    }
     }
     if (cfg_origin_copy(&cfg->origin[a->key], &a->origin) < 0)
         return error_set(err, ENOMEM, "%s", k->name);
@@ -1040,8 +1257,11 @@ void cfg_free(struct cordon_config *cfg)
     free(cfg->docker.image);
     cfg_strings_free(&cfg->env.allow);
     cfg_strings_free(&cfg->network.allow_hosts);
+    free(cfg->network.upstream_proxy);
+    cfg_strings_free(&cfg->network.no_proxy);
     free(cfg->network.publish_ports.items);
     mounts_free(&cfg->mounts);
+    cfg_secrets_free(&cfg->secrets);
     cfg_strings_free(&cfg->skills_paths);
     cfg_strings_free(&cfg->etc.extra);
     cfg_strings_free(&cfg->sockets.allow);

@@ -171,8 +171,63 @@ bad_prefix:
                      v4 ? 32 : 128);
 }
 
+/* The presets (docs/network.md "Presets"): the names each client contacts
+ * for its usual work, nothing more. */
+struct preset {
+    const char *name;
+    const char *const *hosts;
+};
+static const char *const preset_npm[] = {"registry.npmjs.org:443", NULL};
+static const char *const preset_pypi[] = {"pypi.org:443", "files.pythonhosted.org:443", NULL};
+static const char *const preset_crates[] = {"index.crates.io:443", "static.crates.io:443",
+                                            "crates.io:443", NULL};
+static const char *const preset_go[] = {"proxy.golang.org:443", "sum.golang.org:443", NULL};
+static const char *const preset_debian[] = {"deb.debian.org:80", "deb.debian.org:443",
+                                            "security.debian.org:80", "security.debian.org:443",
+                                            NULL};
+static const char *const preset_github[] = {"github.com:443",
+                                            "api.github.com:443",
+                                            "codeload.github.com:443",
+                                            "objects.githubusercontent.com:443",
+                                            "raw.githubusercontent.com:443",
+                                            "release-assets.githubusercontent.com:443",
+                                            NULL};
+static const struct preset presets[] = {
+    {"@npm", preset_npm}, {"@pypi", preset_pypi},     {"@crates", preset_crates},
+    {"@go", preset_go},   {"@debian", preset_debian}, {"@github", preset_github},
+};
+
+const char *const *allowlist_preset(const char *name)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(presets); i++)
+        if (strcmp(presets[i].name, name) == 0)
+            return presets[i].hosts;
+    return NULL;
+}
+
+const char *allowlist_preset_names(void)
+{
+    return "@npm, @pypi, @crates, @go, @debian, @github";
+}
+
 int allowlist_add(struct allowlist *al, const char *pattern, struct cordon_error *err)
 {
+    if (pattern[0] == '@') {
+        const char *const *hosts = allowlist_preset(pattern);
+        if (!hosts)
+            return error_set(err, EINVAL, "allow_hosts '%.64s': unknown preset (known: %s)",
+                             pattern, allowlist_preset_names());
+        for (size_t i = 0; hosts[i]; i++) {
+            if (allowlist_add(al, hosts[i], err) < 0)
+                return -1;
+            /* Refusals and the audit log name the preset it came from. */
+            struct allow_rule *added = &al->rules[al->count - 1];
+            char text[ALLOW_TEXT_MAX + 1];
+            snprintf(text, sizeof(text), "%s (from %s)", hosts[i], pattern);
+            snprintf(added->text, sizeof(added->text), "%s", text);
+        }
+        return 0;
+    }
     struct allow_rule r = {0};
     size_t len = strlen(pattern);
     if (len == 0 || len > ALLOW_TEXT_MAX)

@@ -53,7 +53,13 @@ struct allow_decision {
     char reason[1024];
 };
 
-/* Parses one pattern and appends it; errors name the pattern. */
+/* The hosts of a preset ("@npm", "@pypi", "@crates", "@go", "@debian",
+ * "@github"; NULL-terminated "host:port" patterns), or NULL. */
+const char *const *allowlist_preset(const char *name);
+/* "@npm, @pypi, ..." for messages. */
+const char *allowlist_preset_names(void);
+/* Parses one pattern (or a preset, which adds its hosts) and appends it;
+ * errors name the pattern. */
 int allowlist_add(struct allowlist *al, const char *pattern, struct cordon_error *err);
 void allowlist_free(struct allowlist *al);
 /* Records the host's own interface addresses as protected. */

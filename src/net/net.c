@@ -24,6 +24,7 @@
 #include "net/allowlist.h"
 #include "net/netns-factory.h"
 #include "net/proxy.h"
+#include "net/proxy-parse.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -137,13 +138,61 @@ int net_policy_validate(const struct net_policy *policy, struct cordon_error *er
     allowlist_free(&al);
     if (policy->mode != NET_MODE_ALLOWLIST && policy->allow_count > 0)
         log_warn("network: allow_hosts has no effect in %s mode", net_mode_name(policy->mode));
+    for (size_t i = 0; i < policy->secret_count; i++) {
+        if (net_secret_validate(&policy->secrets[i], err) < 0)
+            return -1;
+    }
+    if (policy->secret_count > 0 && policy->mode != NET_MODE_ALLOWLIST)
+        log_warn("network: [[secrets]] take effect in allowlist mode only; in %s mode the "
+                 "sandbox's variables hold the placeholders, which no server accepts",
+                 net_mode_name(policy->mode));
     if (policy->hosts_file && access(policy->hosts_file, R_OK) < 0)
         return error_set(err, errno, "hosts file %s", policy->hosts_file);
     return 0;
 }
 
+/* Drops every NAME=... from the environment ENV of N entries. */
+static void env_remove(char **env, size_t *n, const char *name)
+{
+    size_t klen = strlen(name);
+    for (size_t i = 0; i < *n; i++) {
+        if (strncmp(env[i], name, klen) == 0 && env[i][klen] == '=') {
+            free(env[i]);
+            env[i] = env[--*n];
+            env[*n] = NULL;
+            i--;
+        }
+    }
+}
+
+static int env_add_secrets(const struct net_policy *policy, char ***envp, struct cordon_error *err)
+{
+    size_t n = 0;
+    while ((*envp)[n])
+        n++;
+    char **env = realloc(*envp, (n + policy->secret_count + 1) * sizeof(char *));
+    if (!env)
+        return error_set(err, ENOMEM, "environment");
+    *envp = env;
+    for (size_t i = 0; i < policy->secret_count; i++) {
+        const struct net_secret *s = &policy->secrets[i];
+        env_remove(env, &n, s->name);
+        /* The real value never goes in, not even under its source's name. */
+        if (strncmp(s->from, "env:", 4) == 0)
+            env_remove(env, &n, s->from + 4);
+        if (asprintf(&env[n], "%s=%s", s->name, s->placeholder) < 0) {
+            env[n] = NULL;
+            return error_set(err, ENOMEM, "environment");
+        }
+        env[++n] = NULL;
+    }
+    return 0;
+}
+
 int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_error *err)
 {
+    if (env_add_secrets(policy, envp, err) < 0)
+        return -1;
     if (policy->mode != NET_MODE_ALLOWLIST)
         return 0;
     char http[64], socks[64];
@@ -298,6 +347,26 @@ int net_publish_listen(const struct net_publish *pub, struct cordon_error *err)
     return TAKE_FD(fd);
 }
 
+/* network.upstream_proxy: "host:port" or "http://host:port", resolved
+ * once here (the proxy's start), before the loop. */
+static int upstream_setup(const struct net_policy *policy, struct proxy_config *cfg,
+                          struct cordon_error *err)
+{
+    const char *text = policy->upstream_proxy;
+    const char *hp = strncmp(text, "http://", 7) == 0 ? text + 7 : text;
+    size_t len = strlen(hp);
+    if (len > 0 && hp[len - 1] == '/')
+        len--;
+    char host[PROXY_HOST_MAX + 1];
+    if (!proxy_split_authority(hp, len, 0, host, &cfg->upstream_port))
+        return error_set(err, EINVAL, "network.upstream_proxy %s: expected host:port", text);
+    if (net_resolve(host, policy->hosts_file, cfg->upstream_addrs, &cfg->upstream_count, err) < 0)
+        return error_prefix(err, "network.upstream_proxy %s", text);
+    snprintf(cfg->upstream_text, sizeof(cfg->upstream_text), "%.*s", (int)len, hp);
+    cfg->upstream = true;
+    return 0;
+}
+
 static volatile pid_t proxy_factory_pid = -1;
 
 /* The proxy's SIGTERM (end of session): reap the factory so that it does
@@ -336,6 +405,22 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
             goto fail;
     }
     if (allowlist_load_host_addresses(&allow, &err) < 0)
+        goto fail;
+    /* No core dump, no ptrace by another process of the user (inherited
+     * by the namespace factory too). */
+    prctl(PR_SET_DUMPABLE, 0);
+    struct proxy_secret secrets[NET_MAX_SECRETS];
+    cfg.secrets = secrets;
+    struct allowlist no_proxy = {0};
+    cfg.no_proxy = &no_proxy;
+    for (size_t i = 0; i < policy->no_proxy_count; i++) {
+        if (allowlist_add(&no_proxy, policy->no_proxy[i], &err) < 0) {
+            error_prefix(&err, "network.no_proxy");
+            goto fail;
+        }
+    }
+    if (policy->mode == NET_MODE_ALLOWLIST && policy->upstream_proxy &&
+        upstream_setup(policy, &cfg, &err) < 0)
         goto fail;
     if (policy->audit_log) {
         cfg.audit_fd = open(policy->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
@@ -376,6 +461,14 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
         snprintf(cfg.publish[i].text, sizeof(cfg.publish[i].text), "published %s:%u -> %u",
                  pub->bind, pub->host_port, pub->guest_port);
         cfg.publish_count++;
+    }
+    /* The secrets' values last, once the namespace factory (which joins
+     * the sandbox's namespaces) is forked: it never holds them. Only this
+     * process and its resolver workers, in the host's namespaces, do. */
+    for (size_t i = 0; policy->mode == NET_MODE_ALLOWLIST && i < policy->secret_count; i++) {
+        if (proxy_secret_load(&policy->secrets[i], &secrets[i], &err) < 0)
+            goto fail;
+        cfg.secret_count++;
     }
     /* Ready: an empty error. */
     if (write(ready_fd, &err, sizeof(err)) != (ssize_t)sizeof(err))

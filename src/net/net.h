@@ -6,6 +6,7 @@
  * (the supervisor); the processes it starts are described in net.c. */
 #pragma once
 
+#include "net/secrets.h"
 #include "util/error.h"
 
 #include <stdbool.h>
@@ -40,6 +41,15 @@ struct net_policy {
      * (tests, air-gapped set-ups); NULL: the system resolver. */
     const char *hosts_file;
     const char *session_name; /* written into each audit record */
+    /* [[secrets]]: placeholders inside, values put in by the proxy
+     * (secrets.h); the values are read only in the proxy process. */
+    struct net_secret secrets[NET_MAX_SECRETS];
+    size_t secret_count;
+    /* network.upstream_proxy ("host:port" or "http://host:port"; NULL:
+     * none) and network.no_proxy (allow_hosts patterns reached directly). */
+    const char *upstream_proxy;
+    const char *no_proxy[NET_MAX_ALLOW];
+    size_t no_proxy_count;
 };
 
 /* Running state of one session's network helpers. */
@@ -58,7 +68,9 @@ int net_publish_parse(const char *text, struct net_publish *out, struct cordon_e
 int net_policy_validate(const struct net_policy *policy, struct cordon_error *err);
 
 /* Adds the proxy variables to a NULL-terminated, malloc'd environment
- * (allowlist mode; nothing otherwise). */
+ * (allowlist mode; nothing otherwise), and each secret's placeholder as its
+ * variable, removing whatever the environment held under that name or the
+ * name of an env: source. */
 int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_error *err);
 
 void net_session_init(struct net_session *s, const struct net_policy *policy);

@@ -14,6 +14,7 @@
 #include "net/proxy-parse.h"
 #include "net/resolve-pool.h"
 #include "net/resolve.h"
+#include "net/secrets.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -61,6 +62,7 @@ enum conn_state {
     CONN_SOCKS_REQUEST, /* greeting answered, reading the CONNECT request */
     CONN_RESOLVING,     /* the name is with a resolver worker */
     CONN_CONNECTING,
+    CONN_UPSTREAM, /* connected to network.upstream_proxy, its CONNECT answer pending */
     CONN_RELAY,
     CONN_DRAIN, /* answer queued; flush it, then discard input until EOF */
 };
@@ -111,7 +113,13 @@ struct conn {
     uint64_t resolve_tag;  /* in CONN_RESOLVING: the lookup's (sequence << 16 | index) */
     size_t request_length; /* bytes of the request to drop once connected */
     size_t publish_index;
+    /* Through network.upstream_proxy: connected to it, not to host:port. */
+    bool via_upstream, upstream_ready;
+    char *upstream_buf; /* its answer, UPSTREAM_ANSWER_MAX at most */
+    size_t upstream_len;
 };
+
+#define UPSTREAM_ANSWER_MAX 4096
 
 struct proxy {
     const struct proxy_config *cfg;
@@ -230,6 +238,7 @@ static void conn_close(struct proxy *p, struct conn *c)
         close(c->server);
     free(c->up);
     free(c->down);
+    free(c->upstream_buf);
     p->pipe_grown -= c->up_pipe.grown + c->down_pipe.grown;
     int pipes[4] = {c->up_pipe.r, c->up_pipe.w, c->down_pipe.r, c->down_pipe.w};
     for (size_t i = 0; i < ARRAY_SIZE(pipes); i++) {
@@ -264,6 +273,9 @@ static void conn_update(struct proxy *p, struct conn *c)
         break;
     case CONN_CONNECTING:
         server |= EPOLLOUT;
+        break;
+    case CONN_UPSTREAM:
+        server |= EPOLLIN;
         break;
     case CONN_DRAIN:
         if (buffer_used(c->down) == 0)
@@ -359,7 +371,7 @@ static void conn_connect_next(struct proxy *p, struct conn *c)
     while (c->addr_next < c->addr_count) {
         const struct allow_addr *a = &c->addrs[c->addr_next++];
         struct sockaddr_storage ss;
-        socklen_t len = addr_to_sockaddr(a, c->port, &ss);
+        socklen_t len = addr_to_sockaddr(a, c->via_upstream ? p->cfg->upstream_port : c->port, &ss);
         int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
             continue;
@@ -374,8 +386,12 @@ static void conn_connect_next(struct proxy *p, struct conn *c)
         c->state = CONN_CONNECTING;
         return;
     }
-    char reason[PROXY_HOST_MAX + 64];
-    snprintf(reason, sizeof(reason), "could not connect to %s:%d", c->host, c->port);
+    char reason[PROXY_HOST_MAX + 400];
+    if (c->via_upstream)
+        snprintf(reason, sizeof(reason), "could not connect to the upstream proxy %s",
+                 p->cfg->upstream_text);
+    else
+        snprintf(reason, sizeof(reason), "could not connect to %s:%d", c->host, c->port);
     conn_refuse(c, 502, SOCKS5_REPLY_CONNECTION_REFUSED, reason);
 }
 
@@ -426,7 +442,34 @@ static void conn_decide(struct proxy *p, struct conn *c)
         return;
     }
     struct allow_addr literal;
-    if (allow_addr_parse(c->host, &literal)) {
+    bool is_literal = allow_addr_parse(c->host, &literal);
+    if (p->cfg->upstream) {
+        struct allow_decision direct = {0};
+        allowlist_check_request(p->cfg->no_proxy, c->host, c->port, &direct);
+        if (!direct.allowed) {
+            /* Chained: the upstream proxy resolves the name; an address
+             * literal still passes the protected-range check here. */
+            struct allow_decision ad = {.allowed = true};
+            if (is_literal)
+                allowlist_check_address(p->cfg->allow, &literal, c->port, &ad);
+            if (!ad.allowed) {
+                audit(p, c, NULL, false, ad.reason);
+                conn_refuse(c, 403, SOCKS5_REPLY_NOT_ALLOWED, ad.reason);
+                return;
+            }
+            char reason[sizeof(d.reason) + 400];
+            snprintf(reason, sizeof(reason), "%s, through the upstream proxy %s", d.reason,
+                     p->cfg->upstream_text);
+            audit(p, c, p->cfg->upstream_text, true, reason);
+            c->via_upstream = true;
+            memcpy(c->addrs, p->cfg->upstream_addrs, sizeof(c->addrs));
+            c->addr_count = p->cfg->upstream_count;
+            c->addr_next = 0;
+            conn_connect_next(p, c);
+            return;
+        }
+    }
+    if (is_literal) {
         conn_resolved(p, c, &literal, 1);
         return;
     }
@@ -468,9 +511,89 @@ static size_t pipe_size(int reported)
     return reported > 0 ? (size_t)reported : 4096;
 }
 
+/* Connected to the upstream proxy: ask it for the destination. */
+static void upstream_start(struct proxy *p, struct conn *c)
+{
+    char request[PROXY_HOST_MAX + 128];
+    bool v6 = strchr(c->host, ':') != NULL;
+    int n =
+        snprintf(request, sizeof(request), "CONNECT %s%s%s:%d HTTP/1.1\r\nHost: %s%s%s:%d\r\n\r\n",
+                 v6 ? "[" : "", c->host, v6 ? "]" : "", c->port, v6 ? "[" : "", c->host,
+                 v6 ? "]" : "", c->port);
+    c->upstream_buf = malloc(UPSTREAM_ANSWER_MAX);
+    /* A fresh socket's send buffer takes the whole request or fails. */
+    if (!c->upstream_buf || send(c->server, request, (size_t)n, MSG_NOSIGNAL) != n) {
+        char reason[400];
+        snprintf(reason, sizeof(reason), "the upstream proxy %s closed the connection",
+                 p->cfg->upstream_text);
+        audit(p, c, NULL, false, reason);
+        conn_refuse(c, 502, SOCKS5_REPLY_GENERAL_FAILURE, reason);
+        return;
+    }
+    c->upstream_len = 0;
+    c->state = CONN_UPSTREAM;
+    c->since = time(NULL);
+}
+
+static void conn_established(struct proxy *p, struct conn *c);
+
+/* The upstream proxy's answer: 2xx opens the tunnel, anything else is
+ * refused with its status line. */
+static void upstream_read(struct proxy *p, struct conn *c)
+{
+    ssize_t n = read(c->server, c->upstream_buf + c->upstream_len,
+                     UPSTREAM_ANSWER_MAX - 1 - c->upstream_len);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    char reason[PROXY_HOST_MAX + 600];
+    if (n <= 0) {
+        snprintf(reason, sizeof(reason), "the upstream proxy %s closed the connection",
+                 p->cfg->upstream_text);
+        goto refuse;
+    }
+    c->upstream_len += (size_t)n;
+    c->upstream_buf[c->upstream_len] = '\0';
+    char *end = strstr(c->upstream_buf, "\r\n\r\n");
+    if (!end) {
+        if (c->upstream_len < UPSTREAM_ANSWER_MAX - 1)
+            return;
+        snprintf(reason, sizeof(reason), "the upstream proxy %s sent an overlong answer",
+                 p->cfg->upstream_text);
+        goto refuse;
+    }
+    if (strncmp(c->upstream_buf, "HTTP/1.", 7) != 0 || c->upstream_buf[8] != ' ' ||
+        c->upstream_buf[9] != '2') {
+        size_t line = strcspn(c->upstream_buf, "\r\n");
+        snprintf(reason, sizeof(reason), "the upstream proxy %s refused CONNECT %s:%d: %.*s",
+                 p->cfg->upstream_text, c->host, c->port, (int)(line > 200 ? 200 : line),
+                 c->upstream_buf);
+        goto refuse;
+    }
+    /* Bytes after the answer are the destination's (a server that speaks
+     * first): kept for the client, after cordon's own reply. */
+    size_t head = (size_t)(end + 4 - c->upstream_buf);
+    memmove(c->upstream_buf, c->upstream_buf + head, c->upstream_len - head);
+    c->upstream_len -= head;
+    c->upstream_ready = true;
+    epoll_set(p, c->server, &c->server_events, 0, conn_token(p, c, 1));
+    conn_established(p, c);
+    return;
+refuse:
+    epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, c->server, NULL);
+    close(c->server);
+    c->server = -1;
+    c->server_events = 0;
+    audit(p, c, NULL, false, reason);
+    conn_refuse(c, 502, SOCKS5_REPLY_GENERAL_FAILURE, reason);
+}
+
 /* The connect finished: answer the client and start relaying. */
 static void conn_established(struct proxy *p, struct conn *c)
 {
+    if (c->via_upstream && !c->upstream_ready) {
+        upstream_start(p, c);
+        return;
+    }
     c->state = CONN_RELAY;
     c->since = time(NULL);
     /* Without pipes (fd limit) the buffers relay; slower, same result. */
@@ -514,16 +637,46 @@ static void conn_established(struct proxy *p, struct conn *c)
             return;
         }
         size_t rest = buffer_used(c->up) - req->head_length;
-        memmove(c->up->data + req->rewritten_length, c->up->data + c->up->start + req->head_length,
-                rest);
-        memcpy(c->up->data, req->rewritten, req->rewritten_length);
+        const char *head = req->rewritten;
+        size_t head_length = req->rewritten_length;
+        char *filled = NULL;
+        if (p->cfg->secret_count > 0) {
+            /* conn_parse checked this head: no leak, and it fits. */
+            char reason[512];
+            filled = malloc(NET_BUFFER_SIZE);
+            size_t n = 0;
+            if (!filled ||
+                secrets_apply(p->cfg->secrets, p->cfg->secret_count, c->host, c->port, true,
+                              req->rewritten, req->rewritten_length, filled, NET_BUFFER_SIZE - rest,
+                              &n, reason, sizeof(reason)) > SECRETS_SUBST) {
+                free(filled);
+                free(req);
+                conn_close(p, c);
+                return;
+            }
+            if (n > 0) {
+                head = filled;
+                head_length = n;
+            }
+        }
+        memmove(c->up->data + head_length, c->up->data + c->up->start + req->head_length, rest);
+        memcpy(c->up->data, head, head_length);
         c->up->start = 0;
-        c->up->end = req->rewritten_length + rest;
+        c->up->end = head_length + rest;
+        if (filled) {
+            explicit_bzero(filled, head_length);
+            free(filled);
+        }
         free(req);
         break;
     }
     default:
         break;
+    }
+    if (c->upstream_buf) {
+        buffer_put(c->down, c->upstream_buf, c->upstream_len);
+        free(c->upstream_buf);
+        c->upstream_buf = NULL;
     }
     relay_start(p, c);
 }
@@ -592,6 +745,31 @@ static void conn_parse(struct proxy *p, struct conn *c)
     }
     c->kind = req->is_connect ? KIND_HTTP_CONNECT : KIND_HTTP;
     c->request_length = req->head_length;
+    if (c->kind == KIND_HTTP && p->cfg->secret_count > 0) {
+        /* Decided before any connection is made: a placeholder bound for
+         * another host never leaves, and a head that would not fit once
+         * the values are in is refused here rather than cut later. */
+        char reason[512];
+        size_t rest = len - req->head_length, out_length = 0;
+        char *scratch = malloc(NET_BUFFER_SIZE);
+        enum secrets_verdict v =
+            scratch ? secrets_apply(p->cfg->secrets, p->cfg->secret_count, c->host, c->port, true,
+                                    req->rewritten, req->rewritten_length, scratch,
+                                    NET_BUFFER_SIZE - rest, &out_length, reason, sizeof(reason))
+                    : SECRETS_TOOBIG;
+        if (scratch) {
+            explicit_bzero(scratch, out_length);
+            free(scratch);
+        } else {
+            snprintf(reason, sizeof(reason), "out of memory");
+        }
+        if (v == SECRETS_LEAK || v == SECRETS_TOOBIG) {
+            audit(p, c, NULL, false, reason);
+            conn_refuse_http(c, v == SECRETS_LEAK ? 403 : 431, reason);
+            free(req);
+            return;
+        }
+    }
     free(req);
     conn_decide(p, c);
 }
@@ -809,10 +987,17 @@ static void conn_event(struct proxy *p, struct conn *c, int side, uint32_t event
             conn_update(p, c);
         return;
     }
+    if (side == 1 && c->state == CONN_UPSTREAM) {
+        if (in)
+            upstream_read(p, c);
+        if (c->state != CONN_FREE && c->state != CONN_RELAY)
+            conn_update(p, c);
+        return;
+    }
     /* The client gave up while its destination is looked up or connected
      * to: nothing is read in these states, so a hang-up would repeat. */
     if (side == 0 && (events & (EPOLLHUP | EPOLLERR)) &&
-        (c->state == CONN_RESOLVING || c->state == CONN_CONNECTING)) {
+        (c->state == CONN_RESOLVING || c->state == CONN_CONNECTING || c->state == CONN_UPSTREAM)) {
         conn_close(p, c);
         return;
     }

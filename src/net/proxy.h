@@ -14,6 +14,7 @@
 #include "net/allowlist.h"
 #include "net/net.h"
 #include "net/netns-factory.h"
+#include "net/resolve.h"
 
 struct proxy_publish {
     int fd; /* host listener */
@@ -35,6 +36,18 @@ struct proxy_config {
     size_t publish_count;
     struct netns_factory *factory;
     int audit_fd;
+    /* Loaded secrets (secrets.h): substituted into plain HTTP request heads
+     * to their hosts, refused elsewhere. */
+    const struct proxy_secret *secrets;
+    size_t secret_count;
+    /* network.upstream_proxy: allowed connections (except to no_proxy) are
+     * a CONNECT through it; the name goes on unresolved. */
+    bool upstream;
+    char upstream_text[300];
+    struct allow_addr upstream_addrs[RESOLVE_MAX];
+    size_t upstream_count;
+    int upstream_port;
+    struct allowlist *no_proxy;
 };
 
 /* Runs the loop until a fatal error; returns -1 with err filled. */

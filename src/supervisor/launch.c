@@ -182,6 +182,25 @@ static int launch_network(const struct launch_request *req, struct launch *l,
         out->host_port = p->host_port;
         out->guest_port = p->guest_port;
     }
+    net->upstream_proxy = cfg->network.upstream_proxy;
+    if (cfg->network.no_proxy.count > NET_MAX_ALLOW)
+        return error_set(err, E2BIG, "network.no_proxy: more than %d entries", NET_MAX_ALLOW);
+    for (size_t i = 0; i < cfg->network.no_proxy.count; i++)
+        net->no_proxy[net->no_proxy_count++] = cfg->network.no_proxy.items[i];
+    if (cfg->secrets.count > NET_MAX_SECRETS)
+        return error_set(err, E2BIG, "secrets: more than %d entries", NET_MAX_SECRETS);
+    for (size_t i = 0; i < cfg->secrets.count; i++) {
+        const struct cfg_secret *cs = &cfg->secrets.items[i];
+        struct net_secret *ns = &net->secrets[net->secret_count++];
+        ns->name = cs->name;
+        ns->from = cs->from;
+        ns->header = cs->header;
+        ns->plain_http = cs->plain_http;
+        ns->hosts = (const char *const *)cs->hosts.items;
+        ns->host_count = cs->hosts.count;
+        if (net_secret_placeholder(cs->name, ns->placeholder, err) < 0)
+            return -1;
+    }
     if (req && req->net_audit_log)
         l->net_audit_log = strdup(req->net_audit_log);
     else if (net->mode == NET_MODE_ALLOWLIST)

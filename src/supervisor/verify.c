@@ -665,6 +665,109 @@ static void check_env(struct verify_run *r, const json_t *p)
     }
 }
 
+/* The value of an env: or file: secret, read here on the host only to
+ * look for it (never sent anywhere); NULL for command: (not run twice). */
+static char *secret_value_for_check(const struct net_secret *sec)
+{
+    if (strncmp(sec->from, "env:", 4) == 0) {
+        const char *v = getenv(sec->from + 4);
+        return v && *v ? strdup(v) : NULL;
+    }
+    if (strncmp(sec->from, "file:", 5) != 0)
+        return NULL;
+    _cleanup_close_ int fd = open(sec->from + 5, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    char *buf = fd >= 0 ? calloc(1, NET_SECRET_MAX + 1) : NULL;
+    ssize_t n = buf ? read(fd, buf, NET_SECRET_MAX) : -1;
+    if (n <= 0) {
+        free(buf);
+        return NULL;
+    }
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    if (n == 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Does the NUL-separated file /proc/PID/WHAT hold NEEDLE? -errno when
+ * unreadable. */
+static int proc_file_holds(pid_t pid, const char *what, const char *needle)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    static char buf[262144];
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0)
+        return -errno;
+    size_t len = strlen(needle);
+    return len <= (size_t)n && memmem(buf, (size_t)n, needle, len) ? 1 : 0;
+}
+
+/* [[secrets]] (docs/secrets.md): the sandbox's variable holds the
+ * placeholder, the value is in neither the environment the sandbox was
+ * built from nor the agent's environment and command line as the kernel
+ * holds them. */
+static void check_secrets(struct verify_run *r)
+{
+    const struct launch *l = r->l;
+    if (l->net.secret_count == 0) {
+        row(r, "secrets", "SKIP", "no [[secrets]] configured");
+        return;
+    }
+    char ev[2048] = "";
+    bool fail = false;
+    for (size_t i = 0; i < l->net.secret_count; i++) {
+        const struct net_secret *sec = &l->net.secrets[i];
+        size_t nlen = strlen(sec->name);
+        const char *inside = NULL;
+        for (size_t k = 0; l->env && l->env[k]; k++)
+            if (strncmp(l->env[k], sec->name, nlen) == 0 && l->env[k][nlen] == '=')
+                inside = l->env[k] + nlen + 1;
+        bool placeholder = inside && strcmp(inside, sec->placeholder) == 0;
+        fail |= !placeholder;
+        add(ev, sizeof(ev), "%s%s: the sandbox's variable %s", i ? "; " : "", sec->name,
+            placeholder ? "holds the session's placeholder"
+            : inside    ? "is NOT the placeholder"
+                        : "is missing");
+        char *value = secret_value_for_check(sec);
+        if (!value) {
+            add(ev, sizeof(ev), ", value not read here (%s)",
+                strncmp(sec->from, "command:", 8) == 0 ? "command: source" : "unreadable");
+            continue;
+        }
+        bool in_env = false;
+        for (size_t k = 0; l->env && l->env[k]; k++)
+            in_env |= strstr(l->env[k], value) != NULL;
+        int in_agent_env =
+            r->agent_pid > 0 ? proc_file_holds(r->agent_pid, "environ", value) : -ESRCH;
+        int in_agent_cmd =
+            r->agent_pid > 0 ? proc_file_holds(r->agent_pid, "cmdline", value) : -ESRCH;
+        explicit_bzero(value, strlen(value));
+        free(value);
+        fail |= in_env || in_agent_env > 0 || in_agent_cmd > 0;
+        add(ev, sizeof(ev), "; its value %s the sandbox's environment",
+            in_env ? "IS IN" : "is not in");
+        add(ev, sizeof(ev), ", %s the agent's environ",
+            in_agent_env > 0   ? "IS IN"
+            : in_agent_env < 0 ? "cannot read"
+                               : "not in");
+        if (in_agent_env < 0)
+            add(ev, sizeof(ev), " (%s)", strerrorname_np(-in_agent_env));
+        add(ev, sizeof(ev), ", %s its cmdline (from the host)",
+            in_agent_cmd > 0   ? "IS IN"
+            : in_agent_cmd < 0 ? "cannot read"
+                               : "not in");
+    }
+    if (l->net.mode != NET_MODE_ALLOWLIST)
+        add(ev, sizeof(ev), "; network.mode is not allowlist: no request gets the values");
+    row(r, "secrets", fail ? "FAIL" : "PASS", "%s", ev);
+}
+
 static void check_host_files(struct verify_run *r, const json_t *p)
 {
     if (!p) {
@@ -1305,6 +1408,7 @@ static json_t *judge(struct verify_run *r, json_t *p, const char *why)
     check_host_files(r, p);
     check_docker(r, p);
     check_ports(r);
+    check_secrets(r);
     check_seccomp(r, p);
     check_privileges(r, p);
     check_namespaces(r, p);

@@ -271,4 +271,12 @@ cordon_run "$ws" "${D[@]}" --network open -- true
 is "open: refused on docker (125)" "$rc" 125
 like "open: the reason" "$out" 'network.mode = "open" is not supported on the docker backend'
 
+# ------------------------------------------------------------ [[secrets]]
+# The shared sentinel run (tests/lib/secrets.sh) with busybox wget: the
+# image has no python, so environ, cmdline and files are swept, not memory.
+. "$CORDON_SRC/tests/lib/secrets.sh"
+secrets_setup
+cordon_run "$ws" "${D[@]}" --network allowlist "${secret_rules[@]}" -- bash -c "$(secrets_script wget)"
+secrets_assert docker
+
 tap_done

@@ -163,4 +163,19 @@ else
     fi
 fi
 
+# ------------------------------------------------- [[secrets]] (docs/secrets.md)
+# The shared sentinel run (tests/lib/secrets.sh): placeholders in the
+# guest, the value put in by the host's proxy, a leak refused, and no value
+# in any process's environ, cmdline or memory, or any file, in the guest.
+export XDG_CONFIG_HOME="$TEST_TMP/xdg-secrets"
+. "$CORDON_SRC/tests/lib/secrets.sh"
+secrets_setup
+cp "$here/secret-sweep.py" "$ws/sweep.py"
+vm_run --network allowlist "${secret_rules[@]}" -- bash -c "$(secrets_script curl)"
+secrets_assert vm
+like "vm: the memory sweep read the guest's processes" "$out" "scanned-bytes [1-9][0-9]{5,}"
+like "vm: no value in any process's memory in the guest" "$out" "found: nothing"
+rm -f "$ws/sweep.py"
+unset XDG_CONFIG_HOME HOST_API_TOKEN
+
 tap_done

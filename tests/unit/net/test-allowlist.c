@@ -160,8 +160,34 @@ static void test_bad_patterns(void)
     allowlist_free(&al);
 }
 
+static void test_presets(void)
+{
+    static const char *const pats[] = {"@npm", "@github", NULL};
+    struct allowlist al = make(pats);
+    ok(request(&al, "registry.npmjs.org", 443), "@npm: registry.npmjs.org:443");
+    ok(!request(&al, "registry.npmjs.org", 80), "@npm: not port 80");
+    ok(!request(&al, "evil.registry.npmjs.org", 443), "@npm: no subdomains");
+    ok(request(&al, "codeload.github.com", 443), "@github: codeload.github.com:443");
+    ok(!request(&al, "gist.github.com", 443), "@github: not gist.github.com");
+    struct allow_decision d;
+    allowlist_check_request(&al, "api.github.com", 443, &d);
+    ok(d.allowed && strstr(d.reason, "from @github"), "the rule names its preset: %s", d.reason);
+    allowlist_free(&al);
+    struct allowlist bad = {0};
+    struct cordon_error err = {0};
+    ok(allowlist_add(&bad, "@nope", &err) < 0 && strstr(err.message, "unknown preset"),
+       "unknown preset refused: %s", err.message);
+    ok(allowlist_add(&bad, "@npmx", &err) < 0, "a preset name is matched whole");
+    allowlist_free(&bad);
+    for (const char *const *n =
+             (const char *const[]){"@npm", "@pypi", "@crates", "@go", "@debian", "@github", NULL};
+         *n; n++)
+        ok(allowlist_preset(*n) && allowlist_preset(*n)[0], "preset %s has hosts", *n);
+}
+
 int main(void)
 {
+    test_presets();
     test_names();
     test_addresses();
     test_protected();
