@@ -106,6 +106,9 @@ static int config_check(int argc, char **argv)
             }
         } else if (!file && argv[i][0] != '-') {
             file = argv[i];
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            config_usage(stdout);
+            return 0;
         } else {
             config_usage(stderr);
             return EXIT_USAGE;
@@ -360,9 +363,11 @@ static int trust_command(int argc, char **argv, bool trust)
         else if (!dir && argv[i][0] != '-')
             dir = argv[i];
         else {
-            fprintf(stderr, "usage: cordon trust [--yes] [DIR] | cordon trust --list | "
-                            "cordon untrust [DIR]\n");
-            return EXIT_USAGE;
+            bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+            fprintf(help ? stdout : stderr,
+                    "usage: cordon trust [--yes] [DIR] | cordon trust --list | "
+                    "cordon untrust [DIR]\n");
+            return help ? 0 : EXIT_USAGE;
         }
     }
     struct cordon_error err = {0};
