@@ -364,9 +364,16 @@ static int trust_command(int argc, char **argv, bool trust)
             dir = argv[i];
         else {
             bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
-            fprintf(help ? stdout : stderr,
-                    "usage: cordon trust [--yes] [DIR] | cordon trust --list | "
-                    "cordon untrust [DIR]\n");
+            if (trust)
+                fprintf(help ? stdout : stderr,
+                        "usage: cordon trust [--yes] [DIR]\n"
+                        "       cordon trust --list\n\n"
+                        "Shows the workspace's .cordon.toml and what trusting it changes, asks,\n"
+                        "then pins its SHA-256 (--yes: without asking). --list: the trusted\n"
+                        "workspaces.\n");
+            else
+                fprintf(help ? stdout : stderr, "usage: cordon untrust [DIR]\n\n"
+                                                "Removes the workspace's trust record.\n");
             return help ? 0 : EXIT_USAGE;
         }
     }
