@@ -77,7 +77,7 @@ struct option_spec {
         {"--net-audit-log", V_FILE, "network decisions as JSON lines"},                            \
         {"--net-hosts-file", V_FILE, "resolve names for the proxy from this file"},                \
         {"--env-mode", V_ENV_MODE, "the environment mode"},                                        \
-        {"--name", V_TEXT, "the name of the sandbox"},                                                  \
+        {"--name", V_TEXT, "the name of the sandbox"},                                             \
         {"--fallback", V_FALLBACK, "after a sandbox failure"},                                     \
     {                                                                                              \
         "--teardown", V_TEARDOWN, "what stays after the session"                                   \
@@ -422,8 +422,7 @@ static void print_fish(void)
             printf(" %s", specs[i].name);
     }
     printf("\n");
-    for (size_t o = 0; global_options[o].name; o++)
-    {
+    for (size_t o = 0; global_options[o].name; o++) {
         printf("complete -c cordon -n \"not __fish_seen_subcommand_from $__cordon_cmds\" "
                "-l %s -d ",
                global_options[o].name + 2);
