@@ -9,7 +9,9 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 out=${CORDON_DEB_DIR:-$src/build-deb}
 mkdir -p "$out"
 cd "$src"
-key=$( (git ls-files -z | xargs -0 sha256sum; dpkg-query -W debhelper lintian gcc meson) 2>/dev/null |
+# tests/ and bench/ are not part of the package (meson -Dtests=false).
+files() { git ls-files -z -- . ':!tests/' ':!bench/'; }
+key=$( (files | xargs -0 sha256sum; dpkg-query -W debhelper lintian gcc meson) 2>/dev/null |
     sha256sum | cut -c1-16)
 version=$(dpkg-parsechangelog -S Version)
 arch=$(dpkg --print-architecture)
@@ -20,7 +22,7 @@ if [ -f "$deb" ] && [ "$(cat "$out/key" 2>/dev/null)" = "$key" ]; then
 fi
 rm -rf "$out/src" "$out"/*.deb "$out"/*.changes "$out"/*.buildinfo "$out/key"
 mkdir -p "$out/src"
-git ls-files -z | while IFS= read -r -d '' f; do
+files | while IFS= read -r -d '' f; do
     [ -e "$f" ] && printf '%s\0' "$f"
 done | tar --null -T - -cf - | tar -xf - -C "$out/src"
 # No .git in the copy: the commit goes in COMMIT, as `git archive` writes it.

@@ -11,7 +11,7 @@
 # rebuilt after a week for security updates) are cached.
 . "$CORDON_SRC/tests/lib/tap.sh"
 [ "$(id -u)" -eq 0 ] || { echo "1..0 # SKIP needs root (mmdebstrap, pivot_root)"; exit 0; }
-for t in mmdebstrap dpkg-buildpackage lintian unshare pivot_root node; do
+for t in mmdebstrap dpkg-buildpackage lintian unshare pivot_root node zstd; do
     command -v "$t" >/dev/null || { echo "1..0 # SKIP $t is not installed (scripts/bootstrap.sh --test)"; exit 0; }
 done
 # Every mount of this test lives in a mount namespace of its own.
@@ -34,16 +34,16 @@ suite=bookworm
 pkgs=mount,passt
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/cordon/mmdebstrap
 key=$(printf '%s\n' "$suite" "$pkgs" "$(mmdebstrap --version)" | sha256sum | cut -c1-16)
-tar=$cache/$suite-$key.tar
+tar=$cache/$suite-$key.tar.zst
 if [ -z "$(find "$tar" -mtime -7 2>/dev/null)" ]; then
     mkdir -p "$cache"
-    rm -f "$cache/$suite-"*.tar
-    mmdebstrap --quiet --variant=apt --include="$pkgs" "$suite" "$tar.part" >"$TEST_TMP/mm.log" 2>&1 &&
-        mv "$tar.part" "$tar" || { fail "mmdebstrap $suite" "$(tail -n 20 "$TEST_TMP/mm.log")"; tap_done; }
+    rm -f "$cache/$suite-"*.tar*
+    mmdebstrap --quiet --variant=apt --include="$pkgs" --format=tar "$suite" - 2>"$TEST_TMP/mm.log" |
+        zstd -q -T2 >"$tar.part" && [ -s "$tar.part" ] && mv "$tar.part" "$tar" || { fail "mmdebstrap $suite" "$(tail -n 20 "$TEST_TMP/mm.log")"; tap_done; }
 fi
 root=$TEST_TMP/root
 mkdir -p "$root"
-tar -C "$root" -xf "$tar"
+zstd -dc "$tar" | tar -C "$root" -xf -
 pass "a Debian 12 root file system ($tar)"
 t_rootfs=$((SECONDS - t0 - t_deb))
 
