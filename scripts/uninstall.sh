@@ -7,7 +7,16 @@ build=${1:?usage: uninstall.sh BUILDDIR}
 meson introspect --installed "$build" | python3 -c '
 import json, os, sys
 destdir = os.environ.get("DESTDIR", "")
-paths = sorted(set(json.load(sys.stdin).values()), key=len, reverse=True)
+installed = json.load(sys.stdin)
+paths = set()
+for src, dst in installed.items():
+    if os.path.isdir(src):  # install_subdir: the files of the source tree
+        for d, _, files in os.walk(src):
+            for f in files:
+                paths.add(os.path.join(dst, os.path.relpath(os.path.join(d, f), src)))
+    else:
+        paths.add(dst)
+paths = sorted(paths, key=len, reverse=True)
 dirs = set()
 for p in paths:
     full = destdir + p

@@ -38,8 +38,9 @@ tar=$cache/$suite-$key.tar.zst
 if [ -z "$(find "$tar" -mtime -7 2>/dev/null)" ]; then
     mkdir -p "$cache"
     rm -f "$cache/$suite-"*.tar*
-    mmdebstrap --quiet --variant=apt --include="$pkgs" --format=tar "$suite" - 2>"$TEST_TMP/mm.log" |
-        zstd -q -T2 >"$tar.part" && [ -s "$tar.part" ] && mv "$tar.part" "$tar" || { fail "mmdebstrap $suite" "$(tail -n 20 "$TEST_TMP/mm.log")"; tap_done; }
+    (set -o pipefail
+        mmdebstrap --quiet --variant=apt --include="$pkgs" --format=tar "$suite" - 2>"$TEST_TMP/mm.log" |
+            zstd -q -T2 >"$tar.part") && mv "$tar.part" "$tar" || { fail "mmdebstrap $suite" "$(tail -n 20 "$TEST_TMP/mm.log")"; tap_done; }
 fi
 root=$TEST_TMP/root
 mkdir -p "$root"
@@ -56,8 +57,8 @@ exec unshare --mount --pid --fork --propagation private /bin/sh -c '
     mount --rbind "$root" "$root" && mount --rbind /dev "$root/dev" &&
         mount --rbind /sys "$root/sys" || exit 125
     cd "$root" && mkdir -p .oldroot && pivot_root . .oldroot || exit 125
-    exec /usr/sbin/chroot . /bin/sh -c "umount -l /.oldroot && rmdir /.oldroot &&
-        mount -t proc proc /proc && mount -t tmpfs -o mode=1777 tmpfs /tmp &&
+    exec /usr/sbin/chroot . /bin/sh -c "mount -t proc proc /proc &&
+        umount -l /.oldroot && rmdir /.oldroot && mount -t tmpfs -o mode=1777 tmpfs /tmp &&
         mount -t tmpfs -o mode=755 tmpfs /run && exec \"\$@\"" sh "$@"' sh "$root" "$@"
 SH
 chmod +x "$TEST_TMP/enter.sh"
@@ -106,6 +107,10 @@ for who in root user; do
         args=(/usr/sbin/runuser -u tester -- env -i HOME=/home/tester PATH=/usr/bin:/bin
             /bin/sh -c 'cd /home/tester/ws && exec cordon mcp')
     fi
+    if [ ! -d "$CORDON_SRC/tests/pi/node_modules/@modelcontextprotocol/sdk" ]; then
+        skip "$who: cordon mcp with the SDK client" "the MCP SDK is not installed (scripts/bootstrap.sh --test)"
+        continue
+    fi
     json=$(CORDON_SRC=$CORDON_SRC timeout 120 node "$CORDON_SRC/tests/integration/package-mcp.mjs" \
         "$TEST_TMP/enter.sh" "$root" "${args[@]}")
     like "$who: cordon mcp with the SDK client: the tools" "$json" '"tools":"bash,edit,find,grep,ls,read,sandbox_verify,write"'
@@ -115,7 +120,8 @@ for who in root user; do
     [[ $json == *'"verify":"PASS"'* ]] || diag "$json"
 done
 ws_file=$root/home/tester/ws/made-by-mcp.txt
-is "the user's MCP write landed in the workspace, owned by the user" "$(stat -c %u "$ws_file" 2>&1)" 1000
+[ ! -d "$CORDON_SRC/tests/pi/node_modules/@modelcontextprotocol/sdk" ] ||
+    is "the user's MCP write landed in the workspace, owned by the user" "$(stat -c %u "$ws_file" 2>&1)" 1000
 
 out=$(enter env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q cordon 2>&1)
 is "apt-get purge cordon" "$?" 0 || diag "$out"
