@@ -47,4 +47,4 @@ fuzz:
 	@scripts/fuzz.sh
 
 clean:
-	rm -rf build build-test build-fuzz
+	rm -rf build build-test build-fuzz build-deb
