@@ -124,6 +124,17 @@ is "cordon run --bogus: 125 (run's other statuses are the command's)" "$?" 125
 version=$("$CORDON" --version)
 like "cordon --version names the version and the commit" "$version" '^cordon [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)$'
 
+# A tarball made by `git archive` has no .git: the commit comes from COMMIT.
+if git -C "$CORDON_SRC" rev-parse HEAD >/dev/null 2>&1; then
+    arch=$(mktemp -d)
+    git -C "$CORDON_SRC" archive HEAD scripts/version.sh COMMIT | tar -x -C "$arch"
+    is "in a git archive tarball, the commit is the archived one" "$(sh "$arch/scripts/version.sh" "$arch")" \
+        "$(git -C "$CORDON_SRC" rev-parse --short=12 HEAD)"
+    rm -rf "$arch"
+else
+    skip "the commit in a git archive tarball" "not a git checkout"
+fi
+
 # Keys: the schema against cordon.toml(5).
 keys=$("$CORDON" completions --values keyset | sed 's/=$//' | sort -u)
 man_keys=$(man_section "$man5" '^# KEYS' | grep -oE '^\*[a-z_.]+\* =' | tr -d '*= ' | sort -u)
