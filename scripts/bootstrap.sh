@@ -6,17 +6,22 @@
 set -euo pipefail
 
 build_pkgs=(meson ninja-build gcc pkg-config libseccomp-dev libjansson-dev
-    libpcre2-dev libutf8proc-dev libgd-dev git passt)
+    libpcre2-dev libutf8proc-dev libgd-dev git passt scdoc)
 # passt provides pasta, which `--network open` runs.
 test_pkgs=(clang clang-format libclang-rt-14-dev bubblewrap ripgrep fd-find
     hyperfine util-linux procps iproute2 strace python3 curl netcat-openbsd time socat
-    qemu-system-x86 kmod tmux docker.io docker-compose busybox-static bash-static e2fsprogs)
+    qemu-system-x86 kmod tmux docker.io docker-compose busybox-static bash-static e2fsprogs
+    debhelper lintian zsh fish mmdebstrap)
 # socat is a relay in the network tests; qemu-system-x86 and kmod (depmod)
 # are for the vm backend; tmux is the terminal for pi's interactive TUI test
 # (tests/e2e/pi-tui.mjs); docker.io (dockerd, containerd, runc),
 # docker-compose and busybox-static (the test image's base) for Docker
 # inside the guest; e2fsprogs formats the guest's Docker disk; bash-static
 # is the bash of the docker backend's test image (tests/integration/docker-backend.sh).
+# scdoc builds the man pages; debhelper and lintian build and check the
+# Debian package (make deb), mmdebstrap makes the Debian 12 root file system
+# it is installed into (tests/integration/package.sh); zsh and fish run the
+# completion tests.
 
 want=("${build_pkgs[@]}")
 mode=build

@@ -106,6 +106,9 @@ static int config_check(int argc, char **argv)
             }
         } else if (!file && argv[i][0] != '-') {
             file = argv[i];
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            config_usage(stdout);
+            return 0;
         } else {
             config_usage(stderr);
             return EXIT_USAGE;
@@ -361,9 +364,18 @@ static int trust_command(int argc, char **argv, bool trust)
         else if (!dir && argv[i][0] != '-')
             dir = argv[i];
         else {
-            fprintf(stderr, "usage: cordon trust [--yes] [DIR] | cordon trust --list | "
-                            "cordon untrust [DIR]\n");
-            return EXIT_USAGE;
+            bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+            if (trust)
+                fprintf(help ? stdout : stderr,
+                        "usage: cordon trust [--yes] [DIR]\n"
+                        "       cordon trust --list\n\n"
+                        "Shows the workspace's .cordon.toml and what trusting it changes, asks,\n"
+                        "then pins its SHA-256 (--yes: without asking). --list: the trusted\n"
+                        "workspaces.\n");
+            else
+                fprintf(help ? stdout : stderr, "usage: cordon untrust [DIR]\n\n"
+                                                "Removes the workspace's trust record.\n");
+            return help ? 0 : EXIT_USAGE;
         }
     }
     struct cordon_error err = {0};

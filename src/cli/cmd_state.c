@@ -28,10 +28,12 @@ static void format_age(time_t started, char *buf, size_t len)
 
 int cmd_ls(int argc, char **argv)
 {
-    bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
+    bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
     if (argc > 1 && !json) {
-        fprintf(stderr, "usage: cordon ls [--json]\n");
-        return CORDON_EXIT_FAILURE;
+        bool help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+        fprintf(help ? stdout : stderr, "usage: cordon ls [--json]\n\n"
+                                        "Lists the sandboxes cordon made, running and stopped.\n");
+        return help ? 0 : CORDON_EXIT_USAGE;
     }
     struct cordon_error err = {0};
     struct state_entry *entries;
@@ -72,8 +74,11 @@ int cmd_ls(int argc, char **argv)
 int cmd_rm(int argc, char **argv)
 {
     if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: cordon rm NAME...\n");
-        return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : CORDON_EXIT_FAILURE;
+        bool help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+        fprintf(help ? stdout : stderr,
+                "usage: cordon rm NAME...\n\n"
+                "Removes the state of stopped sandboxes; a running one is refused.\n");
+        return help ? 0 : CORDON_EXIT_USAGE;
     }
     int status = 0;
     for (int i = 1; i < argc; i++) {
@@ -97,13 +102,15 @@ int cmd_gc(int argc, char **argv)
             hours = strtod(argv[++i], &end);
             if (*end || hours < 0) {
                 fprintf(stderr, "cordon: gc: --hours expects a non-negative number\n");
-                return CORDON_EXIT_FAILURE;
+                return CORDON_EXIT_USAGE;
             }
         } else {
-            fprintf(stderr, "usage: cordon gc [--hours N]\n\n"
-                            "Removes cordon sandboxes that are not running, whose lock can be\n"
-                            "taken and that are older than N hours (default: gc_hours).\n");
-            return strcmp(argv[i], "--help") == 0 ? 0 : CORDON_EXIT_FAILURE;
+            bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+            fprintf(help ? stdout : stderr,
+                    "usage: cordon gc [--hours N]\n\n"
+                    "Removes cordon sandboxes that are not running, whose lock can be\n"
+                    "taken and that are older than N hours (default: gc_hours).\n");
+            return help ? 0 : CORDON_EXIT_USAGE;
         }
     }
     struct cordon_error err = {0};

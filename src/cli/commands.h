@@ -23,3 +23,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_trust(int argc, char **argv);
 int cmd_untrust(int argc, char **argv);
+int cmd_help(int argc, char **argv);
+int cmd_completions(int argc, char **argv);
+/* `cordon ARGS...` (main.c), for `cordon help COMMAND`. */
+int cli_main(int argc, char **argv);

@@ -2,6 +2,7 @@
  * context, unprivileged. */
 #include "cli/commands.h"
 #include "config.h"
+#include "version.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -22,24 +23,34 @@ static const struct cli_command commands[] = {
     {"gc", cmd_gc, "remove stale sandboxes (not running, older than gc_hours)"},
     {"verify", cmd_verify,
      "audit a fresh sandbox, or a running session's (NAME): PASS/FAIL + evidence"},
+    {"help", cmd_help, "describe cordon, or one COMMAND (the same as COMMAND --help)"},
+};
+
+/* Not listed: the shell completion scripts (`cordon completions bash`). */
+static const struct cli_command hidden_commands[] = {
+    {"completions", cmd_completions, "print a shell completion script"},
 };
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: cordon [--debug] COMMAND [ARGS...]\n\ncommands:\n");
+    fprintf(out, "usage: cordon [--debug] COMMAND [ARGS...]\n"
+                 "       cordon --version | --help\n\ncommands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n`cordon COMMAND --help` describes a command.\n");
+    fprintf(out, "\n`cordon help COMMAND` (or `cordon COMMAND --help`) describes a command;\n"
+                 "`man cordon` describes them all, `man cordon.toml` the configuration.\n"
+                 "Exit status: a usage error is 2 (125 for run, shell, tool, mcp and verify),\n"
+                 "cordon's own failure 125; `cordon run` exits with the command's status.\n");
 }
 
-int main(int argc, char **argv)
+int cli_main(int argc, char **argv)
 {
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--debug") == 0) {
             log_debug_enabled = true;
         } else if (strcmp(argv[i], "--version") == 0) {
-            printf("cordon %s\n", CORDON_VERSION);
+            printf("cordon %s (commit %s)\n", CORDON_VERSION, CORDON_COMMIT);
             return 0;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
@@ -47,20 +58,29 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "cordon: unknown option '%s'\n", argv[i]);
             usage(stderr);
-            return CORDON_EXIT_FAILURE;
+            return CORDON_EXIT_USAGE;
         }
     }
     if (getenv("CORDON_DEBUG") && strcmp(getenv("CORDON_DEBUG"), "1") == 0)
         log_debug_enabled = true;
     if (i >= argc) {
         usage(stderr);
-        return CORDON_EXIT_FAILURE;
+        return CORDON_EXIT_USAGE;
     }
     for (size_t c = 0; c < sizeof(commands) / sizeof(commands[0]); c++) {
         if (strcmp(argv[i], commands[c].name) == 0)
             return commands[c].run(argc - i, argv + i);
     }
+    for (size_t c = 0; c < sizeof(hidden_commands) / sizeof(hidden_commands[0]); c++) {
+        if (strcmp(argv[i], hidden_commands[c].name) == 0)
+            return hidden_commands[c].run(argc - i, argv + i);
+    }
     fprintf(stderr, "cordon: unknown command '%s'\n", argv[i]);
     usage(stderr);
-    return CORDON_EXIT_FAILURE;
+    return CORDON_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    return cli_main(argc, argv);
 }

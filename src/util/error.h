@@ -13,6 +13,7 @@ enum {
     CORDON_EXIT_FAILURE = 125,     /* cordon could not set up or run the sandbox */
     CORDON_EXIT_CANNOT_EXEC = 126, /* the command exists but could not be executed */
     CORDON_EXIT_NOT_FOUND = 127,   /* the command was not found inside the sandbox */
+    CORDON_EXIT_USAGE = 2,         /* bad usage of a command that has no status of its own */
 };
 
 struct cordon_error {
