@@ -7,6 +7,7 @@
 #include "supervisor/state.h"
 #include "util/cleanup.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,12 +33,18 @@ enum value_kind {
     V_EXEC,     /* a program and its arguments */
 };
 
+/* Values that are a configuration key's choices come from the schema, so
+ * the completions follow it (and no backend is named outside the table). */
+static const struct {
+    bool set;
+    enum cfg_key key;
+} value_keys[] = {
+    [V_BACKEND] = {true, CFG_BACKEND},   [V_NETWORK] = {true, CFG_NETWORK_MODE},
+    [V_ENV_MODE] = {true, CFG_ENV_MODE}, [V_FALLBACK] = {true, CFG_FALLBACK_MODE},
+    [V_TEARDOWN] = {true, CFG_TEARDOWN},
+};
+
 static const char *const value_words[][8] = {
-    [V_BACKEND] = {"ns", "vm", "docker"},
-    [V_NETWORK] = {"deny", "allowlist", "open"},
-    [V_ENV_MODE] = {"strict", "allowlist", "passthrough"},
-    [V_FALLBACK] = {"block", "host"},
-    [V_TEARDOWN] = {"remove", "stop", "none"},
     [V_LAYER] = {"user", "workspace", "host"},
     [V_TOOL] = {"read", "write", "edit", "ls", "find", "grep", "bash"},
     [V_SHELL] = {"bash", "zsh", "fish"},
@@ -233,6 +240,9 @@ static int print_values(const char *kind_name)
                 printf("%s\n", entries[i].name);
         }
         free(entries);
+    } else if (kind < ARRAY_SIZE(value_keys) && value_keys[kind].set) {
+        for (int w = 0; cfg_enum_name(value_keys[kind].key, w); w++)
+            printf("%s\n", cfg_enum_name(value_keys[kind].key, w));
     } else if (kind < ARRAY_SIZE(value_words)) {
         for (size_t w = 0; w < 8 && value_words[kind][w]; w++)
             printf("%s\n", value_words[kind][w]);
