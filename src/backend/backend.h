@@ -33,3 +33,8 @@ struct backend_ops {
 
 /* The backend called name, or NULL. */
 const struct backend_ops *backend_lookup(const char *name);
+
+/* ---- the host probe (backend/probe.h): what `cordon doctor` and backend =
+ * "auto" ask each backend, by name ("ns", "vm", "docker"); NULL if none. ---- */
+#include "backend/probe.h"
+backend_host_probe_fn backend_probe_lookup(const char *name);

@@ -21,12 +21,14 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
     case CFG_TEARDOWN:
     case CFG_ENV_MODE:
     case CFG_NETWORK_MODE:
-    case CFG_DOCKER_MODE: {
+    case CFG_DOCKER_MODE:
+    case CFG_BACKEND_FLOOR: {
         int value = key == CFG_BACKEND         ? cfg->backend
                     : key == CFG_FALLBACK_MODE ? cfg->fallback_mode
                     : key == CFG_TEARDOWN      ? cfg->teardown
                     : key == CFG_ENV_MODE      ? cfg->env.mode
                     : key == CFG_NETWORK_MODE  ? cfg->network.mode
+                    : key == CFG_BACKEND_FLOOR ? cfg->backend_floor
                                                : cfg->docker.mode;
         return json_string(cfg_enum_name(key, value));
     }

@@ -39,7 +39,8 @@ struct key_info {
     bool list_replaces; /* a lower list is replaced, not extended */
 };
 
-static const char *const backend_choices[] = {"ns", "vm", "docker", NULL};
+static const char *const backend_choices[] = {"ns", "vm", "docker", "auto", NULL};
+static const char *const backend_floor_choices[] = {"any", "ns", "kernel-boundary", NULL};
 static const char *const fallback_choices[] = {"block", "host", NULL};
 static const char *const teardown_choices[] = {"remove", "stop", "none", NULL};
 static const char *const env_mode_choices[] = {"strict", "allowlist", "passthrough", NULL};
@@ -111,6 +112,8 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                          false},
     [CFG_DOCKER_IMAGE] = {"docker.image", KIND_STRING, AT(docker.image), NULL, 0, 0,
                           check_docker_image, false},
+    [CFG_BACKEND_FLOOR] = {"backend_floor", KIND_ENUM, AT(backend_floor), backend_floor_choices, 0,
+                           0, NULL, false},
 };
 
 static const char *const sections[] = {"env",    "limits", "etc",     "network",

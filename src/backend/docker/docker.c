@@ -446,6 +446,35 @@ static int docker_probe(struct cordon_error *err)
     return 0;
 }
 
+/* The daemon checks of docker_start for `cordon doctor` and auto
+ * (docker-probe.c): the CLI, the socket's owner, the daemon's seccomp and
+ * limits, the image; *stage names the one that failed. */
+int docker_check_host(const struct cordon_config *cfg, const char **stage,
+                      struct cordon_error *err)
+{
+    struct docker_state st = {0};
+    *stage = "cli";
+    if (find_cli(st.cli, sizeof(st.cli), err) < 0)
+        return -1;
+    *stage = "socket";
+    if (check_socket(cfg->docker.host, err) < 0)
+        return -1;
+    snprintf(st.host, sizeof(st.host), "%s", cfg->docker.host);
+    snprintf(st.env_text[0], sizeof(st.env_text[0]), "PATH=" DOCKER_PATH);
+    snprintf(st.env_text[1], sizeof(st.env_text[1]), "DOCKER_HOST=%s", cfg->docker.host);
+    snprintf(st.env_text[2], sizeof(st.env_text[2]), "DOCKER_CONFIG=/nonexistent");
+    snprintf(st.env_text[3], sizeof(st.env_text[3]), "HOME=/nonexistent");
+    for (int i = 0; i < 4; i++)
+        st.envp[i] = st.env_text[i];
+    *stage = "daemon";
+    if (check_daemon(&st, cfg, err) < 0)
+        return -1;
+    *stage = "image";
+    if (!cfg->docker.image)
+        return error_set(err, 0, "docker.image is not set");
+    return check_image(&st, cfg->docker.image, err);
+}
+
 /* Allowlist: the proxy of ns and vm (same rules, refusals and audit log),
  * accepting on a unix socket that only the user can connect to (the
  * container runs as the user's uid). Published ports: the same process

@@ -885,14 +885,24 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
         shares[n++] = (struct share){m->host_path, m->guest_path, m->readonly};
     }
 
-    snprintf(st->accel, sizeof(st->accel), "%s", vm_accel_choose(&k));
+    char accel_why[PATH_MAX * 2 + 512];
+    snprintf(st->accel, sizeof(st->accel), "%s", vm_accel_decide(&k, accel_why, sizeof(accel_why)));
+    /* A cached KVM failure is said, not applied silently: it is the one
+     * case where KVM is there and cordon does not use it. */
+    if (strcmp(st->accel, "tcg") == 0 && strncmp(accel_why, "KVM failed", 10) == 0)
+        log_warn("vm: running under TCG (emulated, slower): %s; run `cordon doctor`", accel_why);
+    else
+        log_debug("vm: using %s: %s", st->accel, accel_why);
     int rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, err);
     if (rc < 0 && strcmp(st->accel, "kvm") == 0) {
         /* Whatever failed under KVM (this host's paravirtual KVM makes QEMU
          * abort at its first vCPU register write) is retried under TCG; KVM
          * is marked broken only when TCG then boots the same guest. */
         struct cordon_error kvm_err = *err;
-        log_warn("vm: KVM did not boot the guest (%s); trying TCG", kvm_err.message);
+        log_warn("vm: KVM did not boot the guest (%s); trying TCG (if TCG boots, later sessions "
+                 "use TCG until the host kernel changes; run `cordon doctor` to see it and how to "
+                 "retry KVM)",
+                 kvm_err.message);
         snprintf(st->accel, sizeof(st->accel), "tcg");
         rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, err);
         if (rc == 0)
@@ -934,6 +944,11 @@ static int vm_probe(struct cordon_error *err)
     if (qemu_find(err) < 0 || vm_kernel_find(&k, false, err) < 0)
         return -1;
     return 0;
+}
+
+int vm_qemu_find(struct cordon_error *err)
+{
+    return qemu_find(err);
 }
 
 int vm_sandbox_console_fd(const struct sandbox *sb)
