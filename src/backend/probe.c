@@ -22,6 +22,15 @@ void probe_add(struct probe_report *r, const char *id, enum probe_status status,
     va_start(ap, fmt);
     vsnprintf(row->evidence, sizeof(row->evidence), fmt, ap);
     va_end(ap);
+    probe_strip_hint(row->evidence);
+}
+
+void probe_strip_hint(char *text)
+{
+    static const char hint[] = "; run `cordon doctor`";
+    char *at = strstr(text, hint);
+    if (at)
+        memmove(at, at + strlen(hint), strlen(at + strlen(hint)) + 1);
 }
 
 const char *probe_status_name(enum probe_status status)

@@ -46,6 +46,9 @@ typedef void (*backend_host_probe_fn)(const struct cordon_config *cfg, struct pr
 void probe_add(struct probe_report *r, const char *id, enum probe_status status, const char *fix,
                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 const char *probe_status_name(enum probe_status status);
+/* Removes the "run `cordon doctor`" hint of an error message (doctor is
+ * what is running). */
+void probe_strip_hint(char *text);
 
 /* The backends' probes (ns/ns-probe.c, vm/vm-probe-host.c,
  * docker/docker-probe.c) and the host checks shared by all (probe.c). */

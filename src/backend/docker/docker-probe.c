@@ -25,6 +25,7 @@ void docker_host_probe(const struct cordon_config *cfg, struct probe_report *r,
                                 "and memory cgroup controllers (docs/docker-backend.md)";
         probe_add(r, "docker", PROBE_FAIL, fix, "%s", err.message);
         snprintf(v->why, sizeof(v->why), "%s", err.message);
+        probe_strip_hint(v->why);
         return;
     }
     probe_add(r, "docker", PROBE_PASS, NULL,
@@ -37,11 +38,13 @@ void docker_host_probe(const struct cordon_config *cfg, struct probe_report *r,
                   "(docker import of a root file system works offline; docs/docker-backend.md)",
                   "%s", err.message);
         snprintf(v->why, sizeof(v->why), "%s", err.message);
+        probe_strip_hint(v->why);
         return;
     }
     probe_add(r, "docker-image", PROBE_PASS, NULL, "image %s is on the daemon", cfg->docker.image);
     if (docker_check_config(cfg, &err) < 0) {
         snprintf(v->why, sizeof(v->why), "%s", err.message);
+        probe_strip_hint(v->why);
         return;
     }
     v->works = true;

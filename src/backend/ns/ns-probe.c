@@ -182,10 +182,11 @@ static void userns_fix(const struct trial *t, char *fix, size_t size, char *caus
                  "the container's seccomp profile or missing capabilities refuse it (Docker's "
                  "default profile allows unshare(CLONE_NEWUSER) only with CAP_SYS_ADMIN)");
         snprintf(fix, size,
-                 "use backend = \"vm\" (TCG needs nothing from the container), or start the "
-                 "container with --security-opt seccomp=unconfined --security-opt "
-                 "apparmor=unconfined (docs/ci.md says what that gives up); on Kubernetes, "
-                 "hostUsers: false");
+                 "start the container with --security-opt seccomp=unconfined --security-opt "
+                 "apparmor=unconfined --security-opt systempaths=unconfined (docs/ci.md says "
+                 "what each gives up), or use the docker backend through a socket mounted on "
+                 "purpose; on Kubernetes: hostUsers: false and an unconfined seccomp and "
+                 "AppArmor profile");
     } else {
         snprintf(cause, csize, "the kernel or a security module refuses it");
         snprintf(fix, size,

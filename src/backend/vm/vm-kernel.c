@@ -124,9 +124,10 @@ int vm_kernel_find(struct vm_kernel *k, bool fetch, struct cordon_error *err)
         for (size_t i = 0; i < n && !found; i++)
             found = kernel_in(dirs[i], k);
     }
-    if (!found)
-        return error_set(err, ENOENT, "vm: no guest kernel in %s; run scripts/vm-kernel.sh",
-                         dirs[0]);
+    if (!found) {
+        error_set(err, ENOENT, "vm: no guest kernel in %s; run scripts/vm-kernel.sh", dirs[0]);
+        return error_hint_doctor(err);
+    }
     /* Images are written where we may write: the kernel's directory, else
      * the first candidate (the user's cache). */
     snprintf(k->cache_dir, sizeof(k->cache_dir), "%s", k->dir);

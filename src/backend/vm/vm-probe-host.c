@@ -2,6 +2,7 @@
  * guest kernel, and KVM as vm_start decides it (vm_accel_decide: /dev/kvm
  * usable and no cached failure of an earlier KVM boot). Host context. */
 #include "backend/probe.h"
+#include "backend/vm/vm-protect.h"
 #include "backend/vm/vm.h"
 
 #include <errno.h>
@@ -69,8 +70,35 @@ void vm_host_probe(const struct cordon_config *cfg, struct probe_report *r,
     else
         probe_add(r, "kvm", PROBE_PASS, NULL, "%s: the vm backend uses KVM",
                   why[0] ? why : "/dev/kvm opens read-write");
+    /* QEMU runs in a mount namespace of its own, where the protected paths
+     * are read-only binds (vm-protect.h): without it the vm backend refuses
+     * to start rather than leave them writable to a guest root. */
+    const char *step = "";
+    int pe = vm_protect_probe(&step);
+    if (pe < 0) {
+        probe_add(r, "qemu-mountns", PROBE_FAIL,
+                  geteuid() == 0
+                      ? "as root cordon needs CAP_SYS_ADMIN for QEMU's mount namespace: in a "
+                        "container, run cordon as a non-root user with user namespaces allowed, "
+                        "or see docs/ci.md"
+                      : "allow unprivileged user namespaces (the userns row's fix)",
+                  "%s: %s (the host-side protected paths of the vm backend need it)", step,
+                  strerror(-pe));
+        if (qemu && kernel) {
+            snprintf(v->why, sizeof(v->why),
+                     "QEMU cannot get the mount namespace that keeps the protected paths "
+                     "read-only on the host (%s: %s)",
+                     step, strerror(-pe));
+            return;
+        }
+    } else {
+        probe_add(r, "qemu-mountns", PROBE_PASS, NULL,
+                  "QEMU can run in a mount namespace of its own with read-only binds (%s)",
+                  geteuid() == 0 ? "root: CLONE_NEWNS" : "a user namespace of the caller's ids");
+    }
     if (!qemu || !kernel) {
         snprintf(v->why, sizeof(v->why), "%s", qemu ? kerr.message : err.message);
+        probe_strip_hint(v->why);
         return;
     }
     v->works = true;

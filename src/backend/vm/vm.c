@@ -818,9 +818,9 @@ static int qemu_find(struct cordon_error *err)
             access(bin, X_OK) == 0)
             return 0;
     }
-    return error_set(err, ENOENT,
-                     "vm: " QEMU_BINARY
-                     " not found in PATH (Debian: apt-get install qemu-system-x86)");
+    error_set(err, ENOENT,
+              "vm: " QEMU_BINARY " not found in PATH (Debian: apt-get install qemu-system-x86)");
+    return error_hint_doctor(err);
 }
 
 static int vm_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
