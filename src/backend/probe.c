@@ -148,7 +148,7 @@ int probe_choose_backend(const struct cordon_config *cfg, int *backend, char *wh
     snprintf(why, size,
              "backend = \"auto\": no backend that works here meets backend_floor = \"%s\" "
              "(vm: %.250s%s%.250s)",
-             floor_name(floor), vm.why,
-             floor == PROBE_FLOOR_KERNEL ? "" : "; ns: ", floor == PROBE_FLOOR_KERNEL ? "" : ns.why);
+             floor_name(floor), vm.why, floor == PROBE_FLOOR_KERNEL ? "" : "; ns: ",
+             floor == PROBE_FLOOR_KERNEL ? "" : ns.why);
     return -1;
 }

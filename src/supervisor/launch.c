@@ -230,9 +230,9 @@ static int launch_choose_backend(struct cordon_config *cfg, char *why, size_t si
         log_debug("backend: %s", why);
         return 0;
     }
-    static const char *const strength[] = {
-        [CFG_BACKEND_NS] = "ns", [CFG_BACKEND_VM] = "kernel-boundary",
-        [CFG_BACKEND_DOCKER] = "container"};
+    static const char *const strength[] = {[CFG_BACKEND_NS] = "ns",
+                                           [CFG_BACKEND_VM] = "kernel-boundary",
+                                           [CFG_BACKEND_DOCKER] = "container"};
     const char *name = cfg_enum_name(CFG_BACKEND, cfg->backend);
     if (!probe_meets_floor(strength[cfg->backend], cfg->backend_floor)) {
         const struct cfg_origin *f = &cfg->origin[CFG_BACKEND_FLOOR];

@@ -230,7 +230,8 @@ static int find_cli(char *out, size_t size, struct cordon_error *err)
         if (access(out, X_OK) == 0)
             return 0;
     }
-    error_set(err, ENOENT, "docker: the docker CLI is not in %s (Debian: apt-get install docker.io)",
+    error_set(err, ENOENT,
+              "docker: the docker CLI is not in %s (Debian: apt-get install docker.io)",
               DOCKER_PATH);
     return error_hint_doctor(err);
 }
@@ -310,8 +311,7 @@ static int check_daemon(const struct docker_state *st, const struct cordon_confi
     if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, err) < 0)
         return -1;
     if (status != 0) {
-        error_set(err, 0, "docker: the daemon at %s does not answer: %s", st->host,
-                  last_line(out));
+        error_set(err, 0, "docker: the daemon at %s does not answer: %s", st->host, last_line(out));
         return error_hint_doctor(err);
     }
     if (!strstr(out, "name=seccomp") || strstr(out, "profile=unconfined")) {
@@ -455,8 +455,7 @@ static int docker_probe(struct cordon_error *err)
 /* The daemon checks of docker_start for `cordon doctor` and auto
  * (docker-probe.c): the CLI, the socket's owner, the daemon's seccomp and
  * limits, the image; *stage names the one that failed. */
-int docker_check_host(const struct cordon_config *cfg, const char **stage,
-                      struct cordon_error *err)
+int docker_check_host(const struct cordon_config *cfg, const char **stage, struct cordon_error *err)
 {
     struct docker_state st = {0};
     *stage = "cli";

@@ -71,7 +71,7 @@ static const char *const step_names[] = {
 };
 
 struct trial {
-    int step;  /* the first step that failed; STEP_DONE: all worked */
+    int step; /* the first step that failed; STEP_DONE: all worked */
     int errnum;
     int overlay_errnum; /* overlay is tried even when the rest worked */
 };
@@ -85,7 +85,8 @@ static void child(int fd, uid_t uid, gid_t gid)
         goto out;
     }
     snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
-    if (write_text("/proc/self/setgroups", "deny") < 0 || write_text("/proc/self/uid_map", map) < 0) {
+    if (write_text("/proc/self/setgroups", "deny") < 0 ||
+        write_text("/proc/self/uid_map", map) < 0) {
         t = (struct trial){STEP_IDMAP, errno, 0};
         goto out;
     }
@@ -276,8 +277,7 @@ static void seccomp_row(struct probe_report *r, struct probe_verdict *v)
         return;
     }
     probe_add(r, "seccomp", PROBE_PASS, NULL, "filter mode available%s; actions: %s",
-              mode == 2 ? " (this process is already filtered: cordon's filter stacks on it)"
-                        : "",
+              mode == 2 ? " (this process is already filtered: cordon's filter stacks on it)" : "",
               avail);
 }
 
@@ -381,8 +381,7 @@ static void network_rows(const struct cordon_config *cfg, struct probe_report *r
     }
 }
 
-void ns_host_probe(const struct cordon_config *cfg, struct probe_report *r,
-                   struct probe_verdict *v)
+void ns_host_probe(const struct cordon_config *cfg, struct probe_report *r, struct probe_verdict *v)
 {
     *v = (struct probe_verdict){.strength = "ns"};
     struct trial t = {0};

@@ -13,8 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void vm_host_probe(const struct cordon_config *cfg, struct probe_report *r,
-                   struct probe_verdict *v)
+void vm_host_probe(const struct cordon_config *cfg, struct probe_report *r, struct probe_verdict *v)
 {
     (void)cfg;
     *v = (struct probe_verdict){.strength = "kernel-boundary"};
@@ -23,8 +22,7 @@ void vm_host_probe(const struct cordon_config *cfg, struct probe_report *r,
     if (qemu)
         probe_add(r, "qemu", PROBE_PASS, NULL, "qemu-system-x86_64 is in PATH");
     else
-        probe_add(r, "qemu", PROBE_FAIL, "sudo apt-get install qemu-system-x86", "%s",
-                  err.message);
+        probe_add(r, "qemu", PROBE_FAIL, "sudo apt-get install qemu-system-x86", "%s", err.message);
     struct vm_kernel k;
     bool kernel = vm_kernel_find(&k, false, &kerr) == 0;
     if (kernel)
@@ -66,8 +64,7 @@ void vm_host_probe(const struct cordon_config *cfg, struct probe_report *r,
         }
         probe_add(r, "kvm", PROBE_WARN, fix, "/dev/kvm is usable but the vm backend uses TCG: %s",
                   why);
-    }
-    else
+    } else
         probe_add(r, "kvm", PROBE_PASS, NULL, "%s: the vm backend uses KVM",
                   why[0] ? why : "/dev/kvm opens read-write");
     /* QEMU runs in a mount namespace of its own, where the protected paths
