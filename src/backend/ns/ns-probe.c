@@ -297,7 +297,7 @@ static void landlock_row(struct probe_report *r)
 static void cgroup_row(struct probe_report *r)
 {
     bool v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
-    char own[512] = "";
+    char own[640] = "";
     _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
     char line[640];
     while (f && fgets(line, sizeof(line), f))
