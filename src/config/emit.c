@@ -211,7 +211,7 @@ int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
     const char *section = "";
     for (int k = 0; k < CFG_KEY_COUNT; k++) {
         if (k == CFG_MOUNTS || (k == CFG_SANDBOX_NAME && !cfg->sandbox_name) ||
-            (k == CFG_DOCKER_IMAGE && !cfg->docker.image))
+            (k == CFG_DOCKER_IMAGE && !cfg->docker.image) || k == CFG_BACKEND_FLOOR)
             continue;
         const char *name = cfg_key_name(k);
         const char *dot = strchr(name, '.');
@@ -247,5 +247,13 @@ int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
         write_origin(cfg, CFG_MOUNTS, out);
         fputc('\n', out);
     }
+    /* A comment: only host-owned policy may set it, so the printed file
+     * stays a valid user file (and it is a top-level key, after the
+     * sections). */
+    fprintf(out, "\n# backend_floor = \"%s\" (host-owned policy only)",
+            cfg_enum_name(CFG_BACKEND_FLOOR, cfg->backend_floor));
+    if (explain)
+        write_origin(cfg, CFG_BACKEND_FLOOR, out);
+    fputc('\n', out);
     return ferror(out) ? -1 : 0;
 }
