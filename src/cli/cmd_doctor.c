@@ -125,9 +125,11 @@ int cmd_doctor(int argc, char **argv)
     report.count = 0;
     if (workspace_detect(NULL, &ws, &err) < 0) {
         probe_add(&report, "workspace", PROBE_WARN, "run cordon doctor in the project directory",
-                  "%s: the checks below use the configuration of / (defaults and host policy)",
+                  "%s: the checks below use the user's and the host's configuration only",
                   err.message);
-        ws.root = strdup("/");
+        /* a workspace that does not exist: no workspace file, no project
+         * policy, nothing of / taken for one */
+        ws.root = strdup("/nonexistent/cordon-doctor-no-workspace");
     }
     int rc = launch_resolve_config(ws.root, (const char *const *)sets.items, &cfg, &err);
     cli_sets_free(&sets);

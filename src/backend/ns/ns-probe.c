@@ -57,6 +57,7 @@ enum step {
     STEP_NAMESPACES,
     STEP_MOUNT_API,
     STEP_TMPFS,
+    STEP_PROC,
     STEP_OVERLAY,
     STEP_DONE,
 };
@@ -66,6 +67,7 @@ static const char *const step_names[] = {
     "unshare(mount, PID, network, IPC, UTS, cgroup namespaces)",
     "open_tree + mount_setattr (the mount API)",
     "fsopen(\"tmpfs\")",
+    "mount(\"proc\") in the new PID namespace",
     "fsopen(\"overlay\")",
     "",
 };
@@ -113,6 +115,25 @@ static void child(int fd, uid_t uid, gid_t gid)
         goto out;
     }
     close(fs);
+    /* A new proc, as the sandbox's PID 1 mounts it: the kernel refuses it
+     * when the current /proc is partly hidden (a container's masked paths). */
+    pid_t init = fork();
+    if (init == 0) {
+        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
+            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+            _exit(errno & 0xff ? errno & 0xff : 1);
+        _exit(0);
+    }
+    int status = 0;
+    if (init < 0 || waitpid(init, &status, 0) < 0 || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+        t = (struct trial){STEP_PROC,
+                           init < 0            ? errno
+                           : WIFEXITED(status) ? WEXITSTATUS(status)
+                                               : EINTR,
+                           0};
+        goto out;
+    }
     fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
     if (fs < 0)
         t.overlay_errnum = errno;
@@ -230,6 +251,23 @@ static void userns_rows(const struct trial *t, bool tried, struct probe_report *
               "a user namespace with mount, PID, network, IPC, UTS and cgroup namespaces was "
               "made and mapped; %s",
               sysctls);
+    if (t->step == STEP_PROC) {
+        bool contained = in_container();
+        const char *fix = contained
+                              ? "start the container with --security-opt "
+                                "systempaths=unconfined (the container runtime hides parts "
+                                "of /proc, and the kernel then refuses a new proc in a user "
+                                "namespace; docs/ci.md)"
+                              : "unmount what covers parts of /proc (the kernel refuses a new "
+                                "proc in a user namespace while any is hidden)";
+        probe_add(r, "mount-api", PROBE_PASS, NULL,
+                  "open_tree + mount_setattr(MOUNT_ATTR_RDONLY) and fsopen(\"tmpfs\") work in a "
+                  "user namespace");
+        probe_add(r, "proc", PROBE_FAIL, fix, "%s: %s", step_names[t->step], strerror(t->errnum));
+        snprintf(v->why, sizeof(v->why), "the sandbox's /proc cannot be mounted (%s); fix: %.400s",
+                 strerror(t->errnum), fix);
+        return;
+    }
     if (t->step == STEP_MOUNT_API || t->step == STEP_TMPFS) {
         probe_add(r, "mount-api", PROBE_FAIL,
                   "a kernel >= 5.12 with the new mount API (open_tree, mount_setattr, fsopen)",
@@ -243,6 +281,7 @@ static void userns_rows(const struct trial *t, bool tried, struct probe_report *
     probe_add(r, "mount-api", PROBE_PASS, NULL,
               "open_tree + mount_setattr(MOUNT_ATTR_RDONLY) and fsopen(\"tmpfs\") work in a user "
               "namespace");
+    probe_add(r, "proc", PROBE_PASS, NULL, "a new proc mounts in the new PID namespace");
     if (t->overlay_errnum)
         probe_add(r, "overlayfs", PROBE_WARN,
                   "a kernel >= 5.11 allows overlayfs in a user namespace (modprobe overlay)",
