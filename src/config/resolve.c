@@ -792,7 +792,7 @@ static int check_host_only(const struct cfg_assignment *a, enum cfg_layer layer,
     return error_set(err, 0,
                      "%s: backend_floor is refused in the %s layer: the floor of backend = "
                      "\"auto\" is host-owned policy (/etc/cordon/default.toml or "
-                     "/etc/cordon/policy/; docs/doctor.md)",
+                     "~/.config/cordon/policy/; docs/doctor.md)",
                      at, cfg_layer_name(layer));
 }
 
