@@ -5,6 +5,7 @@
 #include "supervisor/state.h"
 #include "backend/docker/docker.h"
 #include "backend/probe.h"
+#include "net/audit.h"
 #include "config.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
@@ -326,6 +327,10 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
 
     if (launch_network(req, l, err) < 0)
         goto fail;
+    /* backend = "auto": its choice is part of the session's record */
+    if (l->net_audit_log && strncmp(l->backend_reason, "auto chose", 10) == 0)
+        net_audit_write_backend(l->net_audit_log, l->name, cfg_enum_name(CFG_BACKEND, cfg->backend),
+                                l->backend_reason);
 
     /* The curated /etc is prepared once per content, in the state root. */
     {

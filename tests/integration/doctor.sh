@@ -65,9 +65,38 @@ like "doctor names the configured backend" "$text" "configured backend ns (works
 ns_works=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["backends"][0]["works"])' "$TEST_TMP/d.json")
 if [ "$ns_works" = True ]; then
     is "doctor exits 0 when the configured backend (ns) works" "$rc" 0
-    out=$(in_ws "$ws" "$CORDON" --debug run --backend auto true 2>&1)
+    out=$(in_ws "$ws" "$CORDON" --debug run --backend auto --network allowlist \
+        --allow-host example.test --net-audit-log "$TEST_TMP/audit.jsonl" true 2>&1)
     like "auto picks ns where it works and no KVM boots (--debug says why)" "$out" \
         "backend: auto chose (ns|vm \(kvm\))"
+    out=$(cd "$ws" && timeout 60 python3 - "$CORDON" <<'PY' 2>&1
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp", "--backend", "auto"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, text=True)
+def rpc(i, m, params=None):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": params or {}}) + "\n")
+    p.stdin.flush()
+    while True:
+        msg = json.loads(p.stdout.readline())
+        if msg.get("id") == i:
+            return msg
+rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                      "clientInfo": {"name": "doctor-test", "version": "1"}})
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+p.stdin.flush()
+r = rpc(2, "tools/call", {"name": "bash", "arguments": {"command": "echo via-mcp"}})
+print(r["result"]["content"][0]["text"].strip())
+st = rpc(3, "cordon/status")["result"]
+print("status backend=%s reason=%s" % (st["backend"], st.get("backendReason")))
+p.stdin.close()
+p.wait()
+PY
+)
+    like "cordon mcp on auto: a tool call runs" "$out" "via-mcp"
+    like "... and its status names the backend auto chose, and why" "$out" \
+        "status backend=(ns|vm) reason=auto chose (ns|vm)"
+    like "... and the audit log records the choice" "$(cat "$TEST_TMP/audit.jsonl" 2>&1)" \
+        '"event":"backend","backend":"(ns|vm)","reason":"auto chose '
 fi
 
 # --- backend_floor: host-owned only ---
