@@ -795,6 +795,9 @@ static json_t *status_json(const struct server *s)
             json_string(cfg_enum_name(CFG_BACKEND, sl ? sl->cfg.backend : s->cfg.backend)));
         if (sl && sl->backend_reason[0])
             json_object_set_new(st, "backendReason", json_string(sl->backend_reason));
+        const char *desc = s->session ? session_sandbox_description(s->session) : NULL;
+        if (desc) /* the vm backend's accelerator, and a cached KVM failure */
+            json_object_set_new(st, "sandboxDescription", json_string(desc));
         json_object_set_new(st, "fallbackMode",
                             json_string(cfg_enum_name(CFG_FALLBACK_MODE, s->cfg.fallback_mode)));
         json_object_set_new(st, "allowHostExecution", json_boolean(s->cfg.allow_host_execution));

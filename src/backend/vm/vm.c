@@ -888,8 +888,13 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
     char accel_why[PATH_MAX * 2 + 512];
     snprintf(st->accel, sizeof(st->accel), "%s", vm_accel_decide(&k, accel_why, sizeof(accel_why)));
     /* A cached KVM failure is said, not applied silently: it is the one
-     * case where KVM is there and cordon does not use it. */
-    if (strcmp(st->accel, "tcg") == 0 && strncmp(accel_why, "KVM failed", 10) == 0)
+     * case where KVM is there and cordon does not use it. On a terminal
+     * (the user's), and always in --debug, `cordon doctor`, the sandbox's
+     * description (`cordon mcp`'s status); a command's redirected stderr
+     * stays its own. */
+    bool cached_failure =
+        strcmp(st->accel, "tcg") == 0 && strncmp(accel_why, "KVM failed", 10) == 0;
+    if (cached_failure && isatty(STDERR_FILENO))
         log_warn("vm: running under TCG (emulated, slower): %s; run `cordon doctor`", accel_why);
     else
         log_debug("vm: using %s: %s", st->accel, accel_why);
@@ -910,6 +915,11 @@ static int vm_start(const struct launch *l, char *const *agent_argv, struct sand
     }
     if (rc < 0 || vm_net_start(&st->net, st->dir, err) < 0)
         return -1;
+    if (cached_failure) {
+        size_t len = strlen(sb->description);
+        snprintf(sb->description + len, sizeof(sb->description) - len,
+                 " [KVM failed here before: cordon doctor]");
+    }
     sb->channel_fd = st->fds[SOCK_CHANNEL];
     log_debug("vm: %s booted (%s)", l->name, sb->description);
     return 0;
