@@ -78,7 +78,9 @@ struct trial {
     int overlay_errnum; /* overlay is tried even when the rest worked */
 };
 
-static void child(int fd, uid_t uid, gid_t gid)
+/* Child context (forked, exits at once): no allocation, no stdio but snprintf
+ * into stack buffers. */
+static void trial_in_child(int fd, uid_t uid, gid_t gid)
 {
     struct trial t = {.step = STEP_DONE};
     char map[64];
@@ -159,7 +161,7 @@ static int try_namespaces(struct trial *t)
     }
     if (pid == 0) {
         close(p[0]);
-        child(p[1], uid, gid);
+        trial_in_child(p[1], uid, gid);
     }
     close(p[1]);
     ssize_t n;
