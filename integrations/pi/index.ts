@@ -208,7 +208,13 @@ export default function cordon(pi: ExtensionAPI) {
 	const footer = () => {
 		const text =
 			state === "sandboxed"
-				? paint("success", "cordon: sandboxed")
+				? paint(
+						"success",
+						// backend = "auto": which backend it chose (status.backendReason)
+						String(status.backendReason ?? "").startsWith("auto chose")
+							? `cordon: sandboxed (${status.backend})`
+							: "cordon: sandboxed",
+					)
 				: state === "off"
 					? paint("error", "cordon: HOST", true)
 					: state === "host fallback"
@@ -400,7 +406,7 @@ export default function cordon(pi: ExtensionAPI) {
 						`state: ${state}${blocked ? ` (${blocked})` : ""}`,
 						`sandbox: ${status.sandbox ?? "none"}`,
 						`workspace: ${status.workspace ?? "?"}`,
-						`backend: ${status.backend ?? "?"}`,
+						`backend: ${status.backend ?? "?"}${status.backendReason ? ` (${status.backendReason})` : ""}`,
 					];
 					say(lines.join("\n"), state === "sandboxed" ? "info" : "warning");
 				} else if (sub === "on" || sub === "off") {

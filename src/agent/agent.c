@@ -124,7 +124,8 @@ static void confine_self(const char *const *writable, const char *sock_guard)
     struct sock_fprog prog;
     ns_seccomp_program(&prog);
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
-        fprintf(stderr, "cordon-agent: loading the seccomp filter: %s\n", strerror(errno));
+        fprintf(stderr, "cordon-agent: loading the seccomp filter: %s; run `cordon doctor`\n",
+                strerror(errno));
         _exit(CORDON_EXIT_FAILURE);
     }
     if (sock_guard)

@@ -27,3 +27,21 @@ const struct backend_ops *backend_lookup(const char *name)
     }
     return NULL;
 }
+
+/* ---- the host probe (backend/probe.h), by name ---- */
+static const struct {
+    const char *name;
+    backend_host_probe_fn probe;
+} host_probes[] = {
+    {"ns", ns_host_probe},
+    {"vm", vm_host_probe},
+    {"docker", docker_host_probe},
+};
+
+backend_host_probe_fn backend_probe_lookup(const char *name)
+{
+    for (size_t i = 0; i < sizeof(host_probes) / sizeof(host_probes[0]); i++)
+        if (strcmp(host_probes[i].name, name) == 0)
+            return host_probes[i].probe;
+    return NULL;
+}

@@ -122,3 +122,8 @@ static inline bool backend_has(const struct backend_ops *ops, unsigned caps)
 {
     return ops && (ops->caps.flags & caps) == caps;
 }
+
+/* ---- the host probe (backend/probe.h): what `cordon doctor` and backend =
+ * "auto" ask each backend, by name ("ns", "vm", "docker"); NULL if none. ---- */
+#include "backend/probe.h"
+backend_host_probe_fn backend_probe_lookup(const char *name);

@@ -27,3 +27,5 @@ int cmd_help(int argc, char **argv);
 int cmd_completions(int argc, char **argv);
 /* `cordon ARGS...` (main.c), for `cordon help COMMAND`. */
 int cli_main(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+

@@ -23,6 +23,7 @@ static const struct cli_command commands[] = {
     {"gc", cmd_gc, "remove stale sandboxes (not running, older than gc_hours)"},
     {"verify", cmd_verify,
      "audit a fresh sandbox, or a running session's (NAME): PASS/FAIL + evidence"},
+    {"doctor", cmd_doctor, "check what this host allows each backend, with the fix (--json)"},
     {"help", cmd_help, "describe cordon, or one COMMAND (the same as COMMAND --help)"},
 };
 

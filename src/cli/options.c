@@ -17,7 +17,7 @@ const char cli_config_flags_help[] =
     "  --cpu-seconds N     CPU time per process             (limits.cpu_seconds)\n"
     "  --cpus N            CPU quota, where a cgroup exists (limits.cpus)\n"
     "  --readonly          the workspace read-only          (workspace_readonly)\n"
-    "  --backend B         ns | vm | docker                 (backend)\n"
+    "  --backend B         ns | vm | docker | auto          (backend)\n"
     "  --network MODE      deny | allowlist | open          (network.mode)\n"
     "  --allow-host PAT    allowlist entry, repeatable: host, *.domain, IP, CIDR, :port,\n"
     "                      or a preset @npm @pypi @crates @go @debian @github\n"

@@ -58,10 +58,16 @@ enum cfg_key {
     CFG_DOCKER_HOST,
     CFG_DOCKER_IMAGE,
     CFG_SECRETS,
+    CFG_BACKEND_FLOOR,
     CFG_KEY_COUNT,
 };
 
-enum cfg_backend { CFG_BACKEND_NS, CFG_BACKEND_VM, CFG_BACKEND_DOCKER };
+/* CFG_BACKEND_AUTO is resolved by launch_prepare into one of the others
+ * (backend/probe.h, docs/doctor.md). */
+enum cfg_backend { CFG_BACKEND_NS, CFG_BACKEND_VM, CFG_BACKEND_DOCKER, CFG_BACKEND_AUTO };
+/* backend_floor: the weakest backend a session may run on (host-owned
+ * layers only); the values of enum probe_floor. */
+enum cfg_backend_floor { CFG_FLOOR_ANY, CFG_FLOOR_NS, CFG_FLOOR_KERNEL_BOUNDARY };
 enum cfg_fallback { CFG_FALLBACK_BLOCK, CFG_FALLBACK_HOST };
 enum cfg_teardown { CFG_TEARDOWN_REMOVE, CFG_TEARDOWN_STOP, CFG_TEARDOWN_NONE };
 enum cfg_env_mode { CFG_ENV_STRICT, CFG_ENV_ALLOWLIST, CFG_ENV_PASSTHROUGH };
@@ -177,6 +183,7 @@ struct cordon_config {
         char *image; /* NULL: not set (the docker backend refuses to start) */
     } docker;
     struct cfg_secrets secrets;
+    int backend_floor; /* enum cfg_backend_floor; set only by host-owned layers */
 
     struct cfg_origin origin[CFG_KEY_COUNT];
 

@@ -21,12 +21,14 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
     case CFG_TEARDOWN:
     case CFG_ENV_MODE:
     case CFG_NETWORK_MODE:
-    case CFG_DOCKER_MODE: {
+    case CFG_DOCKER_MODE:
+    case CFG_BACKEND_FLOOR: {
         int value = key == CFG_BACKEND         ? cfg->backend
                     : key == CFG_FALLBACK_MODE ? cfg->fallback_mode
                     : key == CFG_TEARDOWN      ? cfg->teardown
                     : key == CFG_ENV_MODE      ? cfg->env.mode
                     : key == CFG_NETWORK_MODE  ? cfg->network.mode
+                    : key == CFG_BACKEND_FLOOR ? cfg->backend_floor
                                                : cfg->docker.mode;
         return json_string(cfg_enum_name(key, value));
     }
@@ -230,7 +232,8 @@ int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
     for (int k = 0; k < CFG_KEY_COUNT; k++) {
         if (k == CFG_MOUNTS || k == CFG_SECRETS || (k == CFG_SANDBOX_NAME && !cfg->sandbox_name) ||
             (k == CFG_DOCKER_IMAGE && !cfg->docker.image) ||
-            (k == CFG_NETWORK_UPSTREAM_PROXY && !cfg->network.upstream_proxy))
+            (k == CFG_NETWORK_UPSTREAM_PROXY && !cfg->network.upstream_proxy) ||
+            k == CFG_BACKEND_FLOOR)
             continue;
         const char *name = cfg_key_name(k);
         const char *dot = strchr(name, '.');
@@ -286,5 +289,13 @@ int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
         write_origin(cfg, CFG_MOUNTS, out);
         fputc('\n', out);
     }
+    /* A comment: only host-owned policy may set it, so the printed file
+     * stays a valid user file (and it is a top-level key, after the
+     * sections). */
+    fprintf(out, "\n# backend_floor = \"%s\" (host-owned policy only)",
+            cfg_enum_name(CFG_BACKEND_FLOOR, cfg->backend_floor));
+    if (explain)
+        write_origin(cfg, CFG_BACKEND_FLOOR, out);
+    fputc('\n', out);
     return ferror(out) ? -1 : 0;
 }

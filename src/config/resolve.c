@@ -788,6 +788,26 @@ static int load_layers(const struct cfg_inputs *in, struct cordon_config *cfg,
     return 0;
 }
 
+/* Keys only host-owned layers may set: backend_floor is the host's floor
+ * under backend = "auto"; a user, workspace, environment or session value
+ * is refused, not ignored, so that nobody believes it holds. */
+static int check_host_only(const struct cfg_assignment *a, enum cfg_layer layer,
+                           struct cordon_error *err)
+{
+    if (a->key != CFG_BACKEND_FLOOR || layer >= CFG_LAYER_HOST_DEFAULT)
+        return 0;
+    char at[1100];
+    if (a->origin.line)
+        snprintf(at, sizeof(at), "%s:%d", a->origin.file, a->origin.line);
+    else
+        snprintf(at, sizeof(at), "%s", a->origin.file);
+    return error_set(err, 0,
+                     "%s: backend_floor is refused in the %s layer: the floor of backend = "
+                     "\"auto\" is host-owned policy (/etc/cordon/default.toml or "
+                     "~/.config/cordon/policy/; docs/doctor.md)",
+                     at, cfg_layer_name(layer));
+}
+
 static int merge_layers(struct cordon_config *cfg, struct cfg_assignments layers[CFG_LAYER_COUNT],
                         const struct credential_areas *areas, struct cfg_warnings *warnings,
                         struct cordon_error *err)
@@ -804,6 +824,8 @@ static int merge_layers(struct cordon_config *cfg, struct cfg_assignments layers
             const struct cfg_assignment *a = &layers[layer].items[i];
             if (layer == CFG_LAYER_WORKSPACE &&
                 check_workspace_assignment(a, cfg, cfg->workspace, areas, err) < 0)
+                return -1;
+            if (check_host_only(a, (enum cfg_layer)layer, err) < 0)
                 return -1;
             if (!host && locker[a->key]) {
                 const struct cfg_origin *by = &locker[a->key]->origin;
@@ -957,6 +979,8 @@ int cfg_check_file(const char *path, enum cfg_layer layer, const char *workspace
     for (size_t i = 0; ret == 0 && i < a.count; i++) {
         if (layer == CFG_LAYER_WORKSPACE && workspace)
             ret = check_workspace_assignment(&a.items[i], &cfg, workspace, &areas, err);
+        if (ret == 0)
+            ret = check_host_only(&a.items[i], layer, err);
         if (ret == 0)
             ret = cfg_apply(&cfg, &a.items[i], layer >= CFG_LAYER_HOST_DEFAULT, err);
     }

@@ -41,7 +41,8 @@ struct key_info {
     bool list_replaces; /* a lower list is replaced, not extended */
 };
 
-static const char *const backend_choices[] = {"ns", "vm", "docker", NULL};
+static const char *const backend_choices[] = {"ns", "vm", "docker", "auto", NULL};
+static const char *const backend_floor_choices[] = {"any", "ns", "kernel-boundary", NULL};
 static const char *const fallback_choices[] = {"block", "host", NULL};
 static const char *const teardown_choices[] = {"remove", "stop", "none", NULL};
 static const char *const env_mode_choices[] = {"strict", "allowlist", "passthrough", NULL};
@@ -119,6 +120,8 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                                     AT(network.upstream_proxy), NULL, 0, 0, check_upstream, false},
     [CFG_NETWORK_NO_PROXY] = {"network.no_proxy", KIND_LIST, AT(network.no_proxy), NULL, 0, 0,
                               check_host, false},
+    [CFG_BACKEND_FLOOR] = {"backend_floor", KIND_ENUM, AT(backend_floor), backend_floor_choices, 0,
+                           0, NULL, false},
 };
 
 static const char *const sections[] = {"env",    "limits", "etc",     "network",

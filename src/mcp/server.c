@@ -12,6 +12,7 @@
 #include "agent/tools/path.h"
 #include "agent/tools/registry.h"
 #include "supervisor/control.h"
+#include "supervisor/launch.h"
 #include "supervisor/route.h"
 #include "supervisor/workspace.h"
 #include "supervisor/session.h"
@@ -798,7 +799,16 @@ static json_t *status_json(const struct server *s)
         json_t *tools = json_array();
         for (size_t i = 0; i < s->cfg.route_tools.count; i++)
             json_array_append_new(tools, json_string(s->cfg.route_tools.items[i]));
-        json_object_set_new(st, "backend", json_string(cfg_enum_name(CFG_BACKEND, s->cfg.backend)));
+        /* the session's backend: backend = "auto" chose it at launch */
+        const struct launch *sl = s->session ? session_launch(s->session) : NULL;
+        json_object_set_new(
+            st, "backend",
+            json_string(cfg_enum_name(CFG_BACKEND, sl ? sl->cfg.backend : s->cfg.backend)));
+        if (sl && sl->backend_reason[0])
+            json_object_set_new(st, "backendReason", json_string(sl->backend_reason));
+        const char *desc = s->session ? session_sandbox_description(s->session) : NULL;
+        if (desc) /* the vm backend's accelerator, and a cached KVM failure */
+            json_object_set_new(st, "sandboxDescription", json_string(desc));
         json_object_set_new(st, "fallbackMode",
                             json_string(cfg_enum_name(CFG_FALLBACK_MODE, s->cfg.fallback_mode)));
         json_object_set_new(st, "allowHostExecution", json_boolean(s->cfg.allow_host_execution));

@@ -2,6 +2,7 @@
 #include "net/audit.h"
 #include "util/log.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,4 +67,26 @@ void net_audit_write(int fd, const struct net_audit_record *r)
         if (n > 0 && (size_t)n < sizeof(note))
             w = write(fd, note, (size_t)n);
     }
+}
+
+void net_audit_write_backend(const char *path, const char *session, const char *backend,
+                             const char *reason)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    char when[LOG_UTC_LEN];
+    log_utc_now(when);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o}", "time", when, "session", session, "event",
+                          "backend", "backend", backend, "reason", bounded_string(reason));
+    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+    json_decref(o);
+    if (line) {
+        size_t len = strlen(line);
+        line[len] = '\n'; /* json_dumps' NUL: the line is written by length */
+        ssize_t w = write(fd, line, len + 1);
+        (void)w;
+        free(line);
+    }
+    close(fd);
 }

@@ -18,3 +18,9 @@ struct net_audit_record {
 /* Appends one line to FD (O_APPEND: lines from several sessions do not
  * interleave). FD < 0: nothing. */
 void net_audit_write(int fd, const struct net_audit_record *r);
+
+/* Appends one line {"time","session","event":"backend","backend","reason"}
+ * to the audit log at path (opened O_APPEND, not following a symlink): what
+ * backend = "auto" chose for the session, and why. Best effort. */
+void net_audit_write_backend(const char *path, const char *session, const char *backend,
+                             const char *reason);

@@ -281,7 +281,7 @@ static int start_pasta(struct net_session *s, pid_t sandbox_pid, struct cordon_e
                   "run. %s, or use --network allowlist or deny",
                   strerror(e), fix);
         err->errnum = e;
-        return -1;
+        return error_hint_doctor(err);
     }
     close(tun);
     char netns[64], userns[64];

@@ -4,6 +4,8 @@
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 #include "backend/backend.h"
+#include "backend/probe.h"
+#include "net/audit.h"
 #include "config.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
@@ -214,6 +216,34 @@ static int launch_network(const struct launch_request *req, struct launch *l,
     return 0;
 }
 
+/* backend = "auto" becomes the backend it chose (backend/probe.h); a named
+ * backend below backend_floor is refused like auto would be. */
+static int launch_choose_backend(struct cordon_config *cfg, char *why, size_t size,
+                                 struct cordon_error *err)
+{
+    const struct cfg_origin *o = &cfg->origin[CFG_BACKEND];
+    const char *by = o->file ? o->file : cfg_layer_name(o->layer);
+    if (cfg->backend == CFG_BACKEND_AUTO) {
+        int chosen;
+        if (probe_choose_backend(cfg, &chosen, why, size) < 0)
+            return error_set(err, 0, "%s; run `cordon doctor`", why);
+        cfg->backend = chosen;
+        log_debug("backend: %s", why);
+        return 0;
+    }
+    const char *name = cfg_enum_name(CFG_BACKEND, cfg->backend);
+    if (!probe_meets_floor(probe_backend_strength(cfg->backend), cfg->backend_floor)) {
+        const struct cfg_origin *f = &cfg->origin[CFG_BACKEND_FLOOR];
+        return error_set(err, 0,
+                         "backend = \"%s\" (set by %s) is below backend_floor = \"%s\" (set "
+                         "by %s:%d): use a backend that meets it, or backend = \"auto\"",
+                         name, by, cfg_enum_name(CFG_BACKEND_FLOOR, cfg->backend_floor),
+                         f->file ? f->file : cfg_layer_name(f->layer), f->line);
+    }
+    snprintf(why, size, "backend = \"%s\" (set by %s)", name, by);
+    return 0;
+}
+
 int launch_prepare(const struct launch_request *req, struct launch *l, struct cordon_error *err)
 {
     *l = (struct launch){0};
@@ -229,6 +259,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     if (launch_resolve_config(l->ws.root, req ? req->session_sets : NULL, &l->cfg, err) < 0)
         goto fail;
     log_debug("timing: workspace %lld us, configuration %lld us", t1 - t0, log_now_us() - t1);
+    if (launch_choose_backend(&l->cfg, l->backend_reason, sizeof(l->backend_reason), err) < 0)
+        goto fail;
     const struct cordon_config *cfg = &l->cfg;
     l->backend = backend_lookup(cfg_enum_name(CFG_BACKEND, cfg->backend));
     if (!l->backend) {
@@ -292,6 +324,10 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
 
     if (launch_network(req, l, err) < 0)
         goto fail;
+    /* backend = "auto": its choice is part of the session's record */
+    if (l->net_audit_log && strncmp(l->backend_reason, "auto chose", 10) == 0)
+        net_audit_write_backend(l->net_audit_log, l->name, cfg_enum_name(CFG_BACKEND, cfg->backend),
+                                l->backend_reason);
 
     /* The curated /etc is prepared once per content, in the state root. */
     {

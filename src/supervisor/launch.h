@@ -51,6 +51,9 @@ struct launch {
      * host terminal's size (0 when there is none). */
     bool pty;
     unsigned short pty_rows, pty_cols;
+    /* Which backend runs and why (backend = "auto" chose it, or who set
+     * it): for --debug, `cordon mcp`'s status, verify and the audit log. */
+    char backend_reason[1024];
 };
 
 /* The cordon-agent binary: next to cordon, else the installed one.

@@ -432,3 +432,8 @@ void session_audit(struct session *s, const char *tool, const char *target, cons
         return;
     state_audit(&s->lifecycle.owner, tool, target, outcome, duration_ms, exit_code);
 }
+
+const char *session_sandbox_description(const struct session *s)
+{
+    return s->sb.description[0] ? s->sb.description : NULL;
+}

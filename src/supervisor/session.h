@@ -41,6 +41,9 @@ int session_pidfd(const struct session *s);
 int session_agent_pidfd(struct session *s);
 const char *session_name(const struct session *s);
 const struct launch *session_launch(const struct session *s);
+/* The vm or docker backend's description of its sandbox ("vm (tcg, 1 vCPU,
+ * ...)"), or NULL on ns. */
+const char *session_sandbox_description(const struct session *s);
 
 int session_send_call(struct session *s, json_int_t id, const char *tool, json_t *args,
                       struct cordon_error *err);

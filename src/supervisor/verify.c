@@ -1432,6 +1432,12 @@ static json_t *judge(struct verify_run *r, json_t *p, const char *why)
                                "checks", r->checks, "host", r->host);
     if (why[0])
         json_object_set_new(report, "probe_error", json_string(why));
+    /* which backend runs, and why (backend = "auto" says what it chose) */
+    if (r->l)
+        json_object_set_new(report, "backend",
+                            json_pack("{s:s, s:s}", "name",
+                                      cfg_enum_name(CFG_BACKEND, r->l->cfg.backend), "reason",
+                                      r->l->backend_reason));
     if (failed) {
         char advice[512];
         snprintf(advice, sizeof(advice),
@@ -1526,6 +1532,9 @@ char *verify_report_text(const json_t *report)
         fprintf(f, "%-4s  %-16s %s\n", str(c, "status"), str(c, "check"), str(c, "evidence"));
     if (json_object_get(report, "probe_error"))
         fprintf(f, "probe: %s\n", str(report, "probe_error"));
+    const json_t *backend = json_object_get(report, "backend");
+    if (backend)
+        fprintf(f, "backend: %s (%s)\n", str(backend, "name"), str(backend, "reason"));
     int failed = verify_report_failed(report);
     int warnings = (int)json_integer_value(json_object_get(report, "warnings"));
     fprintf(f, "result: %s (%d failed, %d warning%s)\n", failed ? "FAIL" : "PASS", failed, warnings,

@@ -87,3 +87,14 @@ void error_clear(struct cordon_error *err)
     err->errnum = 0;
     err->message[0] = '\0';
 }
+
+#define DOCTOR_HINT "; run `cordon doctor`"
+
+int error_hint_doctor(struct cordon_error *err)
+{
+    if (!err || strstr(err->message, DOCTOR_HINT))
+        return -1;
+    size_t len = strnlen(err->message, sizeof(err->message));
+    append_raw(err->message, len, sizeof(err->message), DOCTOR_HINT);
+    return -1;
+}

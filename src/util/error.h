@@ -34,3 +34,8 @@ int error_prefix(struct cordon_error *err, const char *fmt, ...)
 int error_set_raw(struct cordon_error *err, int errnum, const char *step, const char *path);
 
 void error_clear(struct cordon_error *err);
+
+/* Ends err's message with "; run `cordon doctor`" (once): for failures that
+ * come from a host feature cordon needs (docs/errors.md "Missing host
+ * features"). Returns -1. */
+int error_hint_doctor(struct cordon_error *err);

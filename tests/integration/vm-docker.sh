@@ -154,6 +154,8 @@ like "docker build with the workspace as context" "$out" "build=ok"
 like "docker run prints the image's output" "$out" "built inside the guest
 from the workspace"
 like "a container gets loopback only (no bridge)" "$out" "net=lo "
+unlike "docker run no longer warns \"IPv4 forwarding is disabled\" (no bridge, by design)" "$out" \
+    "IPv4 forwarding is disabled"
 like "the daemon's storage is the guest-private ext4 disk" "$out" "fs=ext2/ext3"
 like "dockerd and containerd listen on no TCP port in the guest" "$out" "tcp_listen=0"
 is "dockerd's environment is not readable by the user's processes" \

@@ -230,9 +230,10 @@ static int find_cli(char *out, size_t size, struct cordon_error *err)
         if (access(out, X_OK) == 0)
             return 0;
     }
-    return error_set(err, ENOENT,
-                     "docker: the docker CLI is not in %s (Debian: apt-get install docker.io)",
-                     DOCKER_PATH);
+    error_set(err, ENOENT,
+              "docker: the docker CLI is not in %s (Debian: apt-get install docker.io)",
+              DOCKER_PATH);
+    return error_hint_doctor(err);
 }
 
 /* The daemon's socket: a socket that root or the user owns. */
@@ -242,8 +243,10 @@ static int check_socket(const char *host, struct cordon_error *err)
         return error_set(err, EINVAL, "docker: docker.host %s is not a unix:// socket", host);
     const char *path = host + 7;
     struct stat st;
-    if (stat(path, &st) < 0)
-        return error_set(err, errno, "docker: the daemon's socket %s (docker.host)", path);
+    if (stat(path, &st) < 0) {
+        error_set(err, errno, "docker: the daemon's socket %s (docker.host)", path);
+        return error_hint_doctor(err);
+    }
     if (!S_ISSOCK(st.st_mode))
         return error_set(err, ENOTSOCK, "docker: %s (docker.host) is not a socket", path);
     if (st.st_uid != 0 && st.st_uid != getuid())
@@ -307,14 +310,17 @@ static int check_daemon(const struct docker_state *st, const struct cordon_confi
     int status;
     if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, err) < 0)
         return -1;
-    if (status != 0)
-        return error_set(err, 0, "docker: the daemon at %s does not answer: %s", st->host,
-                         last_line(out));
-    if (!strstr(out, "name=seccomp") || strstr(out, "profile=unconfined"))
-        return error_set(err, 0,
-                         "docker: the daemon at %s does not confine containers with seccomp "
-                         "(its security options: %s); the docker backend needs it",
-                         st->host, out);
+    if (status != 0) {
+        error_set(err, 0, "docker: the daemon at %s does not answer: %s", st->host, last_line(out));
+        return error_hint_doctor(err);
+    }
+    if (!strstr(out, "name=seccomp") || strstr(out, "profile=unconfined")) {
+        error_set(err, 0,
+                  "docker: the daemon at %s does not confine containers with seccomp "
+                  "(its security options: %s); the docker backend needs it",
+                  st->host, out);
+        return error_hint_doctor(err);
+    }
     if (cfg->limits.memory_mib > 0 && !strstr(out, "memory=true"))
         return error_set(err, 0,
                          "docker: the daemon at %s cannot limit memory (%s): limits.memory_mib = "
@@ -444,6 +450,34 @@ static int docker_probe(struct cordon_error *err)
     if (status != 0)
         return error_set(err, 0, "docker: the daemon does not answer: %s", out);
     return 0;
+}
+
+/* The daemon checks of docker_start for `cordon doctor` and auto
+ * (docker-probe.c): the CLI, the socket's owner, the daemon's seccomp and
+ * limits, the image; *stage names the one that failed. */
+int docker_check_host(const struct cordon_config *cfg, const char **stage, struct cordon_error *err)
+{
+    struct docker_state st = {0};
+    *stage = "cli";
+    if (find_cli(st.cli, sizeof(st.cli), err) < 0)
+        return -1;
+    *stage = "socket";
+    if (check_socket(cfg->docker.host, err) < 0)
+        return -1;
+    snprintf(st.host, sizeof(st.host), "%s", cfg->docker.host);
+    snprintf(st.env_text[0], sizeof(st.env_text[0]), "PATH=" DOCKER_PATH);
+    snprintf(st.env_text[1], sizeof(st.env_text[1]), "DOCKER_HOST=%s", cfg->docker.host);
+    snprintf(st.env_text[2], sizeof(st.env_text[2]), "DOCKER_CONFIG=/nonexistent");
+    snprintf(st.env_text[3], sizeof(st.env_text[3]), "HOME=/nonexistent");
+    for (int i = 0; i < 4; i++)
+        st.envp[i] = st.env_text[i];
+    *stage = "daemon";
+    if (check_daemon(&st, cfg, err) < 0)
+        return -1;
+    *stage = "image";
+    if (!cfg->docker.image)
+        return error_set(err, 0, "docker.image is not set");
+    return check_image(&st, cfg->docker.image, err);
 }
 
 /* Allowlist: the proxy of ns and vm (same rules, refusals and audit log),

@@ -73,3 +73,8 @@ int docker_check_static(const char *path, struct cordon_error *err);
  * a network other than deny, published ports, docker.mode = "require"),
  * refused with the reason before anything starts. */
 int docker_check_config(const struct cordon_config *cfg, struct cordon_error *err);
+/* docker_start's checks of the daemon at docker.host and of docker.image,
+ * without starting anything (`cordon doctor`, backend = "auto"); *stage is
+ * "cli", "socket", "daemon" or "image": where it failed. */
+int docker_check_host(const struct cordon_config *cfg, const char **stage,
+                      struct cordon_error *err);

@@ -305,8 +305,10 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
                   "creating the sandbox namespaces (clone3 with user, mount, pid, net, ipc, uts)%s",
                   errno == EPERM || errno == ENOSPC
                       ? "; unprivileged user namespaces may be disabled "
-                        "(sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces)"
+                        "(sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces, "
+                        "AppArmor, a container's seccomp profile)"
                       : "");
+        error_hint_doctor(err);
         goto out;
     }
     if (pid == 0) {
@@ -325,8 +327,10 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     char map[64];
     snprintf(map, sizeof(map), "%u %u 1\n", uid, uid);
     if (write_proc_file(pid, "setgroups", "deny", err) < 0 ||
-        write_proc_file(pid, "uid_map", map, err) < 0)
+        write_proc_file(pid, "uid_map", map, err) < 0) {
+        error_hint_doctor(err);
         goto fail_child;
+    }
     snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
     if (write_proc_file(pid, "gid_map", map, err) < 0)
         goto fail_child;
@@ -375,6 +379,11 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
         child_err.message[sizeof(child_err.message) - 1] = '\0';
         *err = child_err;
         error_prefix(err, "sandbox setup");
+        /* a step the kernel refuses (a mount, seccomp, Landlock in a user
+         * namespace) is this host's, not the configuration's */
+        if (err->errnum == EPERM || err->errnum == EACCES || err->errnum == ENOSYS ||
+            err->errnum == EOPNOTSUPP || err->errnum == EINVAL)
+            error_hint_doctor(err);
     } else {
         error_set(err, n < 0 ? errno : EPROTO, "sandbox setup: lost contact with the child");
     }

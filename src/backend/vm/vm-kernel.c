@@ -124,9 +124,10 @@ int vm_kernel_find(struct vm_kernel *k, bool fetch, struct cordon_error *err)
         for (size_t i = 0; i < n && !found; i++)
             found = kernel_in(dirs[i], k);
     }
-    if (!found)
-        return error_set(err, ENOENT, "vm: no guest kernel in %s; run scripts/vm-kernel.sh",
-                         dirs[0]);
+    if (!found) {
+        error_set(err, ENOENT, "vm: no guest kernel in %s; run scripts/vm-kernel.sh", dirs[0]);
+        return error_hint_doctor(err);
+    }
     /* Images are written where we may write: the kernel's directory, else
      * the first candidate (the user's cache). */
     snprintf(k->cache_dir, sizeof(k->cache_dir), "%s", k->dir);
@@ -141,7 +142,7 @@ int vm_kernel_find(struct vm_kernel *k, bool fetch, struct cordon_error *err)
 
 /* The verdict file is keyed on the host kernel: a PVM host rejecting stock
  * guests stays so until the host kernel changes. */
-static void accel_verdict_path(const struct vm_kernel *k, char *out, size_t size)
+void vm_accel_verdict_path(const struct vm_kernel *k, char *out, size_t size)
 {
     struct utsname u;
     if (uname(&u) < 0)
@@ -149,30 +150,49 @@ static void accel_verdict_path(const struct vm_kernel *k, char *out, size_t size
     snprintf(out, size, "%s/kvm-broken-%s", k->cache_dir, u.release);
 }
 
-const char *vm_accel_choose(const struct vm_kernel *k)
+const char *vm_accel_decide(const struct vm_kernel *k, char *why, size_t size)
 {
     const char *forced = getenv("CORDON_VM_ACCEL");
-    if (forced && (strcmp(forced, "kvm") == 0 || strcmp(forced, "tcg") == 0))
+    if (forced && (strcmp(forced, "kvm") == 0 || strcmp(forced, "tcg") == 0)) {
+        snprintf(why, size, "CORDON_VM_ACCEL=%s", forced);
         return forced;
+    }
     int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        log_debug("vm: /dev/kvm: %s; using tcg", strerror(errno));
+        snprintf(why, size, "/dev/kvm: %s", strerror(errno));
         return "tcg";
     }
     close(fd);
     char path[PATH_MAX];
-    accel_verdict_path(k, path, sizeof(path));
-    if (access(path, F_OK) == 0) {
-        log_debug("vm: kvm failed to boot a guest on this host before (%s); using tcg", path);
+    vm_accel_verdict_path(k, path, sizeof(path));
+    _cleanup_close_ int vfd = open(path, O_RDONLY | O_CLOEXEC);
+    if (vfd >= 0) {
+        char was[256] = "";
+        ssize_t n = read(vfd, was, sizeof(was) - 1);
+        was[n > 0 ? n : 0] = '\0';
+        was[strcspn(was, "\n")] = '\0';
+        snprintf(why, size,
+                 "KVM failed to boot a guest on this host before (%s, recorded in %s); to retry "
+                 "KVM: rm %s, or CORDON_VM_ACCEL=kvm for one session",
+                 was[0] ? was : "no reason recorded", path, path);
         return "tcg";
     }
+    snprintf(why, size, "/dev/kvm opens read-write and no earlier KVM boot failed");
     return "kvm";
+}
+
+const char *vm_accel_choose(const struct vm_kernel *k)
+{
+    char why[PATH_MAX * 2 + 512];
+    const char *accel = vm_accel_decide(k, why, sizeof(why));
+    log_debug("vm: using %s: %s", accel, why);
+    return accel;
 }
 
 void vm_accel_mark_kvm_broken(const struct vm_kernel *k, const char *why)
 {
     char path[PATH_MAX];
-    accel_verdict_path(k, path, sizeof(path));
+    vm_accel_verdict_path(k, path, sizeof(path));
     _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) {
         ssize_t w = write(fd, why, strlen(why));

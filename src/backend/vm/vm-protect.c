@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PROTECT_MAX (64 + GITGUARD_MAX_BINDS)
@@ -202,4 +203,52 @@ int vm_protect_apply(const struct vm_bind *binds)
         close(trees[i]);
     }
     return 0;
+}
+
+int vm_protect_probe(const char **step)
+{
+    static const char *const steps[] = {
+        "a mount namespace for QEMU (unshare: CLONE_NEWNS as root, else CLONE_NEWUSER | "
+        "CLONE_NEWNS)",
+        "making / a slave mount in it",
+        "a read-only bind with the mount API (open_tree + mount_setattr)",
+    };
+    int p[2];
+    *step = "fork";
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(p[0]);
+        close(p[1]);
+        return -e;
+    }
+    if (pid == 0) {
+        int result[2] = {0, 0};
+        int tree = -1;
+        struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+        if (geteuid() == 0 ? unshare(CLONE_NEWNS) < 0 : enter_userns() < 0)
+            result[1] = errno;
+        else if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+            result[0] = 1, result[1] = errno;
+        else if ((tree = open_tree(AT_FDCWD, "/usr", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)) < 0 ||
+                 mount_setattr(tree, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+            result[0] = 2, result[1] = errno;
+        ssize_t w = write(p[1], result, sizeof(result));
+        _exit(w == sizeof(result) ? 0 : 1);
+    }
+    close(p[1]);
+    int result[2] = {0, EPROTO};
+    ssize_t n;
+    do
+        n = read(p[0], result, sizeof(result));
+    while (n < 0 && errno == EINTR);
+    close(p[0]);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    if (n != sizeof(result))
+        result[1] = EPROTO;
+    *step = steps[result[0] >= 0 && result[0] < 3 ? result[0] : 0];
+    return -result[1];
 }

@@ -41,3 +41,9 @@ void vm_protect_free(struct vm_bind *binds);
  * bind made in order, every source taken before the first is bound. 0, or
  * -1 with errno. */
 int vm_protect_apply(const struct vm_bind *binds);
+
+/* What vm_protect_apply needs, tried in a child that exits at once (the
+ * host probe, backend/probe.h): the same namespaces, a slave /, a read-only
+ * bind made with the mount API. 0, or -errno of the first refused step;
+ * *step names it. */
+int vm_protect_probe(const char **step);

@@ -818,9 +818,9 @@ static int qemu_find(struct cordon_error *err)
             access(bin, X_OK) == 0)
             return 0;
     }
-    return error_set(err, ENOENT,
-                     "vm: " QEMU_BINARY
-                     " not found in PATH (Debian: apt-get install qemu-system-x86)");
+    error_set(err, ENOENT,
+              "vm: " QEMU_BINARY " not found in PATH (Debian: apt-get install qemu-system-x86)");
+    return error_hint_doctor(err);
 }
 
 int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
@@ -885,14 +885,29 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
         shares[n++] = (struct share){m->host_path, m->guest_path, m->readonly};
     }
 
-    snprintf(st->accel, sizeof(st->accel), "%s", vm_accel_choose(&k));
+    char accel_why[PATH_MAX * 2 + 512];
+    snprintf(st->accel, sizeof(st->accel), "%s", vm_accel_decide(&k, accel_why, sizeof(accel_why)));
+    /* A cached KVM failure is said, not applied silently: it is the one
+     * case where KVM is there and cordon does not use it. On a terminal
+     * (the user's), and always in --debug, `cordon doctor`, the sandbox's
+     * description (`cordon mcp`'s status); a command's redirected stderr
+     * stays its own. */
+    bool cached_failure =
+        strcmp(st->accel, "tcg") == 0 && strncmp(accel_why, "KVM failed", 10) == 0;
+    if (cached_failure && isatty(STDERR_FILENO))
+        log_warn("vm: running under TCG (emulated, slower): %s; run `cordon doctor`", accel_why);
+    else
+        log_debug("vm: using %s: %s", st->accel, accel_why);
     int rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, err);
     if (rc < 0 && strcmp(st->accel, "kvm") == 0) {
         /* Whatever failed under KVM (this host's paravirtual KVM makes QEMU
          * abort at its first vCPU register write) is retried under TCG; KVM
          * is marked broken only when TCG then boots the same guest. */
         struct cordon_error kvm_err = *err;
-        log_warn("vm: KVM did not boot the guest (%s); trying TCG", kvm_err.message);
+        log_warn("vm: KVM did not boot the guest (%s); trying TCG (if TCG boots, later sessions "
+                 "use TCG until the host kernel changes; run `cordon doctor` to see it and how to "
+                 "retry KVM)",
+                 kvm_err.message);
         snprintf(st->accel, sizeof(st->accel), "tcg");
         rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, err);
         if (rc == 0)
@@ -900,6 +915,11 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
     }
     if (rc < 0 || vm_net_start(&st->net, st->dir, err) < 0)
         return -1;
+    if (cached_failure) {
+        size_t len = strlen(sb->description);
+        snprintf(sb->description + len, sizeof(sb->description) - len,
+                 " [KVM failed here before: cordon doctor]");
+    }
     sb->channel_fd = st->fds[SOCK_CHANNEL];
     log_debug("vm: %s booted (%s)", l->name, sb->description);
     return 0;
@@ -934,6 +954,11 @@ static int vm_probe(struct cordon_error *err)
     if (qemu_find(err) < 0 || vm_kernel_find(&k, false, err) < 0)
         return -1;
     return 0;
+}
+
+int vm_qemu_find(struct cordon_error *err)
+{
+    return qemu_find(err);
 }
 
 int vm_sandbox_console_fd(const struct sandbox *sb)

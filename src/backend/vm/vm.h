@@ -38,6 +38,13 @@ int vm_initramfs_get(const struct vm_kernel *k, const char *agent_path, char *ou
 /* Which accelerator to use: "kvm" when /dev/kvm works for a stock guest (a
  * cached verdict of an earlier boot), else "tcg". */
 const char *vm_accel_choose(const struct vm_kernel *k);
+/* The same decision without logging: why says what decided it (and, for a
+ * cached KVM failure, how to retry KVM). */
+const char *vm_accel_decide(const struct vm_kernel *k, char *why, size_t size);
+/* Where the cached "KVM failed to boot a guest" verdict of this host is. */
+void vm_accel_verdict_path(const struct vm_kernel *k, char *out, size_t size);
+/* 0 when QEMU is in PATH; else err says how to install it. */
+int vm_qemu_find(struct cordon_error *err);
 /* Records that KVM failed to boot a stock guest on this host. */
 void vm_accel_mark_kvm_broken(const struct vm_kernel *k, const char *why);
 

@@ -240,6 +240,18 @@ static int prepare_guest(char *reason, size_t size)
             return -1;
         }
     }
+    /* dockerd warns on every `docker run` ("IPv4 forwarding is disabled.
+     * Networking will not work.") while the guest's ip_forward is 0. With
+     * --bridge=none a container has loopback only (or the guest's network
+     * with --network host) whatever it says: there is no second interface
+     * to forward between, and the guest's root, who could add one, could
+     * set this too. So it is on, and the warning that misled is gone. */
+    int fwd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
+    if (fwd >= 0) {
+        ssize_t w = write(fwd, "1", 1);
+        (void)w;
+        close(fwd);
+    }
     return prepare_storage(reason, size);
 }
 
