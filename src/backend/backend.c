@@ -28,15 +28,26 @@ const struct backend_ops *backend_lookup(const char *name)
     return NULL;
 }
 
-/* ---- the host probe (backend/probe.h), by name ---- */
+/* ---- the host probe (backend/probe.h), by name; in the order of enum
+ * cfg_backend, which doctor reports in ---- */
 static const struct {
     const char *name;
     backend_host_probe_fn probe;
 } host_probes[] = {
-    {"ns", ns_host_probe},
-    {"vm", vm_host_probe},
-    {"docker", docker_host_probe},
+    [CFG_BACKEND_NS] = {"ns", ns_host_probe},
+    [CFG_BACKEND_VM] = {"vm", vm_host_probe},
+    [CFG_BACKEND_DOCKER] = {"docker", docker_host_probe},
 };
+
+size_t backend_probe_count(void)
+{
+    return sizeof(host_probes) / sizeof(host_probes[0]);
+}
+
+const char *backend_probe_name(size_t i)
+{
+    return i < backend_probe_count() ? host_probes[i].name : NULL;
+}
 
 backend_host_probe_fn backend_probe_lookup(const char *name)
 {

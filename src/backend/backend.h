@@ -127,3 +127,7 @@ static inline bool backend_has(const struct backend_ops *ops, unsigned caps)
  * "auto" ask each backend, by name ("ns", "vm", "docker"); NULL if none. ---- */
 #include "backend/probe.h"
 backend_host_probe_fn backend_probe_lookup(const char *name);
+/* The probed backends, i < backend_probe_count(), indexed by enum
+ * cfg_backend (auto excluded). */
+size_t backend_probe_count(void);
+const char *backend_probe_name(size_t i);

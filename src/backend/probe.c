@@ -104,6 +104,11 @@ const char *probe_backend_strength(int backend)
     }
 }
 
+bool probe_auto_considers(int backend, const struct cordon_config *cfg)
+{
+    return backend != CFG_BACKEND_DOCKER || cfg->docker.image;
+}
+
 bool probe_meets_floor(const char *strength, int floor)
 {
     if (floor == PROBE_FLOOR_KERNEL)

@@ -66,6 +66,9 @@ enum probe_floor { PROBE_FLOOR_ANY, PROBE_FLOOR_NS, PROBE_FLOOR_KERNEL };
 /* The strength of a backend (enum cfg_backend, not auto), as in
  * struct probe_verdict. */
 const char *probe_backend_strength(int backend);
+/* Whether auto considers backend (enum cfg_backend) for cfg: docker only
+ * with a docker.image. */
+bool probe_auto_considers(int backend, const struct cordon_config *cfg);
 /* Whether a backend of this strength meets the floor. */
 bool probe_meets_floor(const char *strength, int floor);
 /* Picks the backend for cfg (auto) into *backend (enum cfg_backend); why

@@ -141,15 +141,18 @@ int cmd_doctor(int argc, char **argv)
     const char *configured = cfg_enum_name(CFG_BACKEND, cfg.backend);
 
     probe_container(&report);
-    struct backend_result results[] = {{"ns", {0}}, {"vm", {0}}, {"docker", {0}}};
-    for (size_t i = 0; i < ARRAY_SIZE(results); i++) {
+    struct backend_result results[8] = {0};
+    size_t nresults = backend_probe_count();
+    if (nresults > ARRAY_SIZE(results))
+        nresults = ARRAY_SIZE(results);
+    for (size_t i = 0; i < nresults; i++) {
+        results[i].name = backend_probe_name(i);
         size_t first = report.count;
         backend_probe_lookup(results[i].name)(&cfg, &report, &results[i].verdict);
         /* A backend that will not run here is not this configuration's
          * failure: its missing parts are warnings. */
-        bool used = strcmp(configured, results[i].name) == 0 ||
-                    (cfg.backend == CFG_BACKEND_AUTO &&
-                     (strcmp(results[i].name, "docker") != 0 || cfg.docker.image));
+        bool used = (size_t)cfg.backend == i ||
+                    (cfg.backend == CFG_BACKEND_AUTO && probe_auto_considers((int)i, &cfg));
         for (size_t r = first; !used && r < report.count; r++)
             if (report.rows[r].status == PROBE_FAIL)
                 report.rows[r].status = PROBE_WARN;
@@ -161,9 +164,8 @@ int cmd_doctor(int argc, char **argv)
     if (cfg.backend == CFG_BACKEND_AUTO) {
         ok = auto_ok;
     } else {
-        static const char *const strength[] = {"ns", "kernel-boundary", "container"};
         ok = results[cfg.backend].verdict.works &&
-             probe_meets_floor(strength[cfg.backend], cfg.backend_floor);
+             probe_meets_floor(probe_backend_strength(cfg.backend), cfg.backend_floor);
         if (results[cfg.backend].verdict.works && !ok)
             probe_add(&report, "backend-floor", PROBE_FAIL,
                       "use a backend that meets it, or backend = \"auto\"",
@@ -171,13 +173,13 @@ int cmd_doctor(int argc, char **argv)
                       cfg_enum_name(CFG_BACKEND_FLOOR, cfg.backend_floor));
     }
     if (json) {
-        json_t *j = report_json(&report, results, ARRAY_SIZE(results), configured, auto_ok,
+        json_t *j = report_json(&report, results, nresults, configured, auto_ok,
                                 auto_ok ? cfg_enum_name(CFG_BACKEND, chosen) : NULL, auto_why, ok);
         _cleanup_free_ char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
         printf("%s\n", text ? text : "{}");
         json_decref(j);
     } else {
-        print_text(&report, results, ARRAY_SIZE(results), configured, auto_ok, auto_why);
+        print_text(&report, results, nresults, configured, auto_ok, auto_why);
         printf("\nconfigured backend %s %s here\n", configured, ok ? "works" : "does NOT work");
     }
     cfg_free(&cfg);

@@ -14,7 +14,7 @@ layer_of() {
     agent/agent.c) echo agent-main ;;  # the agent binary's entry point
     agent/tools/*) echo tools ;;
     backend/*/guest/*) echo guest ;;   # the backends' halves inside the sandbox
-    backend/backend.h | backend/spec.h) echo backend-api ;;
+    backend/backend.h | backend/spec.h | backend/probe.h) echo backend-api ;;
     */*) echo "${f%%/*}" ;;
     *) echo "" ;;
     esac
