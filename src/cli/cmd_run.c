@@ -53,6 +53,33 @@ static void usage(FILE *out, bool shell)
             cli_config_flags_help);
 }
 
+/* argv for the agent: init [--pty | --ctty] [--control] --memory-mib
+ * MEMORY -- CMD..., as the backend takes it; NULL when out of memory. The
+ * strings are borrowed. */
+static char **init_argv(const struct backend_ops *be, bool pty, char *const *cmd, char *memory)
+{
+    size_t ncmd = 0;
+    while (cmd[ncmd])
+        ncmd++;
+    char **agent_argv = calloc(ncmd + 8, sizeof(char *));
+    if (!agent_argv)
+        return NULL;
+    size_t a = 0;
+    agent_argv[a++] = "cordon-agent";
+    agent_argv[a++] = "init";
+    if (pty)
+        agent_argv[a++] = backend_has(be, BACKEND_CAP_OUTER_TTY) ? "--ctty" : "--pty";
+    if (backend_has(be, BACKEND_CAP_INIT_CONTROL))
+        agent_argv[a++] = "--control"; /* fd 3: the probe of `cordon verify NAME` */
+    agent_argv[a++] = "--memory-mib";
+    agent_argv[a++] = memory;
+    agent_argv[a++] = "--";
+    for (size_t c = 0; c < ncmd; c++)
+        agent_argv[a++] = cmd[c];
+    agent_argv[a] = NULL;
+    return agent_argv;
+}
+
 static int run_common(int argc, char **argv, bool shell)
 {
     struct cli_sets sets = {0};
@@ -157,26 +184,15 @@ static int run_common(int argc, char **argv, bool shell)
         return CORDON_EXIT_FAILURE;
     }
 
-    /* argv for the agent: init [--pty] [--memory-mib N] -- CMD... */
-    size_t ncmd = 0;
-    while (cmd[ncmd])
-        ncmd++;
-    _cleanup_free_ char **agent_argv = calloc(ncmd + 8, sizeof(char *));
     char memory[32];
     snprintf(memory, sizeof(memory), "%lld", (long long)l.cfg.limits.memory_mib);
-    size_t a = 0;
-    agent_argv[a++] = "cordon-agent";
-    agent_argv[a++] = "init";
-    if (pty)
-        agent_argv[a++] = backend_has(be, BACKEND_CAP_OUTER_TTY) ? "--ctty" : "--pty";
-    if (backend_has(be, BACKEND_CAP_INIT_CONTROL))
-        agent_argv[a++] = "--control"; /* fd 3: the probe of `cordon verify NAME` */
-    agent_argv[a++] = "--memory-mib";
-    agent_argv[a++] = memory;
-    agent_argv[a++] = "--";
-    for (size_t c = 0; c < ncmd; c++)
-        agent_argv[a++] = cmd[c];
-    agent_argv[a] = NULL;
+    _cleanup_free_ char **agent_argv = init_argv(be, pty, cmd, memory);
+    if (!agent_argv) {
+        log_error("out of memory");
+        lifecycle_end(&lc);
+        launch_free(&l);
+        return CORDON_EXIT_FAILURE;
+    }
     int status = be->run(&l, &lc, agent_argv, shell);
     lifecycle_end(&lc);
     launch_free(&l);
