@@ -17,6 +17,7 @@
 #include "util/cleanup.h"
 #include "util/fs.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -122,6 +123,10 @@ struct grep_state {
      * NULL when the pattern could tell the two apart. */
     pcre2_code *block_re;
     pcre2_match_data *block_md;
+    /* Bytes every match contains (a literal, or a regex's leading run of
+     * plain characters); the prefilter skips a file without them. */
+    char *needle;
+    size_t needle_len;
     double context;
     double limit;
     double match_count;
@@ -604,6 +609,8 @@ static enum pf_state pf_check(struct prefilter *pf, const char *rel, char **buf,
     }
     if (memchr(*buf, '\0', len))
         return PF_SEARCH;
+    if (pf->g->needle_len && !memmem(*buf, len, pf->g->needle, pf->g->needle_len))
+        return PF_CLEAN;
     int rc = pcre2_match(pf->g->block_re, (PCRE2_SPTR)*buf, len, 0, 0, md, pf->g->mctx);
     return rc == PCRE2_ERROR_NOMATCH ? PF_CLEAN : PF_SEARCH;
 }
@@ -847,6 +854,34 @@ static bool block_search_safe(const char *pattern)
     return true;
 }
 
+/* What every match of the pattern contains: a literal itself; for a regex
+ * without alternation, its leading run of characters that only match
+ * themselves, less the last one when a quantifier follows it. NULL when
+ * there is none (case-insensitive, or the pattern starts otherwise). */
+static char *required_bytes(const char *pattern, bool literal, bool ignore_case, size_t *len)
+{
+    *len = 0;
+    if (ignore_case)
+        return NULL;
+    if (literal) {
+        *len = strlen(pattern);
+        return *len ? strdup(pattern) : NULL;
+    }
+    if (strchr(pattern, '|'))
+        return NULL;
+    size_t n = 0;
+    while (pattern[n] &&
+           (((unsigned char)pattern[n] < 0x80 && isalnum((unsigned char)pattern[n])) ||
+            strchr("_ -:/,=\"';<>@!%&~`", pattern[n])))
+        n++;
+    if (n > 0 && pattern[n] && strchr("*?+{", pattern[n]))
+        n--;
+    if (n == 0)
+        return NULL;
+    *len = n;
+    return strndup(pattern, n);
+}
+
 static int compile_pattern(struct grep_state *g, const char *pattern, bool ignore_case,
                            bool literal, struct tool_result *res)
 {
@@ -891,6 +926,9 @@ static int compile_pattern(struct grep_state *g, const char *pattern, bool ignor
             g->block_re = NULL;
         }
     }
+    g->needle = required_bytes(translated, literal, ignore_case, &g->needle_len);
+    if (!g->needle)
+        g->needle_len = 0;
     g->md = pcre2_match_data_create_from_pattern(g->re, NULL);
     g->mctx = pcre2_match_context_create(NULL);
     if (!g->md || !g->mctx) {
@@ -1049,6 +1087,7 @@ out:
     pcre2_code_free(g.re);
     pcre2_match_data_free(g.block_md);
     pcre2_code_free(g.block_re);
+    free(g.needle);
     free(g.out.data);
     free(g.errors.data);
     file_lines_clear(&g.lines);

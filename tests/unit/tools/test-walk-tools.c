@@ -281,6 +281,16 @@ static void test_grep_prefilter(void)
               NULL);
     is_str(out, want.data, "the same as a literal");
     free(out);
+    static const char *const same[] = {"ne{1,2}dle", "needle|zzz", "need+le",
+                                       "needle\\\\b"}; /* JSON: \\b */
+    for (size_t i = 0; i < sizeof(same) / sizeof(*same); i++) {
+        char args[160];
+        snprintf(args, sizeof(args), "{\"pattern\":\"%s\",\"path\":\"many\",\"limit\":1000}",
+                 same[i]);
+        out = run("grep", args, NULL);
+        is_str(out, want.data, "the same with the regex %s", same[i]);
+        free(out);
+    }
     /* A limit keeps the first matches of the walk. */
     out = run("grep", "{\"pattern\":\"ne+dle\",\"path\":\"many\",\"limit\":25}", NULL);
     char *cut = want.data;
