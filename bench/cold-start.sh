@@ -10,8 +10,11 @@
 # cgroups; unprivileged, rlimits apply).
 set -euo pipefail
 runs=${RUNS:-40}
-cordon=${CORDON:-$(cd "$(dirname "$0")/.." && pwd)/build/cordon}
-[ -x "$cordon" ] || { echo "bench: build cordon first (make build)" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+self=$bench_here/$(basename "${BASH_SOURCE[0]}")
+bench_need_cordon
+cordon=$bench_cordon
 command -v bwrap >/dev/null || { echo "bench: bwrap not installed" >&2; exit 1; }
 ws=$(mktemp -d /tmp/cordon-bench.XXXXXX)
 trap 'rm -rf "$ws"' EXIT
@@ -57,8 +60,11 @@ user=${BENCH_USER:-cordon-test}
 if [ "$(id -u)" -eq 0 ] && [ -z "${BENCH_NESTED:-}" ] && id "$user" >/dev/null 2>&1; then
     stage=$(mktemp -d /tmp/cordon-bench-bin.XXXXXX)
     chmod 755 "$stage"
-    cp "$cordon" "$(dirname "$cordon")/cordon-agent" "$(realpath "$0")" "$stage/"
-    runuser -u "$user" -- env BENCH_NESTED=1 BENCH_NO_HEADER=1 RUNS="$runs" \
-        CORDON="$stage/cordon" bash "$stage/$(basename "$0")" "$@" || true
+    # The source tree may be where the user cannot read (a clone under
+    # /root): the user runs copies, from a directory it can enter.
+    cp "$cordon" "$(dirname "$cordon")/cordon-agent" "$self" "$bench_here/lib.sh" "$stage/"
+    chmod 755 "$stage"/*
+    (cd / && runuser -u "$user" -- env BENCH_NESTED=1 BENCH_NO_HEADER=1 RUNS="$runs" \
+        CORDON="$stage/cordon" bash "$stage/$(basename "$self")" "$@") || true
     rm -rf "$stage"
 fi

@@ -21,7 +21,19 @@ process.chdir(tree);
 // pi 0.73.1's argument lists (grep.js, find.js). fd: Debian 12's fdfind
 // 8.6 has no --no-require-git; the tree is a git repository, where fd
 // applies the same ignore rules without it.
-const cases = [
+const rgArgs = (pattern) => ["rg", "--json", "--line-number", "--color=never", "--hidden", "--", pattern, tree];
+const fdArgs = (glob, full) => ["fdfind", "--glob", "--color=never", "--hidden", "--max-results", "1000",
+    ...(full ? ["--full-path", "--", `**/${glob}`] : ["--", glob]), tree];
+// BENCH_QUERIES="LITERAL|REGEX|GLOB|PATH-GLOB" for another tree (a real
+// repository): the expected counts are what rg/fd find in the first run.
+const custom = process.env.BENCH_QUERIES ? process.env.BENCH_QUERIES.split("|") : null;
+const cases = custom ? [
+    { label: `grep \`${custom[0]}\` (literal)`, tool: "grep", args: { pattern: custom[0], literal: true },
+        peer: ["rg", "--json", "--line-number", "--color=never", "--hidden", "--fixed-strings", "--", custom[0], tree] },
+    { label: `grep \`${custom[1]}\` (regex)`, tool: "grep", args: { pattern: custom[1] }, peer: rgArgs(custom[1]) },
+    { label: `find \`${custom[2]}\``, tool: "find", args: { pattern: custom[2] }, peer: fdArgs(custom[2], false) },
+    { label: `find \`${custom[3]}\` (full path)`, tool: "find", args: { pattern: custom[3] }, peer: fdArgs(custom[3], true) },
+] : [
     {
         label: "grep `rare_marker_` (literal, 40 matches)",
         tool: "grep", args: { pattern: "rare_marker_" },
@@ -84,6 +96,7 @@ for (let i = -1; i < runs; i++) { // run -1 warms the cache and checks the count
         for (let j = 0; j < order.length; j++) {
             const [side, fn] = order[(i + 3 + j) % order.length];
             const { us, n } = await fn();
+            if (c.expect === undefined) c.expect = n; // BENCH_QUERIES: the first side's count
             if (n !== c.expect) throw new Error(`${c.label}: ${side} found ${n}, expected ${c.expect}`);
             if (i >= 0) res[k][side].push(us);
         }

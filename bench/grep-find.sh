@@ -6,11 +6,19 @@
 # /tmp/cordon-bench-tree) between runs; it depends only on the generator.
 # With --markdown, a table for docs/benchmarks.md.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+here=$bench_here
 runs=${RUNS:-15}
-cordon=${CORDON:-$here/../build/cordon}
+bench_need_cordon
+cordon=$bench_cordon
 tree=${BENCH_TREE:-/tmp/cordon-bench-tree}
-[ -x "$cordon" ] || { echo "bench: build cordon first (make build)" >&2; exit 1; }
+# Another tree (a real repository, say): BENCH_DIR=DIR and
+# BENCH_QUERIES="LITERAL|REGEX|GLOB|PATH-GLOB" (see docs/benchmarks.md).
+if [ -n "${BENCH_DIR:-}" ]; then
+    [ -n "${BENCH_QUERIES:-}" ] || { echo "bench: BENCH_DIR needs BENCH_QUERIES" >&2; exit 1; }
+    exec node "$here/grep-find.mjs" "$cordon" "$(bench_abs "$BENCH_DIR")" "$runs" "$@"
+fi
 for tool in rg fdfind node python3; do
     command -v "$tool" >/dev/null || { echo "bench: $tool not installed" >&2; exit 1; }
 done

@@ -5,7 +5,7 @@
 # on the host (mcp-latency.mjs). With --markdown, a table for
 # docs/benchmarks.md.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-cordon=${CORDON:-$here/../build/cordon}
-[ -x "$cordon" ] || { echo "bench: build cordon first (make build)" >&2; exit 1; }
-exec node "$here/mcp-latency.mjs" "$(cd "$(dirname "$cordon")" && pwd)/$(basename "$cordon")" "${RUNS:-600}" "$@"
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_need_cordon
+exec node "$bench_here/mcp-latency.mjs" "$bench_cordon" "${RUNS:-600}" "$@"

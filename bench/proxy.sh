@@ -20,8 +20,10 @@
 # Usage: bench/proxy.sh [BUILD_DIR] [--markdown]   (RUNS=N, LATENCY_N=N)
 # With --markdown, also a table row for docs/benchmarks.md.
 set -euo pipefail
-src=$(cd "$(dirname "$0")/.." && pwd)
-build=$src/build
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+src=$bench_src
+build=$bench_build
 markdown=
 for arg in "$@"; do
     case $arg in

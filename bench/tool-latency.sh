@@ -5,12 +5,14 @@
 # (tool-micro: tool_read() in a loop, built by meson from bench/tool-micro.c).
 # With --markdown, tables for docs/benchmarks.md.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+here=$bench_here
 runs=${RUNS:-1000}
-build=$(cd "$here/.." && pwd)/${BUILDDIR:-build}
-cordon=${CORDON:-$build/cordon}
-micro=$build/bench/tool-micro
-[ -x "$cordon" ] && [ -x "$micro" ] || { echo "bench: build cordon first (make build)" >&2; exit 1; }
+bench_need_cordon
+cordon=$bench_cordon
+micro=$bench_build/bench/tool-micro
+[ -x "$micro" ] || { echo "bench: build first: $micro missing" >&2; exit 1; }
 node "$here/tool-latency.mjs" "$cordon" "$runs" "$@"
 echo
 scratch=$(mktemp -d /tmp/cordon-bench-micro.XXXXXX)

@@ -2,7 +2,8 @@
 spawning `cordon mcp` to the first tool result (initialize, then a `read`
 of a small file), then the latency of further calls (read, bash `true`) on
 the running sandbox; ns and vm in the same run and workspace. Host context,
-benchmark-only. Usage: vm-start.py CORDON WORKSPACE RUNS CALLS"""
+benchmark-only. Usage: vm-start.py CORDON WORKSPACE RUNS CALLS
+(BENCH_BACKENDS="ns" for one backend; default "ns vm")"""
 import json
 import os
 import select
@@ -60,7 +61,7 @@ def main():
     with open(os.path.join(ws, "hello.txt"), "w") as f:
         f.write("hello\n")
     results = {}
-    for backend in ("ns", "vm"):
+    for backend in os.environ.get("BENCH_BACKENDS", "ns vm").split():
         # One warm-up: the vm backend builds and caches its initramfs and
         # learns which accelerator works on the first run.
         m = Mcp(cordon, ws, backend)

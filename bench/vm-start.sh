@@ -8,12 +8,12 @@
 # build/cordon, the release build with the static agent, then
 # build-test/cordon). The figures are only as quiet as the machine.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$bench_src"
 runs=${1:-5}
-cordon=${CORDON:-}
-for c in build/cordon build-test/cordon; do
-    [ -z "$cordon" ] && [ -x "$c" ] && cordon=$PWD/$c
-done
+cordon=$bench_cordon
+[ -x "$cordon" ] || [ -n "${CORDON:-}" ] || cordon=$PWD/build-test/cordon
 [ -x "${cordon:-}" ] || { echo "vm-start: build cordon first (make)" >&2; exit 1; }
 ws=$(mktemp -d "${TMPDIR:-/tmp}/cordon-bench.XXXXXX")
 trap 'rm -rf "$ws"' EXIT

@@ -15,11 +15,16 @@
 #include "agent/tools/truncate.h"
 #include "agent/tools/walk.h"
 #include "util/cleanup.h"
+#include "util/fs.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <math.h>
 #include <pcre2.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +123,10 @@ struct grep_state {
      * NULL when the pattern could tell the two apart. */
     pcre2_code *block_re;
     pcre2_match_data *block_md;
+    /* Bytes every match contains (a literal, or a regex's leading run of
+     * plain characters); the prefilter skips a file without them. */
+    char *needle;
+    size_t needle_len;
     double context;
     double limit;
     double match_count;
@@ -136,6 +145,7 @@ struct grep_state {
     bool pinned; /* an approved host call (pin.h): nothing is reopened by path */
     struct file_lines lines;
     bool lines_loaded;
+    struct prefilter *pf; /* the parallel prefilter, when it runs */
 };
 
 static bool utf8_valid(const char *s, size_t len)
@@ -519,6 +529,281 @@ static void grep_dir_error(void *ctx, const char *path, int errnum)
               strerror(errnum), errnum);
 }
 
+/* The parallel prefilter (a walk of a directory with a pattern the block
+ * search can take). The walk and every search that can report a match stay
+ * on the calling thread, in the walk's order: output, limits and errors are
+ * exactly those of the sequential search. Worker threads only read files
+ * ahead of it and run the multi-line pattern over each whole file; a file
+ * where it finds nothing has no matching line (block_search_safe), so the
+ * calling thread skips it without opening it. Anything else (a match, a NUL,
+ * an error, a file too large or not regular) is searched as before. */
+#define PF_WORKERS_MAX 8
+#define PF_WINDOW      4096       /* files walked ahead of the search */
+#define PF_FILE_MAX    (4u << 20) /* larger files are left to the search */
+
+enum pf_state { PF_PENDING, PF_RUNNING, PF_CLEAN, PF_SEARCH, PF_DIR_ERROR };
+
+struct pf_job {
+    char *abs;     /* the path as the walk gave it */
+    int dir_errno; /* PF_DIR_ERROR: a directory the walk could not open */
+    size_t rel_at; /* offset of the path relative to the walk root in abs */
+    char *display;
+    enum pf_state state;
+};
+
+struct prefilter {
+    struct grep_state *g;
+    int root_fd; /* the walk root: files are opened below it, never by path */
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, done_cv;
+    struct pf_job *jobs; /* jobs[i - base] for job number i */
+    size_t base, count, cap;
+    size_t head; /* the next job the calling thread searches */
+    size_t next; /* the next job a worker looks at */
+    bool closing;
+    pthread_t threads[PF_WORKERS_MAX];
+    int nthreads;
+};
+
+static struct pf_job *pf_job(struct prefilter *pf, size_t i)
+{
+    return &pf->jobs[i - pf->base];
+}
+
+/* Opens a walked file below the walk root: no symlink anywhere, as the walk
+ * itself never follows one. */
+static int pf_open(int root_fd, const char *rel)
+{
+    return fs_openat2(root_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY,
+                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+}
+
+/* PF_CLEAN when the whole file was read and holds no match and no NUL. */
+static enum pf_state pf_check(struct prefilter *pf, const char *rel, char **buf, size_t *cap,
+                              pcre2_match_data *md)
+{
+    _cleanup_close_ int fd = pf_open(pf->root_fd, rel);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > PF_FILE_MAX)
+        return PF_SEARCH;
+    size_t want = (size_t)st.st_size + 1; /* one more: a file that grew */
+    if (want > *cap) {
+        char *p = realloc(*buf, want);
+        if (!p)
+            return PF_SEARCH;
+        *buf = p;
+        *cap = want;
+    }
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(fd, *buf + len, want - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return PF_SEARCH;
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len == want)
+            return PF_SEARCH; /* larger than it said */
+    }
+    if (memchr(*buf, '\0', len))
+        return PF_SEARCH;
+    if (pf->g->needle_len && !memmem(*buf, len, pf->g->needle, pf->g->needle_len))
+        return PF_CLEAN;
+    int rc = pcre2_match(pf->g->block_re, (PCRE2_SPTR)*buf, len, 0, 0, md, pf->g->mctx);
+    return rc == PCRE2_ERROR_NOMATCH ? PF_CLEAN : PF_SEARCH;
+}
+
+static void *pf_worker(void *arg)
+{
+    struct prefilter *pf = arg;
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    char *buf = NULL;
+    size_t cap = 0;
+    pthread_mutex_lock(&pf->mu);
+    for (;;) {
+        if (pf->next < pf->head)
+            pf->next = pf->head;
+        while (pf->next < pf->count && pf_job(pf, pf->next)->state != PF_PENDING)
+            pf->next++;
+        if (pf->next >= pf->count) {
+            if (pf->closing)
+                break;
+            pthread_cond_wait(&pf->work_cv, &pf->mu);
+            continue;
+        }
+        size_t i = pf->next++;
+        struct pf_job *job = pf_job(pf, i);
+        job->state = PF_RUNNING;
+        const char *rel = job->abs + job->rel_at; /* not moved while running */
+        pthread_mutex_unlock(&pf->mu);
+        enum pf_state st = md ? pf_check(pf, rel, &buf, &cap, md) : PF_SEARCH;
+        pthread_mutex_lock(&pf->mu);
+        pf_job(pf, i)->state = st;
+        if (i == pf->head)
+            pthread_cond_signal(&pf->done_cv);
+    }
+    pthread_mutex_unlock(&pf->mu);
+    free(buf);
+    pcre2_match_data_free(md);
+    return NULL;
+}
+
+/* Searches the job at the head (the calling thread). Returns what
+ * search_opened returns. */
+static int pf_search(struct prefilter *pf, struct pf_job *job)
+{
+    struct grep_state *g = pf->g;
+    _cleanup_close_ int fd = pf_open(pf->root_fd, job->abs + job->rel_at);
+    if (fd < 0) {
+        record_error(g, job->abs, errno);
+        return 0;
+    }
+    return search_opened(g, fd, job->abs, job->display, false);
+}
+
+/* Searches jobs at the head in order while they are decided; with wait,
+ * until every job is done. The calling thread takes a job no worker has
+ * started. Returns <0 (out of memory), 0, or 1 (stop: the limit). */
+static int pf_drain(struct prefilter *pf, bool wait)
+{
+    pthread_mutex_lock(&pf->mu);
+    int ret = 0;
+    while (pf->head < pf->count) {
+        struct pf_job *job = pf_job(pf, pf->head);
+        bool behind = wait || pf->count - pf->head >= PF_WINDOW;
+        if (job->state == PF_RUNNING || (job->state == PF_PENDING && !behind)) {
+            if (!behind)
+                break; /* walk on: the workers catch up */
+            pthread_cond_wait(&pf->done_cv, &pf->mu);
+            continue;
+        }
+        enum pf_state state = job->state; /* pending: searched here */
+        struct pf_job taken = *job;
+        *job = (struct pf_job){.state = PF_SEARCH};
+        pf->head++;
+        pthread_mutex_unlock(&pf->mu);
+        int r = 0;
+        if (state == PF_DIR_ERROR)
+            grep_dir_error(pf->g, taken.abs, taken.dir_errno);
+        else if (state != PF_CLEAN)
+            r = pf_search(pf, &taken);
+        free(taken.abs);
+        free(taken.display);
+        pthread_mutex_lock(&pf->mu);
+        if (r != 0) {
+            ret = r;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&pf->mu);
+    return ret;
+}
+
+/* Queues a walked file (e) or a directory error (path, dir_errno). */
+static int pf_push(struct prefilter *pf, const struct walk_entry *e, char *display,
+                   const char *path, int dir_errno)
+{
+    char *abs = strdup(e ? e->path : path);
+    if (!abs) {
+        free(display);
+        return -1;
+    }
+    pthread_mutex_lock(&pf->mu);
+    if (pf->head > PF_WINDOW && pf->head - pf->base >= (pf->count - pf->base) / 2) {
+        /* Drop the searched jobs from the front. */
+        memmove(pf->jobs, pf_job(pf, pf->head), (pf->count - pf->head) * sizeof(*pf->jobs));
+        pf->base = pf->head;
+    }
+    if (pf->count - pf->base == pf->cap) {
+        size_t cap = pf->cap ? pf->cap * 2 : 256;
+        struct pf_job *p = realloc(pf->jobs, cap * sizeof(*p));
+        if (!p) {
+            pthread_mutex_unlock(&pf->mu);
+            free(abs);
+            free(display);
+            return -1;
+        }
+        pf->jobs = p;
+        pf->cap = cap;
+    }
+    pf->jobs[pf->count - pf->base] = (struct pf_job){
+        .abs = abs,
+        .dir_errno = dir_errno,
+        .rel_at = e ? (size_t)(e->rel - e->path) : 0,
+        .display = display,
+        .state = e ? PF_PENDING : PF_DIR_ERROR,
+    };
+    pf->count++;
+    pthread_cond_signal(&pf->work_cv);
+    pthread_mutex_unlock(&pf->mu);
+    return 0;
+}
+
+static int pf_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) < 0)
+        return 1;
+    return CPU_COUNT(&set);
+}
+
+/* Starts the workers; false when there would be none (one CPU, no threads
+ * allowed by the limits): the caller searches sequentially. */
+static bool pf_start(struct prefilter *pf, struct grep_state *g, int root_fd)
+{
+    int want = pf_cpus();
+    if (want < 2 || !g->block_re)
+        return false;
+    if (want > PF_WORKERS_MAX)
+        want = PF_WORKERS_MAX;
+    *pf = (struct prefilter){.g = g, .root_fd = root_fd};
+    pthread_mutex_init(&pf->mu, NULL);
+    pthread_cond_init(&pf->work_cv, NULL);
+    pthread_cond_init(&pf->done_cv, NULL);
+    while (pf->nthreads < want &&
+           pthread_create(&pf->threads[pf->nthreads], NULL, pf_worker, pf) == 0)
+        pf->nthreads++;
+    if (pf->nthreads > 0)
+        return true;
+    pthread_cond_destroy(&pf->done_cv);
+    pthread_cond_destroy(&pf->work_cv);
+    pthread_mutex_destroy(&pf->mu);
+    return false;
+}
+
+static void pf_stop(struct prefilter *pf)
+{
+    pthread_mutex_lock(&pf->mu);
+    pf->closing = true;
+    pf->head = pf->count; /* workers start nothing more */
+    pthread_cond_broadcast(&pf->work_cv);
+    pthread_mutex_unlock(&pf->mu);
+    for (int i = 0; i < pf->nthreads; i++)
+        pthread_join(pf->threads[i], NULL);
+    for (size_t i = pf->base; i < pf->count; i++) {
+        free(pf_job(pf, i)->abs);
+        free(pf_job(pf, i)->display);
+    }
+    free(pf->jobs);
+    pthread_cond_destroy(&pf->done_cv);
+    pthread_cond_destroy(&pf->work_cv);
+    pthread_mutex_destroy(&pf->mu);
+}
+
+static void grep_walk_error(void *ctx, const char *path, int errnum)
+{
+    struct grep_state *g = ctx;
+    if (!g->pf) {
+        grep_dir_error(g, path, errnum);
+        return;
+    }
+    /* In the walk's order among the searches; memory exhaustion here
+     * loses the message, as the error list's own bound does. */
+    (void)pf_push(g->pf, NULL, NULL, path, errnum);
+}
+
 static int grep_visit(void *ctx, const struct walk_entry *e, struct cordon_error *err)
 {
     struct grep_state *g = ctx;
@@ -532,6 +817,12 @@ static int grep_visit(void *ctx, const struct walk_entry *e, struct cordon_error
         display = strdup(strncmp(rel, "..", 2) == 0 ? e->name : rel);
         if (!display)
             return error_set(err, ENOMEM, "grep");
+    }
+    if (g->pf) {
+        if (pf_push(g->pf, e, TAKE_PTR(display), NULL, 0) < 0)
+            return error_set(err, ENOMEM, "grep");
+        int r = pf_drain(g->pf, false);
+        return r < 0 ? error_set(err, ENOMEM, "grep") : r;
     }
     int r = search_file(g, e->dirfd, e->name, e->path, display, false);
     if (r < 0)
@@ -561,6 +852,34 @@ static bool block_search_safe(const char *pattern)
         }
     }
     return true;
+}
+
+/* What every match of the pattern contains: a literal itself; for a regex
+ * without alternation, its leading run of characters that only match
+ * themselves, less the last one when a quantifier follows it. NULL when
+ * there is none (case-insensitive, or the pattern starts otherwise). */
+static char *required_bytes(const char *pattern, bool literal, bool ignore_case, size_t *len)
+{
+    *len = 0;
+    if (ignore_case)
+        return NULL;
+    if (literal) {
+        *len = strlen(pattern);
+        return *len ? strdup(pattern) : NULL;
+    }
+    if (strchr(pattern, '|'))
+        return NULL;
+    size_t n = 0;
+    while (pattern[n] &&
+           (((unsigned char)pattern[n] < 0x80 && isalnum((unsigned char)pattern[n])) ||
+            strchr("_ -:/,=\"';<>@!%&~`", pattern[n])))
+        n++;
+    if (n > 0 && pattern[n] && strchr("*?+{", pattern[n]))
+        n--;
+    if (n == 0)
+        return NULL;
+    *len = n;
+    return strndup(pattern, n);
 }
 
 static int compile_pattern(struct grep_state *g, const char *pattern, bool ignore_case,
@@ -594,8 +913,11 @@ static int compile_pattern(struct grep_state *g, const char *pattern, bool ignor
     }
     (void)pcre2_jit_compile(g->re, PCRE2_JIT_COMPLETE);
     if (literal || block_search_safe(translated)) {
-        g->block_re = pcre2_compile((PCRE2_SPTR)translated, PCRE2_ZERO_TERMINATED,
-                                    options | PCRE2_MULTILINE, &code, &offset, NULL);
+        /* PCRE2 refuses MULTILINE with LITERAL, and a literal has no
+         * anchors for it to change. */
+        g->block_re =
+            pcre2_compile((PCRE2_SPTR)translated, PCRE2_ZERO_TERMINATED,
+                          options | (literal ? 0 : PCRE2_MULTILINE), &code, &offset, NULL);
         g->block_md = g->block_re ? pcre2_match_data_create(1, NULL) : NULL;
         if (g->block_md) {
             (void)pcre2_jit_compile(g->block_re, PCRE2_JIT_COMPLETE);
@@ -604,6 +926,9 @@ static int compile_pattern(struct grep_state *g, const char *pattern, bool ignor
             g->block_re = NULL;
         }
     }
+    g->needle = required_bytes(translated, literal, ignore_case, &g->needle_len);
+    if (!g->needle)
+        g->needle_len = 0;
     g->md = pcre2_match_data_create_from_pattern(g->re, NULL);
     g->mctx = pcre2_match_context_create(NULL);
     if (!g->md || !g->mctx) {
@@ -705,6 +1030,14 @@ int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
     }
 
     if (g.is_directory) {
+        /* The walk and the prefilter's workers see the same directory: the
+         * walk starts from this fd too. */
+        _cleanup_close_ int root_fd = pinned_fd >= 0
+                                          ? fcntl(pinned_fd, F_DUPFD_CLOEXEC, 3)
+                                          : open(search_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct prefilter pf;
+        if (root_fd >= 0 && pf_start(&pf, &g, root_fd))
+            g.pf = &pf;
         struct walk_options options = {
             .require_git = true,
             .custom_ignore_name = ".rgignore",
@@ -712,19 +1045,25 @@ int tool_grep(const struct tool_env *env, json_t *args, struct tool_result *res)
             .overrides = overrides,
             .override_base = env->cwd,
             .visit = grep_visit,
-            .on_error = grep_dir_error,
-            .have_root_fd = pinned_fd >= 0,
-            .root_fd = pinned_fd,
+            .on_error = grep_walk_error,
+            .have_root_fd = pinned_fd >= 0 || g.pf,
+            .root_fd = g.pf ? root_fd : pinned_fd,
             .ctx = &g,
         };
         struct cordon_error err = {0};
-        if (walk_tree(search_path, &options, &err) < 0) {
-            if (err.errnum == ENOMEM) {
-                ret = tool_result_error(res, "out of memory");
-                goto out;
-            }
-            record_error(&g, search_path, err.errnum ? err.errnum : EIO);
+        int wr = walk_tree(search_path, &options, &err);
+        bool oom = wr < 0 && err.errnum == ENOMEM;
+        if (g.pf && !oom && !g.limit_reached && !g.output_overflow && pf_drain(g.pf, true) < 0)
+            oom = true;
+        if (g.pf)
+            pf_stop(g.pf);
+        g.pf = NULL;
+        if (oom) {
+            ret = tool_result_error(res, "out of memory");
+            goto out;
         }
+        if (wr < 0)
+            record_error(&g, search_path, err.errnum ? err.errnum : EIO);
     } else {
         const char *base = strrchr(search_path, '/');
         base = base ? base + 1 : search_path;
@@ -748,6 +1087,7 @@ out:
     pcre2_code_free(g.re);
     pcre2_match_data_free(g.block_md);
     pcre2_code_free(g.block_re);
+    free(g.needle);
     free(g.out.data);
     free(g.errors.data);
     file_lines_clear(&g.lines);

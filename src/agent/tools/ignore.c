@@ -9,11 +9,79 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Most ignore lines are a name, an extension or a path without
+ * wildcards: those are compared directly (the ignore crate's globset does
+ * the same). Only ASCII patterns and ASCII paths take this way, where the
+ * comparison and the glob's regex cannot disagree. */
+enum rule_kind {
+    RULE_GLOB,     /* anything else: the compiled glob */
+    RULE_BASENAME, /* "**" "/NAME": the last component is NAME */
+    RULE_SUFFIX,   /* "**" "/" "*SUFFIX": the last component ends with SUFFIX */
+    RULE_PATH,     /* "PATH": the whole path is PATH */
+};
+
 struct ignore_rule {
     struct tool_glob *glob;
     bool negated;
     bool dir_only;
+    enum rule_kind kind;
+    char *lit; /* NAME, SUFFIX or PATH */
+    size_t lit_len;
 };
+
+/* Plain ASCII without glob syntax (globset drops a lone '}', so it counts). */
+static bool plain_ascii(const char *s, size_t len, bool slash_ok)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80 || c == 0 || strchr("*?[]{}\\", c) || (c == '/' && !slash_ok))
+            return false;
+    }
+    return len > 0;
+}
+
+static void classify(struct ignore_rule *rule, const char *glob, size_t len)
+{
+    const char *lit = glob;
+    size_t lit_len = len;
+    rule->kind = RULE_GLOB;
+    if (len > 4 && memcmp(glob, "**/*", 4) == 0 && plain_ascii(glob + 4, len - 4, false)) {
+        rule->kind = RULE_SUFFIX;
+        lit = glob + 4;
+        lit_len = len - 4;
+    } else if (len > 3 && memcmp(glob, "**/", 3) == 0 && plain_ascii(glob + 3, len - 3, false)) {
+        rule->kind = RULE_BASENAME;
+        lit = glob + 3;
+        lit_len = len - 3;
+    } else if (plain_ascii(glob, len, true)) {
+        rule->kind = RULE_PATH;
+    }
+    if (rule->kind == RULE_GLOB)
+        return;
+    rule->lit = strndup(lit, lit_len);
+    rule->lit_len = lit_len;
+    if (!rule->lit)
+        rule->kind = RULE_GLOB; /* the glob still answers */
+}
+
+static bool rule_matches(const struct ignore_rule *rule, const char *rel, size_t len,
+                         const char *base, size_t base_len, bool ascii)
+{
+    if (!ascii || rule->kind == RULE_GLOB)
+        return tool_glob_match(rule->glob, rel, len);
+    switch (rule->kind) {
+    case RULE_BASENAME:
+        return base_len == rule->lit_len && memcmp(base, rule->lit, base_len) == 0;
+    case RULE_SUFFIX:
+        return base_len >= rule->lit_len &&
+               memcmp(base + base_len - rule->lit_len, rule->lit, rule->lit_len) == 0;
+    case RULE_PATH:
+        return len == rule->lit_len && memcmp(rel, rule->lit, len) == 0;
+    case RULE_GLOB:
+        break;
+    }
+    return tool_glob_match(rule->glob, rel, len);
+}
 
 struct ignore_rules {
     struct ignore_rule *rules;
@@ -25,8 +93,10 @@ void ignore_rules_free(struct ignore_rules *rules)
 {
     if (!rules)
         return;
-    for (size_t i = 0; i < rules->count; i++)
+    for (size_t i = 0; i < rules->count; i++) {
         tool_glob_free(rules->rules[i].glob);
+        free(rules->rules[i].lit);
+    }
     free(rules->rules);
     free(rules);
 }
@@ -124,8 +194,10 @@ static int add_line(struct ignore_rules *r, const char *line, size_t len, struct
                   glob_err.message);
         return -2;
     }
+    classify(&rule, glob, n);
     if (rules_push(r, rule) < 0) {
         tool_glob_free(rule.glob);
+        free(rule.lit);
         return -1;
     }
     return 0;
@@ -171,12 +243,18 @@ enum ignore_match ignore_rules_match(const struct ignore_rules *rules, const cha
 {
     if (!rules)
         return IGNORE_NONE;
-    size_t len = strlen(rel);
+    size_t len = 0;
+    bool ascii = true;
+    for (; rel[len]; len++)
+        ascii &= (unsigned char)rel[len] < 0x80;
+    const char *slash = memrchr(rel, '/', len);
+    const char *base = slash ? slash + 1 : rel;
+    size_t base_len = len - (size_t)(base - rel);
     for (size_t i = rules->count; i-- > 0;) {
         const struct ignore_rule *rule = &rules->rules[i];
         if (rule->dir_only && !is_dir)
             continue;
-        if (!tool_glob_match(rule->glob, rel, len))
+        if (!rule_matches(rule, rel, len, base, base_len, ascii))
             continue;
         bool keep = rule->negated;
         if (rules->is_override)

@@ -2,7 +2,12 @@
  * ignore rules outside a git repository (Debian's fd 8.6 cannot run pi's
  * command there, so these assert the documented fd >= 9 behaviour with
  * --no-require-git), and robustness: symlink loops, FIFOs, /dev/zero as a
- * grep path, unreadable entries, /proc. Host context, test-only. */
+ * grep path, unreadable entries, /proc. Also that the fast paths agree with
+ * the slow ones: ignore lines compared without their glob, and grep's
+ * parallel prefilter (order, limits, binary and large files). Host context,
+ * test-only. */
+#include "agent/tools/glob.h"
+#include "agent/tools/ignore.h"
 #include "agent/tools/registry.h"
 #include "tap.h"
 
@@ -123,6 +128,181 @@ static void test_robustness(void)
     ok(time(NULL) - start < 60, "robustness checks finished in bounded time");
 }
 
+/* Every gitignore line against every path: ignore_rules_match (which
+ * compares plain names, suffixes and paths directly) must say what the
+ * line's glob says, as ignore.c builds it ("**" "/" before an unanchored
+ * line). */
+static void test_ignore_fast_paths(void)
+{
+    static const char *const lines[] = {
+        "foo",  "*.o",   "*~",  "/foo", "a/b", "/a/b",   "build/", "*.tar.gz", ".o",    "*.", "f*o",
+        "!foo", "é.txt", "*.é", "foo.", "x/",  "**/foo", "**/*.o", "a\\b",     "{a,b}", "a}"};
+    static const char *const paths[] = {"foo",
+                                        "x/foo",
+                                        "foo/x",
+                                        "xfoo",
+                                        "a.o",
+                                        ".o",
+                                        "o",
+                                        "x/y/a.o",
+                                        "a.oo",
+                                        "a~",
+                                        "~",
+                                        "a/b",
+                                        "x/a/b",
+                                        "a/bc",
+                                        "build",
+                                        "x/build",
+                                        "a.tar.gz",
+                                        "tar.gz",
+                                        "\xff.o",
+                                        "d\xff/a.o",
+                                        "\xc3\xa9.txt",
+                                        "x/\xc3\xa9.txt",
+                                        "a.\xc3\xa9",
+                                        "foo.",
+                                        "fo",
+                                        "f.o",
+                                        "x",
+                                        "x/x",
+                                        "a\nb/foo",
+                                        "a\nb.o",
+                                        "ab",
+                                        "a}",
+                                        "a\\b",
+                                        ""};
+    int disagreements = 0;
+    for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++) {
+        const char *line = lines[i];
+        struct ignore_rules *rules = ignore_rules_parse(line, strlen(line), 100);
+        bool negated = line[0] == '!';
+        const char *body = line + negated;
+        size_t len = strlen(body);
+        bool dir_only = len > 0 && body[len - 1] == '/';
+        if (dir_only)
+            len--;
+        bool anchored = body[0] == '/' || memchr(body, '/', len);
+        const char *start = body[0] == '/' ? body + 1 : body;
+        size_t start_len = len - (size_t)(start - body);
+        char glob[128];
+        snprintf(glob, sizeof(glob), "%s%.*s",
+                 anchored || strncmp(start, "**/", 3) == 0 ? "" : "**/", (int)start_len, start);
+        struct tool_glob *g = NULL;
+        struct cordon_error err;
+        bool compiled =
+            tool_glob_compile(glob, strlen(glob), TOOL_GLOB_LITERAL_SEPARATOR, &g, &err) == 0;
+        for (size_t j = 0; j < sizeof(paths) / sizeof(*paths); j++) {
+            for (int is_dir = 0; is_dir < 2; is_dir++) {
+                enum ignore_match want = IGNORE_NONE;
+                if (compiled && (!dir_only || is_dir) &&
+                    tool_glob_match(g, paths[j], strlen(paths[j])))
+                    want = negated ? IGNORE_WHITELIST : IGNORE_IGNORE;
+                enum ignore_match got = ignore_rules_match(rules, paths[j], is_dir);
+                if (got != want) {
+                    disagreements++;
+                    tap_diag("line '%s' path '%s' dir %d: got %d, the glob says %d", line, paths[j],
+                             is_dir, got, want);
+                }
+            }
+        }
+        tool_glob_free(g);
+        ignore_rules_free(rules);
+    }
+    ok(disagreements == 0, "ignore lines compared directly agree with their globs");
+}
+
+/* grep over enough files that the prefilter's workers take part: the
+ * result is the sequential one, in the walk's order, whatever finishes
+ * first. */
+static void test_grep_prefilter(void)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/many", root);
+    mkdir(path, 0755);
+    struct membuf_s {
+        char *data;
+        size_t len;
+    } want = {0};
+    FILE *w = open_memstream(&want.data, &want.len);
+    int matches = 0;
+    for (int i = 0; i < 600; i++) {
+        char rel[64], text[128];
+        snprintf(rel, sizeof(rel), "many/d%d/f%03d.txt", i % 7, i);
+        bool hit = i % 5 == 0;
+        snprintf(text, sizeof(text), "line one\r\n%s\nlast%s", hit ? "a needle here" : "hay",
+                 i % 10 == 0 ? " needle" : "");
+        put(rel, text);
+    }
+    /* Sorted walk order: d0 .. d6, files sorted within each. */
+    for (int d = 0; d < 7; d++) {
+        for (int i = d; i < 600; i += 7) {
+            if (i % 5 == 0) {
+                fprintf(w, "%sd%d/f%03d.txt:2: a needle here", matches ? "\n" : "", d, i);
+                matches++;
+            }
+            if (i % 10 == 0) {
+                fprintf(w, "\nd%d/f%03d.txt:3: last needle", d, i);
+                matches++;
+            }
+        }
+    }
+    /* A NUL in the first read: binary, no match reported; a large file
+     * with the match at its end; a NUL after a first read with a match. */
+    char *big = malloc(6u << 20);
+    memset(big, 'x', 6u << 20);
+    for (size_t i = 100; i < (6u << 20); i += 100)
+        big[i] = '\n';
+    memcpy(big + (6u << 20) - 7, "\nneedle", 7);
+    snprintf(path, sizeof(path), "%s/many/d9/big.txt", root);
+    put("many/d9/big.txt", "");
+    FILE *f = fopen(path, "w");
+    fwrite(big, 1, 6u << 20, f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/many/d9/bin.dat", root);
+    f = fopen(path, "w");
+    fputs("needle\n", f);
+    fputc('\0', f);
+    fclose(f);
+    memset(big, 'y', 70000);
+    memcpy(big, "needle\n", 7);
+    big[69999] = '\0';
+    snprintf(path, sizeof(path), "%s/many/d9/late-nul.dat", root);
+    f = fopen(path, "w");
+    fwrite(big, 1, 70000, f);
+    fclose(f);
+    free(big);
+    fprintf(w, "\nd9/big.txt:62916: needle\nd9/late-nul.dat:1: needle");
+    matches += 2;
+    fclose(w);
+    char *out = run("grep", "{\"pattern\":\"needle\",\"path\":\"many\",\"limit\":1000}", NULL);
+    is_str(out, want.data, "grep over 600 files: every match, in the walk's order (%d)", matches);
+    free(out);
+    out = run("grep", "{\"pattern\":\"needle\",\"path\":\"many\",\"literal\":true,\"limit\":1000}",
+              NULL);
+    is_str(out, want.data, "the same as a literal");
+    free(out);
+    static const char *const same[] = {"ne{1,2}dle", "needle|zzz", "need+le",
+                                       "needle\\\\b"}; /* JSON: \\b */
+    for (size_t i = 0; i < sizeof(same) / sizeof(*same); i++) {
+        char args[160];
+        snprintf(args, sizeof(args), "{\"pattern\":\"%s\",\"path\":\"many\",\"limit\":1000}",
+                 same[i]);
+        out = run("grep", args, NULL);
+        is_str(out, want.data, "the same with the regex %s", same[i]);
+        free(out);
+    }
+    /* A limit keeps the first matches of the walk. */
+    out = run("grep", "{\"pattern\":\"ne+dle\",\"path\":\"many\",\"limit\":25}", NULL);
+    char *cut = want.data;
+    for (int i = 0; i < 25 && cut; i++)
+        cut = strchr(cut + 1, '\n');
+    size_t n = cut ? (size_t)(cut - want.data) : strlen(want.data);
+    ok(strncmp(out, want.data, n) == 0 && out[n] == '\n' && strstr(out, "25 matches limit reached"),
+       "with a limit: the first 25 matches in the walk's order");
+    free(out);
+    free(want.data);
+}
+
 int main(void)
 {
     snprintf(root, sizeof(root), "/tmp/cordon-walk-XXXXXX");
@@ -130,6 +310,8 @@ int main(void)
         return 1;
     test_find_outside_git();
     test_robustness();
+    test_ignore_fast_paths();
+    test_grep_prefilter();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
     if (system(cmd) != 0)
