@@ -23,6 +23,11 @@ int cmd_verify(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_trust(int argc, char **argv);
 int cmd_untrust(int argc, char **argv);
+/* review mode (cli/cmd_review.c, docs/review.md) */
+int cmd_changes(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
+int cmd_discard(int argc, char **argv);
 
 /* `cordon run` and `cordon shell` on the vm backend (cli/run-vm.c): boots,
  * relays, serves the session's control socket (`cordon verify NAME`; shell
