@@ -2,6 +2,7 @@
  * configuration. Host context, before any sandbox exists: every failure here
  * stops cordon with nothing started. */
 #include "supervisor/launch.h"
+#include "supervisor/review.h"
 #include "supervisor/state.h"
 #include "backend/docker/docker.h"
 #include "config.h"
@@ -230,6 +231,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         goto fail;
     log_debug("timing: workspace %lld us, configuration %lld us", t1 - t0, log_now_us() - t1);
     const struct cordon_config *cfg = &l->cfg;
+    if (review_check_config(cfg, err) < 0)
+        goto fail;
     if (launch_check_docker(cfg, err) < 0)
         goto fail;
     if (cfg->backend == CFG_BACKEND_DOCKER && docker_check_config(cfg, err) < 0)

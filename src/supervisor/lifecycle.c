@@ -93,17 +93,6 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
     if (cfg->sandbox_name && cfg->origin[CFG_TEARDOWN].layer == CFG_LAYER_DEFAULT)
         lc->teardown = TEARDOWN_NONE;
     if (cfg->workspace_mode == CFG_WORKSPACE_REVIEW) {
-        /* docs/review.md "Backends": the vm and docker backends refuse
-         * until they build the overlay themselves. */
-        if (cfg->backend != CFG_BACKEND_NS)
-            return error_set(err, ENOTSUP,
-                             "review mode (workspace_mode = \"review\") is not available on the "
-                             "%s backend yet: its workspace is a host share the overlay cannot "
-                             "sit on from the host side; use backend = \"ns\"",
-                             cfg_enum_name(CFG_BACKEND, cfg->backend));
-        if (cfg->workspace_readonly)
-            return error_set(err, EINVAL,
-                             "review mode and workspace_readonly = true exclude each other");
         /* The pending changes outlive the session until applied or
          * discarded: teardown "remove" keeps the state directory. */
         if (lc->teardown == TEARDOWN_REMOVE)

@@ -8,6 +8,7 @@
  * one file at a time through a temporary file renamed over the target, so a
  * file is either the host's or the sandbox's version, never a mix. */
 #include "supervisor/review.h"
+#include "config/config.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
@@ -36,6 +37,24 @@
 #define RENAME_COMPARE_MAX 256
 
 /* ---- session start ---- */
+
+int review_check_config(const struct cordon_config *cfg, struct cordon_error *err)
+{
+    if (cfg->workspace_mode != CFG_WORKSPACE_REVIEW)
+        return 0;
+    /* docs/review.md "Backends": the vm and docker backends refuse until
+     * they build the overlay themselves. */
+    if (cfg->backend != CFG_BACKEND_NS)
+        return error_set(err, ENOTSUP,
+                         "review mode (workspace_mode = \"review\") is not available on the %s "
+                         "backend yet: its workspace is a share the host's overlay cannot be "
+                         "put under; use backend = \"ns\"",
+                         cfg_enum_name(CFG_BACKEND, cfg->backend));
+    if (cfg->workspace_readonly)
+        return error_set(err, EINVAL,
+                         "review mode and workspace_readonly = true exclude each other");
+    return 0;
+}
 
 int review_prepare(int state_fd, const char *state_dir, const char *ws_root,
                    const char *const *protected_paths, char **ret_dir, struct cordon_error *err)
@@ -757,7 +776,7 @@ static bool host_unchanged(const struct review_change *c, int parent, const char
 static void record_applied(struct review *r, int parent, const char *base, const char *rel)
 {
     struct stat st;
-    if (!r->running || fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return;
     _cleanup_close_ int fd =
         openat(r->review_fd, APPLIED_FILE, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
@@ -778,13 +797,51 @@ struct linked {
     char *path;
 };
 
+/* Every temporary name is noted (its path, NUL-terminated) before it is
+ * created, so an apply killed halfway leaves nothing the next apply or
+ * discard does not remove. */
+#define TEMPS_FILE "temps"
+
+static int note_temp(struct review *r, const char *rel, const char *tmp)
+{
+    _cleanup_close_ int fd = openat(r->review_fd, TEMPS_FILE,
+                                    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    const char *slash = strrchr(rel, '/');
+    char line[PATH_MAX + NAME_MAX + 2];
+    int n = slash ? snprintf(line, sizeof(line), "%.*s/%s", (int)(slash - rel), rel, tmp)
+                  : snprintf(line, sizeof(line), "%s", tmp);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        return -1;
+    return fs_write_all(fd, line, (size_t)n + 1);
+}
+
+static void remove_stale_temps(struct review *r)
+{
+    size_t len = 0;
+    _cleanup_free_ char *buf = read_small(r->review_fd, TEMPS_FILE, APPLIED_MAX, &len);
+    for (size_t i = 0; buf && i < len; i += strlen(buf + i) + 1) {
+        const char *rel = buf + i, *base;
+        const char *slash = strrchr(rel, '/');
+        const char *name = slash ? slash + 1 : rel;
+        /* Only a name cordon made: the journal is ours, but be exact. */
+        if (strncmp(name, TEMP_PREFIX, sizeof(TEMP_PREFIX) - 1) != 0)
+            continue;
+        _cleanup_close_ int parent = open_parent(r, rel, false, &base);
+        if (parent >= 0)
+            unlinkat(parent, base, 0);
+    }
+    unlinkat(r->review_fd, TEMPS_FILE, 0);
+}
+
 /* Writes the sandbox's version of C at BASE in PARENT: a temporary file (or
  * symlink, or a hard link to an entry applied before) renamed over it. */
 static int put_entry(struct review *r, struct review_change *c, int parent, const char *base,
                      struct linked *links, size_t nlinks)
 {
     char tmp[NAME_MAX + 1];
-    if (temp_name(tmp, sizeof(tmp), r->name) < 0)
+    if (temp_name(tmp, sizeof(tmp), r->name) < 0 || note_temp(r, c->path, tmp) < 0)
         return -1;
     if (c->type == 'l') {
         char text[PATH_MAX];
@@ -923,9 +980,32 @@ static int apply_one(struct review *r, struct review_change *c, struct linked *l
 
 /* A stopped session's layer loses what was applied, so its next start sees
  * the host's files (which are now the same). */
+static bool under_opaque(struct review *r, const char *rel)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", rel);
+    for (char *slash = strrchr(dir, '/'); slash; slash = strrchr(dir, '/')) {
+        *slash = 0;
+        const char *parent_slash = strrchr(dir, '/');
+        _cleanup_close_ int pfd = -1;
+        if (parent_slash) {
+            char p[PATH_MAX];
+            snprintf(p, sizeof(p), "%.*s", (int)(parent_slash - dir), dir);
+            pfd = fs_openat2(r->upper_fd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW, RESOLVE_STRICT);
+        } else {
+            pfd = dup(r->upper_fd);
+        }
+        if (pfd < 0 || is_opaque(pfd, parent_slash ? parent_slash + 1 : dir))
+            return true;
+    }
+    return false;
+}
+
 static void drop_from_upper(struct review *r, const struct review_change *c)
 {
-    if (r->running || c->type == 'd')
+    /* An entry below an opaque directory stays (its content is the host's
+     * now): without it the directory would hide the host's new file. */
+    if (r->running || c->type == 'd' || under_opaque(r, c->path))
         return;
     const char *slash = strrchr(c->path, '/');
     _cleanup_close_ int dir = -1;
@@ -944,6 +1024,7 @@ int review_apply(struct review *r, char *const *paths, size_t npaths,
                  void (*report)(void *ctx, const char *what, const char *path, const char *why),
                  void *ctx, struct cordon_error *err)
 {
+    remove_stale_temps(r);
     if (review_scan(r, err) < 0)
         return -1;
     struct linked *links = calloc(4096, sizeof(*links));
@@ -993,6 +1074,7 @@ int review_apply(struct review *r, char *const *paths, size_t npaths,
         }
     }
     free(links);
+    unlinkat(r->review_fd, TEMPS_FILE, 0);
     return problems;
 }
 
@@ -1006,10 +1088,11 @@ int review_discard(struct review *r, struct cordon_error *err)
     struct stat ws;
     if (fstat(r->ws_fd, &ws) < 0)
         return error_set(err, errno, "discard");
+    remove_stale_temps(r);
     close(r->upper_fd);
     r->upper_fd = -1;
+    /* work/ is the kernel's scratch (its work/work is mode 000): it stays. */
     fs_remove_tree_at(r->review_fd, "upper");
-    fs_remove_tree_at(r->review_fd, "work");
     unlinkat(r->review_fd, APPLIED_FILE, 0);
     unlinkat(r->review_fd, STARTED_FILE, 0);
     struct stat st;
@@ -1017,7 +1100,7 @@ int review_discard(struct review *r, struct cordon_error *err)
         return error_set(err, ENOTEMPTY, "sandbox %s: its upper layer could not be removed",
                          r->name);
     if (mkdirat(r->review_fd, "upper", ws.st_mode & 07777) < 0 ||
-        mkdirat(r->review_fd, "work", 0700) < 0)
+        (mkdirat(r->review_fd, "work", 0700) < 0 && errno != EEXIST))
         return error_set(err, errno, "sandbox %s: recreating its review layer", r->name);
     int fd = openat(r->review_fd, STARTED_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0)

@@ -21,6 +21,11 @@
 #define REVIEW_MAX_ENTRIES 1000000
 #define REVIEW_MAX_DEPTH   256
 
+struct cordon_config;
+/* Refuses what review mode cannot offer (before anything is created): the
+ * vm and docker backends, a read-only workspace. */
+int review_check_config(const struct cordon_config *cfg, struct cordon_error *err);
+
 /* Session start (lifecycle, before the sandbox exists): creates the layer
  * under the state directory STATE_FD (kept from an earlier session of the
  * same name), records the protected paths PROTECTED (NULL-terminated,
