@@ -166,9 +166,16 @@ static int run_diff(int host, int sandbox, const char *label_a, const char *labe
             fcntl(sandbox, F_SETFD, 0);
         if (out_fd != 1)
             dup2(out_fd, 1);
-        char *argv[] = {"diff",   "-u",           "--label", (char *)label_a, "--label",
-                        (char *)label_b, color ? "--color=always" : "--color=never", a,
-                        b,        NULL};
+        char *argv[] = {"diff",
+                        "-u",
+                        "--label",
+                        (char *)label_a,
+                        "--label",
+                        (char *)label_b,
+                        color ? "--color=always" : "--color=never",
+                        a,
+                        b,
+                        NULL};
         execvp("diff", argv);
         _exit(127);
     }
@@ -254,8 +261,8 @@ int cmd_diff(int argc, char **argv)
         files++;
         if (c->kind == REVIEW_MODE) {
             if (!a.stat_only)
-                printf("diff %s %s\nold mode %03o\nnew mode %03o\n", la, lb,
-                       (unsigned)c->old_mode, (unsigned)c->new_mode);
+                printf("diff %s %s\nold mode %03o\nnew mode %03o\n", la, lb, (unsigned)c->old_mode,
+                       (unsigned)c->new_mode);
             else
                 printf(" %s | mode %03o -> %03o\n", vis ? vis : "?", (unsigned)c->old_mode,
                        (unsigned)c->new_mode);
@@ -295,8 +302,8 @@ int cmd_diff(int argc, char **argv)
             close(sandbox);
     }
     if (a.stat_only)
-        printf(" %zu file(s) changed, %ld insertion(s)(+), %ld deletion(s)(-)\n", files,
-               total_plus, total_minus);
+        printf(" %zu file(s) changed, %ld insertion(s)(+), %ld deletion(s)(-)\n", files, total_plus,
+               total_minus);
     review_close(&r);
     return status;
 }

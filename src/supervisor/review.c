@@ -28,12 +28,12 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#define RESOLVE_STRICT (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
-#define PROTECTED_FILE "protected"
-#define STARTED_FILE   "started"
-#define APPLIED_FILE   "applied"
-#define APPLIED_MAX    (16u << 20)
-#define TEMP_PREFIX    ".cordon-apply-"
+#define RESOLVE_STRICT     (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+#define PROTECTED_FILE     "protected"
+#define STARTED_FILE       "started"
+#define APPLIED_FILE       "applied"
+#define APPLIED_MAX        (16u << 20)
+#define TEMP_PREFIX        ".cordon-apply-"
 #define RENAME_COMPARE_MAX 256
 
 /* ---- session start ---- */
@@ -511,7 +511,8 @@ static int scan_entry(struct scan *s, int dirfd, const char *name, size_t len, i
             rc = add_change(s, REVIEW_MODIFIED, &up, &host);
         else if ((host.st_mode & 07777) != (up.st_mode & 07777))
             rc = add_change(s, REVIEW_MODE, &up, &host);
-        _cleanup_close_ int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int sub =
+            openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (rc == 0 && sub >= 0) {
             if (opaque && on_host && S_ISDIR(host.st_mode))
                 rc = scan_opaque_deletes(s, sub, here);
@@ -654,7 +655,8 @@ bool review_selected(const struct review_change *c, char *const *paths, size_t n
         const char *p = paths[i];
         while (p[0] == '.' && p[1] == '/')
             p += 2;
-        if (strcmp(p, ".") == 0 || is_under_path(c->path, p) || (c->from && is_under_path(c->from, p)))
+        if (strcmp(p, ".") == 0 || is_under_path(c->path, p) ||
+            (c->from && is_under_path(c->from, p)))
             return true;
     }
     return false;
@@ -710,10 +712,10 @@ static int open_parent(struct review *r, const char *rel, bool create, const cha
             char up[PATH_MAX];
             struct stat st;
             snprintf(up, sizeof(up), "%.*s", (int)(p + n - rel), rel);
-            mode_t mode = fstatat(r->upper_fd, up, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                                  S_ISDIR(st.st_mode)
-                              ? st.st_mode & 01777
-                              : 0755;
+            mode_t mode =
+                fstatat(r->upper_fd, up, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
+                    ? st.st_mode & 01777
+                    : 0755;
             if (mkdirat(fd, comp, mode) == 0 || errno == EEXIST)
                 sub = fs_openat2(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, RESOLVE_STRICT);
         }
@@ -778,16 +780,15 @@ static void record_applied(struct review *r, int parent, const char *base, const
     struct stat st;
     if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return;
-    _cleanup_close_ int fd =
-        openat(r->review_fd, APPLIED_FILE, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-               0600);
+    _cleanup_close_ int fd = openat(r->review_fd, APPLIED_FILE,
+                                    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     struct stat cur;
     if (fd < 0 || fstat(fd, &cur) < 0 || cur.st_size > (off_t)APPLIED_MAX)
         return;
     char line[PATH_MAX + 128];
-    int n = snprintf(line, sizeof(line), "%lu %lu %lld %ld %s", (unsigned long)st.st_dev,
-                     (unsigned long)st.st_ino, (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec,
-                     rel);
+    int n =
+        snprintf(line, sizeof(line), "%lu %lu %lld %ld %s", (unsigned long)st.st_dev,
+                 (unsigned long)st.st_ino, (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec, rel);
     if (n > 0 && (size_t)n < sizeof(line))
         fs_write_all(fd, line, (size_t)n + 1);
 }
@@ -854,8 +855,8 @@ static int put_entry(struct review *r, struct review_change *c, int parent, cons
         } else {
             ufd = dup(r->upper_fd);
         }
-        ssize_t n = ufd >= 0 ? readlinkat(ufd, slash ? slash + 1 : c->path, text, sizeof(text) - 1)
-                             : -1;
+        ssize_t n =
+            ufd >= 0 ? readlinkat(ufd, slash ? slash + 1 : c->path, text, sizeof(text) - 1) : -1;
         if (n < 0)
             return -1;
         text[n] = 0;

@@ -45,18 +45,18 @@ enum review_kind {
 
 struct review_change {
     enum review_kind kind;
-    char *path; /* workspace-relative */
-    char *from; /* REVIEW_RENAMED: the old path */
-    char type;  /* 'f' file, 'l' symlink, 'd' directory: what the sandbox has ('-' deleted) */
+    char *path;    /* workspace-relative */
+    char *from;    /* REVIEW_RENAMED: the old path */
+    char type;     /* 'f' file, 'l' symlink, 'd' directory: what the sandbox has ('-' deleted) */
     char old_type; /* what the host has ('-' nothing) */
     mode_t old_mode, new_mode;
     off_t old_size, new_size;
     dev_t host_dev; /* the host's entry when scanned (apply re-checks it) */
     ino_t host_ino;
     struct timespec host_ctime;
-    bool conflict;        /* the host changed it since the session started */
-    const char *refused;  /* why apply never writes it (protected, git metadata), or NULL */
-    ino_t upper_ino;      /* for hard links */
+    bool conflict;       /* the host changed it since the session started */
+    const char *refused; /* why apply never writes it (protected, git metadata), or NULL */
+    ino_t upper_ino;     /* for hard links */
     nlink_t upper_nlink;
 };
 

@@ -632,8 +632,7 @@ static int op_overlay_in_child(const struct ns_op *op, struct cordon_error *err)
         return error_set_raw(err, errno, "overlay: open the review layer", upper);
     _cleanup_close_ int fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
     if (fsfd < 0)
-        return error_set_raw(err, errno, "overlay: fsopen (review mode needs overlayfs)",
-                             op->dest);
+        return error_set_raw(err, errno, "overlay: fsopen (review mode needs overlayfs)", op->dest);
     if (overlay_set_layer(fsfd, "lowerdir+", op->source, lower_fd) < 0)
         return error_set_raw(err, errno, "overlay: lower layer (kernel 6.8+)", op->source);
     if (overlay_set_layer(fsfd, "upperdir", upper, upper_fd) < 0 ||
@@ -645,8 +644,9 @@ static int op_overlay_in_child(const struct ns_op *op, struct cordon_error *err)
         fsconfig(fsfd, FSCONFIG_SET_STRING, "index", "off", 0) < 0)
         return error_set_raw(err, errno, "overlay: options", op->dest);
     if (fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-        return error_set_raw(err, errno, "overlay: create (the state directory's filesystem "
-                                         "needs user xattrs)",
+        return error_set_raw(err, errno,
+                             "overlay: create (the state directory's filesystem "
+                             "needs user xattrs)",
                              upper);
     int tree = fsmount(fsfd, FSMOUNT_CLOEXEC, (unsigned)op->attr);
     if (tree < 0)
