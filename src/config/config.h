@@ -32,6 +32,7 @@ enum cfg_key {
     CFG_TEARDOWN,
     CFG_GC_HOURS,
     CFG_WORKSPACE_READONLY,
+    CFG_WORKSPACE_MODE, /* top-level keys first: `cordon config` prints in this order */
     CFG_PROTECTED_PATHS,
     CFG_SANDBOX_NAME,
     CFG_ENV_MODE,
@@ -55,7 +56,6 @@ enum cfg_key {
     CFG_DOCKER_MODE,
     CFG_DOCKER_HOST,
     CFG_DOCKER_IMAGE,
-    CFG_WORKSPACE_MODE,
     CFG_KEY_COUNT,
 };
 
