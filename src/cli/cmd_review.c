@@ -2,6 +2,7 @@
  * review-mode session (docs/review.md). Host context, as the user. */
 #include "cli/commands.h"
 #include "supervisor/review.h"
+#include "supervisor/state.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
 #include "util/log.h"
@@ -35,12 +36,14 @@ struct review_args {
     bool stat_only;
     int color; /* -1 auto */
     bool json;
+    long call; /* --call N, or 0 */
+    long to;   /* rewind --to N, or -1 */
 };
 
 static int parse(int argc, char **argv, struct review_args *a, const char *usage)
 {
     char **paths = a->paths;
-    *a = (struct review_args){.color = -1, .paths = paths};
+    *a = (struct review_args){.color = -1, .paths = paths, .to = -1};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("%s", usage);
@@ -53,6 +56,19 @@ static int parse(int argc, char **argv, struct review_args *a, const char *usage
             a->color = 0;
         } else if (strcmp(argv[i], "--json") == 0) {
             a->json = true;
+        } else if ((strcmp(argv[i], "--call") == 0 || strcmp(argv[i], "--to") == 0) &&
+                   i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[i + 1], &end, 10);
+            if (*end || v < 0) {
+                fprintf(stderr, "cordon: error: %s wants a number, not %s\n", argv[i], argv[i + 1]);
+                return -1;
+            }
+            if (argv[i][2] == 'c')
+                a->call = v;
+            else
+                a->to = v;
+            i++;
         } else if (strcmp(argv[i], "--") == 0) {
             for (i++; i < argc; i++)
                 a->paths[a->npaths++] = argv[i];
@@ -83,10 +99,13 @@ static int open_review(const struct review_args *a, struct review *r)
     return 0;
 }
 
+static int call_changes(const struct review_args *a, bool diff, bool color);
+
 static const char changes_usage[] =
-    "usage: cordon changes NAME [PATH...] [--json]\n"
+    "usage: cordon changes NAME [PATH...] [--call N]\n"
     "  the changes review-mode sandbox NAME holds apart from the workspace:\n"
-    "  A added, M modified, D deleted, R renamed, T mode changed, ? never applied\n";
+    "  A added, M modified, D deleted, R renamed, T mode changed, ? never applied\n"
+    "  --call N: what tool call N changed (its checkpoint against the one before)\n";
 
 int cmd_changes(int argc, char **argv)
 {
@@ -97,6 +116,8 @@ int cmd_changes(int argc, char **argv)
     int p = parse(argc, argv, &a, changes_usage);
     if (p != 0)
         return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    if (a.call)
+        return call_changes(&a, false, false);
     struct review r;
     if (open_review(&a, &r) < 0)
         return CORDON_EXIT_FAILURE;
@@ -138,6 +159,68 @@ int cmd_changes(int argc, char **argv)
 }
 
 /* ---- diff ---- */
+
+static int run_diff(int host, int sandbox, const char *label_a, const char *label_b, bool color,
+                    int out_fd);
+static bool looks_binary(int fd);
+
+struct call_ctx {
+    const struct review_args *a;
+    bool diff, color;
+    size_t shown;
+};
+
+static void call_one(void *ctx, char kind, const char *path, int old_fd, int new_fd)
+{
+    struct call_ctx *c = ctx;
+    if (c->a->npaths) {
+        struct review_change probe = {.path = (char *)path};
+        if (!review_selected(&probe, c->a->paths, c->a->npaths))
+            return;
+    }
+    c->shown++;
+    _cleanup_free_ char *vis = text_escape_visible(path, strlen(path), TEXT_ESCAPE_BACKSLASH, NULL);
+    if (!c->diff) {
+        printf("%c  %s%s\n", kind == 'U' ? 'M' : kind, vis ? vis : "?",
+               kind == 'U' ? " (back to the host's version)" : "");
+        (void)old_fd;
+        return;
+    }
+    if (old_fd < 0 && new_fd < 0) {
+        printf("%c %s\n", kind, vis ? vis : "?");
+        return;
+    }
+    char la[PATH_MAX + 8], lb[PATH_MAX + 8];
+    snprintf(la, sizeof(la), old_fd >= 0 ? "a/%s" : "/dev/null", vis ? vis : "?");
+    snprintf(lb, sizeof(lb), new_fd >= 0 ? "b/%s" : "/dev/null", vis ? vis : "?");
+    printf("diff %s %s\n", la, lb);
+    if (looks_binary(old_fd) || looks_binary(new_fd))
+        printf("Binary files %s and %s differ\n", la, lb);
+    else
+        run_diff(old_fd, new_fd, la, lb, c->color, 1);
+}
+
+/* `changes/diff NAME --call N`: what call N changed, against the state
+ * after call N-1 (a file the call created shows against /dev/null). */
+static int call_changes(const struct review_args *a, bool diff, bool color)
+{
+    struct cordon_error err = {0};
+    struct review r;
+    if (review_open(a->name, &r, &err) < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    struct call_ctx c = {.a = a, .diff = diff, .color = color};
+    int rc = review_call_changes(&r, a->call, call_one, &c, &err);
+    review_close(&r);
+    if (rc < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    if (!c.shown)
+        fprintf(stderr, "call %ld changed nothing in the workspace\n", a->call);
+    return 0;
+}
 
 static bool looks_binary(int fd)
 {
@@ -209,7 +292,7 @@ static void count_lines(int fd, long *plus, long *minus)
 }
 
 static const char diff_usage[] =
-    "usage: cordon diff NAME [PATH...] [--stat] [--color|--no-color]\n"
+    "usage: cordon diff NAME [PATH...] [--stat] [--color|--no-color] [--call N]\n"
     "  a unified diff of what review-mode sandbox NAME changed (host: a/, sandbox: b/)\n";
 
 int cmd_diff(int argc, char **argv)
@@ -222,6 +305,8 @@ int cmd_diff(int argc, char **argv)
     if (p != 0)
         return p > 0 ? 0 : CORDON_EXIT_FAILURE;
     bool color = a.color < 0 ? isatty(1) : a.color;
+    if (a.call)
+        return call_changes(&a, true, color);
     struct review r;
     if (open_review(&a, &r) < 0)
         return CORDON_EXIT_FAILURE;
@@ -381,5 +466,74 @@ int cmd_discard(int argc, char **argv)
     }
     review_close(&r);
     printf("discarded the changes of sandbox %s\n", a.name);
+    return 0;
+}
+
+static const char rewind_usage[] =
+    "usage: cordon rewind NAME --to N\n"
+    "  returns stopped review-mode sandbox NAME's workspace to its state after tool call N\n"
+    "  (0: before the first call). Files only: processes are not rewound.\n";
+
+int cmd_rewind(int argc, char **argv)
+{
+    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!paths)
+        return CORDON_EXIT_FAILURE;
+    struct review_args a = {.paths = paths};
+    int p = parse(argc, argv, &a, rewind_usage);
+    if (p != 0)
+        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    if (a.to < 0 || a.npaths) {
+        fprintf(stderr, "%s", rewind_usage);
+        return CORDON_EXIT_FAILURE;
+    }
+    struct cordon_error err = {0};
+    struct review r;
+    if (review_open(a.name, &r, &err) < 0 || review_rewind(&r, a.to, &err) < 0) {
+        log_error("%s", err.message);
+        review_close(&r);
+        return CORDON_EXIT_FAILURE;
+    }
+    review_close(&r);
+    printf("sandbox %s: the workspace is as it was after call %ld (files only: processes are "
+           "not rewound)\n",
+           a.name, a.to);
+    return 0;
+}
+
+static const char fork_usage[] =
+    "usage: cordon fork NAME NEW\n"
+    "  a new stopped review-mode sandbox NEW holding a copy of NAME's pending changes;\n"
+    "  continue it with `cordon run|mcp --review --name NEW`\n";
+
+int cmd_fork(int argc, char **argv)
+{
+    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!paths)
+        return CORDON_EXIT_FAILURE;
+    struct review_args a = {.paths = paths};
+    int p = parse(argc, argv, &a, fork_usage);
+    if (p != 0)
+        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    if (a.npaths != 1) {
+        fprintf(stderr, "%s", fork_usage);
+        return CORDON_EXIT_FAILURE;
+    }
+    struct cordon_error err = {0};
+    struct state_entry e;
+    struct review r;
+    if (state_check_name(a.paths[0], &err) < 0 || state_get(a.name, &e, &err) < 0 ||
+        review_open(a.name, &r, &err) < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    int rc = review_fork(&r, a.paths[0], e.workspace, &err);
+    review_close(&r);
+    if (rc < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    printf("sandbox %s: a copy of %s's changes; continue it with `cordon run --review --name %s`\n",
+           a.paths[0], a.name, a.paths[0]);
     return 0;
 }

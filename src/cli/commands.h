@@ -28,6 +28,8 @@ int cmd_changes(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
 int cmd_discard(int argc, char **argv);
+int cmd_rewind(int argc, char **argv);
+int cmd_fork(int argc, char **argv);
 
 /* `cordon run` and `cordon shell` on the vm backend (cli/run-vm.c): boots,
  * relays, serves the session's control socket (`cordon verify NAME`; shell

@@ -23,6 +23,8 @@ static const struct cli_command commands[] = {
     {"diff", cmd_diff, "a unified diff of a review-mode sandbox's changes (--stat)"},
     {"apply", cmd_apply, "write a review-mode sandbox's changes into the workspace"},
     {"discard", cmd_discard, "drop a stopped review-mode sandbox's changes"},
+    {"rewind", cmd_rewind, "return a review-mode sandbox's workspace to after call N"},
+    {"fork", cmd_fork, "copy a review-mode sandbox's changes into a new sandbox"},
     {"gc", cmd_gc, "remove stale sandboxes (not running, older than gc_hours)"},
     {"verify", cmd_verify,
      "audit a fresh sandbox, or a running session's (NAME): PASS/FAIL + evidence"},

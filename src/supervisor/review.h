@@ -108,3 +108,27 @@ long review_pending(const char *name);
 
 /* The one-letter status used by `cordon changes`. */
 const char *review_kind_name(enum review_kind k);
+
+/* ---- checkpoints (review-checkpoint.c) ---- */
+
+/* At most this many checkpoints are kept per session (the oldest go). */
+#define REVIEW_CHECKPOINTS_MAX 200
+
+/* After a routed tool call (supervisor): checkpoint N of the layer under
+ * the state directory STATE_FD; *RET_N is its number. */
+int review_checkpoint(int state_fd, long *ret_n, struct cordon_error *err);
+/* Checkpoint N's directory (a fd), -2 for N = 0 (before the first call),
+ * or -1 with ERR set. */
+int review_checkpoint_open(const struct review *r, long n, struct cordon_error *err);
+/* What call N changed, against checkpoint N-1: FN gets 'A' added, 'M'
+ * modified, 'D' deleted, 'U' back to the host's version, with the earlier
+ * and later file open when they are regular files (else -1). */
+int review_call_changes(const struct review *r, long n,
+                        void (*fn)(void *ctx, char kind, const char *path, int old_fd, int new_fd),
+                        void *ctx, struct cordon_error *err);
+/* The layer as it was after call N (0: before the first call). Refused
+ * while the session runs. */
+int review_rewind(struct review *r, long n, struct cordon_error *err);
+/* A new stopped session NEW_NAME whose layer is a copy of R's. */
+int review_fork(struct review *r, const char *new_name, const char *workspace,
+                struct cordon_error *err);
