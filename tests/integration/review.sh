@@ -175,6 +175,43 @@ is "the ordinary file was applied" "$(cat "$gws/fine.txt")" fine
 out=$(cd "$gws" && git status --porcelain 2>&1)
 is "the host's git sees only the applied file" "$out" "?? fine.txt"
 
+# --- checkpoints at tool-call boundaries, rewind, fork ---
+cws=$(new_ws ckws)
+for i in $(seq 1 40); do echo "orig $i" >"$cws/f$i"; done
+tool() { (cd "$cws" && "$CORDON" tool --review --name ck "$@" 2>/dev/null); }
+tool write '{"path":"note.txt","content":"first\n"}' >/dev/null
+tool edit '{"path":"f1","edits":[{"oldText":"orig 1","newText":"edited 1"}]}' >/dev/null
+tool bash '{"command":"for i in $(seq 1 40); do echo bash $i > f$i; done; rm note.txt"}' >/dev/null
+audit="$XDG_RUNTIME_DIR/cordon/ck/audit.jsonl"
+like "the audit entry of each call names its checkpoint" "$(cat "$audit")" '"tool":"write".*"checkpoint":1.*"tool":"edit".*"checkpoint":2.*"tool":"bash".*"checkpoint":3'
+is "changes --call 1: what the write made" "$("$CORDON" changes ck --call 1 2>&1)" "A  note.txt"
+is "changes --call 2: what the edit changed" "$("$CORDON" changes ck --call 2 2>&1)" "M  f1"
+c3=$("$CORDON" changes ck --call 3 2>&1)
+is "changes --call 3: bash rewrote 40 files and removed one" "$(printf '%s\n' "$c3" | wc -l)" 41
+like "changes --call 3 names the removed file" "$c3" "D  note.txt"
+like "diff --call 2 against the host's file" "$("$CORDON" diff ck --call 2)" $'-orig 1\n\\+edited 1'
+like "diff --call 3 against the state after call 2" "$("$CORDON" diff ck --call 3 f1)" $'-edited 1\n\\+bash 1'
+out=$("$CORDON" rewind ck --to 2)
+like "rewind says processes are not rewound" "$out" "processes are not rewound"
+is "after rewind --to 2: the edit's file" "$(tool read '{"path":"f1"}' | grep -o 'edited 1')" "edited 1"
+is "after rewind --to 2: bash's rewrite is undone" "$(tool read '{"path":"f2"}' | grep -o 'orig 2')" "orig 2"
+is "after rewind --to 2: the deleted file is back" "$(tool read '{"path":"note.txt"}' | grep -o first)" first
+is "rewind never touched the host" "$(cat "$cws/f1") $(ls "$cws" | wc -l)" "orig 1 40"
+"$CORDON" rewind ck --to 0 >/dev/null
+is "rewind --to 0: nothing pending" "$("$CORDON" changes ck 2>&1)" "no pending changes in sandbox ck"
+out=$("$CORDON" rewind ck --to 999 2>&1)
+like "rewind to a checkpoint that does not exist says so" "$out" "no checkpoint 999"
+tool write '{"path":"forked.txt","content":"x\n"}' >/dev/null
+out=$("$CORDON" fork ck ck2 2>&1)
+like "fork makes a new sandbox" "$out" "sandbox ck2: a copy of ck"
+is "the fork holds the same pending changes" "$("$CORDON" changes ck2 2>&1)" "A  forked.txt"
+"$CORDON" discard ck >/dev/null
+is "the fork is independent of its origin" "$("$CORDON" changes ck2 2>&1)" "A  forked.txt"
+(cd "$cws" && "$CORDON" apply ck2 >/dev/null 2>&1)
+is "a fork's changes apply to the workspace" "$(cat "$cws/forked.txt")" x
+out=$("$CORDON" fork ck ck2 2>&1)
+like "fork refuses an existing name" "$out" "exists already"
+
 # --- the backends that cannot offer it refuse with the reason ---
 out=$(cd "$ws" && "$CORDON" run --review --backend docker --set docker.image=debian -- true 2>&1)
 like "docker backend refuses review mode with the reason" "$out" "review mode .* is not available on the docker backend"
