@@ -294,12 +294,12 @@ int review_fork(struct review *r, const char *new_name, const char *workspace,
     if (state_acquire(new_name, workspace, "ns", &o, err) < 0)
         return -1;
     int rc = -1;
+    _cleanup_close_ int nr = -1;
     if (mkdirat(o.dir_fd, REVIEW_DIR, 0700) < 0) {
         error_set(err, errno, "fork");
         goto out;
     }
-    _cleanup_close_ int nr =
-        openat(o.dir_fd, REVIEW_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    nr = openat(o.dir_fd, REVIEW_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (nr < 0 || mkdirat(nr, "work", 0700) < 0) {
         error_set(err, errno, "fork");
         goto out;

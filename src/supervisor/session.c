@@ -337,10 +337,12 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struc
             if (ev.kind == SESSION_RESULT && s->owned && s->lifecycle.review_dir) {
                 struct cordon_error ck_err;
                 long n = 0;
+                long long ck_start = log_now_us();
                 if (review_checkpoint(s->lifecycle.owner.dir_fd, &n, &ck_err) < 0)
                     log_warn("review mode: %s", ck_err.message);
                 else
                     s->lifecycle.owner.checkpoint = n;
+                log_debug("timing: checkpoint %ld %lld us", n, log_now_us() - ck_start);
             }
             fn(ctx, &ev);
         } else if (t && strcmp(t, "error") == 0) {

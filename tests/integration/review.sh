@@ -212,6 +212,17 @@ is "a fork's changes apply to the workspace" "$(cat "$cws/forked.txt")" x
 out=$("$CORDON" fork ck ck2 2>&1)
 like "fork refuses an existing name" "$out" "exists already"
 
+# --- MCP: the status counts pending changes; apply is the user's request, not a tool ---
+mws=$(new_ws mcpws)
+echo host >"$mws/a.txt"
+out=$(cd "$mws" && python3 "$CORDON_SRC/tests/integration/review-mcp.py" "$CORDON" mc 2>/dev/null)
+like "MCP: no tool the model can call applies or discards" "$out" $'tools bash edit find grep ls read sandbox_verify write\n'
+like "MCP: the status carries the mode and the pending count" "$out" "status review 2"
+like "MCP: cordon/reviewChanges lists them" "$out" "changes M:a.txt A:b.txt"
+like "MCP: cordon/reviewApply applies the paths asked for" "$out" "apply applied:b.txt"
+like "MCP: the count drops" "$out" "status-after 1"
+is "MCP: the applied file is on the host, the other is not" "$(cat "$mws/a.txt" "$mws/b.txt")" $'host\nb'
+
 # --- the backends that cannot offer it refuse with the reason ---
 out=$(cd "$ws" && "$CORDON" run --review --backend docker --set docker.image=debian -- true 2>&1)
 like "docker backend refuses review mode with the reason" "$out" "review mode .* is not available on the docker backend"
