@@ -6,7 +6,7 @@
 #     "timing: checkpoint" debug line;
 #  2. building cordon itself (meson setup + ninja -j2, debug) in the sandbox
 #     in direct mode and in review mode, alternating, RUNS_BUILD times each.
-# Usage: bench/review.sh [--no-build]
+# Usage: bench/review.sh [--no-build | --build-only]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
@@ -20,6 +20,7 @@ mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 trap 'rm -rf "$tmp"' EXIT
 
 # --- 1. checkpoints ---
+if [ "${1:-}" != --build-only ]; then
 ws="$tmp/tree"
 python3 "$here/gen-tree.py" "$ws" 50000 >/dev/null
 nfiles=$(find "$ws" -type f | wc -l)
@@ -46,6 +47,7 @@ echo "checkpoints: $n calls on a $nfiles-file workspace: median ${us[$((n / 2))]
     "p90 ${us[$((n * 9 / 10))]} us, max ${us[$((n - 1))]} us;" \
     "space $space_kib KiB for all $n ($(awk "BEGIN{printf \"%.1f\", $space_kib / $n}") KiB per call)"
 
+fi
 [ "${1:-}" = --no-build ] && exit 0
 
 # --- 2. building cordon in direct and in review mode ---
@@ -62,8 +64,14 @@ build() { # build MODE-FLAGS...
 }
 declare -a td tr
 for ((i = 0; i < runs_build; i++)); do
-    td+=("$(build)")
-    tr+=("$(build --review --name "bench-build-$i")")
+    # alternating, the order flipped each round
+    if ((i % 2)); then
+        td+=("$(build)")
+        tr+=("$(build --review --name "bench-build-$i")")
+    else
+        tr+=("$(build --review --name "bench-build-$i")")
+        td+=("$(build)")
+    fi
     "$cordon" discard "bench-build-$i" >/dev/null
 done
 med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }

@@ -424,6 +424,47 @@ static void note_host(const struct review *r, struct review_change *c, const str
     }
 }
 
+static bool tree_has_git(int dirfd, int depth)
+{
+    if (depth > REVIEW_MAX_DEPTH)
+        return true;
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return true;
+    }
+    bool found = false;
+    struct dirent *de;
+    while (!found && (de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (strcmp(de->d_name, ".git") == 0) {
+            found = true;
+        } else if (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) {
+            _cleanup_close_ int sub =
+                openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            found = sub >= 0 ? tree_has_git(sub, depth + 1) : (errno != ENOTDIR && errno != ELOOP);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+static const char *tree_refused(const struct review *r, const char *rel)
+{
+    for (size_t i = 0; i < r->nprotected; i++) {
+        if (is_under_path(r->protected_paths[i], rel))
+            return "it holds a protected path (protected_paths)";
+    }
+    _cleanup_close_ int fd =
+        fs_openat2(r->ws_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, RESOLVE_STRICT);
+    if (fd < 0 || tree_has_git(fd, 0))
+        return "it holds git metadata (a nested repository), which is the host's";
+    return NULL;
+}
+
 struct scan {
     struct review *r;
     struct vec v;
@@ -450,6 +491,10 @@ static int add_change(struct scan *s, enum review_kind kind, const struct stat *
     if (host)
         note_host(s->r, c, host);
     c->refused = refused_reason(s->r, c->path);
+    /* Removing a host directory removes what is below it: never a nested
+     * repository's git metadata or a protected path. */
+    if (!c->refused && host && S_ISDIR(host->st_mode) && (kind == REVIEW_DELETED || c->type != 'd'))
+        c->refused = tree_refused(s->r, c->path);
     return 0;
 }
 

@@ -155,9 +155,12 @@ rm -f "$ws/huge.bin"
 gws=$(new_ws gitws)
 git -C "$gws" init -q
 git -C "$gws" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+mkdir -p "$gws/nested"
+git -C "$gws/nested" init -q
+echo keep >"$gws/nested/file"
 cp "$gws/.git/config" "$TEST_TMP/config.before"
 cordon_run "$gws" --review --name git --set 'protected_paths=["secret"]' -- bash -c '
-mkdir -p lib/.git; echo "[core] fsmonitor = evil" > lib/.git/config
+rm -rf nested; mkdir -p lib/.git; echo "[core] fsmonitor = evil" > lib/.git/config
 echo x > .envrc; mkdir -p .vscode; echo "{}" > .vscode/settings.json
 echo planted > secret 2>/dev/null; echo fine > fine.txt
 echo "[core]" >> .git/config 2>/dev/null; true'
@@ -167,13 +170,15 @@ like ".envrc is never applied" "$ch" ".envrc \\[never applied"
 out=$("$CORDON" apply git 2>&1)
 like "apply refuses the nested .git" "$out" "refused: lib/.git"
 ok "no nested .git reached the host" test ! -e "$gws/lib/.git"
+like "deleting a directory holding a nested repository is refused" "$out" "refused: nested: it holds git metadata"
+ok "the nested repository is still on the host" test -f "$gws/nested/.git/HEAD" -a -f "$gws/nested/file"
 ok "no .envrc reached the host" test ! -e "$gws/.envrc"
 ok "no .vscode reached the host" test ! -e "$gws/.vscode"
 ok "the protected path did not reach the host" test ! -e "$gws/secret"
 ok "the host's .git/config is unchanged" cmp -s "$gws/.git/config" "$TEST_TMP/config.before"
 is "the ordinary file was applied" "$(cat "$gws/fine.txt")" fine
 out=$(cd "$gws" && git status --porcelain 2>&1)
-is "the host's git sees only the applied file" "$out" "?? fine.txt"
+is "the host's git sees only the applied file" "$out" $'?? fine.txt\n?? nested/'
 
 # --- checkpoints at tool-call boundaries, rewind, fork ---
 cws=$(new_ws ckws)
