@@ -61,6 +61,9 @@ enum backend_cap {
     /* Run mode: the terminal's size is part of the start spec (the vm
      * guest's init makes the terminal at boot). */
     BACKEND_CAP_TERM_SIZE_AT_START = 1u << 7,
+    /* workspace_mode = "review" (docs/review.md): the workspace inside can
+     * be an overlay whose upper layer is in the state directory. */
+    BACKEND_CAP_REVIEW = 1u << 8,
 };
 
 struct backend_caps {

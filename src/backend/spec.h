@@ -31,6 +31,10 @@ struct ns_spec {
     /* When set, /tmp and home are this host directory's tmp/ and home/
      * (a sandbox kept by teardown stop/none), not fresh tmpfs. */
     const char *persist_dir;
+    /* Review mode (docs/review.md): the workspace inside is an overlay with
+     * the host's as its read-only lower layer and this host directory's
+     * upper/ and work/ above it. NULL: the workspace is bound directly. */
+    const char *review_dir;
     bool workspace_readonly;
     /* Workspace-relative paths kept read-only (NULL-terminated). */
     const char *const *protected_paths;

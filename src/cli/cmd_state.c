@@ -1,6 +1,7 @@
 /* `cordon ls`, `cordon rm NAME`, `cordon gc [--hours N]`: the sandboxes
  * cordon made, as recorded under the state root. Host context. */
 #include "cli/commands.h"
+#include "supervisor/review.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
@@ -65,6 +66,10 @@ int cmd_ls(int argc, char **argv)
                 snprintf(owner, sizeof(owner), "%d", entries[i].owner_pid);
             printf("%-32s %-9s %-7s %-8s %-5s %s\n", entries[i].name, entries[i].status,
                    entries[i].backend, owner, age, entries[i].workspace);
+            long pending = review_pending(entries[i].name);
+            if (pending >= 0)
+                printf("  review: %ld pending change(s) (cordon changes %s)\n", pending,
+                       entries[i].name);
         }
     }
     free(entries);

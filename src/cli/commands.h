@@ -28,4 +28,11 @@ int cmd_completions(int argc, char **argv);
 /* `cordon ARGS...` (main.c), for `cordon help COMMAND`. */
 int cli_main(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+/* review mode (cli/cmd_review.c, docs/review.md) */
+int cmd_changes(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
+int cmd_discard(int argc, char **argv);
+int cmd_rewind(int argc, char **argv);
+int cmd_fork(int argc, char **argv);
 

@@ -29,7 +29,8 @@ const char cli_config_flags_help[] =
     "  --env-mode MODE     strict | allowlist | passthrough (env.mode)\n"
     "  --name NAME         the sandbox's name               (sandbox_name)\n"
     "  --fallback MODE     block | host                     (fallback_mode)\n"
-    "  --teardown T        remove | stop | none             (teardown)\n";
+    "  --teardown T        remove | stop | none             (teardown)\n"
+    "  --review            changes held apart until `cordon apply` (workspace_mode)\n";
 
 static int push(struct cli_sets *s, char *item)
 {
@@ -147,6 +148,8 @@ int cli_config_flag(int argc, char **argv, int *i, struct cli_sets *sets)
     const char *arg = argv[*i];
     if (strcmp(arg, "--readonly") == 0)
         return push(sets, strdup("workspace_readonly=true")) < 0 ? -1 : 1;
+    if (strcmp(arg, "--review") == 0)
+        return push(sets, strdup("workspace_mode=review")) < 0 ? -1 : 1;
     if (strncmp(arg, "--set=", 6) == 0)
         return push(sets, strdup(arg + 6)) < 0 ? -1 : 1;
     if (strcmp(arg, "--set") == 0) {

@@ -32,6 +32,7 @@ enum cfg_key {
     CFG_TEARDOWN,
     CFG_GC_HOURS,
     CFG_WORKSPACE_READONLY,
+    CFG_WORKSPACE_MODE, /* top-level keys first: `cordon config` prints in this order */
     CFG_PROTECTED_PATHS,
     CFG_SANDBOX_NAME,
     CFG_ENV_MODE,
@@ -73,6 +74,7 @@ enum cfg_teardown { CFG_TEARDOWN_REMOVE, CFG_TEARDOWN_STOP, CFG_TEARDOWN_NONE };
 enum cfg_env_mode { CFG_ENV_STRICT, CFG_ENV_ALLOWLIST, CFG_ENV_PASSTHROUGH };
 enum cfg_network_mode { CFG_NETWORK_DENY, CFG_NETWORK_ALLOWLIST, CFG_NETWORK_OPEN };
 enum cfg_docker_mode { CFG_DOCKER_AUTO, CFG_DOCKER_REQUIRE, CFG_DOCKER_DISABLED };
+enum cfg_workspace_mode { CFG_WORKSPACE_DIRECT, CFG_WORKSPACE_REVIEW };
 
 /* Where a value came from. file is a path, an environment variable name
  * ("CORDON_LIMITS__PIDS") or "--set"; line is 0 when there is none. */
@@ -136,6 +138,7 @@ struct cordon_config {
     int teardown;                   /* enum cfg_teardown */
     int64_t gc_hours;
     bool workspace_readonly;
+    int workspace_mode; /* enum cfg_workspace_mode (docs/review.md) */
     /* relative to the workspace; always includes .git/hooks, .git/config and
      * .cordon.toml whatever the layers say */
     struct cfg_strings protected_paths;

@@ -22,14 +22,16 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
     case CFG_ENV_MODE:
     case CFG_NETWORK_MODE:
     case CFG_DOCKER_MODE:
-    case CFG_BACKEND_FLOOR: {
+    case CFG_BACKEND_FLOOR:
+    case CFG_WORKSPACE_MODE: {
         int value = key == CFG_BACKEND         ? cfg->backend
                     : key == CFG_FALLBACK_MODE ? cfg->fallback_mode
                     : key == CFG_TEARDOWN      ? cfg->teardown
                     : key == CFG_ENV_MODE      ? cfg->env.mode
                     : key == CFG_NETWORK_MODE  ? cfg->network.mode
                     : key == CFG_BACKEND_FLOOR ? cfg->backend_floor
-                                               : cfg->docker.mode;
+                    : key == CFG_DOCKER_MODE   ? cfg->docker.mode
+                                               : cfg->workspace_mode;
         return json_string(cfg_enum_name(key, value));
     }
     case CFG_ALLOW_HOST_EXECUTION:

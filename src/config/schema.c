@@ -48,6 +48,7 @@ static const char *const teardown_choices[] = {"remove", "stop", "none", NULL};
 static const char *const env_mode_choices[] = {"strict", "allowlist", "passthrough", NULL};
 static const char *const network_mode_choices[] = {"deny", "allowlist", "open", NULL};
 static const char *const docker_mode_choices[] = {"auto", "require", "disabled", NULL};
+static const char *const workspace_mode_choices[] = {"direct", "review", NULL};
 static const char *const tool_names[] = {"read", "write", "edit", "ls",
                                          "find", "grep",  "bash", NULL};
 
@@ -122,6 +123,8 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                               check_host, false},
     [CFG_BACKEND_FLOOR] = {"backend_floor", KIND_ENUM, AT(backend_floor), backend_floor_choices, 0,
                            0, NULL, false},
+    [CFG_WORKSPACE_MODE] = {"workspace_mode", KIND_ENUM, AT(workspace_mode), workspace_mode_choices,
+                            0, 0, NULL, false},
 };
 
 static const char *const sections[] = {"env",    "limits", "etc",     "network",
@@ -1099,6 +1102,7 @@ int cfg_set_defaults(struct cordon_config *cfg, struct cordon_error *err)
     cfg->teardown = CFG_TEARDOWN_REMOVE;
     cfg->gc_hours = 24;
     cfg->workspace_readonly = false;
+    cfg->workspace_mode = CFG_WORKSPACE_DIRECT;
     cfg->env.mode = CFG_ENV_STRICT;
     cfg->limits.cpus = 0;
     cfg->limits.memory_mib = 4096;

@@ -82,6 +82,10 @@ static const char *weakens(enum cfg_key key, const struct cordon_config *before,
     case CFG_DOCKER_MODE:
         return after->docker.mode == CFG_DOCKER_DISABLED ? NULL
                                                          : "Docker inside the sandbox (vm backend)";
+    case CFG_WORKSPACE_MODE:
+        return after->workspace_mode == CFG_WORKSPACE_DIRECT
+                   ? "the agent's changes reach the workspace without review"
+                   : NULL;
     default:
         return NULL;
     }

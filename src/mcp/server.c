@@ -6,6 +6,7 @@
  * input: every message is checked for shape before use, and nothing runs
  * before initialize. docs/routing.md describes the behaviour. */
 #include "mcp/server.h"
+#include "supervisor/review.h"
 #include "config.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tools-list.h"
@@ -813,8 +814,82 @@ static json_t *status_json(const struct server *s)
                             json_string(cfg_enum_name(CFG_FALLBACK_MODE, s->cfg.fallback_mode)));
         json_object_set_new(st, "allowHostExecution", json_boolean(s->cfg.allow_host_execution));
         json_object_set_new(st, "routeTools", tools);
+        json_object_set_new(st, "workspaceMode",
+                            json_string(cfg_enum_name(CFG_WORKSPACE_MODE, s->cfg.workspace_mode)));
+        /* Review mode (docs/review.md): how many changes wait for the user. */
+        long pending = s->session && s->cfg.workspace_mode == CFG_WORKSPACE_REVIEW
+                           ? review_pending(session_name(s->session))
+                           : -1;
+        if (pending >= 0)
+            json_object_set_new(st, "pendingChanges", json_integer(pending));
     }
     return st;
+}
+
+static void review_report_json(void *ctx, const char *what, const char *path, const char *why)
+{
+    json_array_append_new(ctx, json_pack("{s:s, s:s, s:o}", "outcome", what, "path", path, "reason",
+                                         why ? json_string(why) : json_null()));
+}
+
+/* cordon/reviewChanges and cordon/reviewApply: the user's review, reachable
+ * only by the client's own code (custom methods, never a tool: the model
+ * cannot apply its own changes). */
+static void on_review(struct server *s, json_t *id, json_t *params, bool apply)
+{
+    if (!s->session || !s->have_cfg || s->cfg.workspace_mode != CFG_WORKSPACE_REVIEW) {
+        reply_error(s, id, RPC_INVALID_PARAMS,
+                    "this session is not in review mode (workspace_mode = \"review\")");
+        return;
+    }
+    json_t *given = params ? json_object_get(params, "paths") : NULL;
+    char *paths[64];
+    size_t npaths = 0;
+    size_t i;
+    json_t *v;
+    if (given && !json_is_array(given)) {
+        reply_error(s, id, RPC_INVALID_PARAMS, "paths must be an array of strings");
+        return;
+    }
+    json_array_foreach (given, i, v) {
+        if (!json_is_string(v) || npaths == 64) {
+            reply_error(s, id, RPC_INVALID_PARAMS, "paths: at most 64 strings");
+            return;
+        }
+        paths[npaths++] = (char *)json_string_value(v);
+    }
+    struct review r;
+    struct cordon_error err = {0};
+    if (review_open(session_name(s->session), &r, &err) < 0) {
+        reply_error(s, id, RPC_INVALID_PARAMS, "%s", err.message);
+        return;
+    }
+    json_t *out = json_array();
+    int rc;
+    if (apply) {
+        rc = review_apply(&r, paths, npaths, review_report_json, out, &err);
+    } else {
+        rc = review_scan(&r, &err);
+        for (size_t k = 0; rc == 0 && k < r.count && json_array_size(out) < 10000; k++) {
+            const struct review_change *c = &r.changes[k];
+            if (!review_selected(c, paths, npaths))
+                continue;
+            json_array_append_new(out,
+                                  json_pack("{s:s, s:s, s:o, s:b, s:o}", "kind",
+                                            review_kind_name(c->kind), "path", c->path, "from",
+                                            c->from ? json_string(c->from) : json_null(),
+                                            "conflict", c->conflict, "refused",
+                                            c->refused ? json_string(c->refused) : json_null()));
+        }
+    }
+    review_close(&r);
+    if (rc < 0) {
+        json_decref(out);
+        reply_error(s, id, RPC_INVALID_PARAMS, "%s", err.message);
+        return;
+    }
+    send_msg(s,
+             rpc_result(json_incref(id), json_pack("{s:o}", apply ? "results" : "changes", out)));
 }
 
 static void set_skills(struct server *s, json_t *paths)
@@ -937,6 +1012,10 @@ static void on_request(struct server *s, json_t *id, const char *method, json_t 
         on_tools_call(s, id, params); /* NULL params read as {} */
     } else if (strcmp(method, "cordon/status") == 0) {
         send_msg(s, rpc_result(json_incref(id), status_json(s)));
+    } else if (strcmp(method, "cordon/reviewChanges") == 0) {
+        on_review(s, id, params, false);
+    } else if (strcmp(method, "cordon/reviewApply") == 0) {
+        on_review(s, id, params, true);
     } else if (strcmp(method, "cordon/setMode") == 0) {
         on_set_mode(s, id, params);
     } else if (strcmp(method, "cordon/setSkills") == 0) {

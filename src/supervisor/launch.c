@@ -2,6 +2,7 @@
  * configuration. Host context, before any sandbox exists: every failure here
  * stops cordon with nothing started. */
 #include "supervisor/launch.h"
+#include "supervisor/review.h"
 #include "supervisor/state.h"
 #include "backend/backend.h"
 #include "backend/probe.h"
@@ -268,6 +269,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
                   cfg_enum_name(CFG_BACKEND, cfg->backend));
         goto fail;
     }
+    if (review_check_config(cfg, l->backend, err) < 0)
+        goto fail;
     l->home = home_path();
     l->agent_path = launch_find_agent(err);
     if (!l->home || !l->agent_path)

@@ -5,6 +5,7 @@
  * supervisor, the sandbox's pidfd, and a copy of the lock, so the session
  * stays "owned" until its teardown is complete. */
 #include "supervisor/lifecycle.h"
+#include "supervisor/review.h"
 #include "supervisor/control.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -90,6 +91,12 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
     /* Explicitly named sandboxes default to "none": their record stays. */
     if (cfg->sandbox_name && cfg->origin[CFG_TEARDOWN].layer == CFG_LAYER_DEFAULT)
         lc->teardown = TEARDOWN_NONE;
+    if (cfg->workspace_mode == CFG_WORKSPACE_REVIEW) {
+        /* The pending changes outlive the session until applied or
+         * discarded: teardown "remove" keeps the state directory. */
+        if (lc->teardown == TEARDOWN_REMOVE)
+            lc->teardown = TEARDOWN_STOP;
+    }
     lc->gc_hours = (double)cfg->gc_hours;
     if (state_acquire(l->name, l->ws.root, cfg_enum_name(CFG_BACKEND, cfg->backend), &lc->owner,
                       err) < 0)
@@ -108,6 +115,16 @@ int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error 
         trust_note_session_end(&lc->trust_guard, &ignored);
         state_release(&lc->owner, true);
         return -1;
+    }
+    if (cfg->workspace_mode == CFG_WORKSPACE_REVIEW) {
+        if (review_prepare(lc->owner.dir_fd, lc->owner.dir, l->ws.root,
+                           (const char *const *)l->protected_paths, &lc->review_dir, err) < 0) {
+            struct cordon_error ignored;
+            trust_note_session_end(&lc->trust_guard, &ignored);
+            state_release(&lc->owner, false);
+            return -1;
+        }
+        l->spec.review_dir = lc->review_dir;
     }
     return 0;
 }
@@ -304,6 +321,17 @@ void lifecycle_end(struct lifecycle *lc)
         gitguard_free(lc->git);
         free(lc->git);
         lc->git = NULL;
+    }
+    long pending = lc->review_dir ? review_pending(lc->owner.name) : 0;
+    if (pending > 0) {
+        log_warn("review mode: %ld change(s) wait in sandbox %s: `cordon changes %s`, "
+                 "`cordon diff %s`, then `cordon apply %s` or `cordon discard %s`",
+                 pending, lc->owner.name, lc->owner.name, lc->owner.name, lc->owner.name,
+                 lc->owner.name);
+    }
+    if (lc->review_dir) {
+        free(lc->review_dir);
+        lc->review_dir = NULL;
     }
     /* Every caller has ended the sandbox by now. */
     struct cordon_error guard_err;

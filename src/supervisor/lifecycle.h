@@ -22,6 +22,7 @@ struct lifecycle {
      * call and at the end (gitguard.h); NULL when there is none. */
     struct gitguard *git;
     struct trust_guard trust_guard; /* what the session did to .cordon.toml */
+    char *review_dir;               /* review mode's layer (review.h); NULL in direct mode */
 };
 
 /* Takes ownership of the launch's sandbox name (before anything is

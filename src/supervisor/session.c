@@ -2,6 +2,7 @@
  * context, unprivileged supervisor. The agent is not trusted: every frame is
  * bounded by the reader, and its messages are checked for shape before use. */
 #include "supervisor/session.h"
+#include "supervisor/review.h"
 #include "supervisor/lifecycle.h"
 #include "proto/protocol.h"
 #include "agent/reap.h"
@@ -295,6 +296,18 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struc
              * metadata before the client hears of the result. */
             if (ev.kind == SESSION_RESULT && s->owned)
                 gitguard_sync(s->lifecycle.git);
+            /* Review mode: the call's end is a checkpoint (docs/review.md),
+             * named in the call's audit entry. */
+            if (ev.kind == SESSION_RESULT && s->owned && s->lifecycle.review_dir) {
+                struct cordon_error ck_err;
+                long n = 0;
+                long long ck_start = log_now_us();
+                if (review_checkpoint(s->lifecycle.owner.dir_fd, &n, &ck_err) < 0)
+                    log_warn("review mode: %s", ck_err.message);
+                else
+                    s->lifecycle.owner.checkpoint = n;
+                log_debug("timing: checkpoint %ld %lld us", n, log_now_us() - ck_start);
+            }
             fn(ctx, &ev);
         } else if (t && strcmp(t, "error") == 0) {
             const char *m = json_string_value(json_object_get(msg, "message"));

@@ -244,6 +244,9 @@ void state_audit(struct state_owner *o, const char *tool, const char *target, co
                   "target", target, "outcome", outcome, "duration_ms", duration_ms);
     if (exit_code >= 0)
         json_object_set_new(line, "exit_code", json_integer(exit_code));
+    if (o->checkpoint > 0)
+        json_object_set_new(line, "checkpoint", json_integer(o->checkpoint));
+    o->checkpoint = 0;
     char *text = json_dumps(line, JSON_COMPACT);
     json_decref(line);
     if (text) {

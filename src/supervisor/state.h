@@ -22,6 +22,7 @@ struct state_owner {
     char *dir; /* its path */
     char *audit_path;
     bool audit_capped; /* the audit log reached STATE_AUDIT_MAX; noted there */
+    long checkpoint;   /* review mode: the last call's checkpoint, named by the next entry */
 };
 
 /* The audit log of one state directory grows to at most this (plus one

@@ -351,11 +351,18 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
     }
 
     /* The workspace at its lexical path. */
-    if (plan_mkdir_p(plan, spec->workspace_view) < 0 ||
-        plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", spec->workspace),
-                 plan_str(plan, NEWROOT "%s", spec->workspace_view), NULL,
-                 spec->workspace_readonly ? ro : rw, 0) < 0)
+    if (plan_mkdir_p(plan, spec->workspace_view) < 0)
         goto fail;
+    if (spec->review_dir) {
+        if (plan_add(plan, NS_OP_OVERLAY, plan_str(plan, OLDROOT "%s", spec->workspace),
+                     plan_str(plan, NEWROOT "%s", spec->workspace_view),
+                     plan_str(plan, OLDROOT "%s", spec->review_dir), rw, 0) < 0)
+            goto fail;
+    } else if (plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", spec->workspace),
+                        plan_str(plan, NEWROOT "%s", spec->workspace_view), NULL,
+                        spec->workspace_readonly ? ro : rw, 0) < 0) {
+        goto fail;
+    }
     for (const char *const *p = spec->protected_paths; p && *p; p++) {
         if (plan_protect(plan, spec->workspace_view, *p) < 0)
             goto fail;
@@ -589,6 +596,64 @@ static int op_protect_in_child(const struct ns_op *op, struct cordon_error *err)
     }
 }
 
+/* Review mode's workspace (docs/review.md "The kernel's rules"): an overlay
+ * made with the new mount API, its layers given as fds where the kernel
+ * takes them (6.13+), else as paths ("lowerdir+" takes one path with no
+ * separator parsing, 6.8+). userxattr: in a user namespace the kernel cannot
+ * set trusted.overlay.*, so opaque directories are marked user.overlay.*;
+ * redirect_dir=nofollow (none created, none followed: "off" follows
+ * redirects and the kernel refuses it with userxattr), metacopy and index
+ * off keep the upper layer a plain tree of whole files, whiteouts (0/0
+ * character devices) and opaque markers, which is all `cordon changes`
+ * decodes. */
+static int overlay_set_layer(int fsfd, const char *key, const char *path, int fd)
+{
+    if (fsconfig(fsfd, FSCONFIG_SET_FD, key, NULL, fd) == 0)
+        return 0;
+    return fsconfig(fsfd, FSCONFIG_SET_STRING, key, path, 0);
+}
+
+static int op_overlay_in_child(const struct ns_op *op, struct cordon_error *err)
+{
+    char upper[PATH_MAX], work[PATH_MAX];
+    size_t n = strlen(op->data);
+    if (n + sizeof("/upper") > sizeof(upper))
+        return error_set_raw(err, ENAMETOOLONG, "overlay", op->data);
+    memcpy(upper, op->data, n);
+    memcpy(upper + n, "/upper", sizeof("/upper"));
+    memcpy(work, op->data, n);
+    memcpy(work + n, "/work", sizeof("/work"));
+    _cleanup_close_ int lower_fd = open(op->source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (lower_fd < 0)
+        return error_set_raw(err, errno, "overlay: open the workspace", op->source);
+    _cleanup_close_ int upper_fd = open(upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    _cleanup_close_ int work_fd = open(work, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (upper_fd < 0 || work_fd < 0)
+        return error_set_raw(err, errno, "overlay: open the review layer", upper);
+    _cleanup_close_ int fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
+    if (fsfd < 0)
+        return error_set_raw(err, errno, "overlay: fsopen (review mode needs overlayfs)", op->dest);
+    if (overlay_set_layer(fsfd, "lowerdir+", op->source, lower_fd) < 0)
+        return error_set_raw(err, errno, "overlay: lower layer (kernel 6.8+)", op->source);
+    if (overlay_set_layer(fsfd, "upperdir", upper, upper_fd) < 0 ||
+        overlay_set_layer(fsfd, "workdir", work, work_fd) < 0)
+        return error_set_raw(err, errno, "overlay: upper layer", upper);
+    if (fsconfig(fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+        fsconfig(fsfd, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) < 0 ||
+        fsconfig(fsfd, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0 ||
+        fsconfig(fsfd, FSCONFIG_SET_STRING, "index", "off", 0) < 0)
+        return error_set_raw(err, errno, "overlay: options", op->dest);
+    if (fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        return error_set_raw(err, errno,
+                             "overlay: create (the state directory's filesystem "
+                             "needs user xattrs)",
+                             upper);
+    int tree = fsmount(fsfd, FSMOUNT_CLOEXEC, (unsigned)op->attr);
+    if (tree < 0)
+        return error_set_raw(err, errno, "overlay: fsmount", op->dest);
+    return bind_tree_in_child(tree, AT_FDCWD, op->dest, 0, op->dest, err);
+}
+
 static int apply_op_in_child(const struct ns_op *op, struct cordon_error *err)
 {
     switch (op->kind) {
@@ -643,6 +708,8 @@ static int apply_op_in_child(const struct ns_op *op, struct cordon_error *err)
     }
     case NS_OP_PROTECT:
         return op_protect_in_child(op, err);
+    case NS_OP_OVERLAY:
+        return op_overlay_in_child(op, err);
     }
     return error_set_raw(err, EINVAL, "unknown mount operation", op->dest);
 }

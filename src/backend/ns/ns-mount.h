@@ -21,6 +21,7 @@ enum ns_op_kind {
     NS_OP_READONLY,   /* dest: bound onto itself read-only */
     NS_OP_REMOUNT_RO, /* dest: an existing mount made read-only */
     NS_OP_PROTECT,    /* source = a bound directory inside the view, dest = relative path */
+    NS_OP_OVERLAY,    /* source = lower (under /oldroot), data = dir of upper/ and work/, dest */
 };
 
 enum {

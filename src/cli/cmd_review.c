@@ -1,0 +1,539 @@
+/* `cordon changes`, `diff`, `apply`, `discard`: the review layer of a
+ * review-mode session (docs/review.md). Host context, as the user. */
+#include "cli/commands.h"
+#include "supervisor/review.h"
+#include "supervisor/state.h"
+#include "util/cleanup.h"
+#include "util/escape.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A path as the user reads it: control, bidi and invisible characters
+ * escaped (a file name is the agent's choice). */
+static void put_path(FILE *out, const char *path)
+{
+    _cleanup_free_ char *vis = text_escape_visible(path, strlen(path), TEXT_ESCAPE_BACKSLASH, NULL);
+    fputs(vis ? vis : "?", out);
+}
+
+static const char *type_word(char t)
+{
+    return t == 'd' ? "directory" : t == 'l' ? "symlink" : t == 'f' ? "file" : "nothing";
+}
+
+struct review_args {
+    const char *name;
+    char **paths;
+    size_t npaths;
+    bool stat_only;
+    int color; /* -1 auto */
+    bool json;
+    long call; /* --call N, or 0 */
+    long to;   /* rewind --to N, or -1 */
+};
+
+static int parse(int argc, char **argv, struct review_args *a, const char *usage)
+{
+    char **paths = a->paths;
+    *a = (struct review_args){.color = -1, .paths = paths, .to = -1};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("%s", usage);
+            return 1;
+        } else if (strcmp(argv[i], "--stat") == 0) {
+            a->stat_only = true;
+        } else if (strcmp(argv[i], "--color") == 0 || strcmp(argv[i], "--color=always") == 0) {
+            a->color = 1;
+        } else if (strcmp(argv[i], "--no-color") == 0 || strcmp(argv[i], "--color=never") == 0) {
+            a->color = 0;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            a->json = true;
+        } else if ((strcmp(argv[i], "--call") == 0 || strcmp(argv[i], "--to") == 0) &&
+                   i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[i + 1], &end, 10);
+            if (*end || v < 0) {
+                fprintf(stderr, "cordon: error: %s wants a number, not %s\n", argv[i], argv[i + 1]);
+                return -1;
+            }
+            if (argv[i][2] == 'c')
+                a->call = v;
+            else
+                a->to = v;
+            i++;
+        } else if (strcmp(argv[i], "--") == 0) {
+            for (i++; i < argc; i++)
+                a->paths[a->npaths++] = argv[i];
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "cordon: error: unknown option %s\n%s", argv[i], usage);
+            return -1;
+        } else if (!a->name) {
+            a->name = argv[i];
+        } else {
+            a->paths[a->npaths++] = argv[i];
+        }
+    }
+    if (!a->name) {
+        fprintf(stderr, "%s", usage);
+        return -1;
+    }
+    return 0;
+}
+
+static int open_review(const struct review_args *a, struct review *r)
+{
+    struct cordon_error err = {0};
+    if (review_open(a->name, r, &err) < 0 || review_scan(r, &err) < 0) {
+        log_error("%s", err.message);
+        review_close(r);
+        return -1;
+    }
+    return 0;
+}
+
+static int call_changes(const struct review_args *a, bool diff, bool color);
+
+static const char changes_usage[] =
+    "usage: cordon changes NAME [PATH...] [--call N]\n"
+    "  the changes review-mode sandbox NAME holds apart from the workspace:\n"
+    "  A added, M modified, D deleted, R renamed, T mode changed, ? never applied\n"
+    "  --call N: what tool call N changed (its checkpoint against the one before)\n";
+
+int cmd_changes(int argc, char **argv)
+{
+    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!paths)
+        return CORDON_EXIT_FAILURE;
+    struct review_args a = {.paths = paths};
+    int p = parse(argc, argv, &a, changes_usage);
+    if (p != 0)
+        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    if (a.call)
+        return call_changes(&a, false, false);
+    struct review r;
+    if (open_review(&a, &r) < 0)
+        return CORDON_EXIT_FAILURE;
+    size_t shown = 0;
+    for (size_t i = 0; i < r.count; i++) {
+        const struct review_change *c = &r.changes[i];
+        if (!review_selected(c, a.paths, a.npaths))
+            continue;
+        shown++;
+        printf("%s  ", review_kind_name(c->kind));
+        if (c->kind == REVIEW_RENAMED) {
+            put_path(stdout, c->from);
+            fputs(" -> ", stdout);
+        }
+        put_path(stdout, c->path);
+        char t = c->kind == REVIEW_DELETED ? c->old_type : c->type;
+        if (t == 'd')
+            fputc('/', stdout);
+        if (t == 'l')
+            fputs(" (symlink)", stdout);
+        if (c->kind == REVIEW_MODE)
+            printf(" (mode %03o -> %03o)", (unsigned)c->old_mode, (unsigned)c->new_mode);
+        else if (c->kind == REVIEW_MODIFIED && c->old_type != c->type)
+            printf(" (%s -> %s)", type_word(c->old_type), type_word(c->type));
+        else if (c->kind == REVIEW_MODIFIED && c->type == 'f' && c->old_mode != c->new_mode)
+            printf(" (mode %03o -> %03o)", (unsigned)c->old_mode, (unsigned)c->new_mode);
+        if (c->kind == REVIEW_SKIPPED)
+            fputs(" (not a file, directory or symlink: never applied)", stdout);
+        if (c->refused)
+            printf(" [never applied: %s]", c->refused);
+        else if (c->conflict)
+            fputs(" [conflict: the host changed it since the session started]", stdout);
+        fputc('\n', stdout);
+    }
+    if (!shown)
+        fprintf(stderr, "no pending changes in sandbox %s\n", a.name);
+    review_close(&r);
+    return 0;
+}
+
+/* ---- diff ---- */
+
+static int run_diff(int host, int sandbox, const char *label_a, const char *label_b, bool color,
+                    int out_fd);
+static bool looks_binary(int fd);
+
+struct call_ctx {
+    const struct review_args *a;
+    bool diff, color;
+    size_t shown;
+};
+
+static void call_one(void *ctx, char kind, const char *path, int old_fd, int new_fd)
+{
+    struct call_ctx *c = ctx;
+    if (c->a->npaths) {
+        struct review_change probe = {.path = (char *)path};
+        if (!review_selected(&probe, c->a->paths, c->a->npaths))
+            return;
+    }
+    c->shown++;
+    _cleanup_free_ char *vis = text_escape_visible(path, strlen(path), TEXT_ESCAPE_BACKSLASH, NULL);
+    if (!c->diff) {
+        printf("%c  %s%s\n", kind == 'U' ? 'M' : kind, vis ? vis : "?",
+               kind == 'U' ? " (back to the host's version)" : "");
+        (void)old_fd;
+        return;
+    }
+    if (old_fd < 0 && new_fd < 0) {
+        printf("%c %s\n", kind, vis ? vis : "?");
+        return;
+    }
+    char la[PATH_MAX + 8], lb[PATH_MAX + 8];
+    snprintf(la, sizeof(la), old_fd >= 0 ? "a/%s" : "/dev/null", vis ? vis : "?");
+    snprintf(lb, sizeof(lb), new_fd >= 0 ? "b/%s" : "/dev/null", vis ? vis : "?");
+    printf("diff %s %s\n", la, lb);
+    if (looks_binary(old_fd) || looks_binary(new_fd))
+        printf("Binary files %s and %s differ\n", la, lb);
+    else
+        run_diff(old_fd, new_fd, la, lb, c->color, 1);
+}
+
+/* `changes/diff NAME --call N`: what call N changed, against the state
+ * after call N-1 (a file the call created shows against /dev/null). */
+static int call_changes(const struct review_args *a, bool diff, bool color)
+{
+    struct cordon_error err = {0};
+    struct review r;
+    if (review_open(a->name, &r, &err) < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    struct call_ctx c = {.a = a, .diff = diff, .color = color};
+    int rc = review_call_changes(&r, a->call, call_one, &c, &err);
+    review_close(&r);
+    if (rc < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    if (!c.shown)
+        fprintf(stderr, "call %ld changed nothing in the workspace\n", a->call);
+    return 0;
+}
+
+static bool looks_binary(int fd)
+{
+    if (fd < 0)
+        return false;
+    char buf[8000];
+    ssize_t n = pread(fd, buf, sizeof(buf), 0);
+    return n > 0 && memchr(buf, 0, (size_t)n) != NULL;
+}
+
+/* diff(1) of two fds (or /dev/null), its output to OUT_FD. */
+static int run_diff(int host, int sandbox, const char *label_a, const char *label_b, bool color,
+                    int out_fd)
+{
+    char a[64], b[64];
+    snprintf(a, sizeof(a), host >= 0 ? "/dev/fd/%d" : "/dev/null", host);
+    snprintf(b, sizeof(b), sandbox >= 0 ? "/dev/fd/%d" : "/dev/null", sandbox);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (host >= 0)
+            fcntl(host, F_SETFD, 0);
+        if (sandbox >= 0)
+            fcntl(sandbox, F_SETFD, 0);
+        if (out_fd != 1)
+            dup2(out_fd, 1);
+        char *argv[] = {"diff",
+                        "-u",
+                        "--label",
+                        (char *)label_a,
+                        "--label",
+                        (char *)label_b,
+                        color ? "--color=always" : "--color=never",
+                        a,
+                        b,
+                        NULL};
+        execvp("diff", argv);
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) && WEXITSTATUS(status) <= 1 ? 0 : -1;
+}
+
+static void count_lines(int fd, long *plus, long *minus)
+{
+    FILE *f = fdopen(dup(fd), "r");
+    if (!f)
+        return;
+    rewind(f);
+    char *line = NULL;
+    size_t cap = 0;
+    int header = 2;
+    while (getline(&line, &cap, f) > 0) {
+        if (header > 0 && (strncmp(line, "--- ", 4) == 0 || strncmp(line, "+++ ", 4) == 0)) {
+            header--;
+            continue;
+        }
+        if (line[0] == '+')
+            (*plus)++;
+        else if (line[0] == '-')
+            (*minus)++;
+    }
+    free(line);
+    fclose(f);
+}
+
+static const char diff_usage[] =
+    "usage: cordon diff NAME [PATH...] [--stat] [--color|--no-color] [--call N]\n"
+    "  a unified diff of what review-mode sandbox NAME changed (host: a/, sandbox: b/)\n";
+
+int cmd_diff(int argc, char **argv)
+{
+    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!paths)
+        return CORDON_EXIT_FAILURE;
+    struct review_args a = {.paths = paths};
+    int p = parse(argc, argv, &a, diff_usage);
+    if (p != 0)
+        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    bool color = a.color < 0 ? isatty(1) : a.color;
+    if (a.call)
+        return call_changes(&a, true, color);
+    struct review r;
+    if (open_review(&a, &r) < 0)
+        return CORDON_EXIT_FAILURE;
+    int status = 0;
+    long total_plus = 0, total_minus = 0;
+    size_t files = 0;
+    for (size_t i = 0; i < r.count; i++) {
+        const struct review_change *c = &r.changes[i];
+        if (!review_selected(c, a.paths, a.npaths) || c->kind == REVIEW_SKIPPED)
+            continue;
+        bool file_old = c->old_type == 'f' && c->kind != REVIEW_ADDED;
+        bool file_new = c->type == 'f' && c->kind != REVIEW_DELETED;
+        if (!file_old && !file_new) {
+            if (!a.stat_only) {
+                printf("%s %s: ", review_kind_name(c->kind),
+                       type_word(c->kind == REVIEW_DELETED ? c->old_type : c->type));
+                put_path(stdout, c->path);
+                fputc('\n', stdout);
+            }
+            continue;
+        }
+        struct cordon_error err = {0};
+        int host = -1, sandbox = -1;
+        if (review_open_sides(&r, c, &host, &sandbox, &err) < 0) {
+            log_error("%s", err.message);
+            status = CORDON_EXIT_FAILURE;
+            continue;
+        }
+        _cleanup_free_ char *vis =
+            text_escape_visible(c->path, strlen(c->path), TEXT_ESCAPE_BACKSLASH, NULL);
+        _cleanup_free_ char *from_vis =
+            c->from ? text_escape_visible(c->from, strlen(c->from), TEXT_ESCAPE_BACKSLASH, NULL)
+                    : NULL;
+        char la[PATH_MAX + 8], lb[PATH_MAX + 8];
+        snprintf(la, sizeof(la), file_old ? "a/%s" : "/dev/null", from_vis ? from_vis : vis);
+        snprintf(lb, sizeof(lb), file_new ? "b/%s" : "/dev/null", vis ? vis : "?");
+        files++;
+        if (c->kind == REVIEW_MODE) {
+            if (!a.stat_only)
+                printf("diff %s %s\nold mode %03o\nnew mode %03o\n", la, lb, (unsigned)c->old_mode,
+                       (unsigned)c->new_mode);
+            else
+                printf(" %s | mode %03o -> %03o\n", vis ? vis : "?", (unsigned)c->old_mode,
+                       (unsigned)c->new_mode);
+        } else if (looks_binary(host) || looks_binary(sandbox)) {
+            if (a.stat_only)
+                printf(" %s | binary\n", vis ? vis : "?");
+            else
+                printf("diff %s %s\nBinary files %s and %s differ\n", la, lb, la, lb);
+        } else if (a.stat_only) {
+            FILE *tmp = tmpfile();
+            long plus = 0, minus = 0;
+            if (tmp && run_diff(host, sandbox, la, lb, false, fileno(tmp)) == 0)
+                count_lines(fileno(tmp), &plus, &minus);
+            if (tmp)
+                fclose(tmp);
+            total_plus += plus;
+            total_minus += minus;
+            printf(" %s | %ld %s+%ld%s %s-%ld%s\n", vis ? vis : "?", plus + minus,
+                   color ? "\033[32m" : "", plus, color ? "\033[m" : "", color ? "\033[31m" : "",
+                   minus, color ? "\033[m" : "");
+        } else {
+            printf("diff %s %s\n", la, lb);
+            if (c->kind == REVIEW_MODE || (c->old_mode != c->new_mode && file_old && file_new))
+                printf("old mode %03o\nnew mode %03o\n", (unsigned)c->old_mode,
+                       (unsigned)c->new_mode);
+            if (c->kind == REVIEW_RENAMED)
+                printf("rename from %s\nrename to %s\n", from_vis ? from_vis : "?",
+                       vis ? vis : "?");
+            if (run_diff(host, sandbox, la, lb, color, 1) < 0) {
+                log_error("diff(1) failed for %s", vis ? vis : "?");
+                status = CORDON_EXIT_FAILURE;
+            }
+        }
+        if (host >= 0)
+            close(host);
+        if (sandbox >= 0)
+            close(sandbox);
+    }
+    if (a.stat_only)
+        printf(" %zu file(s) changed, %ld insertion(s)(+), %ld deletion(s)(-)\n", files, total_plus,
+               total_minus);
+    review_close(&r);
+    return status;
+}
+
+/* ---- apply, discard ---- */
+
+static void report_line(void *ctx, const char *what, const char *path, const char *why)
+{
+    (void)ctx;
+    FILE *out = why ? stderr : stdout;
+    fprintf(out, "%s: ", what);
+    put_path(out, path);
+    if (why)
+        fprintf(out, ": %s", why);
+    fputc('\n', out);
+}
+
+static const char apply_usage[] =
+    "usage: cordon apply NAME [PATH...]\n"
+    "  writes review-mode sandbox NAME's changes into the workspace, one file at a time\n"
+    "  (atomically); a file the host changed since the session started is a conflict and\n"
+    "  stays as it is; git metadata and protected paths are never written. Exit 1 when\n"
+    "  something was not applied.\n";
+
+int cmd_apply(int argc, char **argv)
+{
+    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!paths)
+        return CORDON_EXIT_FAILURE;
+    struct review_args a = {.paths = paths};
+    int p = parse(argc, argv, &a, apply_usage);
+    if (p != 0)
+        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    struct cordon_error err = {0};
+    struct review r;
+    if (review_open(a.name, &r, &err) < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    int problems = review_apply(&r, a.paths, a.npaths, report_line, NULL, &err);
+    review_close(&r);
+    if (problems < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    if (problems > 0)
+        fprintf(stderr, "cordon: %d change(s) not applied (see above); they stay in sandbox %s\n",
+                problems, a.name);
+    return problems > 0 ? 1 : 0;
+}
+
+static const char discard_usage[] = "usage: cordon discard NAME\n"
+                                    "  drops every pending change of stopped review-mode "
+                                    "sandbox NAME\n";
+
+int cmd_discard(int argc, char **argv)
+{
+    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!paths)
+        return CORDON_EXIT_FAILURE;
+    struct review_args a = {.paths = paths};
+    int p = parse(argc, argv, &a, discard_usage);
+    if (p != 0)
+        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    if (a.npaths) {
+        fprintf(stderr, "cordon: error: discard takes no paths (it drops every change)\n");
+        return CORDON_EXIT_FAILURE;
+    }
+    struct cordon_error err = {0};
+    struct review r;
+    if (review_open(a.name, &r, &err) < 0 || review_discard(&r, &err) < 0) {
+        log_error("%s", err.message);
+        review_close(&r);
+        return CORDON_EXIT_FAILURE;
+    }
+    review_close(&r);
+    printf("discarded the changes of sandbox %s\n", a.name);
+    return 0;
+}
+
+static const char rewind_usage[] =
+    "usage: cordon rewind NAME --to N\n"
+    "  returns stopped review-mode sandbox NAME's workspace to its state after tool call N\n"
+    "  (0: before the first call). Files only: processes are not rewound.\n";
+
+int cmd_rewind(int argc, char **argv)
+{
+    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!paths)
+        return CORDON_EXIT_FAILURE;
+    struct review_args a = {.paths = paths};
+    int p = parse(argc, argv, &a, rewind_usage);
+    if (p != 0)
+        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    if (a.to < 0 || a.npaths) {
+        fprintf(stderr, "%s", rewind_usage);
+        return CORDON_EXIT_FAILURE;
+    }
+    struct cordon_error err = {0};
+    struct review r;
+    if (review_open(a.name, &r, &err) < 0 || review_rewind(&r, a.to, &err) < 0) {
+        log_error("%s", err.message);
+        review_close(&r);
+        return CORDON_EXIT_FAILURE;
+    }
+    review_close(&r);
+    printf("sandbox %s: the workspace is as it was after call %ld (files only: processes are "
+           "not rewound)\n",
+           a.name, a.to);
+    return 0;
+}
+
+static const char fork_usage[] =
+    "usage: cordon fork NAME NEW\n"
+    "  a new stopped review-mode sandbox NEW holding a copy of NAME's pending changes;\n"
+    "  continue it with `cordon run|mcp --review --name NEW`\n";
+
+int cmd_fork(int argc, char **argv)
+{
+    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!paths)
+        return CORDON_EXIT_FAILURE;
+    struct review_args a = {.paths = paths};
+    int p = parse(argc, argv, &a, fork_usage);
+    if (p != 0)
+        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    if (a.npaths != 1) {
+        fprintf(stderr, "%s", fork_usage);
+        return CORDON_EXIT_FAILURE;
+    }
+    struct cordon_error err = {0};
+    struct state_entry e;
+    struct review r;
+    if (state_check_name(a.paths[0], &err) < 0 || state_get(a.name, &e, &err) < 0 ||
+        review_open(a.name, &r, &err) < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    int rc = review_fork(&r, a.paths[0], e.workspace, e.backend, &err);
+    review_close(&r);
+    if (rc < 0) {
+        log_error("%s", err.message);
+        return CORDON_EXIT_FAILURE;
+    }
+    printf("sandbox %s: a copy of %s's changes; continue it with `cordon run --review --name %s`\n",
+           a.paths[0], a.name, a.paths[0]);
+    return 0;
+}

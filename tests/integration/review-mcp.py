@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+# Review mode over MCP (tests/integration/review.sh): the status carries the
+# pending count; changes and apply are custom methods, never tools.
+import json, subprocess, sys
+cordon = sys.argv[1]
+p = subprocess.Popen([cordon, "mcp", "--review", "--name", sys.argv[2]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+n = 0
+def rpc(method, params=None):
+    global n
+    n += 1
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params or {}}) + "\n"); p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == n:
+            return m
+rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"); p.stdin.flush()
+tools = [t["name"] for t in rpc("tools/list")["result"]["tools"]]
+print("tools", " ".join(sorted(tools)))
+rpc("tools/call", {"name": "write", "arguments": {"path": "a.txt", "content": "agent\n"}})
+rpc("tools/call", {"name": "write", "arguments": {"path": "b.txt", "content": "b\n"}})
+st = rpc("cordon/status")["result"]
+print("status", st.get("workspaceMode"), st.get("pendingChanges"))
+ch = rpc("cordon/reviewChanges")["result"]["changes"]
+print("changes", " ".join(c["kind"] + ":" + c["path"] for c in ch))
+ap = rpc("cordon/reviewApply", {"paths": ["b.txt"]})["result"]["results"]
+print("apply", " ".join(r["outcome"] + ":" + r["path"] for r in ap))
+print("status-after", rpc("cordon/status")["result"].get("pendingChanges"))
+p.stdin.close(); p.wait()

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Review mode (docs/review.md): the agent's changes stay in the overlay's
+# upper layer until `cordon apply`; changes/diff/apply/discard/ls; conflicts,
+# an apply killed halfway, what apply never writes. ns backend.
+. "$CORDON_SRC/tests/lib/tap.sh"
+. "$CORDON_SRC/tests/lib/cordon.sh"
+export XDG_RUNTIME_DIR="$TEST_TMP/runtime" XDG_STATE_HOME="$TEST_TMP/state"
+mkdir -p "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+ws=$(new_ws ws)
+tree_sum() { (cd "$1" && find . -path ./.git -prune -o -print0 | sort -z |
+    xargs -0 stat -c '%n %a %s %F %Y' 2>/dev/null; find . -path ./.git -prune -o -type f -print0 |
+    sort -z | xargs -0 sha256sum) | sha256sum; }
+
+# --- a workspace with every kind of entry the agent will change ---
+mkdir -p "$ws/gone/deep" "$ws/sub" "$ws/keepdir"
+echo one >"$ws/a.txt"
+echo deep >"$ws/gone/deep/x"
+echo k >"$ws/sub/k"
+echo old-target >"$ws/over.txt"
+echo moved-content >"$ws/src.txt"
+echo host >"$ws/conflict.txt"
+printf '#!/bin/sh\n' >"$ws/run.sh"
+echo was-file >"$ws/typechange"
+head -c 3000000 /dev/urandom >"$ws/big.bin"
+ln -s a.txt "$ws/oldlink"
+before=$(tree_sum "$ws")
+
+script='
+set -e
+echo two >> a.txt
+rm -r gone
+mv src.txt over.txt
+chmod 755 run.sh
+rm typechange; mkdir typechange; echo inside > typechange/f
+ln -sfn over.txt oldlink
+echo agent > conflict.txt
+printf "a\0b\0c" > new.bin
+head -c 2000000 /dev/urandom > big.bin
+echo h > hl1; ln hl1 hl2
+echo odd > "$(printf "odd name\nwith newline \xe2\x80\xae")"
+mkdir -p newdir/x/y; echo leaf > newdir/x/y/z
+rm -r sub; mkdir sub; echo fresh > sub/n
+(sleep 0.2; echo from-background > bg.txt) &
+wait
+cat a.txt
+'
+cordon_run "$ws" --review --name rv -- bash -c "$script"
+is "the agent's script ran in review mode" "$rc" 0
+like "the agent sees its own change" "$out" "one.two"
+is "nothing the agent did reached the host" "$(tree_sum "$ws")" "$before"
+ok "teardown keeps the review layer (default teardown)" test -d "$XDG_RUNTIME_DIR/cordon/rv/review/upper"
+
+# --- changes ---
+ch=$(cd "$ws" && "$CORDON" changes rv 2>&1)
+like "changes: modified file" "$ch" $'(^|\n)M  a.txt\n'
+like "changes: deleted directory" "$ch" $'(^|\n)D  gone/\n'
+like "changes: rename over an existing file is a modify plus a delete" "$ch" $'M  over.txt\n'
+like "changes: the renamed file's old name is deleted" "$ch" $'D  src.txt\n'
+like "changes: mode change" "$ch" $'T  run.sh \\(mode 644 -> 755\\)'
+like "changes: file replaced by a directory" "$ch" $'M  typechange/ \\(file -> directory\\)'
+like "changes: symlink retargeted" "$ch" $'M  oldlink \\(symlink\\)'
+like "changes: added binary file" "$ch" $'A  new.bin\n'
+like "changes: added directory tree" "$ch" $'A  newdir/x/y/z\n'
+like "changes: an odd name is shown escaped" "$ch" 'A  odd name\\x0awith newline \\u202e'
+like "changes: a background process's file is held too" "$ch" $'A  bg.txt\n'
+like "changes: an emptied and recreated directory (opaque) loses the old entry" "$ch" $'D  sub/k\n'
+like "changes: and has the new one" "$ch" $'A  sub/n\n'
+out=$("$CORDON" ls)
+like "cordon ls shows the pending changes" "$out" "review: [0-9]+ pending change"
+
+# --- diff ---
+d=$("$CORDON" diff rv a.txt)
+like "diff: unified hunk" "$d" $'--- a/a.txt\n\\+\\+\\+ b/a.txt\n@@ -1 \\+1,2 @@\n one\n\\+two'
+d=$("$CORDON" diff rv new.bin big.bin)
+like "diff: binary files are named" "$d" "Binary files /dev/null and b/new.bin differ"
+like "diff: a large binary file too" "$d" "Binary files a/big.bin and b/big.bin differ"
+d=$("$CORDON" diff rv --stat a.txt)
+like "diff --stat counts lines" "$d" "a.txt \\| 1 \\+1 -0"
+unlike "diff is not coloured off a terminal" "$("$CORDON" diff rv a.txt)" $'\e\\['
+like "diff --color colours" "$("$CORDON" diff rv --color a.txt)" $'\e\\['
+
+# --- the host edits a file the agent changed: a conflict, both kept ---
+sleep 0.05
+echo host-edit >"$ws/conflict.txt"
+ap=$("$CORDON" apply rv 2>&1)
+arc=$?
+is "apply exits 1 when something was not applied" "$arc" 1
+like "apply reports the conflict" "$ap" "conflict: conflict.txt: the host changed it since the session started"
+is "the host's version of a conflict is kept" "$(cat "$ws/conflict.txt")" host-edit
+like "the sandbox's version of a conflict is kept" "$("$CORDON" changes rv)" "M  conflict.txt \\[conflict"
+is "applied: modified file" "$(cat "$ws/a.txt")" $'one\ntwo'
+ok "applied: deleted directory" test ! -e "$ws/gone"
+is "applied: rename over an existing file" "$(cat "$ws/over.txt")" moved-content
+ok "applied: the renamed file's old name is gone" test ! -e "$ws/src.txt"
+is "applied: mode" "$(stat -c %a "$ws/run.sh")" 755
+is "applied: file replaced by a directory" "$(cat "$ws/typechange/f")" inside
+is "applied: symlink target" "$(readlink "$ws/oldlink")" over.txt
+is "applied: binary content" "$(od -An -c "$ws/new.bin" | tr -s ' ')" " a \\0 b \\0 c"
+ok "applied: large file, byte for byte" test "$(stat -c %s "$ws/big.bin")" = 2000000
+is "applied: hard links stay one file" "$(stat -c %i "$ws/hl1")" "$(stat -c %i "$ws/hl2")"
+ok "applied: odd name" test -f "$ws/$(printf 'odd name\nwith newline \xe2\x80\xae')"
+is "applied: nested new directories" "$(cat "$ws/newdir/x/y/z")" leaf
+ok "applied: opaque directory's old entry removed" test ! -e "$ws/sub/k"
+is "applied: opaque directory's new entry" "$(cat "$ws/sub/n")" fresh
+is "applied: background process's file" "$(cat "$ws/bg.txt")" from-background
+left=$("$CORDON" changes rv 2>&1)
+is "only the conflict is still pending" "$left" "M  conflict.txt [conflict: the host changed it since the session started]"
+ok "no temporary file of apply is left" test -z "$(find "$ws" -name '.cordon-apply-*')"
+
+# --- discard ---
+d=$("$CORDON" discard rv 2>&1)
+is "discard of a stopped session exits 0" "$?" 0
+is "nothing pending after discard" "$("$CORDON" changes rv 2>&1)" "no pending changes in sandbox rv"
+is "discard did not touch the workspace" "$(cat "$ws/conflict.txt")" host-edit
+
+# --- a running session: changes and apply work, discard is refused ---
+(cd "$ws" && "$CORDON" run --review --name live -- bash -c 'echo live > live.txt; sleep 3' >/dev/null 2>&1) &
+for _ in $(seq 50); do
+    "$CORDON" changes live 2>/dev/null | grep -q live.txt && break
+    sleep 0.1
+done
+like "changes while the session runs" "$("$CORDON" changes live 2>&1)" "A  live.txt"
+out=$("$CORDON" discard live 2>&1)
+like "discard while running is refused, with the reason" "$out" "sandbox live is running: the kernel's overlay must not have its upper layer changed under it"
+out=$("$CORDON" apply live 2>&1)
+like "apply while the session runs" "$out" "applied: live.txt"
+is "the applied file is on the host" "$(cat "$ws/live.txt")" live
+is "an applied file is no longer pending" "$("$CORDON" changes live 2>&1)" "no pending changes in sandbox live"
+wait
+
+# --- apply killed with SIGKILL halfway: never a half-written file ---
+head -c 64000000 /dev/zero >"$ws/huge.bin"
+old_sum=$(sha256sum <"$ws/huge.bin")
+cordon_run "$ws" --review --name kill -- bash -c 'head -c 64000000 /dev/urandom > huge.bin; sha256sum < huge.bin'
+new_sum=$(printf '%s\n' "$out" | grep -E '^[0-9a-f]{64}' | tail -1)
+torn=0
+for delay in 0.01 0.03 0.06 0.1; do
+    "$CORDON" apply kill >/dev/null 2>&1 &
+    pid=$!
+    sleep "$delay"
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    s=$(sha256sum <"$ws/huge.bin")
+    [ "$s" = "$old_sum" ] || [ "$s" = "$new_sum" ] || torn=$((torn + 1))
+    [ "$s" = "$new_sum" ] && break
+done
+is "after SIGKILL the file is the old or the new version, never a mix" "$torn" 0
+"$CORDON" apply kill >/dev/null 2>&1
+is "a later apply completes it" "$(sha256sum <"$ws/huge.bin")" "$new_sum"
+ok "and removes the killed apply's temporary files" test -z "$(find "$ws" -name '.cordon-apply-*')"
+rm -f "$ws/huge.bin"
+
+# --- what apply never writes: git metadata, protected paths, trusted files ---
+gws=$(new_ws gitws)
+git -C "$gws" init -q
+git -C "$gws" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+mkdir -p "$gws/nested"
+git -C "$gws/nested" init -q
+echo keep >"$gws/nested/file"
+cp "$gws/.git/config" "$TEST_TMP/config.before"
+cordon_run "$gws" --review --name git --set 'protected_paths=["secret"]' -- bash -c '
+rm -rf nested; mkdir -p lib/.git; echo "[core] fsmonitor = evil" > lib/.git/config
+echo x > .envrc; mkdir -p .vscode; echo "{}" > .vscode/settings.json
+echo planted > secret 2>/dev/null; echo fine > fine.txt
+echo "[core]" >> .git/config 2>/dev/null; true'
+ch=$("$CORDON" changes git 2>&1)
+like "a nested .git is listed as never applied" "$ch" "lib/.git/config \\[never applied: git metadata"
+like ".envrc is never applied" "$ch" ".envrc \\[never applied"
+out=$("$CORDON" apply git 2>&1)
+like "apply refuses the nested .git" "$out" "refused: lib/.git"
+ok "no nested .git reached the host" test ! -e "$gws/lib/.git"
+like "deleting a directory holding a nested repository is refused" "$out" "refused: nested: it holds git metadata"
+ok "the nested repository is still on the host" test -f "$gws/nested/.git/HEAD" -a -f "$gws/nested/file"
+ok "no .envrc reached the host" test ! -e "$gws/.envrc"
+ok "no .vscode reached the host" test ! -e "$gws/.vscode"
+ok "the protected path did not reach the host" test ! -e "$gws/secret"
+ok "the host's .git/config is unchanged" cmp -s "$gws/.git/config" "$TEST_TMP/config.before"
+is "the ordinary file was applied" "$(cat "$gws/fine.txt")" fine
+out=$(cd "$gws" && git status --porcelain 2>&1)
+is "the host's git sees only the applied file" "$out" $'?? fine.txt\n?? nested/'
+
+# --- checkpoints at tool-call boundaries, rewind, fork ---
+cws=$(new_ws ckws)
+for i in $(seq 1 40); do echo "orig $i" >"$cws/f$i"; done
+tool() { (cd "$cws" && "$CORDON" tool --review --name ck "$@" 2>/dev/null); }
+tool write '{"path":"note.txt","content":"first\n"}' >/dev/null
+tool edit '{"path":"f1","edits":[{"oldText":"orig 1","newText":"edited 1"}]}' >/dev/null
+tool bash '{"command":"for i in $(seq 1 40); do echo bash $i > f$i; done; rm note.txt"}' >/dev/null
+audit="$XDG_RUNTIME_DIR/cordon/ck/audit.jsonl"
+like "the audit entry of each call names its checkpoint" "$(cat "$audit")" '"tool":"write".*"checkpoint":1.*"tool":"edit".*"checkpoint":2.*"tool":"bash".*"checkpoint":3'
+is "changes --call 1: what the write made" "$("$CORDON" changes ck --call 1 2>&1)" "A  note.txt"
+is "changes --call 2: what the edit changed" "$("$CORDON" changes ck --call 2 2>&1)" "M  f1"
+c3=$("$CORDON" changes ck --call 3 2>&1)
+is "changes --call 3: bash rewrote 40 files and removed one" "$(printf '%s\n' "$c3" | wc -l)" 41
+like "changes --call 3 names the removed file" "$c3" "D  note.txt"
+like "diff --call 2 against the host's file" "$("$CORDON" diff ck --call 2)" $'-orig 1\n\\+edited 1'
+like "diff --call 3 against the state after call 2" "$("$CORDON" diff ck --call 3 f1)" $'-edited 1\n\\+bash 1'
+out=$("$CORDON" rewind ck --to 2)
+like "rewind says processes are not rewound" "$out" "processes are not rewound"
+is "after rewind --to 2: the edit's file" "$(tool read '{"path":"f1"}' | grep -o 'edited 1')" "edited 1"
+is "after rewind --to 2: bash's rewrite is undone" "$(tool read '{"path":"f2"}' | grep -o 'orig 2')" "orig 2"
+is "after rewind --to 2: the deleted file is back" "$(tool read '{"path":"note.txt"}' | grep -o first)" first
+is "rewind never touched the host" "$(cat "$cws/f1") $(ls "$cws" | wc -l)" "orig 1 40"
+"$CORDON" rewind ck --to 0 >/dev/null
+is "rewind --to 0: nothing pending" "$("$CORDON" changes ck 2>&1)" "no pending changes in sandbox ck"
+out=$("$CORDON" rewind ck --to 999 2>&1)
+like "rewind to a checkpoint that does not exist says so" "$out" "no checkpoint 999"
+tool write '{"path":"forked.txt","content":"x\n"}' >/dev/null
+out=$("$CORDON" fork ck ck2 2>&1)
+like "fork makes a new sandbox" "$out" "sandbox ck2: a copy of ck"
+is "the fork holds the same pending changes" "$("$CORDON" changes ck2 2>&1)" "A  forked.txt"
+"$CORDON" discard ck >/dev/null
+is "the fork is independent of its origin" "$("$CORDON" changes ck2 2>&1)" "A  forked.txt"
+(cd "$cws" && "$CORDON" apply ck2 >/dev/null 2>&1)
+is "a fork's changes apply to the workspace" "$(cat "$cws/forked.txt")" x
+out=$("$CORDON" fork ck ck2 2>&1)
+like "fork refuses an existing name" "$out" "exists already"
+
+# --- MCP: the status counts pending changes; apply is the user's request, not a tool ---
+mws=$(new_ws mcpws)
+echo host >"$mws/a.txt"
+out=$(cd "$mws" && python3 "$CORDON_SRC/tests/integration/review-mcp.py" "$CORDON" mc 2>/dev/null)
+like "MCP: no tool the model can call applies or discards" "$out" $'tools bash edit find grep ls read sandbox_verify write\n'
+like "MCP: the status carries the mode and the pending count" "$out" "status review 2"
+like "MCP: cordon/reviewChanges lists them" "$out" "changes M:a.txt A:b.txt"
+like "MCP: cordon/reviewApply applies the paths asked for" "$out" "apply applied:b.txt"
+like "MCP: the count drops" "$out" "status-after 1"
+is "MCP: the applied file is on the host, the other is not" "$(cat "$mws/a.txt" "$mws/b.txt")" $'host\nb'
+
+# --- the backends that cannot offer it refuse with the reason ---
+out=$(cd "$ws" && "$CORDON" run --review --backend docker --set docker.image=debian -- true 2>&1)
+like "docker backend refuses review mode with the reason" "$out" "review mode .* is not available on the docker backend"
+out=$(cd "$ws" && "$CORDON" run --review --backend vm -- true 2>&1)
+like "vm backend refuses review mode with the reason" "$out" "review mode .* is not available on the vm backend"
+out=$(cd "$ws" && "$CORDON" run --review --readonly -- true 2>&1)
+like "review and a read-only workspace exclude each other" "$out" "exclude each other"
+out=$("$CORDON" changes nosuch 2>&1)
+like "changes of an unknown sandbox names it" "$out" "nosuch"
+
+tap_done
