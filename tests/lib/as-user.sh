@@ -43,6 +43,10 @@ if [ -d "$CORDON_SRC/tests/pi/node_modules" ]; then
 fi
 [ -d "$CORDON_SRC/src" ] && cp -r "$CORDON_SRC/src" "$stage/src/src"
 [ -d "$CORDON_SRC/integrations" ] && cp -r "$CORDON_SRC/integrations" "$stage/src/integrations"
+# The repository's root package.json (pi's git install) and docs (the
+# snippets tests/e2e/agents-config.mjs runs).
+[ -f "$CORDON_SRC/package.json" ] && cp "$CORDON_SRC/package.json" "$stage/src/package.json"
+[ -d "$CORDON_SRC/docs" ] && cp -r "$CORDON_SRC/docs" "$stage/src/docs"
 chmod -R a+rX "$stage"
 rel=${script#"$CORDON_SRC"/}
 home=$(getent passwd "$user" | cut -d: -f6)
