@@ -51,6 +51,10 @@ struct pending {
      * client is not reading (MCP_PROGRESS_QUEUED_MAX), replaced by each
      * newer one, sent once the queue drains or before the result. */
     json_t *held_progress;
+    /* The message of the last progress sent or held: the agent repeats the
+     * partial output while a command is quiet, and a client needs only
+     * what is new (a quiet 4 s command sent 41 identical notifications). */
+    char *last_progress_text;
     bool cancelled;
     enum route_state state; /* when it was routed */
     /* AT_ASKING: the call waiting for the user's answer */
@@ -185,6 +189,8 @@ static void pending_release(struct server *s, struct pending *p)
     json_decref(p->request_id);
     json_decref(p->progress_token);
     json_decref(p->held_progress);
+    free(p->last_progress_text);
+    p->last_progress_text = NULL;
     json_decref(p->args);
     json_decref(p->elicit_id);
     if (p->pin)
@@ -363,6 +369,13 @@ static void on_session_event(void *ctx, const struct session_event *ev)
         json_t *first = json_array_get(ev->result->content, 0);
         if (first && json_is_string(json_object_get(first, "text")))
             text = json_string_value(json_object_get(first, "text"));
+        if (p->last_progress_text && strcmp(p->last_progress_text, text) == 0)
+            return;
+        char *copy = strdup(text);
+        if (!copy)
+            return; /* progress is advisory: the result still comes */
+        free(p->last_progress_text);
+        p->last_progress_text = copy;
         p->progress += 1;
         json_t *params = json_pack("{s:O, s:f, s:s}", "progressToken", p->progress_token,
                                    "progress", p->progress, "message", text);
