@@ -248,6 +248,17 @@ try {
     ok(g?.type === "stdio" && g?.enabled === true, "goose: cordon is an enabled stdio extension", g);
     if (g) await drive("goose", g.cmd, g.args);
     ok(y?.extensions?.developer?.enabled === false && y?.extensions?.developer?.type === "builtin", "goose: the developer extension (shell, editor) is off", y?.extensions?.developer);
+
+    // --- wrapping: the user-settings file is valid as cordon reads it
+    clean();
+    const w = parsed("wrap", "~/.config/cordon/config.toml");
+    ok(w?.env?.mode === "allowlist" && w?.network?.mode === "allowlist" && w?.mounts?.[0]?.readonly === false,
+        "wrap: the env and network allowlists and a writable mount", w);
+    fs.mkdirSync(path.join(home, ".pi"), { recursive: true });
+    const wfile = path.join(home, ".config/cordon/config.toml");
+    fs.writeFileSync(wfile, block("wrap", "~/.config/cordon/config.toml").body.replaceAll("/home/you", home));
+    const chk = spawnSync(cordon, ["config", "check", "--as", "user", wfile], { cwd: project, env, encoding: "utf8" });
+    ok(chk.status === 0, "wrap: cordon config check --as user accepts the file", chk.stdout + chk.stderr);
 } catch (e) {
     ok(false, "no exception", e.stack);
 } finally {
