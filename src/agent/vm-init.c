@@ -20,6 +20,7 @@
  * A failure before the channel exists ends in a kernel panic (QEMU exits,
  * -no-reboot); after, it is reported as {"t":"error","message":...}. */
 #include "agent/vm-init.h"
+#include "agent/path-prune.h"
 #include "agent/vm-docker.h"
 #include "agent/vm-pty.h"
 #include "util/fs.h"
@@ -464,6 +465,7 @@ static void exec_guest_command(const struct guest_command *c, int in, int out, i
         fprintf(stderr, "cordon: chdir %s: %s\n", c->cwd, strerror(errno));
         _exit(CORDON_EXIT_FAILURE);
     }
+    agent_path_prune(c->env); /* the guest's view, as on ns (path-prune.c) */
     environ = c->env;
     execvp(c->argv[0], c->argv);
     int e = errno;

@@ -55,6 +55,7 @@ enum cfg_key {
     CFG_DOCKER_MODE,
     CFG_DOCKER_HOST,
     CFG_DOCKER_IMAGE,
+    CFG_TOOLCHAIN_CACHES,
     CFG_KEY_COUNT,
 };
 
@@ -151,6 +152,9 @@ struct cordon_config {
         char *host;
         char *image; /* NULL: not set (the docker backend refuses to start) */
     } docker;
+    /* npm, pip, cargo, go, maven and gradle caches in the sandbox's home,
+     * kept by cordon under $XDG_CACHE_HOME/cordon/toolchain/ (docs/toolchains.md) */
+    bool toolchain_caches;
 
     struct cfg_origin origin[CFG_KEY_COUNT];
 

@@ -111,6 +111,8 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                          false},
     [CFG_DOCKER_IMAGE] = {"docker.image", KIND_STRING, AT(docker.image), NULL, 0, 0,
                           check_docker_image, false},
+    [CFG_TOOLCHAIN_CACHES] = {"toolchain_caches", KIND_BOOL, AT(toolchain_caches), NULL, 0, 0, NULL,
+                              false},
 };
 
 static const char *const sections[] = {"env",    "limits", "etc",     "network",
@@ -914,6 +916,7 @@ int cfg_set_defaults(struct cordon_config *cfg, struct cordon_error *err)
     cfg->teardown = CFG_TEARDOWN_REMOVE;
     cfg->gc_hours = 24;
     cfg->workspace_readonly = false;
+    cfg->toolchain_caches = true;
     cfg->env.mode = CFG_ENV_STRICT;
     cfg->limits.cpus = 0;
     cfg->limits.memory_mib = 4096;

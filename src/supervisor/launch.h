@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "net/net.h"
 #include "supervisor/environ.h"
+#include "supervisor/toolchain-cache.h"
 #include "supervisor/workspace.h"
 
 #define LAUNCH_MAX_PROTECTED 64
@@ -46,6 +47,9 @@ struct launch {
      * boot spec (0 when there is none). */
     bool pty;
     unsigned short pty_rows, pty_cols;
+    /* mounts[0..nmounts): the configured ones, then the toolchain caches */
+    size_t nmounts;
+    struct toolchain_caches caches;
 };
 
 /* The cordon-agent binary: next to cordon, else the installed one.

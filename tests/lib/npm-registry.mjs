@@ -1,8 +1,9 @@
 // A tiny npm registry for tests: serves the packument and the tarball of
 // each package tarball named on the command line (made with `npm pack`), on
-// 127.0.0.1 at an ephemeral port (or $REGISTRY_PORT). Prints the port on
-// stdout, then one line per request to $REGISTRY_LOG when set, so a test can
-// tell whether npm fetched a tarball or took it from its cache.
+// $REGISTRY_ADDR (default 127.0.0.1) at an ephemeral port (or
+// $REGISTRY_PORT). Prints the port on stdout, then writes one line per
+// request to $REGISTRY_LOG when set, so a test can tell whether npm fetched
+// a tarball or took it from its cache.
 // Usage: node npm-registry.mjs pkg-1.0.0.tgz [...]
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -54,6 +55,6 @@ const server = http.createServer((req, res) => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(body);
 });
-server.listen(Number(process.env.REGISTRY_PORT || 0), "127.0.0.1", () => {
+server.listen(Number(process.env.REGISTRY_PORT || 0), process.env.REGISTRY_ADDR || "127.0.0.1", () => {
     console.log(server.address().port);
 });
