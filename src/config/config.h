@@ -153,7 +153,8 @@ struct cordon_config {
         char *image; /* NULL: not set (the docker backend refuses to start) */
     } docker;
     /* npm, pip, cargo, go, maven and gradle caches in the sandbox's home,
-     * kept by cordon under $XDG_CACHE_HOME/cordon/toolchain/ (docs/toolchains.md) */
+     * kept by cordon under $XDG_CACHE_HOME/cordon/toolchain/; off by
+     * default: the home stays empty (docs/toolchains.md) */
     bool toolchain_caches;
 
     struct cfg_origin origin[CFG_KEY_COUNT];

@@ -916,7 +916,7 @@ int cfg_set_defaults(struct cordon_config *cfg, struct cordon_error *err)
     cfg->teardown = CFG_TEARDOWN_REMOVE;
     cfg->gc_hours = 24;
     cfg->workspace_readonly = false;
-    cfg->toolchain_caches = true;
+    cfg->toolchain_caches = false;
     cfg->env.mode = CFG_ENV_STRICT;
     cfg->limits.cpus = 0;
     cfg->limits.memory_mib = 4096;
