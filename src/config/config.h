@@ -34,6 +34,7 @@ enum cfg_key {
     CFG_WORKSPACE_READONLY,
     CFG_PROTECTED_PATHS,
     CFG_SANDBOX_NAME,
+    CFG_TOOLCHAIN_CACHES, /* top-level: printed before the first [table] */
     CFG_ENV_MODE,
     CFG_ENV_ALLOW,
     CFG_LIMITS_CPUS,
@@ -55,7 +56,6 @@ enum cfg_key {
     CFG_DOCKER_MODE,
     CFG_DOCKER_HOST,
     CFG_DOCKER_IMAGE,
-    CFG_TOOLCHAIN_CACHES,
     CFG_KEY_COUNT,
 };
 
