@@ -15,6 +15,7 @@
 #include "supervisor/route.h"
 #include "supervisor/workspace.h"
 #include "supervisor/session.h"
+#include "supervisor/state.h"
 #include "supervisor/verify.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
@@ -805,6 +806,14 @@ static json_t *status_json(const struct server *s)
                             json_string(cfg_enum_name(CFG_FALLBACK_MODE, s->cfg.fallback_mode)));
         json_object_set_new(st, "allowHostExecution", json_boolean(s->cfg.allow_host_execution));
         json_object_set_new(st, "routeTools", tools);
+    }
+    /* Where `cordon ls` says the session's tool calls are logged. */
+    _cleanup_free_ char *root = NULL;
+    struct cordon_error err;
+    char log_path[PATH_MAX + STATE_NAME_MAX + 16];
+    if (s->session && state_root(&root, &err) == 0) {
+        snprintf(log_path, sizeof(log_path), "%s/%s/audit.jsonl", root, session_name(s->session));
+        json_object_set_new(st, "log", json_string(log_path));
     }
     return st;
 }
