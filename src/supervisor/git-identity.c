@@ -62,7 +62,8 @@ static int env_append(char ***envp, const char *key, const char *value)
     return 0;
 }
 
-int git_identity_env_add(const char *repo_config, char ***envp, struct cordon_error *err)
+int git_identity_env_add(const char *workspace, const char *repo_config, char ***envp,
+                         struct cordon_error *err)
 {
     if (env_has_git_identity(*envp))
         return 0;
@@ -76,9 +77,10 @@ int git_identity_env_add(const char *repo_config, char ***envp, struct cordon_er
          * config file is host-owned inside the sandbox; includes are not
          * followed (they could name any host file). */
         if (repo_config &&
-            ws_git_config_get(repo_config, key, value, sizeof(value), &found, err) < 0)
+            ws_git_config_get(workspace, repo_config, key, value, sizeof(value), &found, err) < 0)
             return error_prefix(err, "git identity");
-        if (!found && ws_git_config_get(NULL, key, value, sizeof(value), &found, err) < 0)
+        if (!found &&
+            ws_git_config_get(workspace, NULL, key, value, sizeof(value), &found, err) < 0)
             return error_prefix(err, "git identity");
         if (!found)
             continue;

@@ -352,11 +352,13 @@ done:
     return rc;
 }
 
-int ws_git_config_get(const char *file, const char *key, char *out, size_t outlen, bool *found,
-                      struct cordon_error *err)
+int ws_git_config_get(const char *dir, const char *file, const char *key, char *out, size_t outlen,
+                      bool *found, struct cordon_error *err)
 {
     /* `config --get` parses files and prints a value: it runs no alias,
-     * helper or hook. From "/", so no repository's configuration joins in. */
+     * helper or hook. --global or --file: no repository's configuration
+     * joins in; run in DIR (the workspace), the user's includeIf "gitdir:"
+     * conditions match as they do for git there. */
     char *global_argv[] = {"git",        "config", "--null",    "--global",
                            "--includes", "--get",  (char *)key, NULL};
     char *file_argv[] = {"git",           "config", "--null",    "--file", (char *)file,
@@ -367,8 +369,8 @@ int ws_git_config_get(const char *file, const char *key, char *out, size_t outle
     if (outlen == 0)
         return error_set(err, EINVAL, "git config %s: no room", key);
     out[0] = '\0';
-    if (run_git("/", file ? file_argv : global_argv, !file, out, outlen, err_buf, sizeof(err_buf),
-                &status, err) < 0)
+    if (run_git(dir ? dir : "/", file ? file_argv : global_argv, !file, out, outlen, err_buf,
+                sizeof(err_buf), &status, err) < 0)
         return -1;
     if (status == -1 || status == 1)
         return 0; /* no git, or the key is not set */

@@ -71,6 +71,16 @@ run_as_user "$ws" -- bash -c 'git config user.email; git commit -q --allow-empty
 is "ns: the repository's user.email wins over the user's" "$out" $'local@example.org\nlocal@example.org'
 git -C "$ws" config --unset user.email
 
+# The user's includeIf "gitdir:" matches the workspace as git does there.
+work=$(new_ws work)
+git -C "$work" init -q
+printf '[includeIf "gitdir:%s/"]\n\tpath = %s/.gitconfig-work\n' "$work" "$home" >>"$home/.gitconfig"
+printf '[user]\n\temail = ada@work.example\n' >"$home/.gitconfig-work"
+run_as_user "$work" -- git config user.email
+is "ns: the user's includeIf gitdir: for this workspace applies" "$out" "ada@work.example"
+run_as_user "$ws" -- git config user.email
+is "ns: ... and not for another workspace" "$out" "ada@example.org"
+
 # An identity the user forwards on purpose is left alone.
 out=$(cd "$ws" && PWD="$ws" HOME="$home" GIT_AUTHOR_NAME="Forwarded Name" "$CORDON" run --env-mode allowlist \
     --set 'env.allow=["GIT_AUTHOR_NAME"]' -- bash -c 'echo "count=${GIT_CONFIG_COUNT:-none} author=$GIT_AUTHOR_NAME"' 2>&1)
