@@ -72,3 +72,16 @@ if [ "$mode" = test ] && [ -f tests/pi/package.json ]; then
         touch tests/pi/node_modules
     fi
 fi
+
+# Agent CLIs (Claude Code, Gemini CLI, Codex CLI, opencode) whose offline
+# `mcp list` checks run docs/agents.md's snippets (tests/e2e/agents-config.mjs),
+# pinned by tests/agents/package.json. `npm install`, not `npm ci`: npm
+# reports opencode-ai's optional per-platform packages as missing from any
+# lock file it writes for them.
+if [ "$mode" = test ] && [ -f tests/agents/package.json ]; then
+    if [ ! -d tests/agents/node_modules ] || [ tests/agents/package.json -nt tests/agents/node_modules ]; then
+        echo "bootstrap: npm install in tests/agents" >&2
+        (cd tests/agents && npm install --no-audit --no-fund --loglevel=error >&2)
+        touch tests/agents/node_modules
+    fi
+fi

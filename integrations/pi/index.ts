@@ -402,18 +402,23 @@ export default function cordon(pi: ExtensionAPI) {
 			try {
 				if (sub === "status") {
 					if (client) await refresh();
+					// The words of `cordon ls` (src/cli/cmd_state.c) for the same session.
 					const lines = [
 						`state: ${state}${blocked ? ` (${blocked})` : ""}`,
 						`sandbox: ${status.sandbox ?? "none"}`,
 						`workspace: ${status.workspace ?? "?"}`,
 						`backend: ${status.backend ?? "?"}${status.backendReason ? ` (${status.backendReason})` : ""}`,
 					];
+					if (status.log) lines.push(`log: ${status.log}`);
+					if (status.sandbox) lines.push(`attach: running: its client holds it (this pi); \`cordon verify ${status.sandbox}\` audits it`);
 					say(lines.join("\n"), state === "sandboxed" ? "info" : "warning");
 				} else if (sub === "on" || sub === "off") {
 					status = await client!.request("cordon/setMode", { mode: sub });
 					blocked = status.reason ?? "";
 					setState(status.state);
-					say(sub === "off" ? "cordon is OFF: tools run on the host, unsandboxed" : `cordon: ${state}`, sub === "off" ? "warning" : "info");
+					if (sub === "off") say("cordon is OFF: tools run on the host, unsandboxed", "warning");
+					else if (state === "sandboxed") say(`cordon is ON: tools run in the sandbox ${status.sandbox ?? ""} (${status.backend ?? "?"})`.replace("  ", " "), "info");
+					else say(`cordon is not back on: ${state}${blocked ? ` (${blocked})` : ""}`, "error");
 				} else if (sub === "verify") {
 					const { tools } = await client!.request("tools/list");
 					if (!tools.some((t: Json) => t.name === "sandbox_verify")) return say("cordon: verify is not available in this cordon", "warning");

@@ -14,6 +14,7 @@
  * In the latter case it runs between clone() and the command's exec: no
  * allocation, no stdio. */
 #include "agent/init.h"
+#include "agent/path-prune.h"
 #include "agent/probe-io.h"
 #include "proto/init-channel.h"
 #include "net/fdpass.h"
@@ -338,6 +339,7 @@ void agent_init_run(int argc, char **argv, char *const *envp)
     /* Nobody inside may read our memory or open /proc/1/exe. */
     prctl(PR_SET_DUMPABLE, 0);
     prctl(PR_SET_NAME, "cordon-init");
+    agent_path_prune(envp ? (char **)envp : environ);
 
     char slave[128] = "";
     if (o.pty) {

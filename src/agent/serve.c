@@ -9,6 +9,7 @@
  * SIGINT and SIGHUP on the signalfd, and ends with what its calls left
  * running (agent/reap.c). */
 #include "agent/serve.h"
+#include "agent/path-prune.h"
 #include "proto/protocol.h"
 #include "agent/reap.h"
 #include "agent/tools/bash.h"
@@ -525,6 +526,10 @@ int agent_serve(int channel_fd, bool host)
 
 int agent_serve_pipes(int channel_fd, int channel_out_fd, bool host)
 {
+    /* The calls' PATH holds what exists in the sandbox; the host helper's
+     * is the host's own. */
+    if (!host)
+        agent_path_prune(environ);
     tool_set_sandboxed(!host);
     struct cordon_error rerr;
     /* Before any call: every process a call leaves behind stays ours. */

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,28 @@ static void format_age(time_t started, char *buf, size_t len)
         snprintf(buf, len, "%.0fd", age / 86400);
 }
 
+/* The session's audit log: every tool call, one JSON line (docs/verify.md). */
+static void ls_log_path(const char *root, const char *name, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/%s/audit.jsonl", root, name);
+}
+
+/* What the user can do to get back to it; the same words the pi
+ * extension's /cordon status uses. */
+static const char *ls_attach_hint(const struct state_entry *e)
+{
+    static char hint[STATE_NAME_MAX * 2 + 128];
+    if (strcmp(e->status, "running") == 0 || strcmp(e->status, "starting") == 0)
+        snprintf(hint, sizeof(hint), "running: its client holds it; `cordon verify %s` audits it",
+                 e->name);
+    else
+        snprintf(hint, sizeof(hint),
+                 "`cordon mcp --attach %s` goes back in (its home and /tmp); `cordon rm %s` "
+                 "removes it",
+                 e->name, e->name);
+    return hint;
+}
+
 int cmd_ls(int argc, char **argv)
 {
     bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
@@ -43,15 +66,25 @@ int cmd_ls(int argc, char **argv)
         log_error("%s", err.message);
         return CORDON_EXIT_FAILURE;
     }
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, &err) < 0) {
+        log_error("%s", err.message);
+        free(entries);
+        return CORDON_EXIT_FAILURE;
+    }
     if (json) {
         json_t *arr = json_array();
-        for (size_t i = 0; i < n; i++)
-            json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:i, s:I}", "name",
-                                                 entries[i].name, "state", entries[i].status,
-                                                 "backend", entries[i].backend, "workspace",
-                                                 entries[i].workspace, "owner_pid",
-                                                 entries[i].locked ? (int)entries[i].owner_pid : 0,
-                                                 "started", (json_int_t)entries[i].started));
+        for (size_t i = 0; i < n; i++) {
+            char log_path[PATH_MAX + 64];
+            ls_log_path(root, entries[i].name, log_path, sizeof(log_path));
+            json_array_append_new(
+                arr, json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:s, s:s}", "name",
+                               entries[i].name, "state", entries[i].status, "backend",
+                               entries[i].backend, "workspace", entries[i].workspace, "owner_pid",
+                               entries[i].locked ? (int)entries[i].owner_pid : 0, "started",
+                               (json_int_t)entries[i].started, "command", entries[i].command, "log",
+                               log_path, "attach", ls_attach_hint(&entries[i])));
+        }
         char *text = json_dumps(arr, JSON_INDENT(2));
         puts(text ? text : "[]");
         free(text);
@@ -70,6 +103,12 @@ int cmd_ls(int argc, char **argv)
             if (pending >= 0)
                 printf("  review: %ld pending change(s) (cordon changes %s)\n", pending,
                        entries[i].name);
+            char log_path[PATH_MAX + 64];
+            ls_log_path(root, entries[i].name, log_path, sizeof(log_path));
+            if (entries[i].command[0])
+                printf("    command  %s\n", entries[i].command);
+            printf("    log      %s\n", log_path);
+            printf("    attach   %s\n", ls_attach_hint(&entries[i]));
         }
     }
     free(entries);

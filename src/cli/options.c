@@ -85,13 +85,16 @@ static int append_toml_string(char **list, const char *value)
 int cli_sets_finish(struct cli_sets *sets)
 {
     char *item;
+    /* "\x1f--flag\x1f" before KEY=VALUE: configuration errors name the
+     * flag (collect_session in config/resolve.c). */
     if (sets->allow_hosts) {
-        if (asprintf(&item, "network.allow_hosts=[%s]", sets->allow_hosts) < 0 ||
+        if (asprintf(&item, "\x1f--allow-host\x1fnetwork.allow_hosts=[%s]", sets->allow_hosts) <
+                0 ||
             push(sets, item) < 0)
             return -1;
     }
     if (sets->publish) {
-        if (asprintf(&item, "network.publish_ports=[%s]", sets->publish) < 0 ||
+        if (asprintf(&item, "\x1f--publish\x1fnetwork.publish_ports=[%s]", sets->publish) < 0 ||
             push(sets, item) < 0)
             return -1;
     }
@@ -147,9 +150,9 @@ int cli_config_flag(int argc, char **argv, int *i, struct cli_sets *sets)
     };
     const char *arg = argv[*i];
     if (strcmp(arg, "--readonly") == 0)
-        return push(sets, strdup("workspace_readonly=true")) < 0 ? -1 : 1;
+        return push(sets, strdup("\x1f--readonly\x1fworkspace_readonly=true")) < 0 ? -1 : 1;
     if (strcmp(arg, "--review") == 0)
-        return push(sets, strdup("workspace_mode=review")) < 0 ? -1 : 1;
+        return push(sets, strdup("\x1f--review\x1fworkspace_mode=review")) < 0 ? -1 : 1;
     if (strncmp(arg, "--set=", 6) == 0)
         return push(sets, strdup(arg + 6)) < 0 ? -1 : 1;
     if (strcmp(arg, "--set") == 0) {
@@ -174,7 +177,7 @@ int cli_config_flag(int argc, char **argv, int *i, struct cli_sets *sets)
             continue;
         }
         char *item;
-        if (asprintf(&item, "%s=%s", with_value[f].key, value) < 0)
+        if (asprintf(&item, "\x1f%s\x1f%s=%s", with_value[f].flag, with_value[f].key, value) < 0)
             return -1;
         return push(sets, item) < 0 ? -1 : 1;
     }

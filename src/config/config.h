@@ -35,6 +35,7 @@ enum cfg_key {
     CFG_WORKSPACE_MODE, /* top-level keys first: `cordon config` prints in this order */
     CFG_PROTECTED_PATHS,
     CFG_SANDBOX_NAME,
+    CFG_TOOLCHAIN_CACHES, /* top-level: printed before the first [table] */
     CFG_ENV_MODE,
     CFG_ENV_ALLOW,
     CFG_LIMITS_CPUS,
@@ -187,6 +188,10 @@ struct cordon_config {
     } docker;
     struct cfg_secrets secrets;
     int backend_floor; /* enum cfg_backend_floor; set only by host-owned layers */
+    /* npm, pip, cargo, go, maven and gradle caches in the sandbox's home,
+     * kept by cordon under $XDG_CACHE_HOME/cordon/toolchain/; off by
+     * default: the home stays empty (docs/toolchains.md) */
+    bool toolchain_caches;
 
     struct cfg_origin origin[CFG_KEY_COUNT];
 

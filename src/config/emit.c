@@ -38,6 +38,8 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
         return json_boolean(cfg->allow_host_execution);
     case CFG_WORKSPACE_READONLY:
         return json_boolean(cfg->workspace_readonly);
+    case CFG_TOOLCHAIN_CACHES:
+        return json_boolean(cfg->toolchain_caches);
     case CFG_ROUTE_TOOLS:
         return strings_json(&cfg->route_tools);
     case CFG_PROTECTED_PATHS:

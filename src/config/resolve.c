@@ -652,37 +652,50 @@ static int collect_session(const char *const *sets, struct cfg_assignments *out,
                            struct cordon_error *err)
 {
     for (size_t i = 0; sets && sets[i]; i++) {
-        const char *equals = strchr(sets[i], '=');
+        /* A named flag's setting comes as "\x1f--flag\x1fKEY=VALUE"
+         * (cli_config_flag): messages name the flag the user typed. */
+        char label[64] = "--set";
+        const char *set = sets[i];
+        if (set[0] == '\x1f') {
+            const char *end = strchr(set + 1, '\x1f');
+            if (end && (size_t)(end - set - 1) < sizeof(label)) {
+                snprintf(label, sizeof(label), "%.*s", (int)(end - set - 1), set + 1);
+                set = end + 1;
+            }
+        }
+        const char *equals = strchr(set, '=');
         if (!equals)
-            return error_set(err, 0, "--set %s: expected KEY=VALUE", sets[i]);
+            return error_set(err, 0, "--set %s: expected KEY=VALUE", set);
         char key[256];
-        size_t length = (size_t)(equals - sets[i]);
+        size_t length = (size_t)(equals - set);
         if (length >= sizeof(key) || length == 0)
-            return error_set(err, 0, "--set %s: expected KEY=VALUE", sets[i]);
-        memcpy(key, sets[i], length);
+            return error_set(err, 0, "--set %s: expected KEY=VALUE", set);
+        memcpy(key, set, length);
         key[length] = '\0';
         int id = cfg_key_lookup(key);
         if (id < 0) {
             const char *hint = cfg_key_suggest(key);
-            return error_set(err, 0, "--set %s: unknown key '%s'%s%s%s", sets[i], key,
+            return error_set(err, 0, "--set %s: unknown key '%s'%s%s%s", set, key,
                              hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
         }
         /* A TOML value (--set 'route_tools=["read"]') is taken as such;
-         * anything else as text, like an environment variable. */
+         * anything else as text, like an environment variable. The document
+         * is KEY=VALUE exactly as typed, so a column in a message is one in
+         * the user's --set argument. */
         _cleanup_free_ char *document = NULL;
-        if (asprintf(&document, "%s = %s\n", key, equals + 1) < 0)
+        if (asprintf(&document, "%s=%s\n", key, equals + 1) < 0)
             return error_set(err, ENOMEM, "--set");
         struct toml_value *root = NULL;
         struct cordon_error ignored = {0};
-        if (toml_parse(document, strlen(document), "--set", &root, &ignored) == 0) {
-            int ret = cfg_collect_toml(root, "--set", CFG_LAYER_SESSION, out, err);
+        if (toml_parse(document, strlen(document), label, &root, &ignored) == 0) {
+            int ret = cfg_collect_toml(root, label, CFG_LAYER_SESSION, out, err);
             toml_free(root);
             if (ret < 0)
                 return -1;
             out->items[out->count - 1].origin.line = 0;
             continue;
         }
-        if (cfg_collect_text(id, equals + 1, "--set", CFG_LAYER_SESSION, out, err) < 0)
+        if (cfg_collect_text(id, equals + 1, label, CFG_LAYER_SESSION, out, err) < 0)
             return -1;
     }
     return 0;

@@ -125,6 +125,8 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                            0, NULL, false},
     [CFG_WORKSPACE_MODE] = {"workspace_mode", KIND_ENUM, AT(workspace_mode), workspace_mode_choices,
                             0, 0, NULL, false},
+    [CFG_TOOLCHAIN_CACHES] = {"toolchain_caches", KIND_BOOL, AT(toolchain_caches), NULL, 0, 0, NULL,
+                              false},
 };
 
 static const char *const sections[] = {"env",    "limits", "etc",     "network",
@@ -366,6 +368,9 @@ static const char *check_host(const char *item)
         return allowlist_preset(item) ? NULL
                                       : "is not a preset (known: @npm, @pypi, @crates, @go, "
                                         "@debian, @github)";
+    if (strstr(item, "://"))
+        return "is a URL: an allowlist entry is a host, not a URL (the name and an optional "
+               ":port, e.g. example.com or example.com:8443)";
     char host[256];
     if (strlen(item) >= sizeof(host) || !*item)
         return bad;
@@ -645,6 +650,18 @@ static int enum_error(struct cordon_error *err, const char *where, const struct 
                      text);
 }
 
+/* "FILE:LINE:COLUMN" for a message about a value, or the flag alone when
+ * FILE names a command-line flag (--network, --allow-host): its value is
+ * what the user typed, and a position in the TOML built from it points at
+ * nothing they can see. */
+static void where_of(char *where, size_t cap, const char *file, int line, int column)
+{
+    if (strncmp(file, "--", 2) == 0 && strcmp(file, "--set") != 0)
+        snprintf(where, cap, "%s", file);
+    else
+        snprintf(where, cap, "%s:%d:%d", file, line, column);
+}
+
 static int collect_mount(const struct toml_value *table, const char *file, enum cfg_layer layer,
                          struct cfg_mount *out, struct cordon_error *err)
 {
@@ -657,7 +674,7 @@ static int collect_mount(const struct toml_value *table, const char *file, enum 
         return error_set(err, ENOMEM, "mounts");
     for (size_t i = 0; i < table->table.count; i++) {
         const struct toml_entry *e = &table->table.entries[i];
-        snprintf(where, sizeof(where), "%s:%d:%d", file, e->line, e->column);
+        where_of(where, sizeof(where), file, e->line, e->column);
         int known = -1;
         for (int m = 0; mount_keys[m]; m++)
             if (strcmp(e->key, mount_keys[m]) == 0)
@@ -808,7 +825,7 @@ static int collect_value(const struct key_info *k, enum cfg_key key, const struc
 {
     char where[WHERE_MAX];
     /* messages point at the value; the origin records the key's line */
-    snprintf(where, sizeof(where), "%s:%d:%d", file, v->line, v->column);
+    where_of(where, sizeof(where), file, v->line, v->column);
     struct cfg_assignment *a = assignment_new(out, key, layer, file, line);
     if (!a)
         return error_set(err, ENOMEM, "%s", where);
@@ -858,7 +875,7 @@ static int collect_value(const struct key_info *k, enum cfg_key key, const struc
             return type_error(err, where, k, "an array of strings", v);
         for (size_t i = 0; i < v->array.count; i++) {
             const struct toml_value *item = v->array.items[i];
-            snprintf(where, sizeof(where), "%s:%d:%d", file, item->line, item->column);
+            where_of(where, sizeof(where), file, item->line, item->column);
             if (item->type != TOML_STRING)
                 return type_error(err, where, k, "an array of strings", item);
             const char *why = strlen(item->string.text) != item->string.length
@@ -879,7 +896,7 @@ static int collect_value(const struct key_info *k, enum cfg_key key, const struc
             return error_set(err, ENOMEM, "%s", where);
         for (size_t i = 0; i < v->array.count; i++) {
             const struct toml_value *item = v->array.items[i];
-            snprintf(where, sizeof(where), "%s:%d:%d", file, item->line, item->column);
+            where_of(where, sizeof(where), file, item->line, item->column);
             char text[64];
             if (item->type == TOML_INTEGER)
                 snprintf(text, sizeof(text), "%lld", (long long)item->integer);
@@ -902,7 +919,7 @@ static int collect_value(const struct key_info *k, enum cfg_key key, const struc
         for (size_t i = 0; i < v->array.count; i++) {
             const struct toml_value *item = v->array.items[i];
             if (item->type != TOML_TABLE) {
-                snprintf(where, sizeof(where), "%s:%d:%d", file, item->line, item->column);
+                where_of(where, sizeof(where), file, item->line, item->column);
                 return type_error(err, where, k, "a table", item);
             }
             a->mounts.count++;
@@ -1103,6 +1120,7 @@ int cfg_set_defaults(struct cordon_config *cfg, struct cordon_error *err)
     cfg->gc_hours = 24;
     cfg->workspace_readonly = false;
     cfg->workspace_mode = CFG_WORKSPACE_DIRECT;
+    cfg->toolchain_caches = false;
     cfg->env.mode = CFG_ENV_STRICT;
     cfg->limits.cpus = 0;
     cfg->limits.memory_mib = 4096;

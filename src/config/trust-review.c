@@ -49,6 +49,8 @@ static const char *weakens(enum cfg_key key, const struct cordon_config *before,
         return "a different isolation backend";
     case CFG_WORKSPACE_READONLY:
         return after->workspace_readonly ? NULL : "the workspace becomes writable";
+    case CFG_TOOLCHAIN_CACHES:
+        return after->toolchain_caches ? "package caches shared with your other sandboxes" : NULL;
     case CFG_ENV_MODE:
         return after->env.mode > before->env.mode ? "host environment variables are forwarded"
                                                   : NULL;

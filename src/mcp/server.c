@@ -17,6 +17,7 @@
 #include "supervisor/route.h"
 #include "supervisor/workspace.h"
 #include "supervisor/session.h"
+#include "supervisor/state.h"
 #include "supervisor/verify.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
@@ -53,6 +54,10 @@ struct pending {
      * client is not reading (MCP_PROGRESS_QUEUED_MAX), replaced by each
      * newer one, sent once the queue drains or before the result. */
     json_t *held_progress;
+    /* The message of the last progress sent or held: the agent repeats the
+     * partial output while a command is quiet, and a client needs only
+     * what is new (a quiet 4 s command sent 41 identical notifications). */
+    char *last_progress_text;
     bool cancelled;
     enum route_state state; /* when it was routed */
     /* AT_ASKING: the call waiting for the user's answer */
@@ -187,6 +192,8 @@ static void pending_release(struct server *s, struct pending *p)
     json_decref(p->request_id);
     json_decref(p->progress_token);
     json_decref(p->held_progress);
+    free(p->last_progress_text);
+    p->last_progress_text = NULL;
     json_decref(p->args);
     json_decref(p->elicit_id);
     if (p->pin)
@@ -365,6 +372,13 @@ static void on_session_event(void *ctx, const struct session_event *ev)
         json_t *first = json_array_get(ev->result->content, 0);
         if (first && json_is_string(json_object_get(first, "text")))
             text = json_string_value(json_object_get(first, "text"));
+        if (p->last_progress_text && strcmp(p->last_progress_text, text) == 0)
+            return;
+        char *copy = strdup(text);
+        if (!copy)
+            return; /* progress is advisory: the result still comes */
+        free(p->last_progress_text);
+        p->last_progress_text = copy;
         p->progress += 1;
         json_t *params = json_pack("{s:O, s:f, s:s}", "progressToken", p->progress_token,
                                    "progress", p->progress, "message", text);
@@ -822,6 +836,14 @@ static json_t *status_json(const struct server *s)
                            : -1;
         if (pending >= 0)
             json_object_set_new(st, "pendingChanges", json_integer(pending));
+    }
+    /* Where `cordon ls` says the session's tool calls are logged. */
+    _cleanup_free_ char *root = NULL;
+    struct cordon_error err;
+    char log_path[PATH_MAX + STATE_NAME_MAX + 16];
+    if (s->session && state_root(&root, &err) == 0) {
+        snprintf(log_path, sizeof(log_path), "%s/%s/audit.jsonl", root, session_name(s->session));
+        json_object_set_new(st, "log", json_string(log_path));
     }
     return st;
 }

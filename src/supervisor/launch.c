@@ -3,6 +3,7 @@
  * stops cordon with nothing started. */
 #include "supervisor/launch.h"
 #include "supervisor/review.h"
+#include "supervisor/git-identity.h"
 #include "supervisor/state.h"
 #include "backend/backend.h"
 #include "backend/probe.h"
@@ -287,6 +288,17 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
                  "and loader variables) is visible inside the sandbox");
     if (env_build(env_mode_of(cfg->env.mode), environ, l->env_allow, l->home, &l->env, err) < 0)
         goto fail;
+    {
+        /* A convenience, not isolation: without it `git commit` inside says
+         * "Author identity unknown", so a failure only warns. */
+        char repo_config[PATH_MAX];
+        bool have_repo =
+            l->ws.layout_common_dir && snprintf(repo_config, sizeof(repo_config), "%s/config",
+                                                l->ws.layout_common_dir) < (int)sizeof(repo_config);
+        struct cordon_error gerr = {0};
+        if (git_identity_env_add(l->ws.root, have_repo ? repo_config : NULL, &l->env, &gerr) < 0)
+            log_warn("%s", gerr.message);
+    }
 
     if (cfg->sandbox_name) {
         if (state_check_name(cfg->sandbox_name, err) < 0)
@@ -317,6 +329,10 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         l->mounts[i] =
             (struct ns_extra_mount){cfg->mounts.items[i].host_path, cfg->mounts.items[i].guest_path,
                                     cfg->mounts.items[i].readonly};
+    l->nmounts = cfg->mounts.count;
+    if (toolchain_cache_mounts(cfg, l->home, &l->caches, l->mounts, &l->nmounts, LAUNCH_MAX_MOUNTS,
+                               err) < 0)
+        goto fail;
 
     size_t g = 0;
     if (l->ws.git_common_dir)
@@ -363,7 +379,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         .protected_paths = l->protected_paths,
         .git_dirs = l->git_dirs,
         .mounts = l->mounts,
-        .nmounts = cfg->mounts.count,
+        .nmounts = l->nmounts,
         .limits = l->limits,
         .agent_path = l->agent_path,
         .envp = l->env,
@@ -400,6 +416,7 @@ void launch_free(struct launch *l)
     workspace_free(&l->ws);
     cfg_free(&l->cfg);
     env_free(l->env);
+    toolchain_caches_free(&l->caches);
     free(l->agent_path);
     free(l->home);
     free(l->etc_cache_root);

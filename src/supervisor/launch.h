@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "net/net.h"
 #include "supervisor/environ.h"
+#include "supervisor/toolchain-cache.h"
 #include "supervisor/workspace.h"
 
 #define LAUNCH_MAX_PROTECTED 64
@@ -54,6 +55,9 @@ struct launch {
     /* Which backend runs and why (backend = "auto" chose it, or who set
      * it): for --debug, `cordon mcp`'s status, verify and the audit log. */
     char backend_reason[1024];
+    /* mounts[0..nmounts): the configured ones, then the toolchain caches */
+    size_t nmounts;
+    struct toolchain_caches caches;
 };
 
 /* The cordon-agent binary: next to cordon, else the installed one.

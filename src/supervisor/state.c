@@ -103,6 +103,42 @@ static json_t *read_record(int fd)
     return rec;
 }
 
+/* This process's command line as the user typed it ("cordon run -- npm
+ * test"), for `cordon ls`: arguments joined by spaces, control characters
+ * as '?', cut at CAP - 1 bytes with "..." when longer. */
+static void own_command(char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    _cleanup_close_ int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char raw[STATE_COMMAND_MAX];
+    ssize_t n = read(fd, raw, sizeof(raw));
+    if (n <= 0)
+        return;
+    size_t len = (size_t)n, out = 0;
+    bool cut = len == sizeof(raw);
+    for (size_t i = 0; i < len && out + 1 < cap; i++) {
+        unsigned char c = (unsigned char)raw[i];
+        if (c == '\0')
+            c = i + 1 < len ? ' ' : '\0';
+        else if (c < 0x20 || c == 0x7f)
+            c = '?';
+        if (c == '\0')
+            break;
+        buf[out++] = (char)c;
+    }
+    buf[out] = '\0';
+    /* "/usr/local/bin/cordon run ..." reads as "cordon run ...". */
+    char *space = strchr(buf, ' ');
+    char *slash = memrchr(buf, '/', space ? (size_t)(space - buf) : strlen(buf));
+    if (slash)
+        memmove(buf, slash + 1, strlen(slash + 1) + 1);
+    size_t shown = strlen(buf);
+    if ((cut || out + 1 >= cap) && shown >= 3)
+        memcpy(buf + shown - 3, "...", 3);
+}
+
 int state_acquire(const char *name, const char *workspace, const char *backend,
                   struct state_owner *out, struct cordon_error *err)
 {
@@ -132,10 +168,12 @@ int state_acquire(const char *name, const char *workspace, const char *backend,
         /* Any other lock failure fails closed: ownership is never guessed. */
         return error_set(err, errno, "sandbox %s: taking the session lock", name);
     }
-    json_t *rec =
-        json_pack("{s:i, s:s, s:s, s:s, s:i, s:I, s:s}", "cordon", 1, "name", name, "workspace",
-                  workspace ? workspace : "", "backend", backend ? backend : BACKEND_LEGACY_NAME,
-                  "pid", (int)getpid(), "started", (json_int_t)time(NULL), "status", "starting");
+    char command[STATE_COMMAND_MAX];
+    own_command(command, sizeof(command));
+    json_t *rec = json_pack(
+        "{s:i, s:s, s:s, s:s, s:i, s:I, s:s, s:s}", "cordon", 1, "name", name, "workspace",
+        workspace ? workspace : "", "backend", backend ? backend : BACKEND_LEGACY_NAME, "pid",
+        (int)getpid(), "started", (json_int_t)time(NULL), "status", "starting", "command", command);
     int rc = write_record(lock_fd, rec);
     json_decref(rec);
     if (rc < 0)
@@ -279,6 +317,8 @@ static bool entry_read(int root_fd, const char *name, struct state_entry *e)
     snprintf(e->status, sizeof(e->status), "%s", s ? s : "unknown");
     s = json_string_value(json_object_get(rec, "backend"));
     snprintf(e->backend, sizeof(e->backend), "%s", s ? s : BACKEND_LEGACY_NAME);
+    s = json_string_value(json_object_get(rec, "command"));
+    snprintf(e->command, sizeof(e->command), "%s", s ? s : "");
     e->owner_pid = (pid_t)json_integer_value(json_object_get(rec, "pid"));
     e->started = (time_t)json_integer_value(json_object_get(rec, "started"));
     json_decref(rec);

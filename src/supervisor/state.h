@@ -29,6 +29,9 @@ struct state_owner {
  * line saying so): the agent decides how many calls it makes. */
 #define STATE_AUDIT_MAX (16u << 20)
 
+/* The command line `cordon ls` shows is cut at this many bytes. */
+#define STATE_COMMAND_MAX 512
+
 /* The state root, created (0700) when missing. malloc'd. */
 int state_root(char **ret_path, struct cordon_error *err);
 /* The state root opened O_PATH (no symlink followed): a fd >= 0, or -1 with
@@ -62,6 +65,7 @@ struct state_entry {
     bool locked; /* an owner holds it now */
     pid_t owner_pid;
     time_t started;
+    char command[STATE_COMMAND_MAX]; /* the cordon command line that made it; "" if unknown */
 };
 
 /* Lists cordon's state directories (NULL-free array, count in *n). */

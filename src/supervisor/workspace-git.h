@@ -36,6 +36,13 @@ int ws_git_from_env(const char *cwd, struct ws_git_layout *out, struct cordon_er
 
 void ws_git_layout_free(struct ws_git_layout *l);
 
+/* KEY's value from host git run in DIR (NULL: "/"): FILE NULL, the user's
+ * global configuration (includes followed: they are the user's files, and
+ * includeIf "gitdir:" matches DIR's repository); else only FILE, includes
+ * not followed. Not set, or no git: 0 with *found false. Host context. */
+int ws_git_config_get(const char *dir, const char *file, const char *key, char *out, size_t outlen,
+                      bool *found, struct cordon_error *err);
+
 /* What workspace detection reads from a git config file: [core] worktree and
  * bare, [extensions] worktreeConfig. Exposed for the unit tests. */
 struct ws_git_core {

@@ -53,9 +53,11 @@ static bool find_git(char *buf, size_t cap)
     return false;
 }
 
-/* The environment host git runs with: nothing from system or global config,
- * no pager, no prompt, no optional locks; the user's discovery variables. */
-static int git_env(char **envp, size_t cap, char *storage, size_t storage_cap)
+/* The environment host git runs with: nothing from system or global config
+ * (USER_CONFIG: the user's global configuration, which is theirs, not the
+ * sandbox's), no pager, no prompt, no optional locks; the user's discovery
+ * variables. */
+static int git_env(char **envp, size_t cap, char *storage, size_t storage_cap, bool user_config)
 {
     static const char *const keep[] = {
         "GIT_DIR=",
@@ -67,10 +69,11 @@ static int git_env(char **envp, size_t cap, char *storage, size_t storage_cap)
         "HOME=",
         "PATH=",
     };
+    static const char *const user_keep[] = {"XDG_CONFIG_HOME=", "GIT_CONFIG_GLOBAL="};
     static const char *const fixed[] = {
         "GIT_CONFIG_NOSYSTEM=1",
         "GIT_CONFIG_SYSTEM=/dev/null",
-        "GIT_CONFIG_GLOBAL=/dev/null",
+        "GIT_CONFIG_GLOBAL=/dev/null", /* last but one: dropped for USER_CONFIG */
         "GIT_OPTIONAL_LOCKS=0",
         "GIT_TERMINAL_PROMPT=0",
         "GIT_PAGER=cat",
@@ -81,28 +84,33 @@ static int git_env(char **envp, size_t cap, char *storage, size_t storage_cap)
     };
     size_t n = 0, used = 0;
     for (char **e = environ; *e && n + ARRAY_SIZE(fixed) + 1 < cap; e++) {
-        for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
-            if (strncmp(*e, keep[i], strlen(keep[i])) == 0) {
-                size_t len = strlen(*e) + 1;
-                if (used + len > storage_cap)
-                    return -1;
-                memcpy(storage + used, *e, len);
-                envp[n++] = storage + used;
-                used += len;
-                break;
-            }
+        bool take = false;
+        for (size_t i = 0; i < ARRAY_SIZE(keep) && !take; i++)
+            take = strncmp(*e, keep[i], strlen(keep[i])) == 0;
+        for (size_t i = 0; user_config && i < ARRAY_SIZE(user_keep) && !take; i++)
+            take = strncmp(*e, user_keep[i], strlen(user_keep[i])) == 0;
+        if (take) {
+            size_t len = strlen(*e) + 1;
+            if (used + len > storage_cap)
+                return -1;
+            memcpy(storage + used, *e, len);
+            envp[n++] = storage + used;
+            used += len;
         }
     }
-    for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
+        if (user_config && strncmp(fixed[i], "GIT_CONFIG_GLOBAL=", 18) == 0)
+            continue;
         envp[n++] = (char *)fixed[i];
+    }
     envp[n] = NULL;
     return 0;
 }
 
 /* Runs git ARGV in DIR; stdout and stderr collected (bounded), at most
  * GIT_TIMEOUT_MS. *status -1: no git installed. */
-static int run_git(const char *dir, char *const argv[], char *out, size_t outlen, char *errbuf,
-                   size_t errlen, int *status, struct cordon_error *err)
+static int run_git(const char *dir, char *const argv[], bool user_config, char *out, size_t outlen,
+                   char *errbuf, size_t errlen, int *status, struct cordon_error *err)
 {
     char git[PATH_MAX];
     if (!find_git(git, sizeof(git))) {
@@ -111,7 +119,7 @@ static int run_git(const char *dir, char *const argv[], char *out, size_t outlen
     }
     char *envp[32];
     char storage[8 * PATH_MAX];
-    if (git_env(envp, ARRAY_SIZE(envp), storage, sizeof(storage)) < 0)
+    if (git_env(envp, ARRAY_SIZE(envp), storage, sizeof(storage), user_config) < 0)
         return error_set(err, E2BIG, "workspace: the git environment is too large");
     int outpipe[2], errpipe[2];
     if (pipe2(outpipe, O_CLOEXEC) < 0)
@@ -243,7 +251,8 @@ int ws_git_from_env(const char *cwd, struct ws_git_layout *out, struct cordon_er
                     "--absolute-git-dir",
                     "--git-common-dir",
                     NULL};
-    if (run_git(cwd, argv, out_buf, sizeof(out_buf), err_buf, sizeof(err_buf), &status, err) < 0) {
+    if (run_git(cwd, argv, false, out_buf, sizeof(out_buf), err_buf, sizeof(err_buf), &status,
+                err) < 0) {
         ws_git_layout_free(&walked);
         return -1;
     }
@@ -341,4 +350,44 @@ int ws_git_from_env(const char *cwd, struct ws_git_layout *out, struct cordon_er
 done:
     ws_git_layout_free(&walked);
     return rc;
+}
+
+int ws_git_config_get(const char *dir, const char *file, const char *key, char *out, size_t outlen,
+                      bool *found, struct cordon_error *err)
+{
+    /* `config --get` parses files and prints a value: it runs no alias,
+     * helper or hook. --global or --file: no repository's configuration
+     * joins in; run in DIR (the workspace), the user's includeIf "gitdir:"
+     * conditions match as they do for git there. */
+    char *global_argv[] = {"git",        "config", "--null",    "--global",
+                           "--includes", "--get",  (char *)key, NULL};
+    char *file_argv[] = {"git",           "config", "--null",    "--file", (char *)file,
+                         "--no-includes", "--get",  (char *)key, NULL};
+    char err_buf[1024];
+    int status = 0;
+    *found = false;
+    if (outlen == 0)
+        return error_set(err, EINVAL, "git config %s: no room", key);
+    out[0] = '\0';
+    if (run_git(dir ? dir : "/", file ? file_argv : global_argv, !file, out, outlen, err_buf,
+                sizeof(err_buf), &status, err) < 0)
+        return -1;
+    if (status == -1 || status == 1)
+        return 0; /* no git, or the key is not set */
+    if (status != 0) {
+        char *nl = strchr(err_buf, '\n');
+        if (nl)
+            *nl = '\0';
+        return error_set(err, 0, "git config --get %s%s%s failed (exit %d): %s", key,
+                         file ? " in " : "", file ? file : "", status,
+                         err_buf[0] ? err_buf : "no message");
+    }
+    /* --null: the value ends with a NUL; one that filled the buffer did
+     * not fit. */
+    size_t len = strnlen(out, outlen);
+    if (len + 1 >= outlen)
+        return error_set(err, E2BIG, "git config %s: the value is longer than %zu bytes", key,
+                         outlen - 2);
+    *found = true;
+    return 0;
 }

@@ -93,6 +93,15 @@ try {
     ok(progress.length >= 2 && progress.some((p) => (p.message || "").includes("line1")),
        `progress notifications carry the partial output (${progress.length})`, JSON.stringify(progress));
 
+    // progress only when there is new output: a quiet command does not
+    // repeat the same partial output every throttle period
+    const quiet = [];
+    r = await client.callTool({ name: "bash", arguments: { command: "echo start; sleep 2; echo end" } },
+        undefined, { onprogress: (p) => quiet.push(p.message ?? "") });
+    const repeats = quiet.filter((m, i) => i > 0 && m === quiet[i - 1]).length;
+    ok(text(r) === "start\nend\n" && repeats === 0 && quiet.length <= 4 && quiet.some((m) => m.includes("start")),
+       `a 2 s quiet command sends progress only for new output (${quiet.length}, ${repeats} repeated)`, JSON.stringify(quiet));
+
     // cancellation kills the process tree
     const marker = `cordon-cancel-${process.pid}`;
     const ac = new AbortController();

@@ -119,12 +119,17 @@ try {
     const st = pi.notes.pop()?.m ?? "";
     ok(/state: sandboxed/.test(st) && /sandbox: cordon-/.test(st) && st.includes(`workspace: ${fs.realpathSync(ws)}`) && /backend: ns/.test(st),
        "/cordon status: state, sandbox name, workspace, backend", st);
+    const sandboxName = (st.match(/sandbox: (\S+)/) || [])[1];
+    ok(/\nlog: \/.*\/audit\.jsonl(\n|$)/.test(st) && st.includes(`attach: running: its client holds it (this pi); \`cordon verify ${sandboxName}\` audits it`),
+       "/cordon status: the log and how to get at the session, in cordon ls's words", st);
     await pi.commands.cordon.handler("off", pi.ctx);
     r = await userBash(pi, "cat /proc/1/comm");
     ok(pi.status.cordon === "cordon: HOST" && r.out !== "cordon-agent\n", "/cordon off: footer says HOST, commands run on the host", [pi.status, r]);
     await pi.commands.cordon.handler("on", pi.ctx);
     r = await userBash(pi, "cat /proc/1/comm");
     ok(pi.status.cordon === "cordon: sandboxed" && r.out === "cordon-agent\n", "/cordon on: back in the sandbox", [pi.status, r]);
+    const onNote = pi.notes.filter((x) => /cordon is ON/.test(x.m)).pop();
+    ok(onNote?.level === "info" && onNote.m === `cordon is ON: tools run in the sandbox ${sandboxName} (ns)`, "/cordon on confirms, naming the sandbox", pi.notes);
     const complete = pi.commands.cordon.getArgumentCompletions;
     ok(JSON.stringify(complete("o")?.map((c) => c.value)) === '["on","off"]' && complete("off") === null && complete("on") === null,
         "/cordon completes a prefix, and offers nothing once a subcommand is whole (so Enter runs it)");

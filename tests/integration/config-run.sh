@@ -37,7 +37,7 @@ printf '[limits]\npids = 66\n' > "$TEST_TMP/etc/default.toml"
 chmod 644 "$TEST_TMP/etc/default.toml"
 out=$(cd "$ws" && "$CORDON" run --pids 44 -- bash -c 'ulimit -u' 2>&1)
 is "a host-owned value wins over a flag" "$(tail -1 <<<"$out")" "66"
-like "... with a warning naming both places" "$out" "limits.pids set in --set is ignored: locked by $TEST_TMP/etc/default.toml:2"
+like "... with a warning naming both places (the flag the user typed)" "$out" "limits.pids set in --pids is ignored: locked by $TEST_TMP/etc/default.toml:2"
 
 # invalid or unsafe host policy fails closed
 printf '[limits\n' > "$TEST_TMP/etc/default.toml"

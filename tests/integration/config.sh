@@ -45,7 +45,7 @@ like "environment beats user" "$out" 'pids = 100  # environment CORDON_LIMITS__P
 like "lists from the environment are comma-separated" "$out" 'route_tools = \["read", "bash"\]'
 CORDON_LIMITS__PIDS=100 run config --explain --set limits.pids=200 --backend docker
 like "--set beats the environment" "$out" 'pids = 200  # session --set'
-like "named flag --backend" "$out" 'backend = "docker"  # session --set'
+like "named flag --backend (its origin is the flag the user typed)" "$out" 'backend = "docker"  # session --backend'
 
 printf '[limits]\npids = 7\n' > "$tmp/etc/default.toml"
 chmod 644 "$tmp/etc/default.toml"
@@ -138,7 +138,7 @@ printf 'backend = "vm"\n' > "$project"
 chmod 644 "$project"
 run config --explain --backend docker
 like "project override wins and locks" "$out" "backend = \"vm\"  # host-project $project:1 \\(locked\\)"
-like "session value ignored" "$err" "backend set in --set is ignored: locked by $project:1"
+like "session value ignored (named by the flag the user typed)" "$err" "backend set in --backend is ignored: locked by $project:1"
 rm "$project"
 
 # policy placement and mounts
@@ -178,4 +178,16 @@ like "and keeps its values" "$(cat "$tmp/effective.toml")" 'publish_ports = \["1
 rm "$user"
 run config --bogus
 is "unknown option: usage error" "$status" 2
+# Errors name what the user typed (issue 16): the flag, not --set and the
+# key; a URL given as a host says so; a --set position is a column of the
+# argument as typed.
+run run --network foo -- true
+like "--network foo is reported as --network" "$err" 'error: configuration: --network: network.mode: expected one of "deny", "allowlist", "open", found "foo"'
+unlike "--network foo: no --set in the message" "$err" '[-][-]set'
+run run --allow-host http://example.com/ -- true
+like "--allow-host with a URL: a host, not a URL" "$err" '--allow-host: network.allow_hosts: "http://example.com/" is a URL: an allowlist entry is a host, not a URL'
+run run --set 'network.allow_hosts=["ok.example", "http://x"]' -- true
+like "--set: the column points at the bad value in the argument as typed" "$err" '--set:1:36: network.allow_hosts: "http://x" is a URL'
+run run --pids many -- true
+like "--pids: named by the flag" "$err" '--pids: limits.pids: expected an integer, found "many"'
 tap_done

@@ -18,6 +18,9 @@ ok "the lock file is 0600" test "$(stat -c %a "$root/rec/lock")" = 600
 like "the lock record names session, workspace, pid and start" "$(cat "$root/rec/lock")" '"name":"rec".*"pid":[0-9]+.*"started":[0-9]+.*"workspace":"'"$ws"'"'
 out=$(cd "$ws" && "$CORDON" ls)
 like "cordon ls lists a stopped named sandbox" "$out" "rec +stopped +ns +- +[0-9]+s +$ws"
+like "cordon ls: the command that made it" "$out" $'rec +stopped[^\n]*\n    command  cordon run '
+like "cordon ls: where its tool calls are logged" "$out" $'\n    log      [^\n]*/rec/audit\.jsonl\n'
+like "cordon ls: how to go back in" "$out" $'\n    attach   `cordon mcp --attach rec` goes back in \(its home and /tmp\); `cordon rm rec` removes it'
 
 # --- teardown policies ---
 cordon_run "$ws" -- true

@@ -30,6 +30,7 @@ mkdir -p "$stage/src"
 mkdir -p "$stage/src/tests"
 for entry in "$CORDON_SRC"/tests/*; do
     [ "$(basename "$entry")" = pi ] && continue
+    [ "$(basename "$entry")" = agents ] && continue
     cp -r "$entry" "$stage/src/tests/"
 done
 mkdir -p "$stage/src/tests/pi"
@@ -41,8 +42,20 @@ if [ -d "$CORDON_SRC/tests/pi/node_modules" ]; then
         cp -r "$CORDON_SRC/tests/pi/node_modules" "$stage/src/tests/pi/node_modules"
     fi
 fi
+# The agent CLIs (tests/agents, about 1 GB) are linked when the test user
+# can read them, and left out otherwise (their checks then skip).
+mkdir -p "$stage/src/tests/agents"
+cp "$CORDON_SRC"/tests/agents/package*.json "$stage/src/tests/agents/" 2>/dev/null
+if [ -d "$CORDON_SRC/tests/agents/node_modules" ] &&
+    runuser -u "$user" -- test -r "$CORDON_SRC/tests/agents/node_modules/.package-lock.json"; then
+    ln -s "$CORDON_SRC/tests/agents/node_modules" "$stage/src/tests/agents/node_modules"
+fi
 [ -d "$CORDON_SRC/src" ] && cp -r "$CORDON_SRC/src" "$stage/src/src"
 [ -d "$CORDON_SRC/integrations" ] && cp -r "$CORDON_SRC/integrations" "$stage/src/integrations"
+# The repository's root package.json (pi's git install) and docs (the
+# snippets tests/e2e/agents-config.mjs runs).
+[ -f "$CORDON_SRC/package.json" ] && cp "$CORDON_SRC/package.json" "$stage/src/package.json"
+[ -d "$CORDON_SRC/docs" ] && cp -r "$CORDON_SRC/docs" "$stage/src/docs"
 chmod -R a+rX "$stage"
 rel=${script#"$CORDON_SRC"/}
 home=$(getent passwd "$user" | cut -d: -f6)

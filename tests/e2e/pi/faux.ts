@@ -7,6 +7,8 @@
  *   exact text gets one message with those tool calls; anything else (a
  *   tool result, an unknown prompt) gets "done". For the interactive test,
  *   where an aborted turn may or may not consume a response.
+ * ($PI_FAUX_SCRIPT when CORDON_FAUX_SCRIPT is unset: cordon keeps CORDON_*
+ * variables out of a sandbox, and pi-wrap.mjs runs pi inside one.)
  * With $CORDON_FAUX_LOG set, every request's context (the messages the
  * model would see) is appended to that file, one JSON line each.
  */
@@ -28,7 +30,7 @@ function lastUserText(context: any): string | undefined {
 }
 
 export default function (pi: ExtensionAPI) {
-	const script = JSON.parse(readFileSync(process.env.CORDON_FAUX_SCRIPT!, "utf8"));
+	const script = JSON.parse(readFileSync((process.env.CORDON_FAUX_SCRIPT ?? process.env.PI_FAUX_SCRIPT)!, "utf8"));
 	const faux = registerFauxProvider({ provider: "faux", models: [{ id: "faux-1" }] });
 	const reply = (calls: Call[]) =>
 		fauxAssistantMessage(

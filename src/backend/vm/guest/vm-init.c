@@ -22,6 +22,7 @@
 #include "backend/vm/guest/vm-init.h"
 #include "backend/vm/guest/vm-docker.h"
 #include "backend/vm/guest/vm-pty.h"
+#include "agent/path-prune.h"
 #include "util/fs.h"
 #include "confine/landlock.h"
 #include "confine/seccomp-filter.h"
@@ -464,6 +465,7 @@ static void exec_guest_command(const struct guest_command *c, int in, int out, i
         fprintf(stderr, "cordon: chdir %s: %s\n", c->cwd, strerror(errno));
         _exit(CORDON_EXIT_FAILURE);
     }
+    agent_path_prune(c->env); /* the guest's view, as on ns (path-prune.c) */
     environ = c->env;
     execvp(c->argv[0], c->argv);
     int e = errno;
