@@ -142,9 +142,14 @@ int net_policy_validate(const struct net_policy *policy, struct cordon_error *er
     return 0;
 }
 
+bool net_deny_reporter(const struct net_policy *policy)
+{
+    return policy->mode == NET_MODE_DENY && policy->deny_reporter;
+}
+
 int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_error *err)
 {
-    if (policy->mode != NET_MODE_ALLOWLIST)
+    if (policy->mode != NET_MODE_ALLOWLIST && !net_deny_reporter(policy))
         return 0;
     char http[64], socks[64];
     snprintf(http, sizeof(http), "http://127.0.0.1:%d", NET_PROXY_PORT);
@@ -187,7 +192,7 @@ int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_err
 
 void net_session_init(struct net_session *s, const struct net_policy *policy)
 {
-    *s = (struct net_session){.policy = policy, .proxy_pid = -1, .pasta_pid = -1};
+    *s = (struct net_session){.policy = policy, .proxy_pid = -1, .pasta_pid = -1, .report_fd = -1};
 }
 
 /* Child side of fork(): dies with the supervisor, starts with a clean signal
@@ -328,10 +333,12 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
     struct allowlist allow = {0};
     struct netns_factory factory = {.pid = -1, .sock = -1};
     struct proxy_config cfg = {
-        .policy = policy, .allow = &allow, .sandbox_listener = -1, .audit_fd = -1};
+        .policy = policy, .allow = &allow, .sandbox_listener = -1, .audit_fd = -1, .report_fd = -1};
     cfg.factory = &factory;
 
-    for (size_t i = 0; i < policy->allow_count; i++) {
+    /* Deny mode's refusing listener has no rule at all, whatever
+     * allow_hosts says (a warning said it has no effect there). */
+    for (size_t i = 0; policy->mode != NET_MODE_DENY && i < policy->allow_count; i++) {
         if (allowlist_add(&allow, policy->allow_hosts[i], &err) < 0)
             goto fail;
     }
@@ -355,7 +362,7 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
     if (sandbox_pid > 0 && policy->mode == NET_MODE_OPEN &&
         netns_factory_wait_route(&factory, ROUTE_TIMEOUT_MS, &err) < 0)
         goto fail;
-    if (sandbox_pid > 0 && policy->mode == NET_MODE_ALLOWLIST) {
+    if (sandbox_pid > 0 && (policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy))) {
         cfg.sandbox_listener = netns_factory_listener(&factory, NET_PROXY_PORT, &err);
         if (cfg.sandbox_listener < 0)
             goto fail;
@@ -380,7 +387,8 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
     /* Ready: an empty error. */
     if (write(ready_fd, &err, sizeof(err)) != (ssize_t)sizeof(err))
         _exit(1);
-    close(ready_fd);
+    /* The same socket then carries the refusal reports. */
+    cfg.report_fd = ready_fd;
     proxy_run(&cfg, &err);
     log_error("%s", err.message);
     _exit(1);
@@ -396,9 +404,11 @@ fail:
 static int start_proxy(struct net_session *s, pid_t sandbox_pid, int listener,
                        const char *publish_dir, struct cordon_error *err)
 {
+    /* Readiness, then refusal reports (net/denial.h): one record per
+     * packet. */
     int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
-        return error_set(err, errno, "network: pipe");
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pipefd) < 0)
+        return error_set(err, errno, "network: socketpair");
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -429,6 +439,10 @@ static int start_proxy(struct net_session *s, pid_t sandbox_pid, int listener,
     do {
         n = read(pipefd[0], &child_err, sizeof(child_err));
     } while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof(child_err) && !child_err.message[0]) {
+        s->report_fd = pipefd[0];
+        return 0;
+    }
     close(pipefd[0]);
     if (n != (ssize_t)sizeof(child_err))
         return error_set(err, n < 0 ? errno : EPROTO, "network: the proxy died while starting");
@@ -446,7 +460,7 @@ int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *e
     const struct net_policy *policy = s->policy;
     if (policy->mode == NET_MODE_OPEN && start_pasta(s, sandbox_pid, err) < 0)
         goto fail;
-    if (policy->mode != NET_MODE_DENY || policy->publish_count > 0) {
+    if (policy->mode != NET_MODE_DENY || policy->publish_count > 0 || net_deny_reporter(policy)) {
         if (start_proxy(s, sandbox_pid, -1, NULL, err) < 0)
             goto fail;
     }
@@ -481,6 +495,10 @@ int net_start_proxy_unix(struct net_session *s, int listener, const char *publis
 
 void net_session_stop(struct net_session *s)
 {
+    if (s->report_fd >= 0) {
+        close(s->report_fd);
+        s->report_fd = -1;
+    }
     stop_child(&s->proxy_pid);
     stop_child(&s->pasta_pid);
 }

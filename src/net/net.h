@@ -40,6 +40,11 @@ struct net_policy {
      * (tests, air-gapped set-ups); NULL: the system resolver. */
     const char *hosts_file;
     const char *session_name; /* written into each audit record */
+    /* deny mode with a refusing proxy: the proxy variables point at a
+     * listener that refuses every request at once with the reason and
+     * how to allow a host (ns backend), instead of clients retrying on
+     * a missing route and DNS. The allowlist stays empty. */
+    bool deny_reporter;
 };
 
 /* Running state of one session's network helpers. */
@@ -47,6 +52,9 @@ struct net_session {
     const struct net_policy *policy;
     pid_t proxy_pid; /* the proxy / port publisher, or -1 */
     pid_t pasta_pid; /* open mode, or -1 */
+    /* The proxy's end of its readiness socket, which then carries its
+     * refusal reports (net/denial.h); -1 without a proxy. */
+    int report_fd;
 };
 
 /* Parses "deny", "allowlist", "open". */
@@ -57,8 +65,10 @@ int net_publish_parse(const char *text, struct net_publish *out, struct cordon_e
 /* Checks the policy before anything starts (patterns, addresses, ports). */
 int net_policy_validate(const struct net_policy *policy, struct cordon_error *err);
 
+/* Deny mode with its refusing proxy (deny_reporter). */
+bool net_deny_reporter(const struct net_policy *policy);
 /* Adds the proxy variables to a NULL-terminated, malloc'd environment
- * (allowlist mode; nothing otherwise). */
+ * (allowlist mode, and deny mode with deny_reporter; nothing otherwise). */
 int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_error *err);
 
 void net_session_init(struct net_session *s, const struct net_policy *policy);

@@ -11,6 +11,7 @@
  * blocks. */
 #include "net/proxy.h"
 #include "net/audit.h"
+#include "net/denial.h"
 #include "net/proxy-parse.h"
 #include "net/resolve-pool.h"
 #include "net/resolve.h"
@@ -276,6 +277,30 @@ static void conn_update(struct proxy *p, struct conn *c)
     epoll_set(p, c->server, &c->server_events, server, conn_token(p, c, 1));
 }
 
+/* A policy refusal, for the tool result of the call that made it
+ * (net/denial.h). Failures to connect or resolve are not the policy's. */
+static void report_denial(struct proxy *p, struct conn *c, const char *address, const char *reason)
+{
+    if (strncmp(reason, "denied:", 7) != 0 || c->kind == KIND_PUBLISH)
+        return;
+    net_denial_send(p->cfg->report_fd, kind_name(c->kind), c->host, c->port, address, reason);
+}
+
+/* Deny mode's listener refuses everything, naming the mode and the way
+ * out; whatever the (empty) allowlist said. */
+static void deny_mode_decision(struct proxy *p, const struct conn *c, struct allow_decision *d)
+{
+    if (p->cfg->policy->mode != NET_MODE_DENY)
+        return;
+    d->allowed = false;
+    bool plain = net_denial_plain_host(c->host);
+    snprintf(d->reason, sizeof(d->reason),
+             "denied: network.mode is \"deny\" (this sandbox has no network); a host is "
+             "allowed with network.mode = \"allowlist\" and network.allow_hosts = [\"%s\"] "
+             "(cordon --network allowlist --allow-host %s)",
+             plain ? c->host : "HOST", plain ? c->host : "HOST");
+}
+
 static void audit(struct proxy *p, struct conn *c, const char *address, bool allowed,
                   const char *reason)
 {
@@ -289,6 +314,8 @@ static void audit(struct proxy *p, struct conn *c, const char *address, bool all
         .reason = reason,
     };
     net_audit_write(p->cfg->audit_fd, &r);
+    if (!allowed)
+        report_denial(p, c, address, reason);
     if (!allowed)
         log_warn("network: %s %s:%d refused: %s", kind_name(c->kind), c->host[0] ? c->host : "?",
                  c->port, reason);
@@ -420,6 +447,7 @@ static void conn_decide(struct proxy *p, struct conn *c)
 {
     struct allow_decision d;
     allowlist_check_request(p->cfg->allow, c->host, c->port, &d);
+    deny_mode_decision(p, c, &d);
     if (!d.allowed) {
         audit(p, c, NULL, false, d.reason);
         conn_refuse(c, 403, SOCKS5_REPLY_NOT_ALLOWED, d.reason);
@@ -1013,7 +1041,8 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
     _cleanup_close_ int timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (timer < 0)
         return error_set(err, errno, "proxy: timerfd_create");
-    if (cfg->sandbox_listener >= 0) {
+    /* Deny mode's listener refuses before any lookup. */
+    if (cfg->sandbox_listener >= 0 && cfg->policy->mode != NET_MODE_DENY) {
         if (resolve_pool_start(cfg->policy->hosts_file, &p->resolver, err) < 0)
             return -1;
         struct epoll_event rev = {.events = EPOLLIN, .data.u64 = TOKEN_RESOLVER};

@@ -189,6 +189,8 @@ static int launch_network(const struct launch_request *req, struct launch *l,
     net->audit_log = l->net_audit_log;
     net->hosts_file = req ? req->net_hosts_file : NULL;
     net->session_name = l->name;
+    /* ns: deny mode answers at once, through a proxy that refuses all. */
+    net->deny_reporter = cfg->backend == CFG_BACKEND_NS;
     if (net_policy_validate(net, err) < 0 || net_env_add(net, &l->env, err) < 0)
         return error_prefix(err, "network");
     net_session_init(&l->net_session, net);
@@ -219,6 +221,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     *l = (struct launch){0};
     l->net_session.proxy_pid = -1;
     l->net_session.pasta_pid = -1;
+    l->net_session.report_fd = -1;
     if (req && req->attach && !state_exists(req->attach))
         return error_set(err, ENOENT, "no sandbox named %s to attach to (see cordon ls)",
                          req->attach);

@@ -9,6 +9,7 @@
 #include "backend/docker/docker.h"
 #include "backend/ns/ns.h"
 #include "backend/vm/vm.h"
+#include "net/denial.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -299,6 +300,30 @@ int session_on_writable(struct session *s, struct cordon_error *err)
     return frame_writer_flush(&s->out, s->channel, err) < 0 ? -1 : 0;
 }
 
+/* The proxy's refusals since the last result end this result with one
+ * line from cordon (net/denial.h): appended to the last text block, a
+ * block of its own when there is none. The proxy sends its report before
+ * it answers the client, so a refusal the call waited for is here. */
+static void append_denials(struct session *s, json_t *content)
+{
+    if (s->host || !s->launch.net_session.policy)
+        return;
+    char line[2048];
+    if (net_denials_take(&s->launch.net_session, line, sizeof(line)) == 0)
+        return;
+    json_t *last = json_array_get(content, json_array_size(content) - 1);
+    const char *type = json_string_value(json_object_get(last, "type"));
+    const char *text = json_string_value(json_object_get(last, "text"));
+    if (type && strcmp(type, "text") == 0 && text) {
+        _cleanup_free_ char *joined = NULL;
+        size_t n = strlen(text);
+        if (asprintf(&joined, "%s%s%s", text, n && text[n - 1] != '\n' ? "\n" : "", line) >= 0)
+            json_object_set_new(last, "text", json_string(joined));
+        return;
+    }
+    json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", line));
+}
+
 int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struct cordon_error *err)
 {
     if (frame_reader_fill(&s->in, s->channel, err) < 0)
@@ -331,6 +356,8 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struc
              * metadata before the client hears of the result. */
             if (ev.kind == SESSION_RESULT && s->owned)
                 gitguard_sync(s->lifecycle.git);
+            if (ev.kind == SESSION_RESULT)
+                append_denials(s, content);
             fn(ctx, &ev);
         } else if (t && strcmp(t, "error") == 0) {
             const char *m = json_string_value(json_object_get(msg, "message"));
