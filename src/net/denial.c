@@ -1,8 +1,11 @@
 /* Refusal reports from the proxy to the supervisor (see denial.h). Host
  * context: net_denial_send runs in the proxy, the rest in the supervisor. */
 #include "net/denial.h"
+#include "util/error.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -44,8 +47,62 @@ static void printable(const char *in, char *out, size_t size)
 {
     size_t i = 0;
     for (; in[i] && i + 1 < size; i++)
-        out[i] = (in[i] >= 0x20 && in[i] < 0x7f && in[i] != '"') ? in[i] : '?';
+        out[i] = (in[i] >= 0x20 && in[i] < 0x7f) ? in[i] : '?';
     out[i] = '\0';
+}
+
+size_t net_denial_rules(const struct net_denial *d, char rules[2][NET_DENIAL_RULE_MAX])
+{
+    if (!net_denial_plain_host(d->host))
+        return 0;
+    bool v6 = strchr(d->host, ':') != NULL;
+    /* A port-only rule refused it: the rule with this port. */
+    /* An address literal: that port only (it may be the host's loopback
+     * or a private address, whose other ports stay closed). */
+    struct in6_addr probe;
+    bool literal =
+        inet_pton(AF_INET, d->host, &probe) == 1 || inet_pton(AF_INET6, d->host, &probe) == 1;
+    if (literal || strstr(d->reason, "allows port"))
+        snprintf(rules[0], NET_DENIAL_RULE_MAX, "%s%s%s:%d", v6 ? "[" : "", d->host, v6 ? "]" : "",
+                 d->port);
+    else
+        snprintf(rules[0], NET_DENIAL_RULE_MAX, "%s", d->host);
+    /* A protected address (loopback, private) only with the port asked
+     * for: the rest of that host's ports stay closed. */
+    if (d->address[0] && net_denial_plain_host(d->address) && strcmp(d->address, d->host) != 0) {
+        bool a6 = strchr(d->address, ':') != NULL;
+        snprintf(rules[1], NET_DENIAL_RULE_MAX, "%s%s%s:%d", a6 ? "[" : "", d->address,
+                 a6 ? "]" : "", d->port);
+        return 2;
+    }
+    return 1;
+}
+
+int net_session_allow(struct net_session *s, const char *pattern, struct cordon_error *err)
+{
+    char msg[NET_DENIAL_RULE_MAX] = {0};
+    if (!s->policy || s->report_fd < 0 || s->proxy_pid <= 0)
+        return error_set(err, ENOTCONN, "network: no proxy runs for this session");
+    if (strlen(pattern) >= sizeof(msg))
+        return error_set(err, ENAMETOOLONG, "network: allow %.64s...", pattern);
+    memcpy(msg, pattern, strlen(pattern));
+    if (send(s->report_fd, msg, sizeof(msg), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
+        return error_set(err, errno, "network: telling the proxy to allow %s", pattern);
+    return 0;
+}
+
+int net_allow_receive(int fd, char pattern[NET_DENIAL_RULE_MAX])
+{
+    ssize_t n;
+    do {
+        n = recv(fd, pattern, NET_DENIAL_RULE_MAX, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return -1;
+    if (n != NET_DENIAL_RULE_MAX)
+        return n < 0 && errno != EAGAIN ? -1 : 0;
+    pattern[NET_DENIAL_RULE_MAX - 1] = '\0';
+    return 1;
 }
 
 void net_denial_line(const struct net_denial *d, enum net_mode mode, size_t more, char *line,
@@ -61,21 +118,18 @@ void net_denial_line(const struct net_denial *d, enum net_mode mode, size_t more
              v6 ? "]" : "", d->port);
     /* What would allow it: the name (an address literal as itself); a
      * protected address the name resolved to needs its own rule too. */
-    char allow[2 * NET_DENIAL_HOST_MAX + 64] = "", flags[2 * NET_DENIAL_HOST_MAX + 64] = "";
-    if (net_denial_plain_host(d->host)) {
-        /* A port-only rule refused it: the rule with this port. */
-        const char *rule = strstr(d->reason, "allows port") ? target : host;
-        if (d->address[0] && net_denial_plain_host(d->address) &&
-            strcmp(d->address, d->host) != 0) {
-            snprintf(allow, sizeof(allow), "\"%s\", \"%s\"", rule, d->address);
-            snprintf(flags, sizeof(flags), "--allow-host %s --allow-host %s", rule, d->address);
-        } else {
-            snprintf(allow, sizeof(allow), "\"%s\"", rule);
-            snprintf(flags, sizeof(flags), "--allow-host %s", rule);
-        }
+    char allow[2 * NET_DENIAL_RULE_MAX + 16] = "", flags[2 * NET_DENIAL_RULE_MAX + 32] = "";
+    char rules[2][NET_DENIAL_RULE_MAX];
+    size_t nrules = net_denial_rules(d, rules);
+    if (nrules == 2) {
+        snprintf(allow, sizeof(allow), "\"%s\", \"%s\"", rules[0], rules[1]);
+        snprintf(flags, sizeof(flags), "--allow-host %s --allow-host %s", rules[0], rules[1]);
+    } else if (nrules == 1) {
+        snprintf(allow, sizeof(allow), "\"%s\"", rules[0]);
+        snprintf(flags, sizeof(flags), "--allow-host %s", rules[0]);
     }
     /* Deny mode's reason already says how; the line says it shorter. */
-    if (mode == NET_MODE_DENY)
+    if (mode == NET_MODE_DENY && strncmp(d->reason, "denied: network.mode is", 23) == 0)
         snprintf(reason, sizeof(reason), "network.mode is \"deny\" (this sandbox has no network)");
     char fix[sizeof(allow) + sizeof(flags) + 128] = "";
     if (allow[0] && mode == NET_MODE_DENY)
@@ -92,7 +146,8 @@ void net_denial_line(const struct net_denial *d, enum net_mode mode, size_t more
     snprintf(line, size, "[cordon] network: %s refused: %s.%s%s", target, reason, fix, others);
 }
 
-size_t net_denials_take(struct net_session *s, char *line, size_t size)
+size_t net_denials_take(struct net_session *s, char *line, size_t size,
+                        struct net_denial *first_out)
 {
     line[0] = '\0';
     if (!s || !s->policy || s->report_fd < 0)
@@ -115,7 +170,10 @@ size_t net_denials_take(struct net_session *s, char *line, size_t size)
             others++; /* a client's retries of the same destination count once */
         count++;
     }
-    if (count > 0)
+    if (count > 0) {
         net_denial_line(&first, s->policy->mode, others, line, size);
+        if (first_out)
+            *first_out = first;
+    }
     return count;
 }

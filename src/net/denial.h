@@ -31,8 +31,26 @@ void net_denial_send(int fd, const char *protocol, const char *host, int port, c
 
 /* Supervisor side: reads every pending record; LINE gets the one line for
  * a tool result ("" when nothing was refused): the first refusal and how
- * many others followed. Returns the number of records read. */
-size_t net_denials_take(struct net_session *s, char *line, size_t size);
+ * many others followed; FIRST (may be NULL) the first record. Returns the
+ * number of records read. */
+size_t net_denials_take(struct net_session *s, char *line, size_t size, struct net_denial *first);
+
+#define NET_DENIAL_RULE_MAX (NET_DENIAL_HOST_MAX + 16)
+
+/* The allow_hosts rules that would have allowed D (its name, with the
+ * port when a rule for another port refused it; and the protected address
+ * it resolved to): 0 when D's host cannot be quoted as a rule. */
+size_t net_denial_rules(const struct net_denial *d, char rules[2][NET_DENIAL_RULE_MAX]);
+
+/* Supervisor side: the user allowed PATTERN (an allow_hosts pattern) for
+ * the rest of the session: sent to the proxy, which adds it to its rules
+ * (in deny mode its refusing listener then allows exactly these). Only the
+ * supervisor holds this socket; nothing in the sandbox can send on it. */
+int net_session_allow(struct net_session *s, const char *pattern, struct cordon_error *err);
+
+/* Proxy side: reads one pattern sent by net_session_allow into PATTERN;
+ * 1 read, 0 nothing pending, -1 the supervisor closed its end. */
+int net_allow_receive(int fd, char pattern[NET_DENIAL_RULE_MAX]);
 
 /* A host name or address that can be quoted in a suggested configuration
  * line as it is (letters, digits, '.', '-', '_', ':'). */

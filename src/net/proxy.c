@@ -55,6 +55,7 @@
 #define TOKEN_LISTENER (1ULL << 40)
 #define TOKEN_TIMER    (1ULL << 41)
 #define TOKEN_RESOLVER (1ULL << 42)
+#define TOKEN_REPORT   (1ULL << 43) /* the supervisor: rules the user allowed */
 
 enum conn_state {
     CONN_FREE,
@@ -290,7 +291,8 @@ static void report_denial(struct proxy *p, struct conn *c, const char *address, 
  * out; whatever the (empty) allowlist said. */
 static void deny_mode_decision(struct proxy *p, const struct conn *c, struct allow_decision *d)
 {
-    if (p->cfg->policy->mode != NET_MODE_DENY)
+    /* Only what the user allowed for this session passes (user_allows). */
+    if (p->cfg->policy->mode != NET_MODE_DENY || d->allowed)
         return;
     d->allowed = false;
     bool plain = net_denial_plain_host(c->host);
@@ -1012,6 +1014,33 @@ static void sweep_timeouts(struct proxy *p)
     }
 }
 
+/* Rules the user allowed for the rest of the session (MCP elicitation, the
+ * pi dialog), from the supervisor: added to the allowlist, which in deny
+ * mode starts empty (then the resolver workers start, on first need). A
+ * closed supervisor end stops the watch. */
+static void user_allows(struct proxy *p)
+{
+    char pattern[NET_DENIAL_RULE_MAX];
+    int rc;
+    while ((rc = net_allow_receive(p->cfg->report_fd, pattern)) > 0) {
+        struct cordon_error err = {0};
+        if (!p->resolver) {
+            if (resolve_pool_start(p->cfg->policy->hosts_file, &p->resolver, &err) < 0) {
+                log_warn("network: allowing %s: %s", pattern, err.message);
+                continue;
+            }
+            struct epoll_event rev = {.events = EPOLLIN, .data.u64 = TOKEN_RESOLVER};
+            epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, resolve_pool_fd(p->resolver), &rev);
+        }
+        if (allowlist_add(p->cfg->allow, pattern, &err) < 0)
+            log_warn("network: allowing %s: %s", pattern, err.message);
+        else
+            log_debug("network: %s allowed by the user for the rest of this session", pattern);
+    }
+    if (rc < 0)
+        epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, p->cfg->report_fd, NULL);
+}
+
 int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
 {
     _cleanup_free_ struct proxy *p = calloc(1, sizeof(*p));
@@ -1049,6 +1078,10 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
         if (epoll_ctl(epfd, EPOLL_CTL_ADD, resolve_pool_fd(p->resolver), &rev) < 0)
             return error_set(err, errno, "proxy: epoll_ctl");
     }
+    if (cfg->report_fd >= 0) {
+        struct epoll_event aev = {.events = EPOLLIN, .data.u64 = TOKEN_REPORT};
+        epoll_ctl(epfd, EPOLL_CTL_ADD, cfg->report_fd, &aev);
+    }
     struct itimerspec every_second = {{1, 0}, {1, 0}};
     timerfd_settime(timer, 0, &every_second, NULL);
     struct epoll_event tev = {.events = EPOLLIN, .data.u64 = TOKEN_TIMER};
@@ -1072,6 +1105,8 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
                 sweep_timeouts(p);
             } else if (token & TOKEN_RESOLVER) {
                 resolver_results(p);
+            } else if (token & TOKEN_REPORT) {
+                user_allows(p);
             } else if (token & TOKEN_LISTENER) {
                 accept_on(p, (size_t)(token & 0xffff));
             } else {

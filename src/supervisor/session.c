@@ -41,6 +41,9 @@ struct session {
     struct frame_writer out;
     bool started;
     bool host; /* cordon-agent on the host, no sandbox (session_start_host) */
+    /* The first refusal of the result being reported (session_last_denial). */
+    struct net_denial last_denial;
+    bool has_last_denial;
 };
 
 int session_channel_fd(const struct session *s)
@@ -309,8 +312,10 @@ static void append_denials(struct session *s, json_t *content)
     if (s->host || !s->launch.net_session.policy)
         return;
     char line[2048];
-    if (net_denials_take(&s->launch.net_session, line, sizeof(line)) == 0)
+    s->has_last_denial = false;
+    if (net_denials_take(&s->launch.net_session, line, sizeof(line), &s->last_denial) == 0)
         return;
+    s->has_last_denial = true;
     json_t *last = json_array_get(content, json_array_size(content) - 1);
     const char *type = json_string_value(json_object_get(last, "type"));
     const char *text = json_string_value(json_object_get(last, "text"));
@@ -495,4 +500,20 @@ void session_audit(struct session *s, const char *tool, const char *target, cons
     if (!s->owned)
         return;
     state_audit(&s->lifecycle.owner, tool, target, outcome, duration_ms, exit_code);
+}
+
+bool session_last_denial(struct session *s, struct net_denial *out)
+{
+    if (!s->has_last_denial)
+        return false;
+    *out = s->last_denial;
+    s->has_last_denial = false;
+    return true;
+}
+
+int session_allow_host(struct session *s, const char *pattern, struct cordon_error *err)
+{
+    if (s->host || !s->launch.net_session.policy)
+        return error_set(err, ENOTCONN, "network: this session has no sandbox network");
+    return net_session_allow(&s->launch.net_session, pattern, err);
 }

@@ -79,7 +79,7 @@ is "tool, allowlist: a rule for another port names the rule and suggests host:po
 
 tool_in "{\"command\":\"curl -sS -m 5 http://rebind.test:$HTTP/; curl -sS -m 5 http://other.test:1/; echo curl=\$?\"}" --network allowlist --allow-host rebind.test
 is "tool, allowlist: a name on a protected address: the address rule too, and the count of others" "$(last_line)" \
-    "[cordon] network: rebind.test:$HTTP refused: denied: 127.0.0.1 is a loopback address; only an address or CIDR rule in allow_hosts allows it (protection against DNS rebinding). To allow it: network.allow_hosts = [\"rebind.test\", \"127.0.0.1\"] (cordon --allow-host rebind.test --allow-host 127.0.0.1) (and 1 more refused)"
+    "[cordon] network: rebind.test:$HTTP refused: denied: 127.0.0.1 is a loopback address; only an address or CIDR rule in allow_hosts allows it (protection against DNS rebinding). To allow it: network.allow_hosts = [\"rebind.test\", \"127.0.0.1:$HTTP\"] (cordon --allow-host rebind.test --allow-host 127.0.0.1:$HTTP) (and 1 more refused)"
 
 # The attacker: a host name built to forge text in the user's line (a
 # quote, an escape sequence, a control byte). The proxy's parser refuses
