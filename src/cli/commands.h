@@ -23,6 +23,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_trust(int argc, char **argv);
 int cmd_untrust(int argc, char **argv);
+int cmd_log(int argc, char **argv);
 
 /* `cordon run` and `cordon shell` on the vm backend (cli/run-vm.c): boots,
  * relays, serves the session's control socket (`cordon verify NAME`; shell

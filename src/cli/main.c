@@ -20,6 +20,7 @@ static const struct cli_command commands[] = {
     {"ls", cmd_ls, "list the sandboxes cordon made (running and stopped)"},
     {"rm", cmd_rm, "remove a stopped sandbox's state"},
     {"gc", cmd_gc, "remove stale sandboxes (not running, older than gc_hours)"},
+    {"log", cmd_log, "a session's tool calls and network decisions (--follow, --json)"},
     {"verify", cmd_verify,
      "audit a fresh sandbox, or a running session's (NAME): PASS/FAIL + evidence"},
 };

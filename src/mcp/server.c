@@ -65,6 +65,7 @@ struct pending {
     /* AT_NETWORK_ASKING: the finished call's result, held while the user
      * is asked whether to allow the destination it was refused. */
     json_t *held_result;
+    json_t *audit_args; /* the arguments the call ran with, for the audit log */
     char net_rules[2][NET_DENIAL_RULE_MAX];
     size_t net_rule_count;
 };
@@ -194,6 +195,7 @@ static void pending_release(struct server *s, struct pending *p)
     json_decref(p->args);
     json_decref(p->elicit_id);
     json_decref(p->held_result);
+    json_decref(p->audit_args);
     if (p->pin)
         route_pin_free(p->pin);
     free(p->pin);
@@ -504,8 +506,9 @@ static void on_session_event(void *ctx, const struct session_event *ev)
     /* Host calls are recorded in the sandbox session's log too, when there
      * is one. */
     if (s->session)
-        session_audit(s->session, p->tool, where_route(p->where), outcome,
-                      (double)(log_now_us() - p->started_us) / 1000.0, ev->exit_code);
+        session_audit_call(s->session, p->tool, p->audit_args,
+                           where_route(held ? AT_SANDBOX : p->where), outcome,
+                           (double)(log_now_us() - p->started_us) / 1000.0, ev->exit_code);
     /* A cancelled request gets no response at all (MCP cancellation). */
     if (!held)
         pending_release(s, p);
@@ -540,6 +543,8 @@ static void dispatch(struct server *s, struct pending *p, enum pending_where whe
     p->where = where;
     p->state = s->state;
     p->call_id = ++s->next_call_id;
+    json_decref(p->audit_args);
+    p->audit_args = json_incref(args);
     if (where == AT_HOST && start_host(s, &err) < 0) {
         reply_tool_error(s, p->request_id, "host", "cordon: %s", err.message);
         pending_release(s, p);

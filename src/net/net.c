@@ -351,6 +351,14 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
             goto fail;
         }
     }
+    if (policy->session_audit_log) {
+        cfg.session_audit_fd = open(policy->session_audit_log,
+                                    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (cfg.session_audit_fd < 0) {
+            error_set(&err, errno, "network: session log %s", policy->session_audit_log);
+            goto fail;
+        }
+    }
     if (sandbox_pid <= 0) {
         cfg.sandbox_listener = listener;
     } else if (netns_factory_start(sandbox_pid, &factory, &err) < 0) {

@@ -36,6 +36,9 @@ struct net_policy {
     struct net_publish publish[NET_MAX_PUBLISH];
     size_t publish_count;
     const char *audit_log; /* JSON lines, appended; NULL: no file */
+    /* The same records, for this session only: its state directory's
+     * network.jsonl (`cordon log NAME`); NULL: none. */
+    const char *session_audit_log;
     /* hosts(5)-style file the proxy resolves names from instead of DNS
      * (tests, air-gapped set-ups); NULL: the system resolver. */
     const char *hosts_file;

@@ -316,6 +316,7 @@ static void audit(struct proxy *p, struct conn *c, const char *address, bool all
         .reason = reason,
     };
     net_audit_write(p->cfg->audit_fd, &r);
+    net_audit_write(p->cfg->session_audit_fd, &r);
     if (!allowed)
         report_denial(p, c, address, reason);
     if (!allowed)

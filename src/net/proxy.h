@@ -35,7 +35,8 @@ struct proxy_config {
     size_t publish_count;
     struct netns_factory *factory;
     int audit_fd;
-    int report_fd; /* refusal reports to the supervisor (net/denial.h), or -1 */
+    int session_audit_fd; /* the session's own network log, or -1 */
+    int report_fd;        /* refusal reports to the supervisor (net/denial.h), or -1 */
 };
 
 /* Runs the loop until a fatal error; returns -1 with err filled. */

@@ -44,6 +44,7 @@ struct session {
     /* The first refusal of the result being reported (session_last_denial). */
     struct net_denial last_denial;
     bool has_last_denial;
+    char *network_log; /* the proxy's records for `cordon log` (state directory) */
 };
 
 int session_channel_fd(const struct session *s)
@@ -126,6 +127,14 @@ int session_start(const struct launch_request *req, struct session **out, struct
     s->owned = true;
     if (lifecycle_persist(&s->lifecycle, &s->launch, err) < 0)
         goto fail;
+    /* The proxy, started with the sandbox, records this session's
+     * network decisions beside its audit log. */
+    if (asprintf(&s->network_log, "%s/%s", s->lifecycle.owner.dir, STATE_NETWORK_FILE) < 0) {
+        s->network_log = NULL;
+        error_set(err, ENOMEM, "session");
+        goto fail;
+    }
+    s->launch.net.session_audit_log = s->network_log;
     static char *const agent_argv[] = {"cordon-agent", "serve", NULL};
     if (s->launch.cfg.backend == CFG_BACKEND_VM || s->launch.cfg.backend == CFG_BACKEND_DOCKER) {
         /* The agent serves on the guest's virtio-serial channel (vm) or on
@@ -426,11 +435,11 @@ int session_call_sync(struct session *s, const char *tool, json_t *args, struct 
             session_on_readable(s, sync_event, &c, err) < 0 && !c.done)
             return -1;
     }
-    session_audit(s, tool, "sandbox",
-                  c.message[0]    ? "failed"
-                  : res->is_error ? "error"
-                                  : "ok",
-                  (double)(log_now_us() - started) / 1000.0, c.exit_code);
+    session_audit_call(s, tool, args, "sandbox",
+                       c.message[0]    ? "failed"
+                       : res->is_error ? "error"
+                                       : "ok",
+                       (double)(log_now_us() - started) / 1000.0, c.exit_code);
     if (c.message[0])
         return error_set(err, 0, "the sandbox's agent refused the call: %s", c.message);
     return 0;
@@ -479,6 +488,7 @@ void session_stop(struct session *s)
     }
     if (s->owned)
         lifecycle_end(&s->lifecycle);
+    free(s->network_log);
     if (!s->host)
         launch_free(&s->launch);
     free(s);
@@ -500,6 +510,14 @@ void session_audit(struct session *s, const char *tool, const char *target, cons
     if (!s->owned)
         return;
     state_audit(&s->lifecycle.owner, tool, target, outcome, duration_ms, exit_code);
+}
+
+void session_audit_call(struct session *s, const char *tool, json_t *args, const char *target,
+                        const char *outcome, double duration_ms, int exit_code)
+{
+    if (!s->owned)
+        return;
+    state_audit_call(&s->lifecycle.owner, tool, args, target, outcome, duration_ms, exit_code);
 }
 
 bool session_last_denial(struct session *s, struct net_denial *out)

@@ -67,6 +67,9 @@ int session_state_dir_fd(const struct session *s);
 /* One line in the session's audit log (exit_code < 0: none). */
 void session_audit(struct session *s, const char *tool, const char *target, const char *outcome,
                    double duration_ms, int exit_code);
+/* The same with the call's arguments (bounded: state_audit_call). */
+void session_audit_call(struct session *s, const char *tool, json_t *args, const char *target,
+                        const char *outcome, double duration_ms, int exit_code);
 
 struct net_denial;
 /* The first network refusal reported with the result just delivered (the
