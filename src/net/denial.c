@@ -78,30 +78,45 @@ size_t net_denial_rules(const struct net_denial *d, char rules[2][NET_DENIAL_RUL
     return 1;
 }
 
-int net_session_allow(struct net_session *s, const char *pattern, struct cordon_error *err)
+static int control_send(int fd, char op, const char *text, int seconds)
 {
-    char msg[NET_DENIAL_RULE_MAX] = {0};
-    if (!s->policy || s->report_fd < 0 || s->proxy_pid <= 0)
-        return error_set(err, ENOTCONN, "network: no proxy runs for this session");
-    if (strlen(pattern) >= sizeof(msg))
-        return error_set(err, ENAMETOOLONG, "network: allow %.64s...", pattern);
-    memcpy(msg, pattern, strlen(pattern));
-    if (send(s->report_fd, msg, sizeof(msg), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
-        return error_set(err, errno, "network: telling the proxy to allow %s", pattern);
+    struct net_control msg = {.op = op, .seconds = seconds};
+    if (strlen(text) >= sizeof(msg.text)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(msg.text, text, strlen(text));
+    if (send(fd, &msg, sizeof(msg), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
+        return -1;
     return 0;
 }
 
-int net_allow_receive(int fd, char pattern[NET_DENIAL_RULE_MAX])
+int net_session_allow(struct net_session *s, const char *pattern, struct cordon_error *err)
+{
+    if (!s->policy || s->report_fd < 0 || s->proxy_pid <= 0)
+        return error_set(err, ENOTCONN, "network: no proxy runs for this session");
+    if (control_send(s->report_fd, NET_CONTROL_ALLOW, pattern, 0) < 0)
+        return error_set(err, errno, "network: telling the proxy to allow %.300s", pattern);
+    return 0;
+}
+
+void net_session_quiet(const struct net_session *s, const char *host_port, int seconds)
+{
+    if (s->policy && s->report_fd >= 0 && s->proxy_pid > 0)
+        control_send(s->report_fd, NET_CONTROL_QUIET, host_port, seconds);
+}
+
+int net_control_receive(int fd, struct net_control *msg)
 {
     ssize_t n;
     do {
-        n = recv(fd, pattern, NET_DENIAL_RULE_MAX, MSG_DONTWAIT);
+        n = recv(fd, msg, sizeof(*msg), MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
     if (n == 0)
         return -1;
-    if (n != NET_DENIAL_RULE_MAX)
+    if (n != (ssize_t)sizeof(*msg))
         return n < 0 && errno != EAGAIN ? -1 : 0;
-    pattern[NET_DENIAL_RULE_MAX - 1] = '\0';
+    msg->text[sizeof(msg->text) - 1] = '\0';
     return 1;
 }
 

@@ -47,10 +47,20 @@ size_t net_denial_rules(const struct net_denial *d, char rules[2][NET_DENIAL_RUL
  * (in deny mode its refusing listener then allows exactly these). Only the
  * supervisor holds this socket; nothing in the sandbox can send on it. */
 int net_session_allow(struct net_session *s, const char *pattern, struct cordon_error *err);
+/* Supervisor side: refusals of HOST:PORT (cordon verify's own probe
+ * targets) are not warned about on stderr nor reported in a result for
+ * the next SECONDS; the audit logs still record them. */
+void net_session_quiet(const struct net_session *s, const char *host_port, int seconds);
 
-/* Proxy side: reads one pattern sent by net_session_allow into PATTERN;
- * 1 read, 0 nothing pending, -1 the supervisor closed its end. */
-int net_allow_receive(int fd, char pattern[NET_DENIAL_RULE_MAX]);
+enum net_control_op { NET_CONTROL_ALLOW = 'A', NET_CONTROL_QUIET = 'Q' };
+struct net_control {
+    char op;
+    int seconds;
+    char text[NET_DENIAL_RULE_MAX];
+};
+/* Proxy side: one message from the supervisor; 1 read, 0 nothing pending,
+ * -1 the supervisor closed its end. */
+int net_control_receive(int fd, struct net_control *msg);
 
 /* A host name or address that can be quoted in a suggested configuration
  * line as it is (letters, digits, '.', '-', '_', ':'). */

@@ -113,6 +113,7 @@ struct conn {
     uint64_t resolve_tag;  /* in CONN_RESOLVING: the lookup's (sequence << 16 | index) */
     size_t request_length; /* bytes of the request to drop once connected */
     size_t publish_index;
+    bool publish_v6; /* the published port's connect went on to [::1] */
 };
 
 struct proxy {
@@ -125,6 +126,10 @@ struct proxy {
     size_t queued;                 /* connections with conn.queued set */
     struct resolve_pool *resolver; /* NULL without the allowlist listener */
     uint64_t resolve_seq;
+    struct {
+        char target[NET_DENIAL_RULE_MAX]; /* host:port */
+        time_t until;
+    } quiet[16]; /* supervisor_control */
 };
 
 static const char *kind_name(enum conn_kind k)
@@ -278,11 +283,15 @@ static void conn_update(struct proxy *p, struct conn *c)
     epoll_set(p, c->server, &c->server_events, server, conn_token(p, c, 1));
 }
 
+static bool publish_retry_v6(struct proxy *p, struct conn *c);
+static bool quiet_match(const struct proxy *p, const struct conn *c);
+static void publish_failed(struct proxy *p, struct conn *c, int soerr);
+
 /* A policy refusal, for the tool result of the call that made it
  * (net/denial.h). Failures to connect or resolve are not the policy's. */
 static void report_denial(struct proxy *p, struct conn *c, const char *address, const char *reason)
 {
-    if (strncmp(reason, "denied:", 7) != 0 || c->kind == KIND_PUBLISH)
+    if (strncmp(reason, "denied:", 7) != 0 || c->kind == KIND_PUBLISH || quiet_match(p, c))
         return;
     net_denial_send(p->cfg->report_fd, kind_name(c->kind), c->host, c->port, address, reason);
 }
@@ -319,7 +328,7 @@ static void audit(struct proxy *p, struct conn *c, const char *address, bool all
     net_audit_write(p->cfg->session_audit_fd, &r);
     if (!allowed)
         report_denial(p, c, address, reason);
-    if (!allowed)
+    if (!allowed && !quiet_match(p, c))
         log_warn("network: %s %s:%d refused: %s", kind_name(c->kind), c->host[0] ? c->host : "?",
                  c->port, reason);
 }
@@ -834,7 +843,10 @@ static void conn_event(struct proxy *p, struct conn *c, int side, uint32_t event
             close(c->server);
             c->server = -1;
             c->server_events = 0;
-            conn_connect_next(p, c);
+            if (c->kind != KIND_PUBLISH)
+                conn_connect_next(p, c);
+            else if (!publish_retry_v6(p, c))
+                publish_failed(p, c, soerr);
         }
         if (c->state != CONN_FREE)
             conn_update(p, c);
@@ -962,6 +974,60 @@ static void publish_start(struct proxy *p, struct conn *c, size_t index)
     c->state = CONN_CONNECTING;
 }
 
+/* A published port refused on the sandbox's 127.0.0.1: a server that
+ * listens on ::1 only (Node's and Vite's "localhost" on many systems) is
+ * reached there. True when that connect is under way. */
+static bool publish_retry_v6(struct proxy *p, struct conn *c)
+{
+    const struct proxy_publish *pub = &p->cfg->publish[c->publish_index];
+    if (c->publish_v6 || pub->connect_path[0] || !p->cfg->factory || p->cfg->factory->pid <= 0)
+        return false;
+    c->publish_v6 = true;
+    struct cordon_error err = {0};
+    int fd = netns_factory_socket6(p->cfg->factory, &err);
+    if (fd < 0)
+        return false;
+    struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_port = htons(pub->guest_port)};
+    sin6.sin6_addr = in6addr_loopback;
+    if (connect(fd, (struct sockaddr *)&sin6, sizeof(sin6)) < 0 && errno != EINPROGRESS) {
+        close(fd);
+        return false;
+    }
+    snprintf(c->host, sizeof(c->host), "::1");
+    c->server = fd;
+    c->server_events = EPOLLOUT;
+    struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = conn_token(p, c, 1)};
+    epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+    return true;
+}
+
+/* Nothing took the published port's connection inside: said on cordon's
+ * stderr (once per port, the audit log has each), not only an empty reply. */
+static void publish_failed(struct proxy *p, struct conn *c, int soerr)
+{
+    static bool warned[NET_MAX_PUBLISH];
+    const struct proxy_publish *pub = &p->cfg->publish[c->publish_index];
+    char reason[256];
+    snprintf(reason, sizeof(reason), "%s: nothing accepts on the sandbox's 127.0.0.1:%u%s (%s)",
+             pub->text, pub->guest_port, c->publish_v6 ? " or [::1]" : "", strerror(soerr));
+    struct net_audit_record r = {
+        .session = p->cfg->policy->session_name,
+        .protocol = "publish",
+        .host = c->host,
+        .port = c->port,
+        .allowed = false,
+        .reason = reason,
+    };
+    net_audit_write(p->cfg->audit_fd, &r);
+    net_audit_write(p->cfg->session_audit_fd, &r);
+    if (c->publish_index < NET_MAX_PUBLISH && !warned[c->publish_index]) {
+        warned[c->publish_index] = true;
+        log_warn("network: %s (the server must listen on 127.0.0.1, ::1 or any address inside)",
+                 reason);
+    }
+    conn_close(p, c);
+}
+
 static void accept_on(struct proxy *p, size_t index)
 {
     const struct proxy_config *cfg = p->cfg;
@@ -1019,24 +1085,59 @@ static void sweep_timeouts(struct proxy *p)
  * pi dialog), from the supervisor: added to the allowlist, which in deny
  * mode starts empty (then the resolver workers start, on first need). A
  * closed supervisor end stops the watch. */
-static void user_allows(struct proxy *p)
+static void user_allows(struct proxy *p, const char *pattern)
 {
-    char pattern[NET_DENIAL_RULE_MAX];
-    int rc;
-    while ((rc = net_allow_receive(p->cfg->report_fd, pattern)) > 0) {
-        struct cordon_error err = {0};
-        if (!p->resolver) {
-            if (resolve_pool_start(p->cfg->policy->hosts_file, &p->resolver, &err) < 0) {
-                log_warn("network: allowing %s: %s", pattern, err.message);
-                continue;
-            }
-            struct epoll_event rev = {.events = EPOLLIN, .data.u64 = TOKEN_RESOLVER};
-            epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, resolve_pool_fd(p->resolver), &rev);
-        }
-        if (allowlist_add(p->cfg->allow, pattern, &err) < 0)
+    struct cordon_error err = {0};
+    if (!p->resolver) {
+        if (resolve_pool_start(p->cfg->policy->hosts_file, &p->resolver, &err) < 0) {
             log_warn("network: allowing %s: %s", pattern, err.message);
-        else
-            log_debug("network: %s allowed by the user for the rest of this session", pattern);
+            return;
+        }
+        struct epoll_event rev = {.events = EPOLLIN, .data.u64 = TOKEN_RESOLVER};
+        epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, resolve_pool_fd(p->resolver), &rev);
+    }
+    if (allowlist_add(p->cfg->allow, pattern, &err) < 0)
+        log_warn("network: allowing %s: %s", pattern, err.message);
+    else
+        log_debug("network: %s allowed by the user for the rest of this session", pattern);
+}
+
+/* cordon verify's probe targets: its refusals stay out of stderr and
+ * results for a while (net_session_quiet). The oldest entry is reused. */
+static void quiet_add(struct proxy *p, const char *target, int seconds)
+{
+    size_t slot = 0;
+    for (size_t i = 1; i < ARRAY_SIZE(p->quiet); i++) {
+        if (p->quiet[i].until < p->quiet[slot].until)
+            slot = i;
+    }
+    snprintf(p->quiet[slot].target, sizeof(p->quiet[slot].target), "%s", target);
+    p->quiet[slot].until = time(NULL) + (seconds > 0 && seconds <= 600 ? seconds : 60);
+}
+
+static bool quiet_match(const struct proxy *p, const struct conn *c)
+{
+    char target[NET_DENIAL_RULE_MAX];
+    snprintf(target, sizeof(target), "%s:%d", c->host, c->port);
+    time_t now = time(NULL);
+    for (size_t i = 0; i < ARRAY_SIZE(p->quiet); i++) {
+        if (p->quiet[i].until >= now && strcmp(p->quiet[i].target, target) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Messages from the supervisor (the sandbox cannot reach this socket). A
+ * closed supervisor end stops the watch. */
+static void supervisor_control(struct proxy *p)
+{
+    struct net_control msg;
+    int rc;
+    while ((rc = net_control_receive(p->cfg->report_fd, &msg)) > 0) {
+        if (msg.op == NET_CONTROL_ALLOW)
+            user_allows(p, msg.text);
+        else if (msg.op == NET_CONTROL_QUIET)
+            quiet_add(p, msg.text, msg.seconds);
     }
     if (rc < 0)
         epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, p->cfg->report_fd, NULL);
@@ -1107,7 +1208,7 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
             } else if (token & TOKEN_RESOLVER) {
                 resolver_results(p);
             } else if (token & TOKEN_REPORT) {
-                user_allows(p);
+                supervisor_control(p);
             } else if (token & TOKEN_LISTENER) {
                 accept_on(p, (size_t)(token & 0xffff));
             } else {

@@ -117,4 +117,48 @@ PYEOF
 is "mcp: the tools/call result ends with cordon's line" "$mcp_out" \
     "[cordon] network: other.test:$HTTP refused: denied: no allow_hosts rule matches other.test:$HTTP. To allow it: network.allow_hosts = [\"other.test\"] (cordon --allow-host other.test)"
 
+# ---------------------------------------------------------------- published ports
+PUB=$((port_base + 5))
+cordon_run "$ws" --publish "$PUB:8000" -- bash -c "$PY -m http.server 8000 --bind ::1 >/dev/null 2>&1 &
+    for i in \$(seq 50); do (exec 3<>/dev/tcp/::1/8000) 2>/dev/null && break; sleep 0.1; done; sleep 3" &
+run_pid=$!
+for _ in $(seq 50); do got=$(curl -sS -m 2 "http://127.0.0.1:$PUB/" 2>/dev/null) && [ -n "$got" ] && break; sleep 0.2; done
+like "publish: a server listening on ::1 only inside is reached from the host" "$got" "Directory listing"
+wait "$run_pid"
+PUB2=$((port_base + 6))
+(cd "$ws" && "$CORDON" run --publish "$PUB2:8001" -- sleep 2 >"$TEST_TMP/pub2" 2>&1) &
+run_pid=$!
+sleep 1
+got=$(curl -sS -m 2 "http://127.0.0.1:$PUB2/" 2>&1)
+wait "$run_pid"
+like "publish: nothing listening inside: cordon's stderr says so (not only an empty reply)" "$(cat "$TEST_TMP/pub2")" \
+    "published 127.0.0.1:$PUB2 -> 8001: nothing accepts on the sandbox's 127.0.0.1:8001 or \\[::1\\]"
+
+# ---------------------------------------------------------------- cordon verify NAME stays quiet
+export XDG_RUNTIME_DIR="$TEST_TMP/runtime"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+fifo="$TEST_TMP/mcp-in"
+mkfifo "$fifo"
+(cd "$ws" && exec "$CORDON" mcp --name dn-verify --network allowlist --net-hosts-file "$hosts" <"$fifo" >"$TEST_TMP/mcp-out" 2>"$TEST_TMP/mcp-err") &
+mcp_pid=$!
+cleanup_pids+=("$mcp_pid")
+exec 7>"$fifo"
+send() { printf '%s\n' "$1" >&7; }
+send '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+send '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+send '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo up"}}}'
+for _ in $(seq 100); do grep -q '"id":2' "$TEST_TMP/mcp-out" 2>/dev/null && break; sleep 0.1; done
+vout=$("$CORDON" verify dn-verify 7>&- 2>&1)
+like "verify NAME: the running session's egress check passes through its proxy" "$vout" "PASS +network-egress .*proxy CONNECT 127.0.0.1:[0-9]+ \\(not allowlisted\\) -> HTTP/1.1 403"
+send '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo after-verify"}}}'
+for _ in $(seq 100); do grep -q '"id":3' "$TEST_TMP/mcp-out" 2>/dev/null && break; sleep 0.1; done
+unlike "verify NAME: its probe's refusals are not warned about on the session's stderr" "$(cat "$TEST_TMP/mcp-err")" "refused"
+unlike "verify NAME: nor reported in the session's next tool result" "$(grep '"id":3' "$TEST_TMP/mcp-out")" "cordon\\] network"
+send "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"bash\",\"arguments\":{\"command\":\"curl -sS -m 5 http://other.test:$HTTP/ -o /dev/null\"}}}"
+for _ in $(seq 100); do grep -q '"id":4' "$TEST_TMP/mcp-out" 2>/dev/null && break; sleep 0.1; done
+like "the agent's own refusal afterwards is still warned about" "$(cat "$TEST_TMP/mcp-err")" "other.test:$HTTP refused"
+like "and still ends its result" "$(grep '"id":4' "$TEST_TMP/mcp-out")" "cordon\\] network: other.test:$HTTP refused"
+exec 7>&-
+wait "$mcp_pid"
+
 tap_done
