@@ -55,6 +55,7 @@ enum cfg_key {
     CFG_DOCKER_MODE,
     CFG_DOCKER_HOST,
     CFG_DOCKER_IMAGE,
+    CFG_NETWORK_HOST_SERVICES,
     CFG_KEY_COUNT,
 };
 
@@ -135,6 +136,9 @@ struct cordon_config {
         int mode; /* enum cfg_network_mode */
         struct cfg_strings allow_hosts;
         struct cfg_ports publish_ports;
+        /* "127.0.0.1:PORT" services of the host's loopback reachable inside
+         * at the same address and port (never from the workspace file) */
+        struct cfg_strings host_services;
     } network;
     struct cfg_mounts mounts;
     struct cfg_strings skills_paths;

@@ -441,6 +441,12 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                          "%s:%d: sockets.allow is refused in the workspace file: which host "
                          "services the sandbox may reach is a user or host-owned setting",
                          file, line);
+    case CFG_NETWORK_HOST_SERVICES:
+        return error_set(err, 0,
+                         "%s:%d: network.host_services is refused in the workspace file: which "
+                         "services of the host's loopback the sandbox may reach is a user or "
+                         "host-owned setting",
+                         file, line);
     case CFG_DOCKER_HOST:
         return error_set(err, 0,
                          "%s:%d: docker.host is refused in the workspace file: the daemon the "

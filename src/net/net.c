@@ -137,6 +137,18 @@ int net_policy_validate(const struct net_policy *policy, struct cordon_error *er
     allowlist_free(&al);
     if (policy->mode != NET_MODE_ALLOWLIST && policy->allow_count > 0)
         log_warn("network: allow_hosts has no effect in %s mode", net_mode_name(policy->mode));
+    if (policy->publish_count + policy->host_service_count > NET_MAX_PUBLISH)
+        return error_set(err, E2BIG, "network: more than %d published ports and host services",
+                         NET_MAX_PUBLISH);
+    for (size_t i = 0; i < policy->host_service_count; i++) {
+        for (size_t j = 0; j < policy->publish_count; j++) {
+            if (policy->publish[j].guest_port == policy->host_services[i])
+                return error_set(err, EINVAL,
+                                 "network: port %u is both a host service (host_services) and "
+                                 "a published port's sandbox side (publish_ports)",
+                                 policy->host_services[i]);
+        }
+    }
     if (policy->hosts_file && access(policy->hosts_file, R_OK) < 0)
         return error_set(err, errno, "network: hosts file %s", policy->hosts_file);
     return 0;
@@ -392,6 +404,20 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
                  pub->bind, pub->host_port, pub->guest_port);
         cfg.publish_count++;
     }
+    /* Host services: a listener inside at the host's address and port. */
+    for (size_t i = 0; sandbox_pid > 0 && i < policy->host_service_count; i++) {
+        uint16_t port = policy->host_services[i];
+        struct proxy_publish *pub = &cfg.publish[cfg.publish_count];
+        pub->fd = netns_factory_listener(&factory, port, &err);
+        if (pub->fd < 0) {
+            error_prefix(&err, "network.host_services");
+            goto fail;
+        }
+        pub->guest_port = port;
+        pub->to_host = true;
+        snprintf(pub->text, sizeof(pub->text), "host service 127.0.0.1:%u", port);
+        cfg.publish_count++;
+    }
     /* Ready: an empty error. */
     if (write(ready_fd, &err, sizeof(err)) != (ssize_t)sizeof(err))
         _exit(1);
@@ -468,7 +494,8 @@ int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *e
     const struct net_policy *policy = s->policy;
     if (policy->mode == NET_MODE_OPEN && start_pasta(s, sandbox_pid, err) < 0)
         goto fail;
-    if (policy->mode != NET_MODE_DENY || policy->publish_count > 0 || net_deny_reporter(policy)) {
+    if (policy->mode != NET_MODE_DENY || policy->publish_count > 0 ||
+        policy->host_service_count > 0 || net_deny_reporter(policy)) {
         if (start_proxy(s, sandbox_pid, -1, NULL, err) < 0)
             goto fail;
     }

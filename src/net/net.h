@@ -35,6 +35,10 @@ struct net_policy {
     size_t allow_count;
     struct net_publish publish[NET_MAX_PUBLISH];
     size_t publish_count;
+    /* network.host_services: ports of the host's 127.0.0.1 that the
+     * sandbox reaches at its own 127.0.0.1 and the same port (ns). */
+    uint16_t host_services[NET_MAX_PUBLISH];
+    size_t host_service_count;
     const char *audit_log; /* JSON lines, appended; NULL: no file */
     /* The same records, for this session only: its state directory's
      * network.jsonl (`cordon log NAME`); NULL: none. */

@@ -932,9 +932,10 @@ static void publish_start(struct proxy *p, struct conn *c, size_t index)
     c->port = pub->guest_port;
     struct cordon_error err = {0};
     bool to_unix = pub->connect_path[0] != '\0';
-    int fd = to_unix || !p->cfg->factory ? socket(to_unix ? AF_UNIX : AF_INET,
-                                                  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
-                                         : netns_factory_socket(p->cfg->factory, &err);
+    int fd =
+        to_unix || !p->cfg->factory || pub->to_host
+            ? socket(to_unix ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
+            : netns_factory_socket(p->cfg->factory, &err);
     if (fd < 0) {
         audit(p, c, NULL, false, err.message[0] ? err.message : strerror(errno));
         conn_close(p, c);
@@ -980,7 +981,8 @@ static void publish_start(struct proxy *p, struct conn *c, size_t index)
 static bool publish_retry_v6(struct proxy *p, struct conn *c)
 {
     const struct proxy_publish *pub = &p->cfg->publish[c->publish_index];
-    if (c->publish_v6 || pub->connect_path[0] || !p->cfg->factory || p->cfg->factory->pid <= 0)
+    if (c->publish_v6 || pub->connect_path[0] || pub->to_host || !p->cfg->factory ||
+        p->cfg->factory->pid <= 0)
         return false;
     c->publish_v6 = true;
     struct cordon_error err = {0};
@@ -1001,15 +1003,22 @@ static bool publish_retry_v6(struct proxy *p, struct conn *c)
     return true;
 }
 
-/* Nothing took the published port's connection inside: said on cordon's
+/* Nothing took the published port's connection inside (or, for a host
+ * service, on the host's loopback): said on cordon's
  * stderr (once per port, the audit log has each), not only an empty reply. */
 static void publish_failed(struct proxy *p, struct conn *c, int soerr)
 {
     static bool warned[NET_MAX_PUBLISH];
     const struct proxy_publish *pub = &p->cfg->publish[c->publish_index];
-    char reason[256];
-    snprintf(reason, sizeof(reason), "%s: nothing accepts on the sandbox's 127.0.0.1:%u%s (%s)",
-             pub->text, pub->guest_port, c->publish_v6 ? " or [::1]" : "", strerror(soerr));
+    char reason[400];
+    if (pub->to_host)
+        snprintf(reason, sizeof(reason), "%s: nothing accepts on the host's 127.0.0.1:%u (%s)",
+                 pub->text, pub->guest_port, strerror(soerr));
+    else
+        snprintf(reason, sizeof(reason),
+                 "%s: nothing accepts on the sandbox's 127.0.0.1:%u%s (%s); the server must "
+                 "listen on 127.0.0.1, ::1 or any address inside",
+                 pub->text, pub->guest_port, c->publish_v6 ? " or [::1]" : "", strerror(soerr));
     struct net_audit_record r = {
         .session = p->cfg->policy->session_name,
         .protocol = "publish",
@@ -1022,8 +1031,7 @@ static void publish_failed(struct proxy *p, struct conn *c, int soerr)
     net_audit_write(p->cfg->session_audit_fd, &r);
     if (c->publish_index < NET_MAX_PUBLISH && !warned[c->publish_index]) {
         warned[c->publish_index] = true;
-        log_warn("network: %s (the server must listen on 127.0.0.1, ::1 or any address inside)",
-                 reason);
+        log_warn("network: %s", reason);
     }
     conn_close(p, c);
 }

@@ -24,6 +24,10 @@ struct proxy_publish {
      * Without a factory, guest_port is reached in this process's own
      * network namespace. */
     char connect_path[108];
+    /* A host service (network.host_services): fd listens inside the
+     * sandbox, and each connection goes to the host's 127.0.0.1:guest_port
+     * from the proxy's own (the host's) network namespace. */
+    bool to_host;
     char text[96];
 };
 

@@ -182,6 +182,17 @@ static int launch_network(const struct launch_request *req, struct launch *l,
         out->host_port = p->host_port;
         out->guest_port = p->guest_port;
     }
+    if (cfg->network.host_services.count > NET_MAX_PUBLISH)
+        return error_set(err, E2BIG, "network.host_services: more than %d entries",
+                         NET_MAX_PUBLISH);
+    for (size_t i = 0; i < cfg->network.host_services.count; i++) {
+        const char *colon = strrchr(cfg->network.host_services.items[i], ':');
+        net->host_services[net->host_service_count++] = (uint16_t)atoi(colon + 1);
+    }
+    if (cfg->network.host_services.count > 0 && cfg->backend != CFG_BACKEND_NS)
+        return error_set(err, ENOTSUP,
+                         "network.host_services: only the ns backend reaches the host's loopback "
+                         "services so far; nothing was run");
     if (req && req->net_audit_log)
         l->net_audit_log = strdup(req->net_audit_log);
     else if (net->mode == NET_MODE_ALLOWLIST)

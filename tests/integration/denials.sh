@@ -161,4 +161,20 @@ like "and still ends its result" "$(grep '"id":4' "$TEST_TMP/mcp-out")" "cordon\
 exec 7>&-
 wait "$mcp_pid"
 
+# ---------------------------------------------------------------- host services
+# The host's loopback HTTP server ($HTTP) listed as a host service: reached
+# inside at the same address and port, in deny mode (NO_PROXY sends
+# 127.0.0.1 straight to the sandbox's own loopback, where cordon listens).
+cordon_run "$ws" --set "network.host_services=[\"127.0.0.1:$HTTP\"]" -- bash -c \
+    "curl -sS -m 5 http://127.0.0.1:$HTTP/; curl -sS -m 5 http://localhost:$HTTP/; $PY -c 'import socket; s=socket.create_connection((\"127.0.0.1\", $ECHO), 3)' 2>&1 | tail -1"
+like "host service: 127.0.0.1:PORT inside reaches the host's service" "$out" "hello-from-loopback"
+is "host service: through localhost too (curl, twice)" "$(grep -c hello-from-loopback <<<"$out")" 2
+like "host service: another port of the host's loopback stays unreachable" "$out" "ConnectionRefusedError"
+hsws=$(new_ws hs)
+printf '[network]\nhost_services = ["127.0.0.1:%s"]\n' "$HTTP" >"$hsws/.cordon.toml"
+out=$(cd "$hsws" && "$CORDON" config check --as workspace .cordon.toml 2>&1)
+like "host service: refused in a workspace's .cordon.toml" "$out" "network.host_services is refused in the workspace file"
+out=$("$CORDON" config --set 'network.host_services=["10.1.2.3:80"]' 2>&1)
+like "host service: only the host's loopback" "$out" "expected 127.0.0.1:PORT"
+
 tap_done
