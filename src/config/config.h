@@ -49,13 +49,13 @@ enum cfg_key {
     CFG_NETWORK_MODE,
     CFG_NETWORK_ALLOW_HOSTS,
     CFG_NETWORK_PUBLISH_PORTS,
+    CFG_NETWORK_HOST_SERVICES, /* after its section's others: `cordon config` prints in this order */
     CFG_MOUNTS,
     CFG_SKILLS_PATHS,
     CFG_SOCKETS_ALLOW,
     CFG_DOCKER_MODE,
     CFG_DOCKER_HOST,
     CFG_DOCKER_IMAGE,
-    CFG_NETWORK_HOST_SERVICES,
     CFG_KEY_COUNT,
 };
 
