@@ -8,7 +8,8 @@
  * - Keeps pi's tool schemas and renderers (pi's own definitions), adding one
  *   optional parameter, execution_target ("sandbox" | "host").
  * - Host execution of a call needs the user's approval of that exact call:
- *   cordon asks through MCP elicitation, answered here with ctx.ui.confirm;
+ *   cordon asks through MCP elicitation, answered here with ctx.ui.confirm
+ *   (also whether to allow a refused network destination for the session);
  *   without a UI (print/JSON mode) the elicitation capability is not
  *   declared, so cordon refuses.
  * - /cordon status|on|off|verify|config; a footer status.
@@ -237,6 +238,11 @@ export default function cordon(pi: ExtensionAPI) {
 			if (method !== "elicitation/create") throw new Error(`unsupported request ${method}`);
 			// Only reachable with a UI: without one, elicitation is not declared.
 			if (!ctx.hasUI) return { action: "decline" };
+			// A refused network destination, to allow for the rest of the session.
+			if (params?._meta?.["cordon/network"]) {
+				const allow = await ctx.ui.confirm("cordon: allow this network destination for the session?", approvalText(String(params?.message ?? "")));
+				return allow ? { action: "accept", content: { allow: true } } : { action: "decline" };
+			}
 			const yes = await ctx.ui.confirm("cordon: run on the HOST, outside the sandbox?", approvalText(String(params?.message ?? "")));
 			return yes ? { action: "accept", content: { approve: true } } : { action: "decline" };
 		};

@@ -64,6 +64,10 @@ enum backend_cap {
     /* workspace_mode = "review" (docs/review.md): the workspace inside can
      * be an overlay whose upper layer is in the state directory. */
     BACKEND_CAP_REVIEW = 1u << 8,
+    /* The proxy can listen inside the sandbox's own network namespace:
+     * deny mode's refusing proxy and network.host_services at the host's
+     * loopback address and port (docs/denials.md). */
+    BACKEND_CAP_NETNS_PROXY = 1u << 9,
 };
 
 struct backend_caps {

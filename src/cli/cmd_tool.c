@@ -48,8 +48,24 @@ static void print_result(json_t *id, const struct tool_result *res)
 struct batch {
     struct session *s;
     json_t *ids[BATCH_IN_FLIGHT + 1]; /* slot -> caller's id */
+    /* slot -> what the audit log records of the call */
+    char tools[BATCH_IN_FLIGHT + 1][32];
+    json_t *args[BATCH_IN_FLIGHT + 1];
+    long long started_us[BATCH_IN_FLIGHT + 1];
     int in_flight;
 };
+
+/* Every way of running tools writes the session's audit log. */
+static void batch_audit(struct batch *b, const struct session_event *ev)
+{
+    const char *outcome = ev->kind != SESSION_RESULT ? "failed"
+                          : ev->result->is_error     ? "error"
+                                                     : "ok";
+    session_audit_call(b->s, b->tools[ev->id], b->args[ev->id], "sandbox", outcome,
+                       (double)(log_now_us() - b->started_us[ev->id]) / 1000.0, ev->exit_code);
+    json_decref(b->args[ev->id]);
+    b->args[ev->id] = NULL;
+}
 
 static void batch_event(void *ctx, const struct session_event *ev)
 {
@@ -58,6 +74,7 @@ static void batch_event(void *ctx, const struct session_event *ev)
         return;
     if (ev->kind == SESSION_UPDATE)
         return;
+    batch_audit(b, ev);
     if (ev->kind == SESSION_RESULT) {
         print_result(b->ids[ev->id], ev->result);
     } else {
@@ -89,6 +106,9 @@ static int batch_submit(struct batch *b, const char *line, size_t len, long line
         slot++;
     json_t *id = json_object_get(call, "id");
     b->ids[slot] = id ? json_incref(id) : json_integer(lineno);
+    snprintf(b->tools[slot], sizeof(b->tools[slot]), "%s", tool);
+    b->args[slot] = args ? json_incref(args) : NULL;
+    b->started_us[slot] = log_now_us();
     b->in_flight++;
     struct cordon_error err;
     int rc = session_send_call(b->s, slot, tool, args, &err);

@@ -35,4 +35,5 @@ int cmd_apply(int argc, char **argv);
 int cmd_discard(int argc, char **argv);
 int cmd_rewind(int argc, char **argv);
 int cmd_fork(int argc, char **argv);
+int cmd_log(int argc, char **argv);
 

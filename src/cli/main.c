@@ -27,6 +27,7 @@ static const struct cli_command commands[] = {
     {"rewind", cmd_rewind, "return a review-mode sandbox's workspace to after call N"},
     {"fork", cmd_fork, "copy a review-mode sandbox's changes into a new sandbox"},
     {"gc", cmd_gc, "remove stale sandboxes (not running, older than gc_hours)"},
+    {"log", cmd_log, "a session's tool calls and network decisions (--follow, --json)"},
     {"verify", cmd_verify,
      "audit a fresh sandbox, or a running session's (NAME): PASS/FAIL + evidence"},
     {"doctor", cmd_doctor, "check what this host allows each backend, with the fix (--json)"},

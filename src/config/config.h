@@ -53,6 +53,7 @@ enum cfg_key {
     CFG_NETWORK_PUBLISH_PORTS,
     CFG_NETWORK_UPSTREAM_PROXY,
     CFG_NETWORK_NO_PROXY,
+    CFG_NETWORK_HOST_SERVICES, /* after its section's others: `cordon config` prints in this order */
     CFG_MOUNTS,
     CFG_SKILLS_PATHS,
     CFG_SOCKETS_ALLOW,
@@ -170,6 +171,9 @@ struct cordon_config {
          * the workspace file. */
         char *upstream_proxy;
         struct cfg_strings no_proxy;
+        /* "127.0.0.1:PORT" services of the host's loopback reachable inside
+         * at the same address and port (never from the workspace file) */
+        struct cfg_strings host_services;
     } network;
     struct cfg_mounts mounts;
     struct cfg_strings skills_paths;

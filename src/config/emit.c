@@ -54,6 +54,8 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
         return strings_json(&cfg->etc.extra);
     case CFG_SOCKETS_ALLOW:
         return strings_json(&cfg->sockets.allow);
+    case CFG_NETWORK_HOST_SERVICES:
+        return strings_json(&cfg->network.host_services);
     case CFG_GC_HOURS:
         return json_integer(cfg->gc_hours);
     case CFG_SANDBOX_NAME:

@@ -453,6 +453,12 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                          "the proxy puts into requests, and for which hosts, is a user or "
                          "host-owned setting (put it in ~/.config/cordon/config.toml)",
                          file, line);
+    case CFG_NETWORK_HOST_SERVICES:
+        return error_set(err, 0,
+                         "%s:%d: network.host_services is refused in the workspace file: which "
+                         "services of the host's loopback the sandbox may reach is a user or "
+                         "host-owned setting",
+                         file, line);
     case CFG_DOCKER_HOST:
         return error_set(err, 0,
                          "%s:%d: docker.host is refused in the workspace file: the daemon the "

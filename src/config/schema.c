@@ -56,6 +56,7 @@ static const char *check_tool(const char *item);
 static const char *check_relative_path(const char *item);
 static const char *check_env_name(const char *item);
 static const char *check_host(const char *item);
+static const char *check_host_service(const char *item);
 static const char *check_absolute_path(const char *item);
 static const char *check_sandbox_name(const char *item);
 static const char *check_docker_host(const char *item);
@@ -106,6 +107,8 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
     [CFG_NETWORK_PUBLISH_PORTS] = {"network.publish_ports", KIND_PORTS, AT(network.publish_ports),
                                    NULL, 0, 0, NULL, false},
     [CFG_MOUNTS] = {"mounts", KIND_MOUNTS, AT(mounts), NULL, 0, 0, NULL, false},
+    [CFG_NETWORK_HOST_SERVICES] = {"network.host_services", KIND_LIST, AT(network.host_services),
+                                   NULL, 0, 0, check_host_service, false},
     [CFG_SKILLS_PATHS] = {"skills.paths", KIND_LIST, AT(skills_paths), NULL, 0, 0,
                           check_absolute_path, false},
     [CFG_SOCKETS_ALLOW] = {"sockets.allow", KIND_LIST, AT(sockets.allow), NULL, 0, 0,
@@ -358,6 +361,26 @@ static const char *check_env_name(const char *item)
             return "not an environment variable name";
     if (cfg_env_name_protected(item))
         return "is protected and can never be forwarded into the sandbox";
+    return NULL;
+}
+
+/* "127.0.0.1:PORT" or "localhost:PORT": a service on the host's loopback,
+ * reachable inside at the same address (the sandbox's 127.0.0.1). */
+static const char *check_host_service(const char *item)
+{
+    const char *port = NULL;
+    if (strncmp(item, "127.0.0.1:", 10) == 0)
+        port = item + 10;
+    else if (strncmp(item, "localhost:", 10) == 0)
+        port = item + 10;
+    if (!port || !*port)
+        return "expected 127.0.0.1:PORT (a service on the host's loopback)";
+    char *end;
+    long v = strtol(port, &end, 10);
+    if (*end || v < 1 || v > 65535)
+        return "port must be 1-65535";
+    if (v == 3128)
+        return "port 3128 is cordon's proxy inside the sandbox";
     return NULL;
 }
 
@@ -1290,6 +1313,7 @@ void cfg_free(struct cordon_config *cfg)
     cfg_strings_free(&cfg->skills_paths);
     cfg_strings_free(&cfg->etc.extra);
     cfg_strings_free(&cfg->sockets.allow);
+    cfg_strings_free(&cfg->network.host_services);
     for (int k = 0; k < CFG_KEY_COUNT; k++)
         cfg_origin_free(&cfg->origin[k]);
     free(cfg->workspace);

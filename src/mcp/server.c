@@ -19,6 +19,7 @@
 #include "supervisor/session.h"
 #include "supervisor/state.h"
 #include "supervisor/verify.h"
+#include "net/denial.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
 #include "util/log.h"
@@ -40,7 +41,7 @@
 
 static const char *const supported_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 
-enum pending_where { AT_SANDBOX, AT_HOST, AT_ASKING };
+enum pending_where { AT_SANDBOX, AT_HOST, AT_ASKING, AT_NETWORK_ASKING };
 
 struct pending {
     bool used;
@@ -68,6 +69,12 @@ struct pending {
     struct route_pin *pin;     /* what the user is asked to approve, pinned until the call ends */
     struct verify_run *verify; /* sandbox_verify: the probe's bash call */
     uint64_t control_conn;     /* a verify asked on the control socket: answered there */
+    /* AT_NETWORK_ASKING: the finished call's result, held while the user
+     * is asked whether to allow the destination it was refused. */
+    json_t *held_result;
+    json_t *audit_args; /* the arguments the call ran with, for the audit log */
+    char net_rules[2][NET_DENIAL_RULE_MAX];
+    size_t net_rule_count;
 };
 
 struct server {
@@ -196,6 +203,8 @@ static void pending_release(struct server *s, struct pending *p)
     p->last_progress_text = NULL;
     json_decref(p->args);
     json_decref(p->elicit_id);
+    json_decref(p->held_result);
+    json_decref(p->audit_args);
     if (p->pin)
         route_pin_free(p->pin);
     free(p->pin);
@@ -359,6 +368,98 @@ static void reply_verify(struct server *s, struct pending *p, const struct sessi
     tool_result_clear(&res);
 }
 
+/* A sandbox call's result that reports a network refusal: with an
+ * interactive client, the result waits while the user is asked (MCP
+ * elicitation; the pi extension's dialog) whether to allow that
+ * destination for the rest of the session. Only the user's answer reaches
+ * the proxy (session_allow_host); nothing the agent sends can. */
+static bool client_interactive(const struct server *s);
+
+static bool ask_network(struct server *s, struct pending *p, const struct tool_result *res)
+{
+    struct net_denial d;
+    if (p->where != AT_SANDBOX || !s->session || !client_interactive(s) ||
+        !session_last_denial(s->session, &d))
+        return false;
+    p->net_rule_count = net_denial_rules(&d, p->net_rules);
+    if (p->net_rule_count == 0)
+        return false;
+    char rules[2 * NET_DENIAL_RULE_MAX + 8];
+    snprintf(rules, sizeof(rules), "%s%s%s", p->net_rules[0], p->net_rule_count > 1 ? ", " : "",
+             p->net_rule_count > 1 ? p->net_rules[1] : "");
+    char message[4096];
+    char line[2048];
+    enum net_mode mode =
+        s->have_cfg && s->cfg.network.mode == CFG_NETWORK_DENY ? NET_MODE_DENY : NET_MODE_ALLOWLIST;
+    net_denial_line(&d, mode, 0, line, sizeof(line));
+    const char *prefix = "[cordon] network: ";
+    snprintf(message, sizeof(message),
+             "cordon refused a connection from the sandbox: %s\n\nAllow %s for the rest of this "
+             "session? (Only this session; your configuration is not changed.)",
+             strncmp(line, prefix, strlen(prefix)) == 0 ? line + strlen(prefix) : line, rules);
+    static uint64_t asked;
+    char elicit_id[64];
+    snprintf(elicit_id, sizeof(elicit_id), "cordon-network-%" PRIu64, ++asked);
+    json_t *rule_list = json_array();
+    for (size_t i = 0; i < p->net_rule_count; i++)
+        json_array_append_new(rule_list, json_string(p->net_rules[i]));
+    json_t *params =
+        json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s, s:s}}, s:[s]}, s:{s:{s:s, s:i, s:o}}}",
+                  "mode", "form", "message", message, "requestedSchema", "type", "object",
+                  "properties", "allow", "type", "boolean", "title", "Allow this destination",
+                  "description", "For the rest of this session only", "required", "allow", "_meta",
+                  "cordon/network", "host", d.host, "port", d.port, "rules", rule_list);
+    if (!params)
+        return false;
+    p->held_result = tool_result_json(s, res, where_route(p->where), p->state);
+    p->elicit_id = json_string(elicit_id);
+    p->where = AT_NETWORK_ASKING;
+    p->call_id = 0; /* the agent's call is over */
+    send_msg(s, json_pack("{s:s, s:O, s:s, s:o}", "jsonrpc", "2.0", "id", p->elicit_id, "method",
+                          "elicitation/create", "params", params));
+    return true;
+}
+
+/* The user's answer: the held result goes out with one more line saying
+ * what was decided. */
+static void answer_network(struct server *s, struct pending *p, json_t *result)
+{
+    const char *action = json_string_value(json_object_get(result, "action"));
+    bool granted = action && strcmp(action, "accept") == 0 &&
+                   json_is_true(json_object_get(json_object_get(result, "content"), "allow"));
+    char rules[2 * NET_DENIAL_RULE_MAX + 8];
+    snprintf(rules, sizeof(rules), "%s%s%s", p->net_rules[0], p->net_rule_count > 1 ? ", " : "",
+             p->net_rule_count > 1 ? p->net_rules[1] : "");
+    char note[3 * NET_DENIAL_RULE_MAX + CORDON_ERROR_MAX];
+    struct cordon_error err = {0};
+    for (size_t i = 0; granted && i < p->net_rule_count; i++) {
+        if (session_allow_host(s->session, p->net_rules[i], &err) < 0)
+            granted = false;
+    }
+    if (granted)
+        snprintf(note, sizeof(note),
+                 "[cordon] network: the user allowed %s for the rest of this session; run the "
+                 "command again",
+                 rules);
+    else if (err.message[0])
+        snprintf(note, sizeof(note), "[cordon] network: %s could not be allowed: %s", rules,
+                 err.message);
+    else
+        snprintf(note, sizeof(note), "[cordon] network: the user did not allow %s", rules);
+    json_t *content = json_object_get(p->held_result, "content");
+    json_t *last = json_array_get(content, json_array_size(content) - 1);
+    const char *text = json_string_value(json_object_get(last, "text"));
+    if (text) {
+        _cleanup_free_ char *joined = NULL;
+        if (asprintf(&joined, "%s\n%s", text, note) >= 0)
+            json_object_set_new(last, "text", json_string(joined));
+    } else {
+        json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", note));
+    }
+    send_msg(s, rpc_result(json_incref(p->request_id), json_incref(p->held_result)));
+    pending_release(s, p);
+}
+
 static void on_session_event(void *ctx, const struct session_event *ev)
 {
     struct server *s = ctx;
@@ -401,10 +502,13 @@ static void on_session_event(void *ctx, const struct session_event *ev)
     if (p->held_progress && !p->cancelled)
         send_msg(s, p->held_progress);
     p->held_progress = NULL;
+    bool held = false;
     if (!p->cancelled && p->verify) {
         reply_verify(s, p, ev);
     } else if (!p->cancelled) {
-        if (ev->kind == SESSION_RESULT)
+        if (ev->kind == SESSION_RESULT && ask_network(s, p, ev->result))
+            held = true;
+        else if (ev->kind == SESSION_RESULT)
             send_msg(s,
                      rpc_result(json_incref(p->request_id),
                                 tool_result_json(s, ev->result, where_route(p->where), p->state)));
@@ -418,10 +522,12 @@ static void on_session_event(void *ctx, const struct session_event *ev)
     /* Host calls are recorded in the sandbox session's log too, when there
      * is one. */
     if (s->session)
-        session_audit(s->session, p->tool, where_route(p->where), outcome,
-                      (double)(log_now_us() - p->started_us) / 1000.0, ev->exit_code);
+        session_audit_call(s->session, p->tool, p->audit_args,
+                           where_route(held ? AT_SANDBOX : p->where), outcome,
+                           (double)(log_now_us() - p->started_us) / 1000.0, ev->exit_code);
     /* A cancelled request gets no response at all (MCP cancellation). */
-    pending_release(s, p);
+    if (!held)
+        pending_release(s, p);
 }
 
 static bool tool_known(struct server *s, const char *name)
@@ -453,6 +559,8 @@ static void dispatch(struct server *s, struct pending *p, enum pending_where whe
     p->where = where;
     p->state = s->state;
     p->call_id = ++s->next_call_id;
+    json_decref(p->audit_args);
+    p->audit_args = json_incref(args);
     if (where == AT_HOST && start_host(s, &err) < 0) {
         reply_tool_error(s, p->request_id, "host", "cordon: %s", err.message);
         pending_release(s, p);
@@ -583,6 +691,13 @@ static void ask_approval(struct server *s, struct pending *p, json_t *args)
 /* The client answered one of our requests (only elicitation/create). */
 static void on_response(struct server *s, json_t *id, json_t *result)
 {
+    for (int i = 0; i < MAX_PENDING; i++) {
+        if (s->pending[i].used && s->pending[i].where == AT_NETWORK_ASKING &&
+            json_equal(s->pending[i].elicit_id, id)) {
+            answer_network(s, &s->pending[i], result);
+            return;
+        }
+    }
     struct pending *p = NULL;
     for (int i = 0; i < MAX_PENDING && !p; i++) {
         if (s->pending[i].used && s->pending[i].where == AT_ASKING &&
@@ -1061,7 +1176,7 @@ static void on_notification(struct server *s, const char *method, json_t *params
         struct pending *p = rid ? pending_by_request(s, rid) : NULL;
         if (!p || p->cancelled)
             return; /* unknown or finished: nothing to do, nothing to say */
-        if (p->where == AT_ASKING) {
+        if (p->where == AT_ASKING || p->where == AT_NETWORK_ASKING) {
             pending_release(s, p); /* the approval dies with it */
             return;
         }

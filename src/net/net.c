@@ -146,6 +146,18 @@ int net_policy_validate(const struct net_policy *policy, struct cordon_error *er
         log_warn("network: [[secrets]] take effect in allowlist mode only; in %s mode the "
                  "sandbox's variables hold the placeholders, which no server accepts",
                  net_mode_name(policy->mode));
+    if (policy->publish_count + policy->host_service_count > NET_MAX_PUBLISH)
+        return error_set(err, E2BIG, "network: more than %d published ports and host services",
+                         NET_MAX_PUBLISH);
+    for (size_t i = 0; i < policy->host_service_count; i++) {
+        for (size_t j = 0; j < policy->publish_count; j++) {
+            if (policy->publish[j].guest_port == policy->host_services[i])
+                return error_set(err, EINVAL,
+                                 "network: port %u is both a host service (host_services) and "
+                                 "a published port's sandbox side (publish_ports)",
+                                 policy->host_services[i]);
+        }
+    }
     if (policy->hosts_file && access(policy->hosts_file, R_OK) < 0)
         return error_set(err, errno, "hosts file %s", policy->hosts_file);
     return 0;
@@ -189,11 +201,16 @@ static int env_add_secrets(const struct net_policy *policy, char ***envp, struct
     return 0;
 }
 
+bool net_deny_reporter(const struct net_policy *policy)
+{
+    return policy->mode == NET_MODE_DENY && policy->deny_reporter;
+}
+
 int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_error *err)
 {
     if (env_add_secrets(policy, envp, err) < 0)
         return -1;
-    if (policy->mode != NET_MODE_ALLOWLIST)
+    if (policy->mode != NET_MODE_ALLOWLIST && !net_deny_reporter(policy))
         return 0;
     char http[64], socks[64];
     snprintf(http, sizeof(http), "http://127.0.0.1:%d", NET_PROXY_PORT);
@@ -236,7 +253,7 @@ int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_err
 
 void net_session_init(struct net_session *s, const struct net_policy *policy)
 {
-    *s = (struct net_session){.policy = policy, .proxy_pid = -1, .pasta_pid = -1};
+    *s = (struct net_session){.policy = policy, .proxy_pid = -1, .pasta_pid = -1, .report_fd = -1};
 }
 
 /* Child side of fork(): dies with the supervisor, starts with a clean signal
@@ -397,10 +414,12 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
     struct allowlist allow = {0};
     struct netns_factory factory = {.pid = -1, .sock = -1};
     struct proxy_config cfg = {
-        .policy = policy, .allow = &allow, .sandbox_listener = -1, .audit_fd = -1};
+        .policy = policy, .allow = &allow, .sandbox_listener = -1, .audit_fd = -1, .report_fd = -1};
     cfg.factory = &factory;
 
-    for (size_t i = 0; i < policy->allow_count; i++) {
+    /* Deny mode's refusing listener has no rule at all, whatever
+     * allow_hosts says (a warning said it has no effect there). */
+    for (size_t i = 0; policy->mode != NET_MODE_DENY && i < policy->allow_count; i++) {
         if (allowlist_add(&allow, policy->allow_hosts[i], &err) < 0)
             goto fail;
     }
@@ -429,6 +448,14 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
             goto fail;
         }
     }
+    if (policy->session_audit_log) {
+        cfg.session_audit_fd = open(policy->session_audit_log,
+                                    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (cfg.session_audit_fd < 0) {
+            error_set(&err, errno, "network: session log %s", policy->session_audit_log);
+            goto fail;
+        }
+    }
     if (sandbox_pid <= 0) {
         cfg.sandbox_listener = listener;
     } else if (netns_factory_start(sandbox_pid, &factory, &err) < 0) {
@@ -440,7 +467,7 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
     if (sandbox_pid > 0 && policy->mode == NET_MODE_OPEN &&
         netns_factory_wait_route(&factory, ROUTE_TIMEOUT_MS, &err) < 0)
         goto fail;
-    if (sandbox_pid > 0 && policy->mode == NET_MODE_ALLOWLIST) {
+    if (sandbox_pid > 0 && (policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy))) {
         cfg.sandbox_listener = netns_factory_listener(&factory, NET_PROXY_PORT, &err);
         if (cfg.sandbox_listener < 0)
             goto fail;
@@ -462,6 +489,20 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
                  pub->bind, pub->host_port, pub->guest_port);
         cfg.publish_count++;
     }
+    /* Host services: a listener inside at the host's address and port. */
+    for (size_t i = 0; sandbox_pid > 0 && i < policy->host_service_count; i++) {
+        uint16_t port = policy->host_services[i];
+        struct proxy_publish *pub = &cfg.publish[cfg.publish_count];
+        pub->fd = netns_factory_listener(&factory, port, &err);
+        if (pub->fd < 0) {
+            error_prefix(&err, "network.host_services");
+            goto fail;
+        }
+        pub->guest_port = port;
+        pub->to_host = true;
+        snprintf(pub->text, sizeof(pub->text), "host service 127.0.0.1:%u", port);
+        cfg.publish_count++;
+    }
     /* The secrets' values last, once the namespace factory (which joins
      * the sandbox's namespaces) is forked: it never holds them. Only this
      * process and its resolver workers, in the host's namespaces, do. */
@@ -473,7 +514,8 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
     /* Ready: an empty error. */
     if (write(ready_fd, &err, sizeof(err)) != (ssize_t)sizeof(err))
         _exit(1);
-    close(ready_fd);
+    /* The same socket then carries the refusal reports. */
+    cfg.report_fd = ready_fd;
     proxy_run(&cfg, &err);
     log_error("%s", err.message);
     _exit(1);
@@ -489,9 +531,11 @@ fail:
 static int start_proxy(struct net_session *s, pid_t sandbox_pid, int listener,
                        const char *publish_dir, struct cordon_error *err)
 {
+    /* Readiness, then refusal reports (net/denial.h): one record per
+     * packet. */
     int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
-        return error_set(err, errno, "network: pipe");
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pipefd) < 0)
+        return error_set(err, errno, "network: socketpair");
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -522,6 +566,10 @@ static int start_proxy(struct net_session *s, pid_t sandbox_pid, int listener,
     do {
         n = read(pipefd[0], &child_err, sizeof(child_err));
     } while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof(child_err) && !child_err.message[0]) {
+        s->report_fd = pipefd[0];
+        return 0;
+    }
     close(pipefd[0]);
     if (n != (ssize_t)sizeof(child_err))
         return error_set(err, n < 0 ? errno : EPROTO, "network: the proxy died while starting");
@@ -539,7 +587,8 @@ int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *e
     const struct net_policy *policy = s->policy;
     if (policy->mode == NET_MODE_OPEN && start_pasta(s, sandbox_pid, err) < 0)
         goto fail;
-    if (policy->mode != NET_MODE_DENY || policy->publish_count > 0) {
+    if (policy->mode != NET_MODE_DENY || policy->publish_count > 0 ||
+        policy->host_service_count > 0 || net_deny_reporter(policy)) {
         if (start_proxy(s, sandbox_pid, -1, NULL, err) < 0)
             goto fail;
     }
@@ -574,6 +623,10 @@ int net_start_proxy_unix(struct net_session *s, int listener, const char *publis
 
 void net_session_stop(struct net_session *s)
 {
+    if (s->report_fd >= 0) {
+        close(s->report_fd);
+        s->report_fd = -1;
+    }
     stop_child(&s->proxy_pid);
     stop_child(&s->pasta_pid);
 }

@@ -36,7 +36,14 @@ struct net_policy {
     size_t allow_count;
     struct net_publish publish[NET_MAX_PUBLISH];
     size_t publish_count;
+    /* network.host_services: ports of the host's 127.0.0.1 that the
+     * sandbox reaches at its own 127.0.0.1 and the same port (ns). */
+    uint16_t host_services[NET_MAX_PUBLISH];
+    size_t host_service_count;
     const char *audit_log; /* JSON lines, appended; NULL: no file */
+    /* The same records, for this session only: its state directory's
+     * network.jsonl (`cordon log NAME`); NULL: none. */
+    const char *session_audit_log;
     /* hosts(5)-style file the proxy resolves names from instead of DNS
      * (tests, air-gapped set-ups); NULL: the system resolver. */
     const char *hosts_file;
@@ -50,6 +57,11 @@ struct net_policy {
     const char *upstream_proxy;
     const char *no_proxy[NET_MAX_ALLOW];
     size_t no_proxy_count;
+    /* deny mode with a refusing proxy: the proxy variables point at a
+     * listener that refuses every request at once with the reason and
+     * how to allow a host (ns backend), instead of clients retrying on
+     * a missing route and DNS. The allowlist stays empty. */
+    bool deny_reporter;
 };
 
 /* Running state of one session's network helpers. */
@@ -57,6 +69,9 @@ struct net_session {
     const struct net_policy *policy;
     pid_t proxy_pid; /* the proxy / port publisher, or -1 */
     pid_t pasta_pid; /* open mode, or -1 */
+    /* The proxy's end of its readiness socket, which then carries its
+     * refusal reports (net/denial.h); -1 without a proxy. */
+    int report_fd;
 };
 
 /* Parses "deny", "allowlist", "open". */
@@ -67,10 +82,12 @@ int net_publish_parse(const char *text, struct net_publish *out, struct cordon_e
 /* Checks the policy before anything starts (patterns, addresses, ports). */
 int net_policy_validate(const struct net_policy *policy, struct cordon_error *err);
 
+/* Deny mode with its refusing proxy (deny_reporter). */
+bool net_deny_reporter(const struct net_policy *policy);
 /* Adds the proxy variables to a NULL-terminated, malloc'd environment
- * (allowlist mode; nothing otherwise), and each secret's placeholder as its
- * variable, removing whatever the environment held under that name or the
- * name of an env: source. */
+ * (allowlist mode, and deny mode with deny_reporter; nothing otherwise),
+ * and each secret's placeholder as its variable, removing whatever the
+ * environment held under that name or the name of an env: source. */
 int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_error *err);
 
 void net_session_init(struct net_session *s, const struct net_policy *policy);

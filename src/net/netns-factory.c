@@ -23,7 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
-enum factory_op { FACTORY_LISTENER = 1, FACTORY_SOCKET = 2, FACTORY_WAIT_ROUTE = 3 };
+enum factory_op {
+    FACTORY_LISTENER = 1,
+    FACTORY_SOCKET = 2,
+    FACTORY_WAIT_ROUTE = 3,
+    FACTORY_SOCKET6 = 4,
+};
 
 struct factory_request {
     uint8_t op;
@@ -93,6 +98,11 @@ static void factory_serve(int sock)
             break;
         case FACTORY_WAIT_ROUTE:
             fd = wait_route(req.timeout_ms);
+            break;
+        case FACTORY_SOCKET6:
+            fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+            if (fd < 0)
+                fd = -errno;
             break;
         default:
             fd = -EINVAL;
@@ -191,6 +201,12 @@ int netns_factory_socket(struct netns_factory *f, struct cordon_error *err)
 {
     struct factory_request req = {.op = FACTORY_SOCKET};
     return factory_call(f, &req, true, err, "creating a socket inside the sandbox");
+}
+
+int netns_factory_socket6(struct netns_factory *f, struct cordon_error *err)
+{
+    struct factory_request req = {.op = FACTORY_SOCKET6};
+    return factory_call(f, &req, true, err, "creating an IPv6 socket inside the sandbox");
 }
 
 int netns_factory_wait_route(struct netns_factory *f, int timeout_ms, struct cordon_error *err)

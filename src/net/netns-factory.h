@@ -24,6 +24,8 @@ int netns_factory_start(pid_t sandbox_pid, struct netns_factory *f, struct cordo
 int netns_factory_listener(struct netns_factory *f, uint16_t port, struct cordon_error *err);
 /* An unconnected, non-blocking IPv4 TCP socket inside the sandbox. */
 int netns_factory_socket(struct netns_factory *f, struct cordon_error *err);
+/* The same, IPv6: a published port whose server listens on ::1 only. */
+int netns_factory_socket6(struct netns_factory *f, struct cordon_error *err);
 /* Waits (up to TIMEOUT_MS) until the sandbox has an IPv4 route out: pasta
  * configures the interface asynchronously. */
 int netns_factory_wait_route(struct netns_factory *f, int timeout_ms, struct cordon_error *err);

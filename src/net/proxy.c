@@ -11,6 +11,7 @@
  * blocks. */
 #include "net/proxy.h"
 #include "net/audit.h"
+#include "net/denial.h"
 #include "net/proxy-parse.h"
 #include "net/resolve-pool.h"
 #include "net/resolve.h"
@@ -55,6 +56,7 @@
 #define TOKEN_LISTENER (1ULL << 40)
 #define TOKEN_TIMER    (1ULL << 41)
 #define TOKEN_RESOLVER (1ULL << 42)
+#define TOKEN_REPORT   (1ULL << 43) /* the supervisor: rules the user allowed */
 
 enum conn_state {
     CONN_FREE,
@@ -117,6 +119,7 @@ struct conn {
     bool via_upstream, upstream_ready;
     char *upstream_buf; /* its answer, UPSTREAM_ANSWER_MAX at most */
     size_t upstream_len;
+    bool publish_v6; /* the published port's connect went on to [::1] */
 };
 
 #define UPSTREAM_ANSWER_MAX 4096
@@ -131,6 +134,10 @@ struct proxy {
     size_t queued;                 /* connections with conn.queued set */
     struct resolve_pool *resolver; /* NULL without the allowlist listener */
     uint64_t resolve_seq;
+    struct {
+        char target[NET_DENIAL_RULE_MAX]; /* host:port */
+        time_t until;
+    } quiet[16]; /* supervisor_control */
 };
 
 static const char *kind_name(enum conn_kind k)
@@ -288,6 +295,35 @@ static void conn_update(struct proxy *p, struct conn *c)
     epoll_set(p, c->server, &c->server_events, server, conn_token(p, c, 1));
 }
 
+static bool publish_retry_v6(struct proxy *p, struct conn *c);
+static bool quiet_match(const struct proxy *p, const struct conn *c);
+static void publish_failed(struct proxy *p, struct conn *c, int soerr);
+
+/* A policy refusal, for the tool result of the call that made it
+ * (net/denial.h). Failures to connect or resolve are not the policy's. */
+static void report_denial(struct proxy *p, struct conn *c, const char *address, const char *reason)
+{
+    if (strncmp(reason, "denied:", 7) != 0 || c->kind == KIND_PUBLISH || quiet_match(p, c))
+        return;
+    net_denial_send(p->cfg->report_fd, kind_name(c->kind), c->host, c->port, address, reason);
+}
+
+/* Deny mode's listener refuses everything, naming the mode and the way
+ * out; whatever the (empty) allowlist said. */
+static void deny_mode_decision(struct proxy *p, const struct conn *c, struct allow_decision *d)
+{
+    /* Only what the user allowed for this session passes (user_allows). */
+    if (p->cfg->policy->mode != NET_MODE_DENY || d->allowed)
+        return;
+    d->allowed = false;
+    bool plain = net_denial_plain_host(c->host);
+    snprintf(d->reason, sizeof(d->reason),
+             "denied: network.mode is \"deny\" (this sandbox has no network); a host is "
+             "allowed with network.mode = \"allowlist\" and network.allow_hosts = [\"%s\"] "
+             "(cordon --network allowlist --allow-host %s)",
+             plain ? c->host : "HOST", plain ? c->host : "HOST");
+}
+
 static void audit(struct proxy *p, struct conn *c, const char *address, bool allowed,
                   const char *reason)
 {
@@ -301,7 +337,10 @@ static void audit(struct proxy *p, struct conn *c, const char *address, bool all
         .reason = reason,
     };
     net_audit_write(p->cfg->audit_fd, &r);
+    net_audit_write(p->cfg->session_audit_fd, &r);
     if (!allowed)
+        report_denial(p, c, address, reason);
+    if (!allowed && !quiet_match(p, c))
         log_warn("network: %s %s:%d refused: %s", kind_name(c->kind), c->host[0] ? c->host : "?",
                  c->port, reason);
 }
@@ -436,6 +475,7 @@ static void conn_decide(struct proxy *p, struct conn *c)
 {
     struct allow_decision d;
     allowlist_check_request(p->cfg->allow, c->host, c->port, &d);
+    deny_mode_decision(p, c, &d);
     if (!d.allowed) {
         audit(p, c, NULL, false, d.reason);
         conn_refuse(c, 403, SOCKS5_REPLY_NOT_ALLOWED, d.reason);
@@ -981,7 +1021,10 @@ static void conn_event(struct proxy *p, struct conn *c, int side, uint32_t event
             close(c->server);
             c->server = -1;
             c->server_events = 0;
-            conn_connect_next(p, c);
+            if (c->kind != KIND_PUBLISH)
+                conn_connect_next(p, c);
+            else if (!publish_retry_v6(p, c))
+                publish_failed(p, c, soerr);
         }
         if (c->state != CONN_FREE)
             conn_update(p, c);
@@ -1074,9 +1117,10 @@ static void publish_start(struct proxy *p, struct conn *c, size_t index)
     c->port = pub->guest_port;
     struct cordon_error err = {0};
     bool to_unix = pub->connect_path[0] != '\0';
-    int fd = to_unix || !p->cfg->factory ? socket(to_unix ? AF_UNIX : AF_INET,
-                                                  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
-                                         : netns_factory_socket(p->cfg->factory, &err);
+    int fd =
+        to_unix || !p->cfg->factory || pub->to_host
+            ? socket(to_unix ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
+            : netns_factory_socket(p->cfg->factory, &err);
     if (fd < 0) {
         audit(p, c, NULL, false, err.message[0] ? err.message : strerror(errno));
         conn_close(p, c);
@@ -1114,6 +1158,67 @@ static void publish_start(struct proxy *p, struct conn *c, size_t index)
     struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = conn_token(p, c, 1)};
     epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
     c->state = CONN_CONNECTING;
+}
+
+/* A published port refused on the sandbox's 127.0.0.1: a server that
+ * listens on ::1 only (Node's and Vite's "localhost" on many systems) is
+ * reached there. True when that connect is under way. */
+static bool publish_retry_v6(struct proxy *p, struct conn *c)
+{
+    const struct proxy_publish *pub = &p->cfg->publish[c->publish_index];
+    if (c->publish_v6 || pub->connect_path[0] || pub->to_host || !p->cfg->factory ||
+        p->cfg->factory->pid <= 0)
+        return false;
+    c->publish_v6 = true;
+    struct cordon_error err = {0};
+    int fd = netns_factory_socket6(p->cfg->factory, &err);
+    if (fd < 0)
+        return false;
+    struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_port = htons(pub->guest_port)};
+    sin6.sin6_addr = in6addr_loopback;
+    if (connect(fd, (struct sockaddr *)&sin6, sizeof(sin6)) < 0 && errno != EINPROGRESS) {
+        close(fd);
+        return false;
+    }
+    snprintf(c->host, sizeof(c->host), "::1");
+    c->server = fd;
+    c->server_events = EPOLLOUT;
+    struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = conn_token(p, c, 1)};
+    epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+    return true;
+}
+
+/* Nothing took the published port's connection inside (or, for a host
+ * service, on the host's loopback): said on cordon's
+ * stderr (once per port, the audit log has each), not only an empty reply. */
+static void publish_failed(struct proxy *p, struct conn *c, int soerr)
+{
+    static bool warned[NET_MAX_PUBLISH];
+    const struct proxy_publish *pub = &p->cfg->publish[c->publish_index];
+    char reason[400];
+    if (pub->to_host)
+        snprintf(reason, sizeof(reason), "%s: nothing accepts on the host's 127.0.0.1:%u (%s)",
+                 pub->text, pub->guest_port, strerror(soerr));
+    else
+        snprintf(reason, sizeof(reason),
+                 "%s: nothing accepts on the sandbox's 127.0.0.1:%u%s (%s); the server must "
+                 "listen on 127.0.0.1, ::1 or any address inside",
+                 pub->text, pub->guest_port, c->publish_v6 ? " or [::1]" : "", strerror(soerr));
+    struct net_audit_record r = {
+        .session = p->cfg->policy->session_name,
+        .protocol = "publish",
+        .host = c->host,
+        .port = c->port,
+        .allowed = false,
+        .reason = reason,
+    };
+    net_audit_write(p->cfg->audit_fd, &r);
+    net_audit_write(p->cfg->session_audit_fd, &r);
+    if (c->publish_index < NET_MAX_PUBLISH && !warned[c->publish_index]) {
+        warned[c->publish_index] = true;
+        log_warn("network: %s", reason);
+    }
+    conn_close(p, c);
 }
 
 static void accept_on(struct proxy *p, size_t index)
@@ -1169,6 +1274,68 @@ static void sweep_timeouts(struct proxy *p)
     }
 }
 
+/* Rules the user allowed for the rest of the session (MCP elicitation, the
+ * pi dialog), from the supervisor: added to the allowlist, which in deny
+ * mode starts empty (then the resolver workers start, on first need). A
+ * closed supervisor end stops the watch. */
+static void user_allows(struct proxy *p, const char *pattern)
+{
+    struct cordon_error err = {0};
+    if (!p->resolver) {
+        if (resolve_pool_start(p->cfg->policy->hosts_file, &p->resolver, &err) < 0) {
+            log_warn("network: allowing %s: %s", pattern, err.message);
+            return;
+        }
+        struct epoll_event rev = {.events = EPOLLIN, .data.u64 = TOKEN_RESOLVER};
+        epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, resolve_pool_fd(p->resolver), &rev);
+    }
+    if (allowlist_add(p->cfg->allow, pattern, &err) < 0)
+        log_warn("network: allowing %s: %s", pattern, err.message);
+    else
+        log_debug("network: %s allowed by the user for the rest of this session", pattern);
+}
+
+/* cordon verify's probe targets: its refusals stay out of stderr and
+ * results for a while (net_session_quiet). The oldest entry is reused. */
+static void quiet_add(struct proxy *p, const char *target, int seconds)
+{
+    size_t slot = 0;
+    for (size_t i = 1; i < ARRAY_SIZE(p->quiet); i++) {
+        if (p->quiet[i].until < p->quiet[slot].until)
+            slot = i;
+    }
+    snprintf(p->quiet[slot].target, sizeof(p->quiet[slot].target), "%s", target);
+    p->quiet[slot].until = time(NULL) + (seconds > 0 && seconds <= 600 ? seconds : 60);
+}
+
+static bool quiet_match(const struct proxy *p, const struct conn *c)
+{
+    char target[NET_DENIAL_RULE_MAX];
+    snprintf(target, sizeof(target), "%s:%d", c->host, c->port);
+    time_t now = time(NULL);
+    for (size_t i = 0; i < ARRAY_SIZE(p->quiet); i++) {
+        if (p->quiet[i].until >= now && strcmp(p->quiet[i].target, target) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Messages from the supervisor (the sandbox cannot reach this socket). A
+ * closed supervisor end stops the watch. */
+static void supervisor_control(struct proxy *p)
+{
+    struct net_control msg;
+    int rc;
+    while ((rc = net_control_receive(p->cfg->report_fd, &msg)) > 0) {
+        if (msg.op == NET_CONTROL_ALLOW)
+            user_allows(p, msg.text);
+        else if (msg.op == NET_CONTROL_QUIET)
+            quiet_add(p, msg.text, msg.seconds);
+    }
+    if (rc < 0)
+        epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, p->cfg->report_fd, NULL);
+}
+
 int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
 {
     _cleanup_free_ struct proxy *p = calloc(1, sizeof(*p));
@@ -1198,12 +1365,17 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
     _cleanup_close_ int timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (timer < 0)
         return error_set(err, errno, "proxy: timerfd_create");
-    if (cfg->sandbox_listener >= 0) {
+    /* Deny mode's listener refuses before any lookup. */
+    if (cfg->sandbox_listener >= 0 && cfg->policy->mode != NET_MODE_DENY) {
         if (resolve_pool_start(cfg->policy->hosts_file, &p->resolver, err) < 0)
             return -1;
         struct epoll_event rev = {.events = EPOLLIN, .data.u64 = TOKEN_RESOLVER};
         if (epoll_ctl(epfd, EPOLL_CTL_ADD, resolve_pool_fd(p->resolver), &rev) < 0)
             return error_set(err, errno, "proxy: epoll_ctl");
+    }
+    if (cfg->report_fd >= 0) {
+        struct epoll_event aev = {.events = EPOLLIN, .data.u64 = TOKEN_REPORT};
+        epoll_ctl(epfd, EPOLL_CTL_ADD, cfg->report_fd, &aev);
     }
     struct itimerspec every_second = {{1, 0}, {1, 0}};
     timerfd_settime(timer, 0, &every_second, NULL);
@@ -1228,6 +1400,8 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
                 sweep_timeouts(p);
             } else if (token & TOKEN_RESOLVER) {
                 resolver_results(p);
+            } else if (token & TOKEN_REPORT) {
+                supervisor_control(p);
             } else if (token & TOKEN_LISTENER) {
                 accept_on(p, (size_t)(token & 0xffff));
             } else {

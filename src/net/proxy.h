@@ -25,6 +25,10 @@ struct proxy_publish {
      * Without a factory, guest_port is reached in this process's own
      * network namespace. */
     char connect_path[108];
+    /* A host service (network.host_services): fd listens inside the
+     * sandbox, and each connection goes to the host's 127.0.0.1:guest_port
+     * from the proxy's own (the host's) network namespace. */
+    bool to_host;
     char text[96];
 };
 
@@ -48,6 +52,8 @@ struct proxy_config {
     size_t upstream_count;
     int upstream_port;
     struct allowlist *no_proxy;
+    int session_audit_fd; /* the session's own network log, or -1 */
+    int report_fd;        /* refusal reports to the supervisor (net/denial.h), or -1 */
 };
 
 /* Runs the loop until a fatal error; returns -1 with err filled. */

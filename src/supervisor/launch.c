@@ -205,6 +205,18 @@ static int launch_network(const struct launch_request *req, struct launch *l,
         if (net_secret_placeholder(cs->name, ns->placeholder, err) < 0)
             return -1;
     }
+    if (cfg->network.host_services.count > NET_MAX_PUBLISH)
+        return error_set(err, E2BIG, "network.host_services: more than %d entries",
+                         NET_MAX_PUBLISH);
+    for (size_t i = 0; i < cfg->network.host_services.count; i++) {
+        const char *colon = strrchr(cfg->network.host_services.items[i], ':');
+        net->host_services[net->host_service_count++] = (uint16_t)atoi(colon + 1);
+    }
+    if (cfg->network.host_services.count > 0 && !backend_has(l->backend, BACKEND_CAP_NETNS_PROXY))
+        return error_set(err, ENOTSUP,
+                         "network.host_services: the %s backend does not reach the host's loopback "
+                         "services (the ns backend does); nothing was run",
+                         l->backend->name);
     if (req && req->net_audit_log)
         l->net_audit_log = strdup(req->net_audit_log);
     else if (net->mode == NET_MODE_ALLOWLIST)
@@ -212,6 +224,8 @@ static int launch_network(const struct launch_request *req, struct launch *l,
     net->audit_log = l->net_audit_log;
     net->hosts_file = req ? req->net_hosts_file : NULL;
     net->session_name = l->name;
+    /* ns: deny mode answers at once, through a proxy that refuses all. */
+    net->deny_reporter = backend_has(l->backend, BACKEND_CAP_NETNS_PROXY);
     if (net_policy_validate(net, err) < 0 || net_env_add(net, &l->env, err) < 0)
         return error_prefix(err, "network");
     net_session_init(&l->net_session, net);
@@ -251,6 +265,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     *l = (struct launch){0};
     l->net_session.proxy_pid = -1;
     l->net_session.pasta_pid = -1;
+    l->net_session.report_fd = -1;
     if (req && req->attach && !state_exists(req->attach))
         return error_set(err, ENOENT, "no sandbox named %s to attach to (see cordon ls)",
                          req->attach);

@@ -8,6 +8,7 @@
 #include "agent/reap.h"
 #include "agent/tools/pin.h"
 #include "backend/backend.h"
+#include "net/denial.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -39,6 +40,10 @@ struct session {
     struct frame_writer out;
     bool started;
     bool host; /* cordon-agent on the host, no sandbox (session_start_host) */
+    /* The first refusal of the result being reported (session_last_denial). */
+    struct net_denial last_denial;
+    bool has_last_denial;
+    char *network_log; /* the proxy's records for `cordon log` (state directory) */
 };
 
 int session_channel_fd(const struct session *s)
@@ -121,6 +126,14 @@ int session_start(const struct launch_request *req, struct session **out, struct
     s->owned = true;
     if (lifecycle_persist(&s->lifecycle, &s->launch, err) < 0)
         goto fail;
+    /* The proxy, started with the sandbox, records this session's
+     * network decisions beside its audit log. */
+    if (asprintf(&s->network_log, "%s/%s", s->lifecycle.owner.dir, STATE_NETWORK_FILE) < 0) {
+        s->network_log = NULL;
+        error_set(err, ENOMEM, "session");
+        goto fail;
+    }
+    s->launch.net.session_audit_log = s->network_log;
     /* The agent serves on the backend's channel (a socket pair on ns, the
      * guest's virtio-serial port on vm, the container's stdin and stdout
      * on docker); the session reads and writes its own duplicate of it. */
@@ -264,6 +277,32 @@ int session_on_writable(struct session *s, struct cordon_error *err)
     return frame_writer_flush(&s->out, s->channel, err) < 0 ? -1 : 0;
 }
 
+/* The proxy's refusals since the last result end this result with one
+ * line from cordon (net/denial.h): appended to the last text block, a
+ * block of its own when there is none. The proxy sends its report before
+ * it answers the client, so a refusal the call waited for is here. */
+static void append_denials(struct session *s, json_t *content)
+{
+    if (s->host || !s->launch.net_session.policy)
+        return;
+    char line[2048];
+    s->has_last_denial = false;
+    if (net_denials_take(&s->launch.net_session, line, sizeof(line), &s->last_denial) == 0)
+        return;
+    s->has_last_denial = true;
+    json_t *last = json_array_get(content, json_array_size(content) - 1);
+    const char *type = json_string_value(json_object_get(last, "type"));
+    const char *text = json_string_value(json_object_get(last, "text"));
+    if (type && strcmp(type, "text") == 0 && text) {
+        _cleanup_free_ char *joined = NULL;
+        size_t n = strlen(text);
+        if (asprintf(&joined, "%s%s%s", text, n && text[n - 1] != '\n' ? "\n" : "", line) >= 0)
+            json_object_set_new(last, "text", json_string(joined));
+        return;
+    }
+    json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", line));
+}
+
 int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struct cordon_error *err)
 {
     if (frame_reader_fill(&s->in, s->channel, err) < 0)
@@ -308,6 +347,8 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struc
                     s->lifecycle.owner.checkpoint = n;
                 log_debug("timing: checkpoint %ld %lld us", n, log_now_us() - ck_start);
             }
+            if (ev.kind == SESSION_RESULT)
+                append_denials(s, content);
             fn(ctx, &ev);
         } else if (t && strcmp(t, "error") == 0) {
             const char *m = json_string_value(json_object_get(msg, "message"));
@@ -371,11 +412,11 @@ int session_call_sync(struct session *s, const char *tool, json_t *args, struct 
             session_on_readable(s, sync_event, &c, err) < 0 && !c.done)
             return -1;
     }
-    session_audit(s, tool, "sandbox",
-                  c.message[0]    ? "failed"
-                  : res->is_error ? "error"
-                                  : "ok",
-                  (double)(log_now_us() - started) / 1000.0, c.exit_code);
+    session_audit_call(s, tool, args, "sandbox",
+                       c.message[0]    ? "failed"
+                       : res->is_error ? "error"
+                                       : "ok",
+                       (double)(log_now_us() - started) / 1000.0, c.exit_code);
     if (c.message[0])
         return error_set(err, 0, "the sandbox's agent refused the call: %s", c.message);
     return 0;
@@ -423,6 +464,7 @@ void session_stop(struct session *s)
     }
     if (s->owned)
         lifecycle_end(&s->lifecycle);
+    free(s->network_log);
     if (!s->host)
         launch_free(&s->launch);
     free(s);
@@ -449,4 +491,28 @@ void session_audit(struct session *s, const char *tool, const char *target, cons
 const char *session_sandbox_description(const struct session *s)
 {
     return s->sb.description[0] ? s->sb.description : NULL;
+}
+
+void session_audit_call(struct session *s, const char *tool, json_t *args, const char *target,
+                        const char *outcome, double duration_ms, int exit_code)
+{
+    if (!s->owned)
+        return;
+    state_audit_call(&s->lifecycle.owner, tool, args, target, outcome, duration_ms, exit_code);
+}
+
+bool session_last_denial(struct session *s, struct net_denial *out)
+{
+    if (!s->has_last_denial)
+        return false;
+    *out = s->last_denial;
+    s->has_last_denial = false;
+    return true;
+}
+
+int session_allow_host(struct session *s, const char *pattern, struct cordon_error *err)
+{
+    if (s->host || !s->launch.net_session.policy)
+        return error_set(err, ENOTCONN, "network: this session has no sandbox network");
+    return net_session_allow(&s->launch.net_session, pattern, err);
 }

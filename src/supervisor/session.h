@@ -70,6 +70,17 @@ int session_state_dir_fd(const struct session *s);
 /* One line in the session's audit log (exit_code < 0: none). */
 void session_audit(struct session *s, const char *tool, const char *target, const char *outcome,
                    double duration_ms, int exit_code);
+/* The same with the call's arguments (bounded: state_audit_call). */
+void session_audit_call(struct session *s, const char *tool, json_t *args, const char *target,
+                        const char *outcome, double duration_ms, int exit_code);
+
+struct net_denial;
+/* The first network refusal reported with the result just delivered (the
+ * session's event callback may ask, once): true and *out filled. */
+bool session_last_denial(struct session *s, struct net_denial *out);
+/* The user allowed PATTERN (allow_hosts syntax) for the rest of the
+ * session: only the supervisor can ask this of the proxy. */
+int session_allow_host(struct session *s, const char *pattern, struct cordon_error *err);
 
 /* Asks the agent to leave, waits briefly, then kills; releases everything. */
 void session_stop(struct session *s);

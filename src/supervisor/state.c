@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #define LOCK_FILE  "lock"
-#define AUDIT_FILE "audit.jsonl"
+#define AUDIT_FILE STATE_AUDIT_FILE
 
 int state_root(char **ret_path, struct cordon_error *err)
 {
@@ -232,8 +232,62 @@ static int clear_dir(int dir_fd)
     return 0;
 }
 
+/* A removed session's logs stay for `cordon log` until gc_hours pass:
+ * moved (rename, same file system) to STATE_LOGS_DIR/NAME under the state
+ * root, replacing an older session's of the same name. Best effort: the
+ * session is removed in any case. */
+static void preserve_logs(struct state_owner *o)
+{
+    _cleanup_close_ int root = openat(o->dir_fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return;
+    if (mkdirat(root, STATE_LOGS_DIR, 0700) < 0 && errno != EEXIST)
+        return;
+    _cleanup_close_ int logs =
+        openat(root, STATE_LOGS_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (logs < 0)
+        return;
+    fs_remove_tree_at(logs, o->name);
+    if (mkdirat(logs, o->name, 0700) < 0)
+        return;
+    _cleanup_close_ int dest = openat(logs, o->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dest < 0)
+        return;
+    renameat(o->dir_fd, STATE_AUDIT_FILE, dest, STATE_AUDIT_FILE);
+    renameat(o->dir_fd, STATE_NETWORK_FILE, dest, STATE_NETWORK_FILE);
+}
+
+/* Removes the preserved logs older than HOURS (by their directory's
+ * modification time, which the move set). */
+static void gc_logs(double hours)
+{
+    _cleanup_close_ int root = state_root_open(NULL, &(struct cordon_error){0});
+    if (root < 0)
+        return;
+    int fd = openat(root, STATE_LOGS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    time_t now = time(NULL);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (difftime(now, st.st_mtime) >= hours * 3600.0)
+            fs_remove_tree_at(dirfd(d), de->d_name);
+    }
+    closedir(d);
+}
+
 void state_release(struct state_owner *o, bool remove)
 {
+    if (remove && o->dir_fd >= 0 && o->dir)
+        preserve_logs(o);
     if (remove && o->dir_fd >= 0 && o->dir) {
         /* Delete while still holding the lock, so nobody takes a half-removed
          * session. */
@@ -251,6 +305,34 @@ void state_release(struct state_owner *o, bool remove)
 
 void state_audit(struct state_owner *o, const char *tool, const char *target, const char *outcome,
                  double duration_ms, int exit_code)
+{
+    state_audit_call(o, tool, NULL, target, outcome, duration_ms, exit_code);
+}
+
+/* The arguments as the log keeps them (see state.h). */
+static void audit_set_args(json_t *line, json_t *args)
+{
+    if (!args)
+        return;
+    char *text = json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!text)
+        return;
+    size_t n = strlen(text);
+    if (n <= STATE_AUDIT_ARGS_MAX) {
+        json_object_set(line, "args", args);
+    } else {
+        /* Cut at a UTF-8 boundary: jansson refuses a broken sequence. */
+        size_t cut = STATE_AUDIT_ARGS_MAX;
+        while (cut > 0 && ((unsigned char)text[cut] & 0xc0) == 0x80)
+            cut--;
+        json_object_set_new(line, "args_excerpt", json_stringn(text, cut));
+        json_object_set_new(line, "args_bytes", json_integer((json_int_t)n));
+    }
+    free(text);
+}
+
+void state_audit_call(struct state_owner *o, const char *tool, json_t *args, const char *target,
+                      const char *outcome, double duration_ms, int exit_code)
 {
     if (o->dir_fd < 0)
         return;
@@ -282,6 +364,7 @@ void state_audit(struct state_owner *o, const char *tool, const char *target, co
                   "target", target, "outcome", outcome, "duration_ms", duration_ms);
     if (exit_code >= 0)
         json_object_set_new(line, "exit_code", json_integer(exit_code));
+    audit_set_args(line, args);
     if (o->checkpoint > 0)
         json_object_set_new(line, "checkpoint", json_integer(o->checkpoint));
     o->checkpoint = 0;
@@ -487,5 +570,6 @@ int state_gc(double hours, const char *keep, size_t *removed, struct cordon_erro
     }
     gc_cgroups(entries, n);
     free(entries);
+    gc_logs(hours);
     return 0;
 }

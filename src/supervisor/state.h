@@ -8,6 +8,8 @@
 
 #include "util/error.h"
 
+#include <jansson.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -56,6 +58,19 @@ void state_release(struct state_owner *o, bool remove);
 /* Appends one JSON line to the session's audit log. */
 void state_audit(struct state_owner *o, const char *tool, const char *target, const char *outcome,
                  double duration_ms, int exit_code);
+/* The same with the call's arguments (NULL: none): kept whole up to
+ * STATE_AUDIT_ARGS_MAX bytes of JSON, else the first that many as text
+ * ("args_excerpt", with "args_bytes"): a write of a large file is not
+ * copied into the log. */
+#define STATE_AUDIT_ARGS_MAX 2048
+void state_audit_call(struct state_owner *o, const char *tool, json_t *args, const char *target,
+                      const char *outcome, double duration_ms, int exit_code);
+/* The session's network decisions (the proxy appends them), beside its
+ * audit log in the state directory. */
+#define STATE_NETWORK_FILE "network.jsonl"
+#define STATE_AUDIT_FILE   "audit.jsonl"
+/* Under the state root: a removed session's two logs, kept for gc_hours. */
+#define STATE_LOGS_DIR ".logs"
 
 struct state_entry {
     char name[STATE_NAME_MAX + 1];

@@ -6,6 +6,7 @@
 #include "supervisor/verify.h"
 #include "proto/init-channel.h"
 #include "confine/landlock.h"
+#include "net/denial.h"
 #include "supervisor/environ.h"
 #include "supervisor/gitguard.h"
 #include "util/cleanup.h"
@@ -30,6 +31,8 @@ extern char **environ;
 
 #define PROBE_MARKER  "CORDON-PROBE "
 #define MAX_LISTENERS 4
+/* How long the proxy keeps quiet about the probe's targets. */
+#define VERIFY_PROXY_QUIET_S 60
 /* What the probe creates at each guarded git directory's top level. */
 #define VERIFY_PLANT_NAME "cordon-verify-planted"
 
@@ -501,6 +504,9 @@ int verify_prepare_target(const struct verify_target *t, struct verify_run **out
         for (size_t i = 0; i < r->nlisteners; i++) {
             snprintf(path, sizeof(path), "%s:%d", r->listeners[i].addr, r->listeners[i].port);
             json_array_append_new(targets, json_string(path));
+            /* The probe's refusals are verify's evidence, not news for a
+             * running session's stderr or its next tool result. */
+            net_session_quiet(&l->net_session, path, VERIFY_PROXY_QUIET_S);
         }
         json_object_set_new(r->request, "proxy",
                             json_pack("{s:i, s:o}", "port", NET_PROXY_PORT, "targets", targets));

@@ -40,13 +40,14 @@ sh_in "$ws" "curl -sS -m 5 http://127.0.0.1:$HTTP/ 2>&1; echo curl=\$?;
     (exec 3<>/dev/tcp/127.0.0.1/$HTTP) 2>/dev/null; echo devtcp=\$?;
     $PY client.py direct 127.0.0.1 $ECHO; $PY client.py direct 198.51.100.2 80;
     getent ahosts deb.debian.org >/dev/null; echo getent=\$?;
-    env | grep -ci _proxy; $PY client.py abstract $abstract"
+    env | grep -i '_proxy=' | grep -cvxE '(HTTPS?_PROXY|https?_proxy)=http://127.0.0.1:3128|(ALL_PROXY|all_proxy)=socks5h://127.0.0.1:3128|(NO_PROXY|no_proxy)=localhost,127.0.0.1';
+    $PY client.py abstract $abstract"
 like "deny: curl to a host loopback server fails" "$out" "curl=7"
 like "deny: bash /dev/tcp to the host loopback fails" "$out" "devtcp=1"
 like "deny: python connect to the host loopback is refused (own loopback)" "$out" "ECONNREFUSED"
 like "deny: no route out" "$out" "ENETUNREACH"
 like "deny: no DNS" "$out" "getent=2"
-like "deny: no proxy variables" "$out" $'\n0\n'
+like "deny: no proxy variables but those naming cordon's refusing proxy" "$out" $'\n0\n'
 like "deny: abstract socket of the host unreachable (case 34)" "$out" "ECONNREFUSED$"
 unlike "deny: nothing connected" "$out" "connected|hello-from"
 
