@@ -36,4 +36,3 @@ int cmd_discard(int argc, char **argv);
 int cmd_rewind(int argc, char **argv);
 int cmd_fork(int argc, char **argv);
 int cmd_log(int argc, char **argv);
-

@@ -86,8 +86,9 @@ struct option_spec {
         {"--env-mode", V_ENV_MODE, "the environment mode"},                                        \
         {"--name", V_TEXT, "the name of the sandbox"},                                             \
         {"--fallback", V_FALLBACK, "after a sandbox failure"},                                     \
+        {"--teardown", V_TEARDOWN, "what stays after the session"},                                \
     {                                                                                              \
-        "--teardown", V_TEARDOWN, "what stays after the session"                                   \
+        "--review", V_NONE, "changes held apart until cordon apply"                                \
     }
 
 struct command_spec {
@@ -161,6 +162,40 @@ static const struct command_spec specs[] = {
     {"verify",
      false,
      V_SANDBOX,
+     {{"--json", V_NONE, "the report as JSON"},
+      {"--help", V_NONE, "this text"},
+      CONFIG_OPTIONS,
+      OPT_END}},
+    {"changes",
+     false,
+     V_SANDBOX,
+     {{"--call", V_TEXT, "what tool call N changed"}, {"--help", V_NONE, "this text"}, OPT_END}},
+    {"diff",
+     false,
+     V_SANDBOX,
+     {{"--stat", V_NONE, "a summary per file"},
+      {"--color", V_NONE, "colour even off a terminal"},
+      {"--no-color", V_NONE, "no colour"},
+      {"--call", V_TEXT, "what tool call N changed"},
+      {"--help", V_NONE, "this text"},
+      OPT_END}},
+    {"apply", false, V_SANDBOX, {{"--help", V_NONE, "this text"}, OPT_END}},
+    {"discard", false, V_STOPPED, {{"--help", V_NONE, "this text"}, OPT_END}},
+    {"rewind",
+     false,
+     V_STOPPED,
+     {{"--to", V_TEXT, "the tool call to return to"}, {"--help", V_NONE, "this text"}, OPT_END}},
+    {"fork", false, V_SANDBOX, {{"--help", V_NONE, "this text"}, OPT_END}},
+    {"log",
+     false,
+     V_SANDBOX,
+     {{"--json", V_NONE, "one JSON object per line"},
+      {"--follow", V_NONE, "keep printing while the session runs"},
+      {"--help", V_NONE, "this text"},
+      OPT_END}},
+    {"doctor",
+     false,
+     V_NONE,
      {{"--json", V_NONE, "the report as JSON"},
       {"--help", V_NONE, "this text"},
       CONFIG_OPTIONS,

@@ -3,7 +3,7 @@
  * exists. */
 #pragma once
 
-#include "backend/ns/ns.h"
+#include "backend/spec.h"
 #include "config/config.h"
 #include "util/error.h"
 

@@ -36,6 +36,13 @@ done
 for c in $man_commands; do
     grep -qx "$c" <<<"$commands" || miss "section '## $c' of $man1 names no command of cordon (src/cli/help.c)"
 done
+# The commands cordon dispatches (its --help lists them, src/cli/main.c)
+# against the table.
+dispatched=$("$CORDON" --help | sed -n '/^commands:/,/^$/s/^  \([a-z-]*\) .*/\1/p')
+[ -n "$dispatched" ] || miss "\`cordon --help\` lists no commands"
+for c in $dispatched; do
+    grep -qx "$c" <<<"$commands" || miss "command '$c' (src/cli/main.c) is not in the CLI's table (src/cli/help.c)"
+done
 
 # Global options: table, `cordon --help`, man GLOBAL OPTIONS.
 global_help=$("$CORDON" --help 2>/dev/null)

@@ -31,7 +31,7 @@ check "bad enum" "configuration: --set: network.mode: expected one of" \
     "$CORDON" run --set network.mode=bogus -- true
 check "unknown backend" "configuration: --set: backend: expected one of" \
     "$CORDON" run --set backend=bogus -- true
-check "out of range" "configuration: --set:1:21: limits.memory_mib: -5 is out of range" \
+check "out of range" "configuration: --set:1:19: limits.memory_mib: -5 is out of range" \
     "$CORDON" run --set limits.memory_mib=-5 -- true
 check "backend refuses a setting" 'docker.mode = "require" \(set by --set\)' \
     "$CORDON" run --set docker.mode=require -- true
