@@ -38,12 +38,13 @@ struct review_args {
     bool json;
     long call; /* --call N, or 0 */
     long to;   /* rewind --to N, or -1 */
+    long at;   /* apply --at N: the checkpoint of a running session shown */
 };
 
 static int parse(int argc, char **argv, struct review_args *a, const char *usage)
 {
     char **paths = a->paths;
-    *a = (struct review_args){.color = -1, .paths = paths, .to = -1};
+    *a = (struct review_args){.color = -1, .paths = paths, .to = -1, .at = -1};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("%s", usage);
@@ -56,7 +57,8 @@ static int parse(int argc, char **argv, struct review_args *a, const char *usage
             a->color = 0;
         } else if (strcmp(argv[i], "--json") == 0) {
             a->json = true;
-        } else if ((strcmp(argv[i], "--call") == 0 || strcmp(argv[i], "--to") == 0) &&
+        } else if ((strcmp(argv[i], "--call") == 0 || strcmp(argv[i], "--to") == 0 ||
+                    strcmp(argv[i], "--at") == 0) &&
                    i + 1 < argc) {
             char *end;
             long v = strtol(argv[i + 1], &end, 10);
@@ -66,6 +68,8 @@ static int parse(int argc, char **argv, struct review_args *a, const char *usage
             }
             if (argv[i][2] == 'c')
                 a->call = v;
+            else if (argv[i][2] == 'a')
+                a->at = v;
             else
                 a->to = v;
             i++;
@@ -88,6 +92,22 @@ static int parse(int argc, char **argv, struct review_args *a, const char *usage
     return 0;
 }
 
+/* A running session is shown as of its last checkpoint: say which, and
+ * how to apply exactly that. */
+static void say_as_of(const struct review *r)
+{
+    if (r->running && r->as_of > 0)
+        fprintf(stderr,
+                "cordon: sandbox %s is running: its changes as of tool call %ld (apply exactly "
+                "these with `cordon apply %s --at %ld`)\n",
+                r->name, r->as_of, r->name, r->as_of);
+    else if (r->running)
+        fprintf(stderr,
+                "cordon: sandbox %s is running and no tool call has ended yet: what it holds "
+                "now, still changing (nothing to apply until a call ends or it stops)\n",
+                r->name);
+}
+
 static int open_review(const struct review_args *a, struct review *r)
 {
     struct cordon_error err = {0};
@@ -96,6 +116,7 @@ static int open_review(const struct review_args *a, struct review *r)
         review_close(r);
         return -1;
     }
+    say_as_of(r);
     return 0;
 }
 
@@ -138,6 +159,10 @@ int cmd_changes(int argc, char **argv)
             fputc('/', stdout);
         if (t == 'l')
             fputs(" (symlink)", stdout);
+        if (t == 'l' && c->kind != REVIEW_DELETED && c->link) {
+            fputs(" -> ", stdout);
+            put_path(stdout, c->link);
+        }
         if (c->kind == REVIEW_MODE)
             printf(" (mode %03o -> %03o)", (unsigned)c->old_mode, (unsigned)c->new_mode);
         else if (c->kind == REVIEW_MODIFIED && c->old_type != c->type)
@@ -231,7 +256,11 @@ static bool looks_binary(int fd)
     return n > 0 && memchr(buf, 0, (size_t)n) != NULL;
 }
 
-/* diff(1) of two fds (or /dev/null), its output to OUT_FD. */
+/* diff(1) of two fds (or /dev/null), its output to OUT_FD. The files are
+ * the sandbox's: every line is passed through text_escape_visible (only
+ * newline and tab stay as they are), so a carriage return or a terminal
+ * escape in a file cannot redraw what the reviewer reads; the colours are
+ * cordon's own, added after. */
 static int run_diff(int host, int sandbox, const char *label_a, const char *label_b, bool color,
                     int out_fd)
 {
@@ -239,29 +268,55 @@ static int run_diff(int host, int sandbox, const char *label_a, const char *labe
     snprintf(a, sizeof(a), host >= 0 ? "/dev/fd/%d" : "/dev/null", host);
     snprintf(b, sizeof(b), sandbox >= 0 ? "/dev/fd/%d" : "/dev/null", sandbox);
     fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
         return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return -1;
+    }
     if (pid == 0) {
         if (host >= 0)
             fcntl(host, F_SETFD, 0);
         if (sandbox >= 0)
             fcntl(sandbox, F_SETFD, 0);
-        if (out_fd != 1)
-            dup2(out_fd, 1);
-        char *argv[] = {"diff",
-                        "-u",
-                        "--label",
-                        (char *)label_a,
-                        "--label",
-                        (char *)label_b,
-                        color ? "--color=always" : "--color=never",
-                        a,
-                        b,
-                        NULL};
+        dup2(pipefd[1], 1);
+        char *argv[] = {
+            "diff", "-u", "--label", (char *)label_a, "--label", (char *)label_b, "--color=never",
+            a,      b,    NULL};
         execvp("diff", argv);
         _exit(127);
     }
+    close(pipefd[1]);
+    FILE *in = fdopen(pipefd[0], "r");
+    FILE *out = fdopen(dup(out_fd), "w");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while (in && out && (n = getline(&line, &cap, in)) > 0) {
+        _cleanup_free_ char *vis =
+            text_escape_visible(line, (size_t)n, TEXT_ESCAPE_KEEP_LAYOUT, NULL);
+        const char *on = !color                         ? NULL
+                         : strncmp(line, "+++", 3) == 0 ? "\033[1m"
+                         : strncmp(line, "---", 3) == 0 ? "\033[1m"
+                         : line[0] == '+'               ? "\033[32m"
+                         : line[0] == '-'               ? "\033[31m"
+                         : strncmp(line, "@@", 2) == 0  ? "\033[36m"
+                                                        : NULL;
+        size_t len = vis ? strlen(vis) : 0;
+        bool nl = len > 0 && vis[len - 1] == '\n';
+        fprintf(out, "%s%.*s%s%s", on ? on : "", (int)(len - (nl ? 1 : 0)), vis ? vis : "?",
+                on ? "\033[m" : "", nl ? "\n" : "");
+    }
+    free(line);
+    if (in)
+        fclose(in);
+    else
+        close(pipefd[0]);
+    if (out)
+        fclose(out);
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
@@ -324,6 +379,12 @@ int cmd_diff(int argc, char **argv)
                 printf("%s %s: ", review_kind_name(c->kind),
                        type_word(c->kind == REVIEW_DELETED ? c->old_type : c->type));
                 put_path(stdout, c->path);
+                if (c->type == 'l' && c->kind != REVIEW_DELETED && c->link) {
+                    fputs(" -> ", stdout);
+                    put_path(stdout, c->link);
+                }
+                if (c->refused)
+                    printf(" [never applied: %s]", c->refused);
                 fputc('\n', stdout);
             }
             continue;
@@ -407,11 +468,13 @@ static void report_line(void *ctx, const char *what, const char *path, const cha
 }
 
 static const char apply_usage[] =
-    "usage: cordon apply NAME [PATH...]\n"
+    "usage: cordon apply NAME [PATH...] [--at N]\n"
     "  writes review-mode sandbox NAME's changes into the workspace, one file at a time\n"
     "  (atomically); a file the host changed since the session started is a conflict and\n"
     "  stays as it is; git metadata and protected paths are never written. Exit 1 when\n"
-    "  something was not applied.\n";
+    "  something was not applied.\n"
+    "  --at N: a running session's changes as of tool call N, the checkpoint `cordon\n"
+    "  changes` and `cordon diff` showed (required while it runs)\n";
 
 int cmd_apply(int argc, char **argv)
 {
@@ -428,6 +491,7 @@ int cmd_apply(int argc, char **argv)
         log_error("%s", err.message);
         return CORDON_EXIT_FAILURE;
     }
+    r.expect_as_of = a.at;
     int problems = review_apply(&r, a.paths, a.npaths, report_line, NULL, &err);
     review_close(&r);
     if (problems < 0) {

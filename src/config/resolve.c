@@ -684,6 +684,15 @@ static int collect_session(const char *const *sets, struct cfg_assignments *out,
             return error_set(err, 0, "--set %s: unknown key '%s'%s%s%s", set, key,
                              hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
         }
+        /* Which credentials the proxy reads and where it sends them is the
+         * user's file or the host's policy: never a command line, which a
+         * project's own agent configuration may supply (docs/secrets.md). */
+        if (id == CFG_SECRETS)
+            return error_set(err, 0,
+                             "--set %s: secrets can only be set in the user's or a host-owned "
+                             "configuration file (~/.config/cordon/config.toml, the host's "
+                             "policy), never on the command line",
+                             key);
         /* A TOML value (--set 'route_tools=["read"]') is taken as such;
          * anything else as text, like an environment variable. The document
          * is KEY=VALUE exactly as typed, so a column in a message is one in

@@ -1159,8 +1159,11 @@ int cfg_set_defaults(struct cordon_config *cfg, struct cordon_error *err)
     cfg->docker.host = strdup("unix:///var/run/docker.sock");
     if (!cfg->docker.host)
         return error_set(err, ENOMEM, "defaults");
-    static const char *const protected_defaults[] = {".git/hooks", ".git/config", ".cordon.toml",
-                                                     ".vscode",    ".idea",       ".envrc"};
+    /* What host tools run or trust on sight: editors' tasks, direnv, and
+     * coding agents' settings and MCP server lists (docs/git-metadata.md). */
+    static const char *const protected_defaults[] = {
+        ".git/hooks", ".git/config", ".cordon.toml", ".vscode", ".idea", ".envrc", ".claude",
+        ".mcp.json",  ".cursor",     ".codex",       ".gemini", ".pi",   ".goose", "opencode.json"};
     for (size_t i = 0; i < ARRAY_SIZE(protected_defaults); i++)
         if (cfg_strings_add(&cfg->protected_paths, protected_defaults[i]) < 0)
             return error_set(err, ENOMEM, "defaults");

@@ -1004,6 +1004,11 @@ static void on_review(struct server *s, json_t *id, json_t *params, bool apply)
     json_t *out = json_array();
     int rc;
     if (apply) {
+        /* The session runs: apply takes exactly the checkpoint the client
+         * showed (reviewChanges' "checkpoint"), never what the sandbox
+         * wrote since. */
+        json_t *at = params ? json_object_get(params, "checkpoint") : NULL;
+        r.expect_as_of = json_is_integer(at) ? (long)json_integer_value(at) : -1;
         rc = review_apply(&r, paths, npaths, review_report_json, out, &err);
     } else {
         rc = review_scan(&r, &err);
@@ -1019,14 +1024,15 @@ static void on_review(struct server *s, json_t *id, json_t *params, bool apply)
                                             c->refused ? json_string(c->refused) : json_null()));
         }
     }
+    long as_of = r.as_of;
     review_close(&r);
     if (rc < 0) {
         json_decref(out);
         reply_error(s, id, RPC_INVALID_PARAMS, "%s", err.message);
         return;
     }
-    send_msg(s,
-             rpc_result(json_incref(id), json_pack("{s:o}", apply ? "results" : "changes", out)));
+    send_msg(s, rpc_result(json_incref(id), json_pack("{s:o, s:I}", apply ? "results" : "changes",
+                                                      out, "checkpoint", (json_int_t)as_of)));
 }
 
 static void set_skills(struct server *s, json_t *paths)

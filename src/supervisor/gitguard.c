@@ -54,8 +54,14 @@ static const char *const no_symlink[] = {"config",    "hooks",  "objects", "refs
                                          "logs",      "info",   "modules", "HEAD",
                                          "commondir", "gitdir", "index",   "config.worktree",
                                          "worktrees"};
+const char *const gitguard_host_trusted[] = {
+    ".cordon.toml", ".envrc",  ".vscode", ".idea",  ".claude",       ".mcp.json", ".cursor",
+    ".codex",       ".gemini", ".pi",     ".goose", "opencode.json", NULL,
+};
 /* At the workspace root, what the host's tools trust on sight. */
-static const char *const root_trusted[] = {".git", ".vscode", ".idea", ".envrc"};
+static const char *const root_trusted[] = {".git",    ".vscode",   ".idea",   ".envrc",
+                                           ".claude", ".mcp.json", ".cursor", ".codex",
+                                           ".gemini", ".pi",       ".goose",  "opencode.json"};
 
 enum role { ROLE_OWN, ROLE_COMMON };
 

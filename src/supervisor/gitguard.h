@@ -124,3 +124,10 @@ void gitguard_free(struct gitguard *g);
 int gitguard_protect(struct gitguard *g, const char *view_root, const char *rel,
                      struct cordon_error *err);
 bool gitguard_covers(const struct gitguard *g, const char *rel);
+
+/* What the host's tools trust on sight in a workspace (NULL-terminated):
+ * cordon's and direnv's files, editors' and coding agents' settings, which
+ * run commands or name MCP servers when the user opens the folder. A
+ * session that plants one at the root has it moved aside at the end; review
+ * mode never applies one (docs/git-metadata.md, docs/review.md). */
+extern const char *const gitguard_host_trusted[];

@@ -345,8 +345,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
             (struct ns_extra_mount){cfg->mounts.items[i].host_path, cfg->mounts.items[i].guest_path,
                                     cfg->mounts.items[i].readonly};
     l->nmounts = cfg->mounts.count;
-    if (toolchain_cache_mounts(cfg, l->home, &l->caches, l->mounts, &l->nmounts, LAUNCH_MAX_MOUNTS,
-                               err) < 0)
+    if (toolchain_cache_mounts(cfg, l->home, l->ws.root, &l->caches, l->mounts, &l->nmounts,
+                               LAUNCH_MAX_MOUNTS, err) < 0)
         goto fail;
 
     size_t g = 0;

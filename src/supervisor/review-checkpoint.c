@@ -139,7 +139,8 @@ static int snap_dir(struct snap *s, int src, int dst, int prev, int depth)
                     memcmp(&was, &now, sizeof(now)) == 0 && linkat(prev, name, dst, name, 0) == 0)
                     continue;
             }
-            _cleanup_close_ int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            _cleanup_close_ int in =
+                fs_open_regular(src, name, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
             if (in < 0)
                 continue; /* unreadable (mode 000 unprivileged): not kept */
             _cleanup_close_ int out =
@@ -218,6 +219,14 @@ int review_checkpoint(int state_fd, long *ret_n, struct cordon_error *err)
     }
     *ret_n = n;
     return 0;
+}
+
+long review_checkpoint_last(const struct review *r)
+{
+    _cleanup_close_ int d =
+        fs_openat2(r->review_fd, "checkpoints", O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
+                   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+    return d < 0 ? 0 : read_counter(d);
 }
 
 int review_checkpoint_open(const struct review *r, long n, struct cordon_error *err)
@@ -412,12 +421,14 @@ static void call_walk(int ws_fd, int cur, int prev, char *rel, size_t len, int d
                 }
                 if (!same_link) {
                     _cleanup_close_ int nf =
-                        S_ISREG(a.st_mode) ? openat(here, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-                                           : -1;
+                        S_ISREG(a.st_mode)
+                            ? fs_open_regular(here, name, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
+                            : -1;
                     bool on_host = false;
                     _cleanup_close_ int of =
                         in_there ? (S_ISREG(b.st_mode)
-                                        ? openat(there, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+                                        ? fs_open_regular(there, name,
+                                                          RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
                                         : -1)
                                  : host_file(ws_fd, rel, &on_host);
                     fn(ctx, in_there || on_host ? 'M' : 'A', rel, of, nf);

@@ -8,6 +8,7 @@
  * one file at a time through a temporary file renamed over the target, so a
  * file is either the host's or the sandbox's version, never a mix. */
 #include "supervisor/review.h"
+#include "supervisor/gitguard.h"
 #include "backend/backend.h"
 #include "config/config.h"
 #include "supervisor/state.h"
@@ -171,6 +172,16 @@ int review_open(const char *name, struct review *r, struct cordon_error *err)
         if (r->lock_fd >= 0)
             close(r->lock_fd);
         r->lock_fd = -1;
+        /* What a running sandbox keeps writing is not what anyone can
+         * review: its last checkpoint is (the sandbox cannot reach it). */
+        long n = review_checkpoint_last(r);
+        struct cordon_error ignored;
+        int fd = n > 0 ? review_checkpoint_open(r, n, &ignored) : -1;
+        if (fd >= 0) {
+            close(r->upper_fd);
+            r->upper_fd = fd;
+            r->as_of = n;
+        }
     }
     size_t len = 0;
     _cleanup_free_ char *list = read_small(r->review_fd, PROTECTED_FILE, 1u << 20, &len);
@@ -191,6 +202,7 @@ static void changes_free(struct review *r)
     for (size_t i = 0; i < r->count; i++) {
         free(r->changes[i].path);
         free(r->changes[i].from);
+        free(r->changes[i].link);
     }
     free(r->changes);
     r->changes = NULL;
@@ -232,14 +244,16 @@ static const char *refused_reason(const struct review *r, const char *rel)
             return "git metadata is the host's (docs/git-metadata.md)";
         if (n >= sizeof(TEMP_PREFIX) - 1 && strncmp(p, TEMP_PREFIX, sizeof(TEMP_PREFIX) - 1) == 0)
             return "a name cordon uses for its own temporary files";
+        /* What the host's tools trust on sight, at any depth (a nested
+         * .envrc or .cordon.toml acts when the user enters that folder):
+         * cordon's and direnv's files, editors' and coding agents'
+         * settings (gitguard_host_trusted). */
+        for (size_t i = 0; gitguard_host_trusted[i]; i++) {
+            if (n == strlen(gitguard_host_trusted[i]) &&
+                strncmp(p, gitguard_host_trusted[i], n) == 0)
+                return "the host's tools trust it; copy it yourself after reading it";
+        }
         p = slash ? slash + 1 : NULL;
-    }
-    /* What the host's tools trust at the root (the files gitguard moves
-     * aside when a direct-mode session plants them). */
-    static const char *const trusted[] = {".cordon.toml", ".envrc", ".vscode", ".idea"};
-    for (size_t i = 0; i < ARRAY_SIZE(trusted); i++) {
-        if (is_under_path(rel, trusted[i]))
-            return "the host's tools trust it; copy it yourself after reading it";
     }
     for (size_t i = 0; i < r->nprotected; i++) {
         if (is_under_path(rel, r->protected_paths[i]))
@@ -330,8 +344,8 @@ static bool same_content(int a, int b)
 
 static bool same_file(const struct review *r, int upper_dir, const char *name, const char *rel)
 {
-    _cleanup_close_ int a = openat(upper_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    _cleanup_close_ int b = fs_openat2(r->ws_fd, rel, O_RDONLY | O_NOFOLLOW, RESOLVE_STRICT);
+    _cleanup_close_ int a = fs_open_regular(upper_dir, name, RESOLVE_STRICT);
+    _cleanup_close_ int b = fs_open_regular(r->ws_fd, rel, RESOLVE_STRICT);
     return a >= 0 && b >= 0 && same_content(a, b);
 }
 
@@ -476,6 +490,48 @@ struct scan {
 
 static int scan_dir(struct scan *s, int dirfd, size_t len, int depth, bool opaque);
 
+/* The target of the symlink REL in the upper layer. */
+static int upper_link(const struct review *r, const char *rel, char *buf, size_t size)
+{
+    _cleanup_close_ int dir = -1;
+    const char *slash = strrchr(rel, '/');
+    if (slash) {
+        char d[PATH_MAX];
+        snprintf(d, sizeof(d), "%.*s", (int)(slash - rel), rel);
+        dir = fs_openat2(r->upper_fd, d, O_PATH | O_DIRECTORY | O_NOFOLLOW, RESOLVE_STRICT);
+    } else {
+        dir = dup(r->upper_fd);
+    }
+    ssize_t n = dir >= 0 ? readlinkat(dir, slash ? slash + 1 : rel, buf, size - 1) : -1;
+    if (n < 0)
+        return -1;
+    buf[n] = 0;
+    return 0;
+}
+
+/* Whether the symlink REL -> TARGET resolves, lexically, inside the
+ * workspace: relative, and never above the root on its way. */
+static bool link_stays_inside(const char *rel, const char *target)
+{
+    if (target[0] == '/' || !target[0])
+        return false;
+    long depth = 0; /* components of REL's directory */
+    for (const char *p = rel; (p = strchr(p, '/')); p++)
+        depth++;
+    for (const char *p = target; *p;) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            if (--depth < 0)
+                return false;
+        } else if (n > 0 && !(n == 1 && p[0] == '.')) {
+            depth++;
+        }
+        p = slash ? slash + 1 : p + n;
+    }
+    return true;
+}
+
 static int add_change(struct scan *s, enum review_kind kind, const struct stat *upper,
                       const struct stat *host)
 {
@@ -493,6 +549,14 @@ static int add_change(struct scan *s, enum review_kind kind, const struct stat *
     if (host)
         note_host(s->r, c, host);
     c->refused = refused_reason(s->r, c->path);
+    if (c->type == 'l') {
+        char text[PATH_MAX];
+        if (upper_link(s->r, c->path, text, sizeof(text)) < 0 || !(c->link = strdup(text)))
+            return -1;
+        if (!c->refused && !link_stays_inside(c->path, text))
+            c->refused = "a symlink that points out of the workspace (an absolute target, or "
+                         "one that climbs above it with ..): host tools would follow it";
+    }
     /* Removing a host directory removes what is below it: never a nested
      * repository's git metadata or a protected path. */
     if (!c->refused && host && S_ISDIR(host->st_mode) && (kind == REVIEW_DELETED || c->type != 'd'))
@@ -637,10 +701,8 @@ static void find_renames(struct review *r, struct vec *v)
                 del->old_size != add->new_size)
                 continue;
             budget--;
-            _cleanup_close_ int a =
-                fs_openat2(r->upper_fd, add->path, O_RDONLY | O_NOFOLLOW, RESOLVE_STRICT);
-            _cleanup_close_ int b =
-                fs_openat2(r->ws_fd, del->path, O_RDONLY | O_NOFOLLOW, RESOLVE_STRICT);
+            _cleanup_close_ int a = fs_open_regular(r->upper_fd, add->path, RESOLVE_STRICT);
+            _cleanup_close_ int b = fs_open_regular(r->ws_fd, del->path, RESOLVE_STRICT);
             if (a < 0 || b < 0 || !same_content(a, b))
                 continue;
             add->kind = REVIEW_RENAMED;
@@ -715,9 +777,9 @@ int review_open_sides(const struct review *r, const struct review_change *c, int
     const char *host_path = c->from ? c->from : c->path;
     int h = -1, u = -1;
     if (c->old_type == 'f' && c->kind != REVIEW_ADDED)
-        h = fs_openat2(r->ws_fd, host_path, O_RDONLY | O_NOFOLLOW, RESOLVE_STRICT);
+        h = fs_open_regular(r->ws_fd, host_path, RESOLVE_STRICT);
     if (c->type == 'f' && c->kind != REVIEW_DELETED)
-        u = fs_openat2(r->upper_fd, c->path, O_RDONLY | O_NOFOLLOW, RESOLVE_STRICT);
+        u = fs_open_regular(r->upper_fd, c->path, RESOLVE_STRICT);
     if ((c->old_type == 'f' && c->kind != REVIEW_ADDED && h < 0) ||
         (c->type == 'f' && c->kind != REVIEW_DELETED && u < 0)) {
         int e = errno;
@@ -892,22 +954,8 @@ static int put_entry(struct review *r, struct review_change *c, int parent, cons
     if (temp_name(tmp, sizeof(tmp), r->name) < 0 || note_temp(r, c->path, tmp) < 0)
         return -1;
     if (c->type == 'l') {
-        char text[PATH_MAX];
-        _cleanup_close_ int ufd = -1;
-        const char *slash = strrchr(c->path, '/');
-        if (slash) {
-            char dir[PATH_MAX];
-            snprintf(dir, sizeof(dir), "%.*s", (int)(slash - c->path), c->path);
-            ufd = fs_openat2(r->upper_fd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW, RESOLVE_STRICT);
-        } else {
-            ufd = dup(r->upper_fd);
-        }
-        ssize_t n =
-            ufd >= 0 ? readlinkat(ufd, slash ? slash + 1 : c->path, text, sizeof(text) - 1) : -1;
-        if (n < 0)
-            return -1;
-        text[n] = 0;
-        if (symlinkat(text, parent, tmp) < 0)
+        /* The target the scan read and judged, not whatever is there now. */
+        if (!c->link || symlinkat(c->link, parent, tmp) < 0)
             return -1;
     } else {
         const struct linked *earlier = NULL;
@@ -919,8 +967,7 @@ static int put_entry(struct review *r, struct review_change *c, int parent, cons
         _cleanup_close_ int ep = earlier ? open_parent(r, earlier->path, false, &eb) : -1;
         if (ep >= 0 && linkat(ep, eb, parent, tmp, 0) == 0)
             goto placed;
-        _cleanup_close_ int in =
-            fs_openat2(r->upper_fd, c->path, O_RDONLY | O_NOFOLLOW, RESOLVE_STRICT);
+        _cleanup_close_ int in = fs_open_regular(r->upper_fd, c->path, RESOLVE_STRICT);
         if (in < 0)
             return -1;
         _cleanup_close_ int out =
@@ -953,6 +1000,14 @@ placed:
     return 0;
 }
 
+/* chmod of the directory BASE in PARENT, never through a symlink put there. */
+static int chmod_dir(int parent, const char *base, mode_t mode)
+{
+    _cleanup_close_ int fd =
+        fs_openat2(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, RESOLVE_STRICT);
+    return fd < 0 ? -1 : fchmod(fd, mode);
+}
+
 static int apply_one(struct review *r, struct review_change *c, struct linked *links,
                      size_t *nlinks)
 {
@@ -972,8 +1027,13 @@ static int apply_one(struct review *r, struct review_change *c, struct linked *l
             return -1;
         return 0;
     case REVIEW_MODE:
-        if (c->type == 'd')
-            return fchmodat(parent, base, c->new_mode & 01777, 0);
+        if (c->type == 'd') {
+            if (!host_unchanged(c, parent, base)) {
+                errno = ESTALE;
+                return -1;
+            }
+            return chmod_dir(parent, base, c->new_mode & 01777);
+        }
         return put_entry(r, c, parent, base, links, *nlinks);
     case REVIEW_ADDED:
     case REVIEW_MODIFIED:
@@ -988,7 +1048,7 @@ static int apply_one(struct review *r, struct review_change *c, struct linked *l
             }
             if (mkdirat(parent, base, c->new_mode & 01777) < 0 && errno != EEXIST)
                 return -1;
-            return fchmodat(parent, base, c->new_mode & 01777, 0);
+            return chmod_dir(parent, base, c->new_mode & 01777);
         }
         if (c->kind == REVIEW_RENAMED) {
             /* The old name must still be the host's file as scanned; the
@@ -1072,6 +1132,17 @@ int review_apply(struct review *r, char *const *paths, size_t npaths,
                  void (*report)(void *ctx, const char *what, const char *path, const char *why),
                  void *ctx, struct cordon_error *err)
 {
+    if (r->running && r->as_of == 0)
+        return error_set(err, EBUSY,
+                         "sandbox %s is running and no tool call of it has ended yet: nothing "
+                         "is checkpointed to apply (stop the session, or apply after a call)",
+                         r->name);
+    if (r->running && r->expect_as_of != r->as_of)
+        return error_set(err, EBUSY,
+                         "sandbox %s is running: apply takes exactly the changes `cordon changes` "
+                         "and `cordon diff` showed, as of tool call %ld; review those, then "
+                         "`cordon apply %s --at %ld`",
+                         r->name, r->as_of, r->name, r->as_of);
     remove_stale_temps(r);
     if (review_scan(r, err) < 0)
         return -1;

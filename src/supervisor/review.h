@@ -58,6 +58,7 @@ struct review_change {
     struct timespec host_ctime;
     bool conflict;       /* the host changed it since the session started */
     const char *refused; /* why apply never writes it (protected, git metadata), or NULL */
+    char *link;          /* type 'l': the symlink's target (the sandbox's text) */
     ino_t upper_ino;     /* for hard links */
     nlink_t upper_nlink;
 };
@@ -68,7 +69,14 @@ struct review {
     int review_fd; /* state/NAME/review */
     int upper_fd;  /* review/upper */
     bool running;  /* the session's owner holds its lock */
-    int lock_fd;   /* held while a stopped session's layer is changed */
+    /* A running session is read from its last checkpoint, which the
+     * sandbox cannot change (upper_fd is that checkpoint): as_of is its
+     * call number, 0 when no call has ended yet (upper_fd is then the live
+     * layer, for showing only). apply on a running session takes exactly
+     * the checkpoint the user saw: expect_as_of must equal as_of. */
+    long as_of;
+    long expect_as_of;
+    int lock_fd; /* held while a stopped session's layer is changed */
     struct timespec started;
     char **protected_paths;
     size_t nprotected;
@@ -122,6 +130,8 @@ int review_checkpoint(int state_fd, long *ret_n, struct cordon_error *err);
 /* Checkpoint N's directory (a fd), -2 for N = 0 (before the first call),
  * or -1 with ERR set. */
 int review_checkpoint_open(const struct review *r, long n, struct cordon_error *err);
+/* The number of the last checkpoint (0: none yet). */
+long review_checkpoint_last(const struct review *r);
 /* What call N changed, against checkpoint N-1: FN gets 'A' added, 'M'
  * modified, 'D' deleted, 'U' back to the host's version, with the earlier
  * and later file open when they are regular files (else -1). */

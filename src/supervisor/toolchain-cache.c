@@ -6,6 +6,7 @@
  * $XDG_CACHE_HOME/cordon/toolchain/, shared by the user's sandboxes and used
  * by nothing on the host. Host context, before any sandbox exists. */
 #include "supervisor/toolchain-cache.h"
+#include "config/sha256.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -71,17 +72,26 @@ static bool paths_overlap(const char *a, const char *b)
     return strncmp(a, b, l) == 0 && (la == lb || (la < lb ? b[l] : a[l]) == '/');
 }
 
-int toolchain_cache_mounts(const struct cordon_config *cfg, const char *home,
+int toolchain_cache_mounts(const struct cordon_config *cfg, const char *home, const char *workspace,
                            struct toolchain_caches *tc, struct ns_extra_mount *mounts, size_t *n,
                            size_t max, struct cordon_error *err)
 {
     if (!cfg->toolchain_caches)
         return 0;
-    char root[PATH_MAX];
-    if (!cache_root(root, sizeof(root))) {
+    char base[PATH_MAX], root[PATH_MAX];
+    if (!cache_root(base, sizeof(base))) {
         log_warn("toolchain caches: no cache directory ($XDG_CACHE_HOME or $HOME); none mounted");
         return 0;
     }
+    /* One set of caches per workspace: package managers take much of what
+     * a cache holds on trust (unpacked sources, built wheels, packuments,
+     * jars), so a cache shared between workspaces would let a sandbox of
+     * one plant code that another's build runs; within a workspace the
+     * sandbox can change the sources anyway (docs/toolchains.md). */
+    char key[2 * SHA256_DIGEST_SIZE + 1];
+    sha256_hex(workspace, strlen(workspace), key);
+    if (snprintf(root, sizeof(root), "%s/%.16s", base, key) >= (int)sizeof(root))
+        return 0;
     for (size_t k = 0; k < TOOLCHAIN_CACHE_MAX; k++) {
         char guest[PATH_MAX], host[PATH_MAX];
         if (snprintf(guest, sizeof(guest), "%s/%s", home, kinds[k].home_path) >=
@@ -103,7 +113,9 @@ int toolchain_cache_mounts(const struct cordon_config *cfg, const char *home,
         if (fs_mkdir_p(host, 0700) < 0) {
             error_set(&cerr, errno, "%s", host);
         } else {
-            check_own_dir(root, &cerr);
+            check_own_dir(base, &cerr);
+            if (!cerr.message[0])
+                check_own_dir(root, &cerr);
             if (!cerr.message[0])
                 check_own_dir(host, &cerr);
         }

@@ -25,7 +25,7 @@ struct toolchain_caches {
  * configured mount already covers that path, and while MOUNTS has room. The
  * user's own caches (~/.npm, ~/.cache/pip ...) are never mounted. A cache
  * that cannot be made is left out with a warning: 0 unless out of memory. */
-int toolchain_cache_mounts(const struct cordon_config *cfg, const char *home,
+int toolchain_cache_mounts(const struct cordon_config *cfg, const char *home, const char *workspace,
                            struct toolchain_caches *tc, struct ns_extra_mount *mounts, size_t *n,
                            size_t max, struct cordon_error *err);
 

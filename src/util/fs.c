@@ -86,3 +86,19 @@ int fs_openat2(int dirfd, const char *path, int flags, unsigned long long resolv
     struct open_how how = {.flags = (unsigned long long)(flags | O_CLOEXEC), .resolve = resolve};
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
+
+int fs_open_regular(int dirfd, const char *path, unsigned long long resolve)
+{
+    int fd = fs_openat2(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, resolve);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int fl = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fl < 0 ||
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
+}

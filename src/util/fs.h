@@ -17,6 +17,12 @@ int fs_write_all(int fd, const void *buf, size_t len);
  * between clone() and exec. */
 int fs_openat2(int dirfd, const char *path, int flags, unsigned long long resolve);
 
+/* A regular file below DIRFD for reading, opened as fs_openat2 does with
+ * O_RDONLY | O_NOFOLLOW: a FIFO or device put there (by whoever writes the
+ * directory) neither blocks nor is read: -1 with EINVAL. The fd is
+ * blocking. */
+int fs_open_regular(int dirfd, const char *path, unsigned long long resolve);
+
 /* rm -r of NAME under the directory PARENT, best effort: no symlink is
  * followed (a symlink is removed, not its target), at most 32 levels deep
  * (deeper entries stay, and so do their parents). */

@@ -21,9 +21,19 @@ rpc("tools/call", {"name": "write", "arguments": {"path": "a.txt", "content": "a
 rpc("tools/call", {"name": "write", "arguments": {"path": "b.txt", "content": "b\n"}})
 st = rpc("cordon/status")["result"]
 print("status", st.get("workspaceMode"), st.get("pendingChanges"))
-ch = rpc("cordon/reviewChanges")["result"]["changes"]
+res = rpc("cordon/reviewChanges")["result"]
+ch = res["changes"]
 print("changes", " ".join(c["kind"] + ":" + c["path"] for c in ch))
-ap = rpc("cordon/reviewApply", {"paths": ["b.txt"]})["result"]["results"]
+print("checkpoint", res.get("checkpoint"))
+# The session runs: apply takes exactly the checkpoint that was shown.
+m = rpc("cordon/reviewApply", {"paths": ["b.txt"]})
+print("apply-unpinned", "error:" + m["error"]["message"] if "error" in m else "applied")
+ap = rpc("cordon/reviewApply", {"paths": ["b.txt"], "checkpoint": res["checkpoint"]})["result"]["results"]
 print("apply", " ".join(r["outcome"] + ":" + r["path"] for r in ap))
 print("status-after", rpc("cordon/status")["result"].get("pendingChanges"))
+rpc("tools/call", {"name": "write", "arguments": {"path": "c.txt", "content": "shown\n"}})
+shown = rpc("cordon/reviewChanges")["result"]["checkpoint"]
+rpc("tools/call", {"name": "write", "arguments": {"path": "c.txt", "content": "later\n"}})
+m = rpc("cordon/reviewApply", {"paths": ["c.txt"], "checkpoint": shown})
+print("apply-stale", "error:" + m["error"]["message"] if "error" in m else "applied")
 p.stdin.close(); p.wait()

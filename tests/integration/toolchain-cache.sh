@@ -46,9 +46,12 @@ npm_install() { # npm_install WS [OPTIONS]: npm install in WS through the allowl
     rc=$?
     ms=$((($(date +%s%N) - t0) / 1000000))
 }
-cache=$home/.cache/cordon/toolchain
+cache_base=$home/.cache/cordon/toolchain
+# One set of caches per workspace (its canonical path's SHA-256, 16 hex).
+cache_of() { printf '%s/%s' "$cache_base" "$(printf '%s' "$(realpath "$1")" | sha256sum | cut -c1-16)"; }
 
 ws1=$(new_ws one)
+cache=$(cache_of "$ws1")
 npm_install "$ws1" --set toolchain_caches=true
 is "first install exits 0" "$rc" 0
 like "first install: the package works" "$out" $'\ntiny\n'
@@ -58,12 +61,23 @@ first_ms=$ms
 [ -d "$cache/npm/_cacache" ] && pass "npm's cache is in cordon's cache directory" || fail "npm's cache is in cordon's cache directory"
 is "cordon's cache directory is the user's alone (0700)" "$(stat -c %a "$cache/npm")" 700
 
-ws2=$(new_ws two)
-npm_install "$ws2" --set toolchain_caches=true
-is "second install (another workspace) exits 0" "$rc" 0
+: >"$log"
+rm -rf "$ws1/node_modules" "$ws1/package-lock.json"
+npm_install "$ws1" --set toolchain_caches=true
+is "second install (the same workspace) exits 0" "$rc" 0
 like "second install: the package works" "$out" $'\ntiny\n'
 unlike "second install: the tarball came from cordon's cache, not the registry" "$(cat "$log")" "\.tgz"
 diag "npm install: first ${first_ms} ms, second ${ms} ms (with cordon's start)"
+
+# Another workspace does not share it: what one workspace's sandbox put in
+# its caches is never what another's build takes (docs/toolchains.md).
+: >"$log"
+ws2=$(new_ws two)
+npm_install "$ws2" --set toolchain_caches=true
+is "another workspace's install exits 0" "$rc" 0
+like "another workspace fetches the tarball itself" "$(cat "$log")" "GET /tiny-dep/-/tiny-dep-1.0.0.tgz"
+ok "another workspace has caches of its own" test -d "$(cache_of "$ws2")/npm/_cacache"
+unlike "... and its sandbox does not see what the first one's planted" "$out" "planted-by-sandbox"
 
 is "what the sandbox wrote into its cache is in cordon's cache" "$(cat "$cache/npm/planted-by-sandbox")" planted
 is "the user's own ~/.npm holds only what it held" "$(ls -A "$home/.npm")" user-marker
