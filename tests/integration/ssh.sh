@@ -134,6 +134,29 @@ out=$(grep -v '^cordon: warning: env.mode' <<<"$out")
 is "the host's GIT_SSH_COMMAND does not reach inside" "$out" \
     "ssh -o ProxyCommand='/run/cordon/agent connect %h %p'"
 
+# ---------------------------------------------- the vm backend
+# The guest's proxy is the same host proxy behind the guest's 127.0.0.1:3128
+# (virtio-serial), and /run/cordon/agent is the guest's /init: the same
+# GIT_SSH_COMMAND works there.
+if command -v qemu-system-x86_64 >/dev/null &&
+    { [ -e /var/cache/cordon/vm/current/vmlinuz ] || [ -n "${CORDON_VM_DIR:-}" ]; }; then
+    export XDG_RUNTIME_DIR="$TEST_TMP/runtime"
+    mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+    mount_keys
+    echo "127.0.0.1 git.test other.test" >"$hosts"
+    cordon_run "$ws" --backend vm "${AL[@]}" -- bash -c "cd /tmp && git clone -q '$url' r 2>&1 && cat r/README &&
+        cd r && echo vm >>README && git -c user.name=a -c user.email=a@test commit -qam 'from the vm' &&
+        git push -q origin HEAD:main 2>&1 && echo pushed;
+        git clone -q 'ssh://$me@other.test:$P$srv/repo.git' o 2>&1; echo other=\$?"
+    like "vm: git clone and push over ssh through the proxy" "$out" "hello over ssh.*pushed"
+    is "vm: ... the commit is in the host's repository" "$(git -C "$srv/repo.git" log -1 --format=%s main)" \
+        "from the vm"
+    like "vm: another host is refused with the proxy's reason" "$out" \
+        "cordon's proxy refused other.test:$P: HTTP/1.1 403 Forbidden: cordon: network: denied: no allow_hosts rule matches other.test:$P"
+else
+    skip "vm: git over ssh through the proxy" "no qemu-system-x86_64 or guest kernel"
+fi
+
 # ---------------------------------------------- port 22, @github, in netns
 if ! is_root || [ -n "${CORDON_TEST_UNPRIVILEGED:-}" ]; then
     skip "@github: git@github.com:... on port 22 in a test network namespace" "needs root (ip netns add)"
