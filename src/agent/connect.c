@@ -122,40 +122,72 @@ static void print_refusal(int fd, const char *host, int port, const char *status
             (int)strcspn(status, "\r\n"), status, len ? ": " : "", body);
 }
 
-/* Copies one direction; returns 0 at EOF, 1 when bytes moved, -1 on error. */
-static int copy_once(int from, int to)
+/* Copies what stdout takes; returns 0 at EOF, 1 when bytes moved, -1 on
+ * error. stdout is ssh's pipe, which ssh drains as it reads its peer. */
+static int copy_to_stdout(int sock)
 {
     char buf[65536];
-    ssize_t got = read(from, buf, sizeof(buf));
+    ssize_t got = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
     if (got < 0)
         return errno == EINTR || errno == EAGAIN ? 1 : -1;
     if (got == 0)
         return 0;
-    return fs_write_all(to, buf, (size_t)got) < 0 ? -1 : 1;
+    return fs_write_all(STDOUT_FILENO, buf, (size_t)got) < 0 ? -1 : 1;
+}
+
+/* stdin -> tunnel keeps what the socket did not take and reads stdin again
+ * only once it is sent: a server that stops reading stalls that direction
+ * alone, never the tunnel -> stdout one. */
+struct pending {
+    char buf[65536];
+    size_t off, len;
+};
+
+static int flush_to_sock(int sock, struct pending *p)
+{
+    while (p->off < p->len) {
+        ssize_t n = send(sock, p->buf + p->off, p->len - p->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0)
+            return errno == EINTR ? 0 : errno == EAGAIN ? 1 : -1;
+        p->off += (size_t)n;
+    }
+    p->off = p->len = 0;
+    return 1;
 }
 
 static int relay(int sock)
 {
+    static struct pending up;
     bool in_open = true, sock_open = true;
     while (sock_open) {
-        struct pollfd p[2] = {{.fd = in_open ? STDIN_FILENO : -1, .events = POLLIN},
-                              {.fd = sock, .events = POLLIN}};
+        bool waiting = up.off < up.len;
+        struct pollfd p[2] = {
+            {.fd = in_open && !waiting ? STDIN_FILENO : -1, .events = POLLIN},
+            {.fd = sock, .events = POLLIN | (waiting ? POLLOUT : 0)},
+        };
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
             return -1;
         }
-        if (in_open && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-            int r = copy_once(STDIN_FILENO, sock);
-            if (r < 0)
+        if (waiting && (p[1].revents & (POLLOUT | POLLERR)) && flush_to_sock(sock, &up) < 0)
+            return -1;
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t got = read(STDIN_FILENO, up.buf, sizeof(up.buf));
+            if (got < 0 && errno != EINTR && errno != EAGAIN)
                 return -1;
-            if (r == 0) {
+            if (got == 0) {
                 in_open = false;
                 shutdown(sock, SHUT_WR);
+            } else if (got > 0) {
+                up.off = 0;
+                up.len = (size_t)got;
+                if (flush_to_sock(sock, &up) < 0)
+                    return -1;
             }
         }
         if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-            int r = copy_once(sock, STDOUT_FILENO);
+            int r = copy_to_stdout(sock);
             if (r < 0)
                 return -1;
             if (r == 0)

@@ -108,15 +108,15 @@ like "... at once, with the mode and how to allow the host" "$out" \
     "cordon's proxy refused git.test:$P: HTTP/1.1 403 Forbidden: cordon: network: denied: network.mode is \"deny\""
 is "... the server saw no connection" "$(connections)" "$before"
 
-# The tunnel itself: 1 MiB to an echo server and back, the rest answered
+# The tunnel itself: 8 MiB to an echo server and back, the rest answered
 # after the half-close (stdin's end).
 E=$((P + 2))
 $PY "$CORDON_SRC/tests/integration/net-servers.py" 127.0.0.1 $((P + 3)) "$E" x >/dev/null 2>&1 &
 cleanup_pids+=($!)
 for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$E) 2>/dev/null && break; sleep 0.1; done
-cordon_run "$ws" "${AL[@]}" --allow-host "git.test:$E" --allow-host "127.0.0.1:$E" -- bash -c "head -c 1048576 /dev/urandom >/tmp/x
+cordon_run "$ws" "${AL[@]}" --allow-host "git.test:$E" --allow-host "127.0.0.1:$E" -- bash -c "head -c 8388608 /dev/urandom >/tmp/x
     /run/cordon/agent connect git.test $E </tmp/x | cmp - /tmp/x && echo same"
-like "cordon-agent connect relays 1 MiB both ways" "$out" "same"
+like "cordon-agent connect relays 8 MiB both ways" "$out" "same"
 cordon_run "$ws" "${AL[@]}" -- bash -c "/run/cordon/agent connect 'git.test\r\nX-Injected: 1' $P; echo rc=\$?;
     /run/cordon/agent connect git.test 70000; echo rc=\$?; /run/cordon/agent connect \"\$(printf 'a%.0s' {1..300})\" $P; echo rc=\$?"
 is "a host or port that could inject into the request head is refused before sending (125)" \
