@@ -116,10 +116,18 @@ static void print_refusal(int fd, const char *host, int port, const char *status
     for (size_t i = 0; i < len; i++)
         if (!isprint((unsigned char)body[i]))
             body[i] = ' ';
+    /* The status line too: whatever listens on the port wrote it. */
+    char line[256];
+    size_t llen = strcspn(status, "\r\n");
+    if (llen >= sizeof(line))
+        llen = sizeof(line) - 1;
+    for (size_t i = 0; i < llen; i++)
+        line[i] = isprint((unsigned char)status[i]) ? status[i] : ' ';
+    line[llen] = '\0';
     while (len > 0 && body[len - 1] == ' ')
         body[--len] = '\0';
-    fprintf(stderr, "cordon-agent connect: cordon's proxy refused %s:%d: %.*s%s%s\n", host, port,
-            (int)strcspn(status, "\r\n"), status, len ? ": " : "", body);
+    fprintf(stderr, "cordon-agent connect: cordon's proxy refused %s:%d: %s%s%s\n", host, port,
+            line, len ? ": " : "", body);
 }
 
 /* Copies what stdout takes; returns 0 at EOF, 1 when bytes moved, -1 on
