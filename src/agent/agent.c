@@ -20,6 +20,12 @@
  *     run by `cordon verify` through the bash tool (or by init, --control,
  *     init.h): observations of the sandbox from inside (probe.c).
  *
+ *   cordon-agent connect HOST PORT
+ *     ssh's ProxyCommand in the sandbox (GIT_SSH_COMMAND, docs/ssh.md): a
+ *     CONNECT tunnel to HOST:PORT through cordon's proxy on 127.0.0.1:3128,
+ *     relayed on stdin/stdout (connect.c). No confinement of its own: it
+ *     runs as a program of the sandbox.
+ *
  *   cordon-agent [--sock-guard PATH] [--proxy-socket PATH] [--publish-dir DIR]
  *                [--publish-port N]... --confine [--chdir DIR] [--writable PATH]... -- MODE ...
  *     confines itself first, as the ns backend confines its sandbox
@@ -30,6 +36,7 @@
  *     --publish-dir and --publish-port (before --confine): once confined,
  *     starts the network's forwarder (docker-net.c) before MODE. */
 #include "backend/docker/guest/docker-net.h"
+#include "agent/connect.h"
 #include "agent/init.h"
 #include "agent/probe.h"
 #include "agent/serve.h"
@@ -217,6 +224,12 @@ int main(int argc, char **argv)
         fflush(NULL);
         _exit(rc);
     }
+    if (argc >= 2 && strcmp(argv[1], "connect") == 0) {
+        /* Like probe: no exit-time leak scan (ptrace) under seccomp. */
+        int rc = agent_connect(argc, argv);
+        fflush(NULL);
+        _exit(rc);
+    }
     if (argc >= 2 && strcmp(argv[1], "probe") == 0) {
         /* Under seccomp the leak checker's exit-time ptrace is refused. */
         int rc = agent_probe();
@@ -228,6 +241,8 @@ int main(int argc, char **argv)
             "       cordon-agent serve [--host]   (agent protocol on fd 3)\n"
             "       cordon-agent serve --stdio    (agent protocol on stdin/stdout)\n"
             "       cordon-agent probe   (cordon verify's probe; JSON on stdin)\n"
+            "       cordon-agent connect HOST PORT   (ssh's ProxyCommand through cordon's "
+            "proxy)\n"
             "       cordon-agent --confine [--chdir DIR] [--writable PATH]... -- MODE ...\n"
             "       cordon-agent [--sock-guard PATH] [--proxy-socket PATH] [--publish-dir DIR]\n"
             "                    [--publish-port N]... --confine ...  (docker)\n");

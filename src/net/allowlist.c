@@ -186,6 +186,8 @@ static const char *const preset_debian[] = {"deb.debian.org:80", "deb.debian.org
                                             "security.debian.org:80", "security.debian.org:443",
                                             NULL};
 static const char *const preset_github[] = {"github.com:443",
+                                            "github.com:22",      /* git over ssh */
+                                            "ssh.github.com:443", /* ssh on 443 */
                                             "api.github.com:443",
                                             "codeload.github.com:443",
                                             "objects.githubusercontent.com:443",

@@ -224,6 +224,9 @@ int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_err
         {"all_proxy", socks},
         {"NO_PROXY", "localhost,127.0.0.1"},
         {"no_proxy", "localhost,127.0.0.1"},
+        /* git over ssh takes the same road (docs/ssh.md): the agent that
+         * is in every sandbox at that path tunnels through the proxy. */
+        {"GIT_SSH_COMMAND", NET_GIT_SSH_COMMAND},
     };
     size_t n = 0;
     while ((*envp)[n])

@@ -19,6 +19,10 @@
 #define NET_BUFFER_SIZE     (64 * 1024) /* per direction and connection */
 #define NET_MAX_PUBLISH     32
 #define NET_MAX_ALLOW       256
+/* What git runs for ssh:// and git@host: URLs inside, in allowlist mode and
+ * behind deny mode's refusing listener: ssh with cordon-agent's tunnel
+ * through the proxy as its ProxyCommand (src/agent/connect.c). */
+#define NET_GIT_SSH_COMMAND "ssh -o ProxyCommand='/run/cordon/agent connect %h %p'"
 
 enum net_mode { NET_MODE_DENY, NET_MODE_ALLOWLIST, NET_MODE_OPEN };
 

@@ -271,6 +271,20 @@ cordon_run "$ws" "${D[@]}" --network open -- true
 is "open: refused on docker (125)" "$rc" 125
 like "open: the reason" "$out" 'network.mode = "open" is not supported on the docker backend'
 
+# ------------------------------------------------------------ ssh's tunnel
+# docs/ssh.md: the image has no ssh or git, so the ProxyCommand itself,
+# cordon-agent connect, relays 1 MiB to the echo server and back (the
+# server answers the rest after the half-close), and a refused host gets
+# the proxy's reason.
+dnet_run 'echo "$GIT_SSH_COMMAND"; head -c 1048576 /dev/urandom >/tmp/x
+    /run/cordon/agent connect web.test '"$ECHO"' </tmp/x | cmp - /tmp/x && echo same
+    /run/cordon/agent connect other.test 22 </dev/null; echo rc=$?'
+like "ssh: GIT_SSH_COMMAND runs cordon-agent connect" "$out" \
+    "ssh -o ProxyCommand='/run/cordon/agent connect %h %p'"
+like "ssh: cordon-agent connect relays 1 MiB both ways through the proxy" "$out" "same"
+like "ssh: a refused host gets the proxy's reason" "$out" \
+    "cordon's proxy refused other.test:22: HTTP/1.1 403 Forbidden: cordon: network: denied: no allow_hosts rule matches other.test:22"
+
 # ------------------------------------------------------------ [[secrets]]
 # The shared sentinel run (tests/lib/secrets.sh) with busybox wget: the
 # image has no python, so environ, cmdline and files are swept, not memory.

@@ -21,7 +21,7 @@ declare -A expect=(
     [@crates]="index.crates.io static.crates.io crates.io"
     [@go]="proxy.golang.org sum.golang.org"
     [@debian]="deb.debian.org security.debian.org"
-    [@github]="github.com api.github.com codeload.github.com objects.githubusercontent.com raw.githubusercontent.com release-assets.githubusercontent.com"
+    [@github]="github.com api.github.com codeload.github.com objects.githubusercontent.com raw.githubusercontent.com release-assets.githubusercontent.com ssh.github.com"
 )
 declare -A neighbour=([@npm]=registry.yarnpkg.com [@pypi]=test.pypi.org [@crates]=doc.crates.io
     [@go]=golang.org [@debian]=ftp.debian.org [@github]=gist.github.com)
@@ -33,15 +33,18 @@ connect() { # HOST PORT: the proxy's answer to a CONNECT, first line and body
 for p in "${!expect[@]}"; do
     script="$(connect)"
     for h in ${expect[$p]}; do script+="; echo \"== $h\"; c $h 443"; done
-    script+="; echo \"== neighbour\"; c ${neighbour[$p]} 443; echo \"== port\"; c ${expect[$p]%% *} 22"
+    # git over ssh (docs/ssh.md): @github's github.com on port 22 as well.
+    [ "$p" = @github ] && script+="; echo \"== ssh\"; c github.com 22"
+    script+="; echo \"== neighbour\"; c ${neighbour[$p]} 443; echo \"== port\"; c ${expect[$p]%% *} 8022"
     cordon_run "$ws" --network allowlist --net-hosts-file "$hosts" --allow-host "$p" -- bash -c "$script"
     names=$(wc -w <<<"${expect[$p]}")
+    [ "$p" = @github ] && names=$((names + 1)) # github.com:22
     like "$p: every name passes the name check (then the test's 127.0.0.1 is refused as protected)" \
         "$(grep -c '^cordon: network: denied: 127.0.0.1 is a loopback' <<<"$out")" "^$names\$"
     like "$p: ${neighbour[$p]} stays refused" "$(sed -n '/== neighbour/,/== port/p' <<<"$out")" \
         "no allow_hosts rule matches ${neighbour[$p]}:443"
     like "$p: another port stays refused" "$(sed -n '/== port/,$p' <<<"$out")" \
-        "no allow_hosts rule matches ${expect[$p]%% *}:22"
+        "no allow_hosts rule matches ${expect[$p]%% *}:8022"
 done
 
 cordon_run "$ws" --network allowlist --allow-host @nope -- true

@@ -169,6 +169,11 @@ static void test_presets(void)
     ok(!request(&al, "evil.registry.npmjs.org", 443), "@npm: no subdomains");
     ok(request(&al, "codeload.github.com", 443), "@github: codeload.github.com:443");
     ok(!request(&al, "gist.github.com", 443), "@github: not gist.github.com");
+    ok(request(&al, "github.com", 22), "@github: github.com:22 (git over ssh)");
+    ok(request(&al, "ssh.github.com", 443), "@github: ssh.github.com:443 (ssh on 443)");
+    ok(!request(&al, "github.com", 2222), "@github: not github.com:2222");
+    ok(!request(&al, "gist.github.com", 22), "@github: not gist.github.com:22");
+    ok(!request(&al, "api.github.com", 22), "@github: not api.github.com:22");
     struct allow_decision d;
     allowlist_check_request(&al, "api.github.com", 443, &d);
     ok(d.allowed && strstr(d.reason, "from @github"), "the rule names its preset: %s", d.reason);
