@@ -51,6 +51,8 @@ enum cfg_key {
     CFG_NETWORK_PUBLISH_PORTS,
     CFG_NETWORK_UPSTREAM_PROXY,
     CFG_NETWORK_NO_PROXY,
+    CFG_NETWORK_HTTP_RULES,
+    CFG_NETWORK_CA_FILE,
     CFG_MOUNTS,
     CFG_SKILLS_PATHS,
     CFG_SOCKETS_ALLOW,
@@ -160,6 +162,11 @@ struct cordon_config {
          * the workspace file. */
         char *upstream_proxy;
         struct cfg_strings no_proxy;
+        /* "METHOD host/path" rules for intercepted HTTPS hosts, and the
+         * CA file upstream certificates are verified against (NULL: the
+         * host's store). Never from the workspace file. */
+        struct cfg_strings http_rules;
+        char *ca_file;
     } network;
     struct cfg_mounts mounts;
     struct cfg_strings skills_paths;

@@ -15,6 +15,7 @@
 #include "net/net.h"
 #include "net/netns-factory.h"
 #include "net/resolve.h"
+#include "net/tls.h"
 
 struct proxy_publish {
     int fd; /* host listener */
@@ -48,6 +49,11 @@ struct proxy_config {
     size_t upstream_count;
     int upstream_port;
     struct allowlist *no_proxy;
+    /* TLS interception (tls.h): NULL when no secret or rule asks for it.
+     * CONNECT and SOCKS5 tunnels to the hosts tls_wants() names are
+     * handed to it once connected; all others stay spliced tunnels. */
+    struct tls_state *tls;
+    const struct tls_config *tls_cfg;
 };
 
 /* Runs the loop until a fatal error; returns -1 with err filled. */
