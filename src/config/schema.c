@@ -406,8 +406,6 @@ static const char *check_sandbox_name(const char *item)
     return NULL;
 }
 
-/* The docker backend talks to a daemon over a unix socket only: a TCP
- * daemon would need TLS material cordon does not manage. */
 /* "METHOD host/path" (src/net/tls.c parses it again in the proxy). */
 static const char *check_http_rule(const char *item)
 {
@@ -422,6 +420,8 @@ static const char *check_http_rule(const char *item)
     return NULL;
 }
 
+/* The docker backend talks to a daemon over a unix socket only: a TCP
+ * daemon would need TLS material cordon does not manage. */
 /* "host:port" or "http://host:port[/]" of an HTTP proxy. */
 static const char *check_upstream(const char *item)
 {
