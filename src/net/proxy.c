@@ -613,6 +613,9 @@ static void conn_intercept(struct proxy *p, struct conn *c)
     }
     epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, c->client, NULL);
     epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, c->server, NULL);
+    /* TLS records are small writes: no Nagle delay on either side. */
+    int one = 1;
+    setsockopt(c->server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     struct cordon_error err = {0};
     if (tls_intercept(p->cfg->tls, c->client, c->server, c->host, c->port, &err) < 0) {
         audit(p, c, NULL, false, err.message);

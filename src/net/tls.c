@@ -359,17 +359,49 @@ static void job_audit(struct job *j, bool allowed, const char *reason)
         log_warn("network: https %s:%d refused: %s", j->host, j->port, reason);
 }
 
+/* Waits until FD is ready for what the last SSL call wanted. */
+static bool ssl_wait(SSL *ssl, int ret)
+{
+    int e = SSL_get_error(ssl, ret);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+        return false;
+    struct pollfd pfd = {SSL_get_fd(ssl), e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, 0};
+    int r;
+    do {
+        r = poll(&pfd, 1, TLS_IDLE_S * 1000);
+    } while (r < 0 && errno == EINTR);
+    return r > 0;
+}
+
+/* The sockets are non-blocking once the handshakes are done: a write
+ * waits for room on its own socket (TLS_IDLE_S at most). */
 static int ssl_write_all(SSL *ssl, const void *data, size_t len)
 {
     const char *p = data;
     while (len > 0) {
         size_t n = 0;
-        if (SSL_write_ex(ssl, p, len, &n) != 1)
+        int ret = SSL_write_ex(ssl, p, len, &n);
+        if (ret != 1) {
+            if (ssl_wait(ssl, ret))
+                continue;
             return -1;
+        }
         p += n;
         len -= n;
     }
     return 0;
+}
+
+/* Reads what is there: 1 with *N bytes, 0 when nothing is (yet: a
+ * post-handshake message alone), -1 at the end or on an error. */
+static int ssl_read_some(SSL *ssl, char *buf, size_t size, size_t *n)
+{
+    *n = 0;
+    int ret = SSL_read_ex(ssl, buf, size, n);
+    if (ret == 1)
+        return 1;
+    int e = SSL_get_error(ssl, ret);
+    return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
 }
 
 /* An answer from cordon inside the client's TLS; the connection ends. */
@@ -762,8 +794,10 @@ static void job_run(struct job *j)
     snprintf(reason, sizeof(reason), "TLS intercepted (secrets or network.http_rules name %s)",
              j->host);
     job_audit(j, true, reason);
-    set_timeouts(j->client, TLS_IDLE_S);
-    set_timeouts(j->server, TLS_IDLE_S);
+    for (int i = 0; i < 2; i++) {
+        int fd = i ? j->server : j->client;
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
     j->head = malloc(TLS_HEAD_MAX);
     char *buf = malloc(16384);
     if (!j->head || !buf) {
@@ -780,14 +814,15 @@ static void job_run(struct job *j)
             if (r <= 0)
                 break;
         }
+        size_t n = 0;
         if (cp || pfd[0].revents) {
-            size_t n = 0;
-            if (SSL_read_ex(j->cs, buf, 16384, &n) != 1 || job_from_client(j, buf, n) < 0)
+            int r = ssl_read_some(j->cs, buf, 16384, &n);
+            if (r < 0 || (r > 0 && job_from_client(j, buf, n) < 0))
                 break;
         }
         if (sp || pfd[1].revents) {
-            size_t n = 0;
-            if (SSL_read_ex(j->ss, buf, 16384, &n) != 1 || ssl_write_all(j->cs, buf, n) < 0)
+            int r = ssl_read_some(j->ss, buf, 16384, &n);
+            if (r < 0 || (r > 0 && ssl_write_all(j->cs, buf, n) < 0))
                 break;
         }
     }
