@@ -6,7 +6,7 @@
 set -euo pipefail
 
 build_pkgs=(meson ninja-build gcc pkg-config libseccomp-dev libjansson-dev
-    libpcre2-dev libutf8proc-dev libgd-dev git passt scdoc)
+    libpcre2-dev libutf8proc-dev libgd-dev git passt scdoc libssl-dev openssl)
 # passt provides pasta, which `--network open` runs.
 test_pkgs=(clang clang-format libclang-rt-14-dev bubblewrap ripgrep fd-find
     hyperfine util-linux procps iproute2 strace python3 curl netcat-openbsd time socat

@@ -68,6 +68,9 @@ enum backend_cap {
      * deny mode's refusing proxy and network.host_services at the host's
      * loopback address and port (docs/denials.md). */
     BACKEND_CAP_NETNS_PROXY = 1u << 9,
+    /* The proxy's TLS interception reaches this sandbox: the session CA is
+     * bound over the system bundle in its view (docs/network.md). */
+    BACKEND_CAP_TLS_INTERCEPT = 1u << 10,
 };
 
 struct backend_caps {

@@ -54,6 +54,8 @@ enum cfg_key {
     CFG_NETWORK_UPSTREAM_PROXY,
     CFG_NETWORK_NO_PROXY,
     CFG_NETWORK_HOST_SERVICES, /* after its section's others: `cordon config` prints in this order */
+    CFG_NETWORK_HTTP_RULES,
+    CFG_NETWORK_CA_FILE,
     CFG_MOUNTS,
     CFG_SKILLS_PATHS,
     CFG_SOCKETS_ALLOW,
@@ -174,6 +176,11 @@ struct cordon_config {
         /* "127.0.0.1:PORT" services of the host's loopback reachable inside
          * at the same address and port (never from the workspace file) */
         struct cfg_strings host_services;
+        /* "METHOD host/path" rules for intercepted HTTPS hosts, and the
+         * CA file upstream certificates are verified against (NULL: the
+         * host's store). Never from the workspace file. */
+        struct cfg_strings http_rules;
+        char *ca_file;
     } network;
     struct cfg_mounts mounts;
     struct cfg_strings skills_paths;

@@ -109,6 +109,10 @@ json_t *cfg_value_json(const struct cordon_config *cfg, enum cfg_key key)
         return cfg->network.upstream_proxy ? json_string(cfg->network.upstream_proxy) : json_null();
     case CFG_NETWORK_NO_PROXY:
         return strings_json(&cfg->network.no_proxy);
+    case CFG_NETWORK_HTTP_RULES:
+        return strings_json(&cfg->network.http_rules);
+    case CFG_NETWORK_CA_FILE:
+        return cfg->network.ca_file ? json_string(cfg->network.ca_file) : json_null();
     case CFG_SECRETS: {
         /* Names and where they may go; never the value (it is not read here). */
         json_t *array = json_array();
@@ -149,7 +153,8 @@ json_t *cfg_to_json(const struct cordon_config *cfg, bool explain)
         }
         if ((k == CFG_SANDBOX_NAME && !cfg->sandbox_name) ||
             (k == CFG_DOCKER_IMAGE && !cfg->docker.image) ||
-            (k == CFG_NETWORK_UPSTREAM_PROXY && !cfg->network.upstream_proxy))
+            (k == CFG_NETWORK_UPSTREAM_PROXY && !cfg->network.upstream_proxy) ||
+            (k == CFG_NETWORK_CA_FILE && !cfg->network.ca_file))
             continue;
         const char *dot = strchr(name, '.');
         if (!dot) {
@@ -239,7 +244,7 @@ int cfg_write_toml(const struct cordon_config *cfg, bool explain, FILE *out)
         if (k == CFG_MOUNTS || k == CFG_SECRETS || (k == CFG_SANDBOX_NAME && !cfg->sandbox_name) ||
             (k == CFG_DOCKER_IMAGE && !cfg->docker.image) ||
             (k == CFG_NETWORK_UPSTREAM_PROXY && !cfg->network.upstream_proxy) ||
-            k == CFG_BACKEND_FLOOR)
+            k == CFG_BACKEND_FLOOR || (k == CFG_NETWORK_CA_FILE && !cfg->network.ca_file))
             continue;
         const char *name = cfg_key_name(k);
         const char *dot = strchr(name, '.');

@@ -447,6 +447,13 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                          "%s:%d: %s is refused in the workspace file: the proxy every allowed "
                          "connection goes through is a user or host-owned setting",
                          file, line, cfg_key_name(a->key));
+    case CFG_NETWORK_HTTP_RULES:
+    case CFG_NETWORK_CA_FILE:
+        return error_set(err, 0,
+                         "%s:%d: %s is refused in the workspace file: which requests the proxy "
+                         "lets through and which certificates it trusts is a user or "
+                         "host-owned setting",
+                         file, line, cfg_key_name(a->key));
     case CFG_SECRETS:
         return error_set(err, 0,
                          "%s:%d: [[secrets]] is refused in the workspace file: which credentials "

@@ -63,6 +63,7 @@ static const char *check_docker_host(const char *item);
 static const char *check_docker_image(const char *item);
 static const char *check_etc_entry(const char *item);
 static const char *check_upstream(const char *item);
+static const char *check_http_rule(const char *item);
 
 #define AT(field) offsetof(struct cordon_config, field)
 
@@ -130,6 +131,10 @@ static const struct key_info keys[CFG_KEY_COUNT] = {
                             0, 0, NULL, false},
     [CFG_TOOLCHAIN_CACHES] = {"toolchain_caches", KIND_BOOL, AT(toolchain_caches), NULL, 0, 0, NULL,
                               false},
+    [CFG_NETWORK_HTTP_RULES] = {"network.http_rules", KIND_LIST, AT(network.http_rules), NULL, 0, 0,
+                                check_http_rule, false},
+    [CFG_NETWORK_CA_FILE] = {"network.ca_file", KIND_STRING, AT(network.ca_file), NULL, 0, 0,
+                             check_absolute_path, false},
 };
 
 static const char *const sections[] = {"env",    "limits", "etc",     "network",
@@ -432,6 +437,20 @@ static const char *check_sandbox_name(const char *item)
         if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.' || *c == '-'))
             return "must be 1-63 characters: letters, digits, '_', '.', '-', starting with a "
                    "letter or digit";
+    return NULL;
+}
+
+/* "METHOD host/path" (src/net/tls.c parses it again in the proxy). */
+static const char *check_http_rule(const char *item)
+{
+    const char *sp = strchr(item, ' ');
+    if (!sp || sp == item || sp - item > 15 || !strchr(sp + 1, '/') || sp[1] == '/' ||
+        strpbrk(sp + 1, " \t?#"))
+        return "must be \"METHOD host/path\" (GET api.example.com/repos/*)";
+    for (const char *m = item; m < sp; m++) {
+        if (!((*m >= 'A' && *m <= 'Z') || (*m == '*' && sp - item == 1)))
+            return "must start with an upper-case method (GET, POST) or *";
+    }
     return NULL;
 }
 
@@ -1310,6 +1329,8 @@ void cfg_free(struct cordon_config *cfg)
     cfg_strings_free(&cfg->network.allow_hosts);
     free(cfg->network.upstream_proxy);
     cfg_strings_free(&cfg->network.no_proxy);
+    cfg_strings_free(&cfg->network.http_rules);
+    free(cfg->network.ca_file);
     free(cfg->network.publish_ports.items);
     mounts_free(&cfg->mounts);
     cfg_secrets_free(&cfg->secrets);

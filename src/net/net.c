@@ -26,6 +26,7 @@
 #include "net/proxy.h"
 #include "net/proxy-parse.h"
 #include "util/cleanup.h"
+#include "util/fs.h"
 #include "util/log.h"
 
 #include <arpa/inet.h>
@@ -227,15 +228,27 @@ int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_err
         /* git over ssh takes the same road (docs/ssh.md): the agent that
          * is in every sandbox at that path tunnels through the proxy. */
         {"GIT_SSH_COMMAND", NET_GIT_SSH_COMMAND},
+        /* With interception, every usual client trusts the bundle that
+         * holds the session CA (go and most others read NET_CA_BUNDLE
+         * itself). */
+        {"SSL_CERT_FILE", NET_CA_BUNDLE},
+        {"NODE_EXTRA_CA_CERTS", NET_CA_BUNDLE},
+        {"REQUESTS_CA_BUNDLE", NET_CA_BUNDLE},
+        {"CURL_CA_BUNDLE", NET_CA_BUNDLE},
+        {"GIT_SSL_CAINFO", NET_CA_BUNDLE},
+        {"PIP_CERT", NET_CA_BUNDLE},
+        {"CARGO_HTTP_CAINFO", NET_CA_BUNDLE},
     };
+    /* The CA variables are the last seven: only with interception. */
+    size_t nvars = policy->tls_bundle ? ARRAY_SIZE(vars) : ARRAY_SIZE(vars) - 7;
     size_t n = 0;
     while ((*envp)[n])
         n++;
-    char **env = realloc(*envp, (n + ARRAY_SIZE(vars) + 1) * sizeof(char *));
+    char **env = realloc(*envp, (n + nvars + 1) * sizeof(char *));
     if (!env)
         return error_set(err, ENOMEM, "environment");
     *envp = env;
-    for (size_t v = 0; v < ARRAY_SIZE(vars); v++) {
+    for (size_t v = 0; v < nvars; v++) {
         size_t klen = strlen(vars[v][0]);
         /* The host's own proxy settings never reach inside. */
         for (size_t i = 0; i < n; i++) {
@@ -251,6 +264,57 @@ int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_err
         }
         env[++n] = NULL;
     }
+    return 0;
+}
+
+bool net_policy_intercepts(const struct net_policy *policy)
+{
+    return policy->mode == NET_MODE_ALLOWLIST &&
+           (policy->secret_count > 0 || policy->http_rule_count > 0);
+}
+
+/* The proxy's TLS interception: the rules parsed, the session CA made and
+ * its certificate appended to the sandbox's bundle (the key stays in this
+ * process). */
+static int tls_setup(const struct net_policy *policy, struct proxy_config *cfg,
+                     struct tls_config *tc, struct cordon_error *err)
+{
+    if (!net_policy_intercepts(policy))
+        return 0;
+    if (!policy->tls_bundle) {
+        if (policy->http_rule_count > 0)
+            return error_set(err, ENOTSUP,
+                             "network.http_rules: TLS interception is available on the ns "
+                             "backend only so far");
+        log_warn("network: [[secrets]] are put into plain http:// requests only on this backend "
+                 "(TLS interception is available on the ns backend only so far)");
+        return 0;
+    }
+    struct http_rule *rules = calloc(policy->http_rule_count + 1, sizeof(*rules));
+    if (!rules)
+        return error_set(err, ENOMEM, "network");
+    for (size_t i = 0; i < policy->http_rule_count; i++) {
+        if (http_rule_parse(policy->http_rules[i], &rules[i], err) < 0)
+            return -1;
+    }
+    *tc = (struct tls_config){.secrets = cfg->secrets,
+                              .secret_count = cfg->secret_count,
+                              .rules = rules,
+                              .rule_count = policy->http_rule_count,
+                              .ca_file = policy->ca_file,
+                              .audit_fd = cfg->audit_fd,
+                              .session_name = policy->session_name};
+    struct tls_state *t;
+    if (tls_start(tc, &t, err) < 0)
+        return -1;
+    _cleanup_free_ char *pem = tls_ca_pem(t, err);
+    if (!pem)
+        return -1;
+    _cleanup_close_ int fd = open(policy->tls_bundle, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fs_write_all(fd, "\n", 1) < 0 || fs_write_all(fd, pem, strlen(pem)) < 0)
+        return error_set(err, errno, "network: writing the session CA into %s", policy->tls_bundle);
+    cfg->tls = t;
+    cfg->tls_cfg = tc;
     return 0;
 }
 
@@ -514,6 +578,9 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
             goto fail;
         cfg.secret_count++;
     }
+    struct tls_config tls_cfg;
+    if (tls_setup(policy, &cfg, &tls_cfg, &err) < 0)
+        goto fail;
     /* Ready: an empty error. */
     if (write(ready_fd, &err, sizeof(err)) != (ssize_t)sizeof(err))
         _exit(1);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "net/secrets.h"
+#include "net/tls.h"
 #include "util/error.h"
 
 #include <stdbool.h>
@@ -66,7 +67,24 @@ struct net_policy {
      * how to allow a host (ns backend), instead of clients retrying on
      * a missing route and DNS. The allowlist stays empty. */
     bool deny_reporter;
+    /* TLS interception (tls.h), for the hosts of secrets and rules:
+     * network.http_rules ("METHOD host/path"), network.ca_file (the CA
+     * that upstream certificates are verified against; NULL: the host's
+     * store), and tls_bundle: the host file the sandbox sees as
+     * NET_CA_BUNDLE (the host's bundle; the proxy appends the session CA).
+     * NULL: no interception on this backend. */
+    const char *http_rules[NET_MAX_HTTP_RULES];
+    size_t http_rule_count;
+    const char *ca_file;
+    const char *tls_bundle;
 };
+
+/* The system bundle as the sandbox sees it, with the session CA in. */
+#define NET_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
+/* Whether the policy intercepts TLS for some host (allowlist mode, a
+ * secret or an HTTP rule). */
+bool net_policy_intercepts(const struct net_policy *policy);
 
 /* Running state of one session's network helpers. */
 struct net_session {

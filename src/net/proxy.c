@@ -628,10 +628,53 @@ refuse:
 }
 
 /* The connect finished: answer the client and start relaying. */
+/* A tunnel to a host that secrets or rules name: answer the client and
+ * hand both sockets to the interception thread (tls.c). */
+static void conn_intercept(struct proxy *p, struct conn *c)
+{
+    char reason[PROXY_HOST_MAX + 300];
+    if (buffer_used(c->up) > c->request_length || (c->upstream_buf && c->upstream_len > 0)) {
+        snprintf(reason, sizeof(reason),
+                 "bytes sent before the tunnel to %s:%d was established (refused: it is "
+                 "intercepted)",
+                 c->host, c->port);
+        audit(p, c, NULL, false, reason);
+        conn_close(p, c);
+        return;
+    }
+    static const char http_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+    static const uint8_t socks_ok[10] = {5, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+    const void *ok = c->kind == KIND_SOCKS5 ? (const void *)socks_ok : (const void *)http_ok;
+    size_t ok_len = c->kind == KIND_SOCKS5 ? sizeof(socks_ok) : sizeof(http_ok) - 1;
+    /* A fresh socket's send buffer takes the whole answer or fails. */
+    if (send(c->client, ok, ok_len, MSG_NOSIGNAL) != (ssize_t)ok_len) {
+        conn_close(p, c);
+        return;
+    }
+    epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, c->client, NULL);
+    epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, c->server, NULL);
+    /* TLS records are small writes: no Nagle delay on either side. */
+    int one = 1;
+    setsockopt(c->server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct cordon_error err = {0};
+    if (tls_intercept(p->cfg->tls, c->client, c->server, c->host, c->port, &err) < 0) {
+        audit(p, c, NULL, false, err.message);
+        conn_close(p, c);
+        return;
+    }
+    c->client = c->server = -1;
+    conn_close(p, c);
+}
+
 static void conn_established(struct proxy *p, struct conn *c)
 {
     if (c->via_upstream && !c->upstream_ready) {
         upstream_start(p, c);
+        return;
+    }
+    if (p->cfg->tls && (c->kind == KIND_HTTP_CONNECT || c->kind == KIND_SOCKS5) &&
+        tls_wants(p->cfg->tls_cfg, c->host, c->port)) {
+        conn_intercept(p, c);
         return;
     }
     c->state = CONN_RELAY;
@@ -785,6 +828,26 @@ static void conn_parse(struct proxy *p, struct conn *c)
     }
     c->kind = req->is_connect ? KIND_HTTP_CONNECT : KIND_HTTP;
     c->request_length = req->head_length;
+    if (c->kind == KIND_HTTP && p->cfg->tls_cfg) {
+        /* Method and path rules are checked inside TLS only: a cleartext
+         * request to a host that has rules is refused. */
+        const struct tls_config *tc = p->cfg->tls_cfg;
+        for (size_t i = 0; i < tc->rule_count; i++) {
+            struct allow_decision rd;
+            allowlist_check_request(&tc->rules[i].host, c->host, c->port, &rd);
+            if (!rd.allowed)
+                continue;
+            char reason[900];
+            snprintf(reason, sizeof(reason),
+                     "a cleartext request to %s, which has network.http_rules (\"%.300s\"): "
+                     "use https://",
+                     c->host, tc->rules[i].text);
+            audit(p, c, NULL, false, reason);
+            conn_refuse_http(c, 403, reason);
+            free(req);
+            return;
+        }
+    }
     if (c->kind == KIND_HTTP && p->cfg->secret_count > 0) {
         /* Decided before any connection is made: a placeholder bound for
          * another host never leaves, and a head that would not fit once

@@ -15,6 +15,7 @@
 #include "net/net.h"
 #include "net/netns-factory.h"
 #include "net/resolve.h"
+#include "net/tls.h"
 
 struct proxy_publish {
     int fd; /* host listener */
@@ -54,6 +55,11 @@ struct proxy_config {
     struct allowlist *no_proxy;
     int session_audit_fd; /* the session's own network log, or -1 */
     int report_fd;        /* refusal reports to the supervisor (net/denial.h), or -1 */
+    /* TLS interception (tls.h): NULL when no secret or rule asks for it.
+     * CONNECT and SOCKS5 tunnels to the hosts tls_wants() names are
+     * handed to it once connected; all others stay spliced tunnels. */
+    struct tls_state *tls;
+    const struct tls_config *tls_cfg;
 };
 
 /* Runs the loop until a fatal error; returns -1 with err filled. */

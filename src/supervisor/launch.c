@@ -154,6 +154,50 @@ static char *default_audit_log_path(void)
     return path;
 }
 
+/* TLS interception: a copy of the host's bundle in the state root (the
+ * proxy appends the session CA once it made it), bound read-only over the
+ * sandbox's NET_CA_BUNDLE. Never the CA key: that stays in the proxy. */
+static int launch_tls_bundle(struct launch *l, struct cordon_error *err)
+{
+    _cleanup_free_ char *root = NULL;
+    _cleanup_free_ char *dir = NULL;
+    if (state_root(&root, err) < 0)
+        return -1;
+    if (asprintf(&dir, "%s/.tls", root) < 0)
+        return error_set(err, ENOMEM, "launch");
+    if (fs_mkdir_p(dir, 0700) < 0)
+        return error_set(err, errno, "network: TLS: %s", dir);
+    uint8_t rnd[8];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return error_set(err, errno, "network: TLS: getrandom");
+    if (asprintf(&l->tls_bundle, "%s/bundle-%02x%02x%02x%02x%02x%02x%02x%02x.pem", dir, rnd[0],
+                 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]) < 0) {
+        l->tls_bundle = NULL;
+        return error_set(err, ENOMEM, "launch");
+    }
+    _cleanup_close_ int in = open(NET_CA_BUNDLE, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return error_set(err, errno,
+                         "network: TLS interception (for [[secrets]] and network.http_rules) "
+                         "needs the host's CA bundle %s",
+                         NET_CA_BUNDLE);
+    _cleanup_close_ int out =
+        open(l->tls_bundle, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (out < 0)
+        return error_set(err, errno, "network: TLS: %s", l->tls_bundle);
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof(buf));
+        if (n < 0)
+            return error_set(err, errno, "network: TLS: reading %s", NET_CA_BUNDLE);
+        if (n == 0)
+            break;
+        if (fs_write_all(out, buf, (size_t)n) < 0)
+            return error_set(err, errno, "network: TLS: %s", l->tls_bundle);
+    }
+    return 0;
+}
+
 /* The [network] table as the network module takes it. */
 static int launch_network(const struct launch_request *req, struct launch *l,
                           struct cordon_error *err)
@@ -226,6 +270,16 @@ static int launch_network(const struct launch_request *req, struct launch *l,
     net->session_name = l->name;
     /* ns: deny mode answers at once, through a proxy that refuses all. */
     net->deny_reporter = backend_has(l->backend, BACKEND_CAP_NETNS_PROXY);
+    if (cfg->network.http_rules.count > NET_MAX_HTTP_RULES)
+        return error_set(err, E2BIG, "network.http_rules: more than %d entries",
+                         NET_MAX_HTTP_RULES);
+    for (size_t i = 0; i < cfg->network.http_rules.count; i++)
+        net->http_rules[net->http_rule_count++] = cfg->network.http_rules.items[i];
+    net->ca_file = cfg->network.ca_file;
+    if (backend_has(l->backend, BACKEND_CAP_TLS_INTERCEPT) && net_policy_intercepts(net) &&
+        launch_tls_bundle(l, err) < 0)
+        return -1;
+    net->tls_bundle = l->tls_bundle;
     if (net_policy_validate(net, err) < 0 || net_env_add(net, &l->env, err) < 0)
         return error_prefix(err, "network");
     net_session_init(&l->net_session, net);
@@ -362,6 +416,8 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     if (l->net_audit_log && strncmp(l->backend_reason, "auto chose", 10) == 0)
         net_audit_write_backend(l->net_audit_log, l->name, cfg_enum_name(CFG_BACKEND, cfg->backend),
                                 l->backend_reason);
+    if (l->tls_bundle)
+        l->mounts[l->nmounts++] = (struct ns_extra_mount){l->tls_bundle, NET_CA_BUNDLE, true};
 
     /* The curated /etc is prepared once per content, in the state root. */
     {
@@ -428,6 +484,10 @@ void launch_free(struct launch *l)
         l->net_session.policy = NULL;
     }
     free(l->net_audit_log);
+    if (l->tls_bundle) {
+        unlink(l->tls_bundle);
+        free(l->tls_bundle);
+    }
     workspace_free(&l->ws);
     cfg_free(&l->cfg);
     env_free(l->env);

@@ -39,7 +39,11 @@ struct launch {
     char name[128];
     const char *protected_paths[LAUNCH_MAX_PROTECTED + 1];
     const char *git_dirs[3];
-    struct ns_extra_mount mounts[LAUNCH_MAX_MOUNTS];
+    struct ns_extra_mount mounts[LAUNCH_MAX_MOUNTS + 1]; /* + the CA bundle */
+    /* TLS interception (ns backend): the host file bound over the
+     * sandbox's NET_CA_BUNDLE (the host's bundle and the session CA),
+     * removed at the end; NULL: none. */
+    char *tls_bundle;
     const char *env_allow[256];
     struct net_policy net;
     struct net_session net_session; /* proxy / pasta, started with the sandbox */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """HTTP server for tests/integration/secrets.sh (host side). Usage:
-secret-server.py PORT LOG. Each request's head is appended to LOG (on the
+secret-server.py PORT LOG [CERT KEY] (with CERT and KEY: HTTPS). Each request's head is appended to LOG (on the
 host, where the sandbox cannot read it); the answer says only whether the
 X-Check header names a value the server expects (environment variables
 EXPECT_<NAME>), as "auth=ok NAME" or "auth=bad", so the real values never
@@ -38,5 +38,12 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
+server = Server(("127.0.0.1", port), Handler)
+if len(sys.argv) > 4:
+    import ssl
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
 print("ready", flush=True)
-Server(("127.0.0.1", port), Handler).serve_forever()
+server.serve_forever()

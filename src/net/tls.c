@@ -1,0 +1,882 @@
+/* TLS interception (see tls.h). Host context, the proxy process; the
+ * bytes read from the client are the sandbox's and untrusted. */
+#include "net/tls.h"
+#include "net/audit.h"
+#include "util/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#define TLS_HEAD_MAX       (32 * 1024) /* one request head */
+#define TLS_HANDSHAKE_S    30
+#define TLS_IDLE_S         300
+#define TLS_LEAF_CACHE     256
+#define TLS_CHUNK_LINE_MAX 1024
+
+struct leaf {
+    char host[256];
+    SSL_CTX *ctx;
+};
+
+struct tls_state {
+    const struct tls_config *cfg;
+    EVP_PKEY *ca_key;
+    X509 *ca_cert;
+    EVP_PKEY *leaf_key; /* one key for every leaf of the session */
+    SSL_CTX *upstream;
+    pthread_mutex_t lock;
+    struct leaf leaves[TLS_LEAF_CACHE];
+    size_t leaf_count, leaf_next;
+    atomic_int running;
+};
+
+static const char *ssl_error_text(void)
+{
+    static _Thread_local char buf[256];
+    unsigned long e = ERR_get_error();
+    if (!e)
+        return "no detail";
+    ERR_error_string_n(e, buf, sizeof(buf));
+    ERR_clear_error();
+    return buf;
+}
+
+/* ---- rules ---- */
+
+int http_rule_parse(const char *text, struct http_rule *out, struct cordon_error *err)
+{
+    *out = (struct http_rule){0};
+    snprintf(out->text, sizeof(out->text), "%s", text);
+    const char *sp = strchr(text, ' ');
+    size_t mlen = sp ? (size_t)(sp - text) : 0;
+    if (!sp || mlen == 0 || mlen >= sizeof(out->method))
+        return error_set(err, EINVAL,
+                         "network.http_rules: %s: expected \"METHOD host/path\" (GET "
+                         "api.example.com/repos/*)",
+                         text);
+    for (size_t i = 0; i < mlen; i++) {
+        char ch = text[i];
+        if (!((ch >= 'A' && ch <= 'Z') || (mlen == 1 && ch == '*')))
+            return error_set(err, EINVAL,
+                             "network.http_rules: %s: the method must be upper case (GET, POST) "
+                             "or *",
+                             text);
+    }
+    memcpy(out->method, text, mlen);
+    const char *hp = sp + 1;
+    while (*hp == ' ')
+        hp++;
+    const char *slash = strchr(hp, '/');
+    size_t hlen = slash ? (size_t)(slash - hp) : strlen(hp);
+    char host[300];
+    if (hlen == 0 || hlen >= sizeof(host))
+        return error_set(err, EINVAL, "network.http_rules: %s: no host", text);
+    memcpy(host, hp, hlen);
+    host[hlen] = '\0';
+    const char *path = slash ? slash : "/*";
+    if (strlen(path) >= sizeof(out->path) || strpbrk(path, " \t?#"))
+        return error_set(err, EINVAL,
+                         "network.http_rules: %s: the path must be one word without ? or #", text);
+    snprintf(out->path, sizeof(out->path), "%s", path);
+    if (allowlist_add(&out->host, host, err) < 0)
+        return error_prefix(err, "network.http_rules: %s", text);
+    return 0;
+}
+
+bool http_rule_path_match(const char *pat, const char *path)
+{
+    for (;;) {
+        if (*pat == '\0')
+            return *path == '\0';
+        if (*pat == '*') {
+            if (pat[1] == '\0')
+                return true; /* a final '*': the rest, any depth */
+            for (const char *s = path;; s++) {
+                if (http_rule_path_match(pat + 1, s))
+                    return true;
+                if (*s == '\0' || *s == '/')
+                    return false;
+            }
+        }
+        if (*pat != *path)
+            return false;
+        pat++;
+        path++;
+    }
+}
+
+bool tls_wants(const struct tls_config *cfg, const char *host, int port)
+{
+    struct allow_decision d;
+    for (size_t i = 0; i < cfg->secret_count; i++) {
+        allowlist_check_request(&cfg->secrets[i].hosts, host, port, &d);
+        if (d.allowed)
+            return true;
+    }
+    for (size_t i = 0; i < cfg->rule_count; i++) {
+        allowlist_check_request(&cfg->rules[i].host, host, port, &d);
+        if (d.allowed)
+            return true;
+    }
+    return false;
+}
+
+/* ---- certificates ---- */
+
+static int add_ext(X509 *cert, X509 *issuer, int nid, const char *value)
+{
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, issuer, cert, NULL, NULL, 0);
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
+    if (!ext)
+        return -1;
+    int ok = X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+    return ok ? 0 : -1;
+}
+
+static X509 *new_cert(EVP_PKEY *key, const char *cn, long valid_s)
+{
+    X509 *cert = X509_new();
+    if (!cert)
+        return NULL;
+    unsigned char serial[16];
+    BIGNUM *bn = NULL;
+    if (RAND_bytes(serial, sizeof(serial)) != 1)
+        goto fail;
+    serial[0] &= 0x7f;
+    bn = BN_bin2bn(serial, sizeof(serial), NULL);
+    if (!bn || !BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert)) || !X509_set_version(cert, 2) ||
+        !X509_gmtime_adj(X509_getm_notBefore(cert), -3600) ||
+        !X509_gmtime_adj(X509_getm_notAfter(cert), valid_s) || !X509_set_pubkey(cert, key))
+        goto fail;
+    X509_NAME *name = X509_get_subject_name(cert);
+    if (!X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, (const unsigned char *)"cordon", -1,
+                                    -1, 0) ||
+        !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1,
+                                    0))
+        goto fail;
+    BN_free(bn);
+    return cert;
+fail:
+    BN_free(bn);
+    X509_free(cert);
+    return NULL;
+}
+
+static int make_ca(struct tls_state *t, struct cordon_error *err)
+{
+    t->ca_key = EVP_EC_gen("P-256");
+    t->leaf_key = EVP_EC_gen("P-256");
+    if (!t->ca_key || !t->leaf_key)
+        return error_set(err, EIO, "network: TLS: making the session keys: %s", ssl_error_text());
+    char cn[200];
+    snprintf(cn, sizeof(cn), "cordon session CA %.100s",
+             t->cfg->session_name ? t->cfg->session_name : "");
+    t->ca_cert = new_cert(t->ca_key, cn, 30L * 86400);
+    if (!t->ca_cert || !X509_set_issuer_name(t->ca_cert, X509_get_subject_name(t->ca_cert)) ||
+        add_ext(t->ca_cert, t->ca_cert, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") < 0 ||
+        add_ext(t->ca_cert, t->ca_cert, NID_key_usage, "critical,keyCertSign,cRLSign") < 0 ||
+        add_ext(t->ca_cert, t->ca_cert, NID_subject_key_identifier, "hash") < 0 ||
+        !X509_sign(t->ca_cert, t->ca_key, EVP_sha256()))
+        return error_set(err, EIO, "network: TLS: making the session CA: %s", ssl_error_text());
+    return 0;
+}
+
+static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                       const unsigned char *in, unsigned int inlen, void *arg)
+{
+    (void)ssl;
+    (void)arg;
+    /* Only HTTP/1.1: the heads are read as HTTP/1.1. */
+    for (unsigned int i = 0; i < inlen;) {
+        unsigned int len = in[i];
+        if (i + 1 + len > inlen)
+            break;
+        if (len == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+            *out = in + i + 1;
+            *outlen = 8;
+            return SSL_TLSEXT_ERR_OK;
+        }
+        i += 1 + len;
+    }
+    return SSL_TLSEXT_ERR_NOACK;
+}
+
+/* The server context presenting a leaf for HOST, made once per session. */
+static SSL_CTX *leaf_ctx(struct tls_state *t, const char *host)
+{
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < t->leaf_count; i++) {
+        if (strcasecmp(t->leaves[i].host, host) == 0) {
+            SSL_CTX *ctx = t->leaves[i].ctx;
+            SSL_CTX_up_ref(ctx);
+            pthread_mutex_unlock(&t->lock);
+            return ctx;
+        }
+    }
+    SSL_CTX *ctx = NULL;
+    X509 *cert = new_cert(t->leaf_key, host, 7L * 86400);
+    char san[300];
+    unsigned char ip[16];
+    bool is_ip = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
+    snprintf(san, sizeof(san), "%s:%s", is_ip ? "IP" : "DNS", host);
+    if (!cert || !X509_set_issuer_name(cert, X509_get_subject_name(t->ca_cert)) ||
+        add_ext(cert, t->ca_cert, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
+        add_ext(cert, t->ca_cert, NID_key_usage, "critical,digitalSignature") < 0 ||
+        add_ext(cert, t->ca_cert, NID_ext_key_usage, "serverAuth") < 0 ||
+        add_ext(cert, t->ca_cert, NID_authority_key_identifier, "keyid:always") < 0 ||
+        add_ext(cert, t->ca_cert, NID_subject_alt_name, san) < 0 ||
+        !X509_sign(cert, t->ca_key, EVP_sha256()))
+        goto out;
+    ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) ||
+        SSL_CTX_use_certificate(ctx, cert) != 1 || SSL_CTX_use_PrivateKey(ctx, t->leaf_key) != 1) {
+        SSL_CTX_free(ctx);
+        ctx = NULL;
+        goto out;
+    }
+    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+    struct leaf *slot;
+    if (t->leaf_count < TLS_LEAF_CACHE) {
+        slot = &t->leaves[t->leaf_count++];
+    } else {
+        slot = &t->leaves[t->leaf_next];
+        t->leaf_next = (t->leaf_next + 1) % TLS_LEAF_CACHE;
+        SSL_CTX_free(slot->ctx);
+    }
+    snprintf(slot->host, sizeof(slot->host), "%s", host);
+    slot->ctx = ctx;
+    SSL_CTX_up_ref(ctx);
+out:
+    X509_free(cert);
+    pthread_mutex_unlock(&t->lock);
+    return ctx;
+}
+
+int tls_start(const struct tls_config *cfg, struct tls_state **out, struct cordon_error *err)
+{
+    struct tls_state *t = calloc(1, sizeof(*t));
+    if (!t)
+        return error_set(err, ENOMEM, "network: TLS");
+    t->cfg = cfg;
+    pthread_mutex_init(&t->lock, NULL);
+    if (make_ca(t, err) < 0)
+        return -1;
+    t->upstream = SSL_CTX_new(TLS_client_method());
+    if (!t->upstream || !SSL_CTX_set_min_proto_version(t->upstream, TLS1_2_VERSION))
+        return error_set(err, EIO, "network: TLS: %s", ssl_error_text());
+    SSL_CTX_set_verify(t->upstream, SSL_VERIFY_PEER, NULL);
+    if (cfg->ca_file) {
+        if (SSL_CTX_load_verify_locations(t->upstream, cfg->ca_file, NULL) != 1)
+            return error_set(err, EINVAL, "network.ca_file %s: no certificate could be read: %s",
+                             cfg->ca_file, ssl_error_text());
+    } else if (SSL_CTX_load_verify_locations(t->upstream, "/etc/ssl/certs/ca-certificates.crt",
+                                             "/etc/ssl/certs") != 1 &&
+               SSL_CTX_set_default_verify_paths(t->upstream) != 1) {
+        return error_set(err, EIO, "network: TLS: the host's certificate store: %s",
+                         ssl_error_text());
+    }
+    static const unsigned char alpn[] = "\x08http/1.1";
+    SSL_CTX_set_alpn_protos(t->upstream, alpn, sizeof(alpn) - 1);
+    *out = t;
+    return 0;
+}
+
+char *tls_ca_pem(struct tls_state *t, struct cordon_error *err)
+{
+    BIO *bio = BIO_new(BIO_s_mem());
+    char *data = NULL;
+    if (!bio || PEM_write_bio_X509(bio, t->ca_cert) != 1) {
+        BIO_free(bio);
+        error_set(err, EIO, "network: TLS: %s", ssl_error_text());
+        return NULL;
+    }
+    long len = BIO_get_mem_data(bio, &data);
+    char *copy = malloc((size_t)len + 1);
+    if (copy) {
+        memcpy(copy, data, (size_t)len);
+        copy[len] = '\0';
+    }
+    BIO_free(bio);
+    if (!copy)
+        error_set(err, ENOMEM, "network: TLS");
+    return copy;
+}
+
+/* ---- one intercepted connection ---- */
+
+enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_RAW };
+enum chunk_state { CHUNK_SIZE, CHUNK_DATA, CHUNK_DATA_END, CHUNK_TRAILER };
+
+struct job {
+    struct tls_state *t;
+    int client, server;
+    char host[256];
+    int port;
+    SSL *cs, *ss;
+    /* client -> server parsing */
+    char *head;
+    size_t head_len;
+    enum body_mode body;
+    unsigned long long remaining;
+    enum chunk_state chunk;
+    char line[TLS_CHUNK_LINE_MAX];
+    size_t line_len;
+};
+
+static void job_audit(struct job *j, bool allowed, const char *reason)
+{
+    struct net_audit_record r = {.session = j->t->cfg->session_name,
+                                 .protocol = "https",
+                                 .host = j->host,
+                                 .port = j->port,
+                                 .allowed = allowed,
+                                 .reason = reason};
+    net_audit_write(j->t->cfg->audit_fd, &r);
+    if (!allowed)
+        log_warn("network: https %s:%d refused: %s", j->host, j->port, reason);
+}
+
+/* Waits until FD is ready for what the last SSL call wanted. */
+static bool ssl_wait(SSL *ssl, int ret)
+{
+    int e = SSL_get_error(ssl, ret);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+        return false;
+    struct pollfd pfd = {SSL_get_fd(ssl), e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, 0};
+    int r;
+    do {
+        r = poll(&pfd, 1, TLS_IDLE_S * 1000);
+    } while (r < 0 && errno == EINTR);
+    return r > 0;
+}
+
+/* The sockets are non-blocking once the handshakes are done: a write
+ * waits for room on its own socket (TLS_IDLE_S at most). */
+static int ssl_write_all(SSL *ssl, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        size_t n = 0;
+        int ret = SSL_write_ex(ssl, p, len, &n);
+        if (ret != 1) {
+            if (ssl_wait(ssl, ret))
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= n;
+    }
+    return 0;
+}
+
+/* Reads what is there: 1 with *N bytes, 0 when nothing is (yet: a
+ * post-handshake message alone), -1 at the end or on an error. */
+static int ssl_read_some(SSL *ssl, char *buf, size_t size, size_t *n)
+{
+    *n = 0;
+    int ret = SSL_read_ex(ssl, buf, size, n);
+    if (ret == 1)
+        return 1;
+    int e = SSL_get_error(ssl, ret);
+    return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
+/* An answer from cordon inside the client's TLS; the connection ends. */
+static void job_refuse(struct job *j, int status, const char *reason)
+{
+    const char *title = status == 403   ? "Forbidden"
+                        : status == 431 ? "Request Header Fields Too Large"
+                        : status == 502 ? "Bad Gateway"
+                                        : "Bad Request";
+    char body[900];
+    int blen = snprintf(body, sizeof(body), "cordon: network: %s\n", reason);
+    if (blen < 0 || (size_t)blen >= sizeof(body))
+        blen = (int)sizeof(body) - 1;
+    char head[300];
+    int hlen = snprintf(head, sizeof(head),
+                        "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                        "Content-Length: %d\r\nConnection: close\r\n\r\n",
+                        status, title, blen);
+    if (ssl_write_all(j->cs, head, (size_t)hlen) == 0)
+        ssl_write_all(j->cs, body, (size_t)blen);
+    job_audit(j, false, reason);
+}
+
+static bool token_eq(const char *a, size_t alen, const char *b)
+{
+    return alen == strlen(b) && strncasecmp(a, b, alen) == 0;
+}
+
+/* Checks one complete request head (HEAD[0..LEN), ending in CRLF CRLF),
+ * sets the body framing and forwards it (with the values in). Returns -1
+ * when the connection must end (already answered). */
+static int job_request(struct job *j, const char *head, size_t len)
+{
+    char reason[1600];
+    /* Request line: METHOD SP origin-form SP HTTP/1.x */
+    const char *eol = memchr(head, '\r', len);
+    const char *sp1 = memchr(head, ' ', (size_t)(eol - head));
+    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
+    if (!sp1 || !sp2 || sp1 == head || (size_t)(sp1 - head) >= 16 || sp1[1] != '/' ||
+        (size_t)(eol - sp2 - 1) != 8 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0) {
+        job_refuse(j, 400, "a malformed request line inside TLS");
+        return -1;
+    }
+    char method[16];
+    memcpy(method, head, (size_t)(sp1 - head));
+    method[sp1 - head] = '\0';
+    for (char *m = method; *m; m++) {
+        if (*m < 'A' || *m > 'Z') {
+            job_refuse(j, 400, "a malformed method inside TLS");
+            return -1;
+        }
+    }
+    size_t target_len = (size_t)(sp2 - sp1 - 1);
+    char path[4096];
+    if (target_len >= sizeof(path)) {
+        job_refuse(j, 431, "a request target longer than 4 KiB");
+        return -1;
+    }
+    memcpy(path, sp1 + 1, target_len);
+    path[target_len] = '\0';
+    path[strcspn(path, "?#")] = '\0';
+    /* The server decodes and normalises the path: a rule checked on the
+     * raw text would pass /repos/../user. Dot segments and encoded
+     * slashes, dots or backslashes are refused outright. */
+    bool odd = strchr(path, '\\') != NULL || strstr(path, "//") != NULL;
+    for (const char *s = path; *s && !odd; s++) {
+        if (s[0] == '%' && s[1] && s[2]) {
+            char hex[3] = {s[1], s[2], 0};
+            long v = strtol(hex, NULL, 16);
+            odd = v == '.' || v == '/' || v == '\\' || v == '%';
+        }
+        if (s[0] == '/' && s[1] == '.' &&
+            (s[2] == '\0' || s[2] == '/' || (s[2] == '.' && (s[3] == '\0' || s[3] == '/'))))
+            odd = true;
+    }
+    /* Headers. */
+    long long length = -1;
+    bool chunked = false, upgrade = false, host_seen = false;
+    for (const char *line = eol + 2; line < head + len - 2;) {
+        const char *end = memchr(line, '\r', (size_t)(head + len - line));
+        if (!end || end[1] != '\n') {
+            job_refuse(j, 400, "a malformed header inside TLS");
+            return -1;
+        }
+        const char *colon = memchr(line, ':', (size_t)(end - line));
+        if (!colon || colon == line || line[0] == ' ' || line[0] == '\t' ||
+            memchr(line, ' ', (size_t)(colon - line))) {
+            job_refuse(j, 400, "a malformed header inside TLS (no name, folded or spaced)");
+            return -1;
+        }
+        const char *v = colon + 1;
+        while (v < end && (*v == ' ' || *v == '\t'))
+            v++;
+        size_t vlen = (size_t)(end - v);
+        while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+            vlen--;
+        size_t nlen = (size_t)(colon - line);
+        if (token_eq(line, nlen, "content-length")) {
+            char num[24];
+            if (vlen == 0 || vlen >= sizeof(num) || strspn(v, "0123456789") < vlen || length >= 0) {
+                job_refuse(j, 400, "a malformed or repeated Content-Length inside TLS");
+                return -1;
+            }
+            memcpy(num, v, vlen);
+            num[vlen] = '\0';
+            length = strtoll(num, NULL, 10);
+        } else if (token_eq(line, nlen, "transfer-encoding")) {
+            if (!token_eq(v, vlen, "chunked") || chunked) {
+                job_refuse(j, 400, "a Transfer-Encoding other than one \"chunked\" inside TLS");
+                return -1;
+            }
+            chunked = true;
+        } else if (token_eq(line, nlen, "upgrade")) {
+            upgrade = true;
+        } else if (token_eq(line, nlen, "host")) {
+            /* The destination is the CONNECT's host: a Host naming
+             * another would let a shared front end (a CDN) route the
+             * values elsewhere. */
+            char want[300];
+            snprintf(want, sizeof(want), "%s:%d", j->host, j->port);
+            bool same = token_eq(v, vlen, j->host) || token_eq(v, vlen, want);
+            if (!same || host_seen) {
+                snprintf(reason, sizeof(reason),
+                         "the Host header (%.*s) is not the tunnel's destination %s:%d",
+                         (int)(vlen > 200 ? 200 : vlen), v, j->host, j->port);
+                job_refuse(j, 403, reason);
+                return -1;
+            }
+            host_seen = true;
+        }
+        line = end + 2;
+    }
+    if (chunked && length >= 0) {
+        job_refuse(j, 400, "both Content-Length and Transfer-Encoding inside TLS");
+        return -1;
+    }
+    /* Method and path rules of this host: one must match. */
+    const struct tls_config *cfg = j->t->cfg;
+    bool ruled = false, matched = false;
+    const char *first_rule = NULL;
+    for (size_t i = 0; i < cfg->rule_count && !matched; i++) {
+        struct allow_decision d;
+        allowlist_check_request(&cfg->rules[i].host, j->host, j->port, &d);
+        if (!d.allowed)
+            continue;
+        if (!ruled)
+            first_rule = cfg->rules[i].text;
+        ruled = true;
+        if ((strcmp(cfg->rules[i].method, "*") == 0 || strcmp(cfg->rules[i].method, method) == 0) &&
+            !odd && http_rule_path_match(cfg->rules[i].path, path)) {
+            matched = true;
+            snprintf(reason, sizeof(reason), "%s %s%.200s allowed by network.http_rules \"%.300s\"",
+                     method, j->host, path, cfg->rules[i].text);
+            job_audit(j, true, reason);
+        }
+    }
+    if (ruled && !matched) {
+        if (odd)
+            snprintf(reason, sizeof(reason),
+                     "%s %s%.200s refused: the path has dot segments or encoded separators, "
+                     "which network.http_rules do not match",
+                     method, j->host, path);
+        else
+            snprintf(reason, sizeof(reason),
+                     "%s %s%.200s refused: no network.http_rules entry for %s allows it (the "
+                     "first is \"%.300s\")",
+                     method, j->host, path, j->host, first_rule);
+        job_refuse(j, 403, reason);
+        return -1;
+    }
+    /* The secrets, exactly as for plain HTTP (not cleartext here). */
+    const char *out = head;
+    size_t out_len = len;
+    char *filled = NULL;
+    if (cfg->secret_count > 0) {
+        size_t cap = len + (size_t)cfg->secret_count * NET_SECRET_MAX + 1;
+        if (cap > TLS_HEAD_MAX + 64 * 1024)
+            cap = TLS_HEAD_MAX + 64 * 1024;
+        filled = malloc(cap);
+        size_t n = 0;
+        enum secrets_verdict v =
+            filled ? secrets_apply(cfg->secrets, cfg->secret_count, j->host, j->port, false, head,
+                                   len, filled, cap, &n, reason, sizeof(reason))
+                   : SECRETS_TOOBIG;
+        if (v == SECRETS_LEAK || v == SECRETS_TOOBIG) {
+            if (filled) {
+                explicit_bzero(filled, cap);
+                free(filled);
+            }
+            job_refuse(j, v == SECRETS_LEAK ? 403 : 431,
+                       v == SECRETS_LEAK ? reason : "the request head is too large");
+            return -1;
+        }
+        if (v == SECRETS_SUBST) {
+            out = filled;
+            out_len = n;
+            job_audit(j, true, reason);
+        }
+    }
+    int rc = ssl_write_all(j->ss, out, out_len);
+    if (filled) {
+        explicit_bzero(filled, out_len);
+        free(filled);
+    }
+    if (rc < 0)
+        return -1;
+    if (upgrade)
+        j->body = BODY_RAW; /* after a protocol switch: bytes as they come */
+    else if (chunked)
+        j->body = BODY_CHUNKED, j->chunk = CHUNK_SIZE, j->line_len = 0;
+    else if (length > 0)
+        j->body = BODY_LENGTH, j->remaining = (unsigned long long)length;
+    else
+        j->body = BODY_NONE;
+    return 0;
+}
+
+/* Forwards body bytes; returns how many of DATA[0..LEN) belonged to the
+ * body (the rest starts the next head), or -1. */
+static ssize_t job_body(struct job *j, const char *data, size_t len)
+{
+    size_t used = 0;
+    while (used < len && j->body != BODY_NONE) {
+        if (j->body == BODY_RAW) {
+            if (ssl_write_all(j->ss, data + used, len - used) < 0)
+                return -1;
+            return (ssize_t)len;
+        }
+        if (j->body == BODY_LENGTH || (j->body == BODY_CHUNKED && j->chunk == CHUNK_DATA)) {
+            size_t n = len - used;
+            if (n > j->remaining)
+                n = (size_t)j->remaining;
+            if (ssl_write_all(j->ss, data + used, n) < 0)
+                return -1;
+            used += n;
+            j->remaining -= n;
+            if (j->remaining == 0)
+                j->body == BODY_LENGTH ? (void)(j->body = BODY_NONE)
+                                       : (void)(j->chunk = CHUNK_DATA_END);
+            continue;
+        }
+        /* Chunked framing lines: size, the CRLF after data, trailers. */
+        char ch = data[used++];
+        if (ssl_write_all(j->ss, &ch, 1) < 0)
+            return -1;
+        if (j->line_len >= sizeof(j->line) - 1) {
+            job_refuse(j, 400, "an overlong chunk line inside TLS");
+            return -1;
+        }
+        j->line[j->line_len++] = ch;
+        if (ch != '\n')
+            continue;
+        j->line[j->line_len] = '\0';
+        size_t ll = j->line_len;
+        j->line_len = 0;
+        if (ll < 2 || j->line[ll - 2] != '\r') {
+            job_refuse(j, 400, "a malformed chunk inside TLS");
+            return -1;
+        }
+        if (j->chunk == CHUNK_SIZE) {
+            char *end;
+            errno = 0;
+            unsigned long long size = strtoull(j->line, &end, 16);
+            if (end == j->line || errno || (*end != '\r' && *end != ';') || size > (1ULL << 40)) {
+                job_refuse(j, 400, "a malformed chunk size inside TLS");
+                return -1;
+            }
+            if (size == 0) {
+                j->chunk = CHUNK_TRAILER;
+            } else {
+                j->remaining = size;
+                j->chunk = CHUNK_DATA;
+            }
+        } else if (j->chunk == CHUNK_DATA_END) {
+            if (ll != 2) {
+                job_refuse(j, 400, "a chunk longer than its size inside TLS");
+                return -1;
+            }
+            j->chunk = CHUNK_SIZE;
+        } else if (ll == 2) { /* the empty line after the trailers */
+            j->body = BODY_NONE;
+        }
+    }
+    return (ssize_t)used;
+}
+
+/* Client bytes: heads are checked and forwarded, bodies pass. */
+static int job_from_client(struct job *j, const char *data, size_t len)
+{
+    while (len > 0) {
+        if (j->body != BODY_NONE) {
+            ssize_t n = job_body(j, data, len);
+            if (n < 0)
+                return -1;
+            data += n;
+            len -= (size_t)n;
+            continue;
+        }
+        size_t take = TLS_HEAD_MAX - j->head_len;
+        if (take == 0) {
+            job_refuse(j, 431, "a request head larger than 32 KiB inside TLS");
+            return -1;
+        }
+        if (take > len)
+            take = len;
+        /* Look for the end of the head in what is added (with the 3
+         * bytes before it). */
+        size_t before = j->head_len;
+        memcpy(j->head + j->head_len, data, take);
+        j->head_len += take;
+        size_t from = before >= 3 ? before - 3 : 0;
+        const char *end = NULL;
+        for (size_t i = from; i + 4 <= j->head_len; i++) {
+            if (memcmp(j->head + i, "\r\n\r\n", 4) == 0) {
+                end = j->head + i + 4;
+                break;
+            }
+        }
+        if (!end) {
+            data += take;
+            len -= take;
+            continue;
+        }
+        size_t head_len = (size_t)(end - j->head);
+        size_t consumed = head_len - before;
+        if (job_request(j, j->head, head_len) < 0)
+            return -1;
+        j->head_len = 0;
+        data += consumed;
+        len -= consumed;
+    }
+    return 0;
+}
+
+static void set_timeouts(int fd, int seconds)
+{
+    struct timeval tv = {.tv_sec = seconds};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static void job_run(struct job *j)
+{
+    struct tls_state *t = j->t;
+    char reason[800];
+    for (int i = 0; i < 2; i++) {
+        int fd = i ? j->server : j->client;
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        set_timeouts(fd, TLS_HANDSHAKE_S);
+    }
+    SSL_CTX *lctx = leaf_ctx(t, j->host);
+    if (!lctx) {
+        snprintf(reason, sizeof(reason), "no certificate could be made for %s: %s", j->host,
+                 ssl_error_text());
+        job_audit(j, false, reason);
+        return;
+    }
+    j->cs = SSL_new(lctx);
+    SSL_CTX_free(lctx);
+    if (!j->cs || SSL_set_fd(j->cs, j->client) != 1 || SSL_accept(j->cs) != 1) {
+        snprintf(reason, sizeof(reason),
+                 "the client's TLS handshake failed (does it trust the session CA?): %s",
+                 ssl_error_text());
+        job_audit(j, false, reason);
+        return;
+    }
+    j->ss = SSL_new(t->upstream);
+    unsigned char ip[16];
+    bool is_ip = inet_pton(AF_INET, j->host, ip) == 1 || inet_pton(AF_INET6, j->host, ip) == 1;
+    if (!j->ss || SSL_set_fd(j->ss, j->server) != 1 ||
+        (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(j->ss), j->host) != 1
+               : (SSL_set_tlsext_host_name(j->ss, j->host) != 1 ||
+                  SSL_set1_host(j->ss, j->host) != 1))) {
+        job_refuse(j, 502, "TLS to the destination could not be set up");
+        return;
+    }
+    if (SSL_connect(j->ss) != 1) {
+        long v = SSL_get_verify_result(j->ss);
+        if (v != X509_V_OK)
+            snprintf(reason, sizeof(reason),
+                     "the certificate of %s:%d failed verification: %s (network.ca_file names "
+                     "the CA to trust)",
+                     j->host, j->port, X509_verify_cert_error_string(v));
+        else
+            snprintf(reason, sizeof(reason), "TLS with %s:%d failed: %s", j->host, j->port,
+                     ssl_error_text());
+        job_refuse(j, 502, reason);
+        return;
+    }
+    snprintf(reason, sizeof(reason), "TLS intercepted (secrets or network.http_rules name %s)",
+             j->host);
+    job_audit(j, true, reason);
+    for (int i = 0; i < 2; i++) {
+        int fd = i ? j->server : j->client;
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
+    j->head = malloc(TLS_HEAD_MAX);
+    char *buf = malloc(16384);
+    if (!j->head || !buf) {
+        free(buf);
+        return;
+    }
+    for (;;) {
+        bool cp = SSL_pending(j->cs) > 0, sp = SSL_pending(j->ss) > 0;
+        struct pollfd pfd[2] = {{j->client, POLLIN, 0}, {j->server, POLLIN, 0}};
+        if (!cp && !sp) {
+            int r = poll(pfd, 2, TLS_IDLE_S * 1000);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+        }
+        size_t n = 0;
+        if (cp || pfd[0].revents) {
+            int r = ssl_read_some(j->cs, buf, 16384, &n);
+            if (r < 0 || (r > 0 && job_from_client(j, buf, n) < 0))
+                break;
+        }
+        if (sp || pfd[1].revents) {
+            int r = ssl_read_some(j->ss, buf, 16384, &n);
+            if (r < 0 || (r > 0 && ssl_write_all(j->cs, buf, n) < 0))
+                break;
+        }
+    }
+    free(buf);
+    SSL_shutdown(j->cs);
+}
+
+static void *job_thread(void *arg)
+{
+    struct job *j = arg;
+    job_run(j);
+    if (j->head) {
+        explicit_bzero(j->head, TLS_HEAD_MAX);
+        free(j->head);
+    }
+    SSL_free(j->cs);
+    SSL_free(j->ss);
+    close(j->client);
+    close(j->server);
+    atomic_fetch_sub(&j->t->running, 1);
+    free(j);
+    ERR_clear_error();
+    return NULL;
+}
+
+int tls_intercept(struct tls_state *t, int client, int server, const char *host, int port,
+                  struct cordon_error *err)
+{
+    if (atomic_fetch_add(&t->running, 1) >= TLS_MAX_INTERCEPTED) {
+        atomic_fetch_sub(&t->running, 1);
+        return error_set(err, EAGAIN, "%d intercepted connections are open already",
+                         TLS_MAX_INTERCEPTED);
+    }
+    struct job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        atomic_fetch_sub(&t->running, 1);
+        return error_set(err, ENOMEM, "network: TLS");
+    }
+    j->t = t;
+    j->client = client;
+    j->server = server;
+    j->port = port;
+    snprintf(j->host, sizeof(j->host), "%s", host);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 1024 * 1024);
+    pthread_t tid;
+    int e = pthread_create(&tid, &attr, job_thread, j);
+    pthread_attr_destroy(&attr);
+    if (e != 0) {
+        free(j);
+        atomic_fetch_sub(&t->running, 1);
+        return error_set(err, e, "network: TLS: starting a thread");
+    }
+    return 0;
+}
