@@ -160,10 +160,6 @@ int cmd_changes(int argc, char **argv)
 
 /* ---- diff ---- */
 
-static int run_diff(int host, int sandbox, const char *label_a, const char *label_b, bool color,
-                    int out_fd);
-static bool looks_binary(int fd);
-
 struct call_ctx {
     const struct review_args *a;
     bool diff, color;
@@ -194,10 +190,10 @@ static void call_one(void *ctx, char kind, const char *path, int old_fd, int new
     snprintf(la, sizeof(la), old_fd >= 0 ? "a/%s" : "/dev/null", vis ? vis : "?");
     snprintf(lb, sizeof(lb), new_fd >= 0 ? "b/%s" : "/dev/null", vis ? vis : "?");
     printf("diff %s %s\n", la, lb);
-    if (looks_binary(old_fd) || looks_binary(new_fd))
+    if (review_looks_binary(old_fd) || review_looks_binary(new_fd))
         printf("Binary files %s and %s differ\n", la, lb);
     else
-        run_diff(old_fd, new_fd, la, lb, c->color, 1);
+        review_run_diff(old_fd, new_fd, la, lb, c->color, 1);
 }
 
 /* `changes/diff NAME --call N`: what call N changed, against the state
@@ -222,75 +218,6 @@ static int call_changes(const struct review_args *a, bool diff, bool color)
     return 0;
 }
 
-static bool looks_binary(int fd)
-{
-    if (fd < 0)
-        return false;
-    char buf[8000];
-    ssize_t n = pread(fd, buf, sizeof(buf), 0);
-    return n > 0 && memchr(buf, 0, (size_t)n) != NULL;
-}
-
-/* diff(1) of two fds (or /dev/null), its output to OUT_FD. */
-static int run_diff(int host, int sandbox, const char *label_a, const char *label_b, bool color,
-                    int out_fd)
-{
-    char a[64], b[64];
-    snprintf(a, sizeof(a), host >= 0 ? "/dev/fd/%d" : "/dev/null", host);
-    snprintf(b, sizeof(b), sandbox >= 0 ? "/dev/fd/%d" : "/dev/null", sandbox);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        if (host >= 0)
-            fcntl(host, F_SETFD, 0);
-        if (sandbox >= 0)
-            fcntl(sandbox, F_SETFD, 0);
-        if (out_fd != 1)
-            dup2(out_fd, 1);
-        char *argv[] = {"diff",
-                        "-u",
-                        "--label",
-                        (char *)label_a,
-                        "--label",
-                        (char *)label_b,
-                        color ? "--color=always" : "--color=never",
-                        a,
-                        b,
-                        NULL};
-        execvp("diff", argv);
-        _exit(127);
-    }
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(status) && WEXITSTATUS(status) <= 1 ? 0 : -1;
-}
-
-static void count_lines(int fd, long *plus, long *minus)
-{
-    FILE *f = fdopen(dup(fd), "r");
-    if (!f)
-        return;
-    rewind(f);
-    char *line = NULL;
-    size_t cap = 0;
-    int header = 2;
-    while (getline(&line, &cap, f) > 0) {
-        if (header > 0 && (strncmp(line, "--- ", 4) == 0 || strncmp(line, "+++ ", 4) == 0)) {
-            header--;
-            continue;
-        }
-        if (line[0] == '+')
-            (*plus)++;
-        else if (line[0] == '-')
-            (*minus)++;
-    }
-    free(line);
-    fclose(f);
-}
-
 static const char diff_usage[] =
     "usage: cordon diff NAME [PATH...] [--stat] [--color|--no-color] [--call N]\n"
     "  a unified diff of what review-mode sandbox NAME changed (host: a/, sandbox: b/)\n";
@@ -310,85 +237,12 @@ int cmd_diff(int argc, char **argv)
     struct review r;
     if (open_review(&a, &r) < 0)
         return CORDON_EXIT_FAILURE;
-    int status = 0;
-    long total_plus = 0, total_minus = 0;
-    size_t files = 0;
-    for (size_t i = 0; i < r.count; i++) {
-        const struct review_change *c = &r.changes[i];
-        if (!review_selected(c, a.paths, a.npaths) || c->kind == REVIEW_SKIPPED)
-            continue;
-        bool file_old = c->old_type == 'f' && c->kind != REVIEW_ADDED;
-        bool file_new = c->type == 'f' && c->kind != REVIEW_DELETED;
-        if (!file_old && !file_new) {
-            if (!a.stat_only) {
-                printf("%s %s: ", review_kind_name(c->kind),
-                       type_word(c->kind == REVIEW_DELETED ? c->old_type : c->type));
-                put_path(stdout, c->path);
-                fputc('\n', stdout);
-            }
-            continue;
-        }
-        struct cordon_error err = {0};
-        int host = -1, sandbox = -1;
-        if (review_open_sides(&r, c, &host, &sandbox, &err) < 0) {
-            log_error("%s", err.message);
-            status = CORDON_EXIT_FAILURE;
-            continue;
-        }
-        _cleanup_free_ char *vis =
-            text_escape_visible(c->path, strlen(c->path), TEXT_ESCAPE_BACKSLASH, NULL);
-        _cleanup_free_ char *from_vis =
-            c->from ? text_escape_visible(c->from, strlen(c->from), TEXT_ESCAPE_BACKSLASH, NULL)
-                    : NULL;
-        char la[PATH_MAX + 8], lb[PATH_MAX + 8];
-        snprintf(la, sizeof(la), file_old ? "a/%s" : "/dev/null", from_vis ? from_vis : vis);
-        snprintf(lb, sizeof(lb), file_new ? "b/%s" : "/dev/null", vis ? vis : "?");
-        files++;
-        if (c->kind == REVIEW_MODE) {
-            if (!a.stat_only)
-                printf("diff %s %s\nold mode %03o\nnew mode %03o\n", la, lb, (unsigned)c->old_mode,
-                       (unsigned)c->new_mode);
-            else
-                printf(" %s | mode %03o -> %03o\n", vis ? vis : "?", (unsigned)c->old_mode,
-                       (unsigned)c->new_mode);
-        } else if (looks_binary(host) || looks_binary(sandbox)) {
-            if (a.stat_only)
-                printf(" %s | binary\n", vis ? vis : "?");
-            else
-                printf("diff %s %s\nBinary files %s and %s differ\n", la, lb, la, lb);
-        } else if (a.stat_only) {
-            FILE *tmp = tmpfile();
-            long plus = 0, minus = 0;
-            if (tmp && run_diff(host, sandbox, la, lb, false, fileno(tmp)) == 0)
-                count_lines(fileno(tmp), &plus, &minus);
-            if (tmp)
-                fclose(tmp);
-            total_plus += plus;
-            total_minus += minus;
-            printf(" %s | %ld %s+%ld%s %s-%ld%s\n", vis ? vis : "?", plus + minus,
-                   color ? "\033[32m" : "", plus, color ? "\033[m" : "", color ? "\033[31m" : "",
-                   minus, color ? "\033[m" : "");
-        } else {
-            printf("diff %s %s\n", la, lb);
-            if (c->kind == REVIEW_MODE || (c->old_mode != c->new_mode && file_old && file_new))
-                printf("old mode %03o\nnew mode %03o\n", (unsigned)c->old_mode,
-                       (unsigned)c->new_mode);
-            if (c->kind == REVIEW_RENAMED)
-                printf("rename from %s\nrename to %s\n", from_vis ? from_vis : "?",
-                       vis ? vis : "?");
-            if (run_diff(host, sandbox, la, lb, color, 1) < 0) {
-                log_error("diff(1) failed for %s", vis ? vis : "?");
-                status = CORDON_EXIT_FAILURE;
-            }
-        }
-        if (host >= 0)
-            close(host);
-        if (sandbox >= 0)
-            close(sandbox);
-    }
-    if (a.stat_only)
-        printf(" %zu file(s) changed, %ld insertion(s)(+), %ld deletion(s)(-)\n", files, total_plus,
-               total_minus);
+    struct cordon_error err = {0};
+    int status = review_diff(&r, a.paths, a.npaths, a.stat_only, color, stdout, &err) < 0
+                     ? CORDON_EXIT_FAILURE
+                     : 0;
+    if (status)
+        log_error("%s", err.message);
     review_close(&r);
     return status;
 }

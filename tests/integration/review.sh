@@ -227,6 +227,17 @@ like "MCP: cordon/reviewChanges lists them" "$out" "changes M:a.txt A:b.txt"
 like "MCP: cordon/reviewApply applies the paths asked for" "$out" "apply applied:b.txt"
 like "MCP: the count drops" "$out" "status-after 1"
 is "MCP: the applied file is on the host, the other is not" "$(cat "$mws/a.txt" "$mws/b.txt")" $'host\nb'
+like "MCP: cordon/reviewDiff is the unified diff, what the agent wrote escaped" "$out" 'diff "diff a/a.txt b/a.txt\\n--- a/a.txt\\n\+\+\+ b/a.txt\\n@@ -1 \+1 @@\\n-host\\n\+agent\\ndiff /dev/null b/esc.txt\\n--- /dev/null\\n\+\+\+ b/esc.txt\\n@@ -0,0 \+1 @@\\n\+x\\\\x1b\[2Jy\\n" False'
+like "MCP: cordon/reviewDiff of the paths asked for" "$out" $'diff-paths "diff a/a.txt b/a.txt\\\\n--- a/a.txt\\\\n\\+\\+\\+ b/a.txt\\\\n@@ -1 \\+1 @@\\\\n-host\\\\n\\+agent\\\\n"\n'
+like "MCP: bash's file and process before the rewind" "$out" $'before-rewind c\n1\n'
+like "MCP: cordon/reviewRewind restarts the same sandbox, saying its processes ended" "$out" "rewind 2 True sandboxed True"
+like "MCP: after the rewind, bash's and the later write's files are gone, the earlier write kept, no process left" "$out" $'after-rewind c-gone\nesc-gone\nagent\n0\n'
+like "MCP: the tool list is unchanged after a rewind (no review tool)" "$out" $'tools-after bash edit find grep ls read sandbox_verify write\n'
+like "MCP: a rewind to a checkpoint that does not exist says so, the sandbox still works" "$out" "rewind-999 sandbox mc has no checkpoint 999 .*\| still-works"
+like "MCP: a rewind's checkpoint must be a number" "$out" "rewind-bad cordon/reviewRewind: to must be a checkpoint number"
+like "MCP: cordon/reviewDiscard empties the layer" "$out" "discard True 0"
+like "MCP: after the discard the sandbox reads the host's file" "$out" "after-discard host"
+is "MCP: the rewind and discard never touched the host" "$(cat "$mws/a.txt"; ls "$mws" | wc -l)" $'host\n2'
 
 # --- the backends that cannot offer it refuse with the reason ---
 out=$(cd "$ws" && "$CORDON" run --review --backend docker --set docker.image=debian -- true 2>&1)
