@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "supervisor/review.h"
 #include "supervisor/state.h"
+#include "supervisor/undo.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
 #include "util/log.h"
@@ -36,9 +37,17 @@ struct review_args {
     bool stat_only;
     int color; /* -1 auto */
     bool json;
-    long call; /* --call N, or 0 */
-    long to;   /* rewind --to N, or -1 */
+    bool force; /* rewind --force (direct mode) */
+    long call;  /* --call N, or 0 */
+    long to;    /* rewind --to N, or -1 */
 };
+
+static const char rewind_usage[] =
+    "usage: cordon rewind NAME --to N [--force]\n"
+    "  returns stopped review-mode sandbox NAME's workspace to its state after tool call N\n"
+    "  (0: before the first call). Files only: processes are not rewound.\n"
+    "  Direct mode: puts back what the write and edit tools replaced after call N, in the\n"
+    "  workspace itself; a file something else changed since is refused unless --force.\n";
 
 static int parse(int argc, char **argv, struct review_args *a, const char *usage)
 {
@@ -56,6 +65,8 @@ static int parse(int argc, char **argv, struct review_args *a, const char *usage
             a->color = 0;
         } else if (strcmp(argv[i], "--json") == 0) {
             a->json = true;
+        } else if (strcmp(argv[i], "--force") == 0 && usage == rewind_usage) {
+            a->force = true;
         } else if ((strcmp(argv[i], "--call") == 0 || strcmp(argv[i], "--to") == 0) &&
                    i + 1 < argc) {
             char *end;
@@ -323,11 +334,6 @@ int cmd_discard(int argc, char **argv)
     return 0;
 }
 
-static const char rewind_usage[] =
-    "usage: cordon rewind NAME --to N\n"
-    "  returns stopped review-mode sandbox NAME's workspace to its state after tool call N\n"
-    "  (0: before the first call). Files only: processes are not rewound.\n";
-
 int cmd_rewind(int argc, char **argv)
 {
     _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
@@ -343,7 +349,19 @@ int cmd_rewind(int argc, char **argv)
     }
     struct cordon_error err = {0};
     struct review r;
-    if (review_open(a.name, &r, &err) < 0 || review_rewind(&r, a.to, &err) < 0) {
+    if (review_open(a.name, &r, &err) < 0 && undo_exists(a.name)) {
+        /* Direct mode: the write and edit tools' previous contents. */
+        int refused = undo_rewind(a.name, a.to, a.force, report_line, NULL, &err);
+        if (refused < 0) {
+            log_error("%s", err.message);
+            return CORDON_EXIT_FAILURE;
+        }
+        printf("sandbox %s: what the write and edit tools changed after call %ld is undone in "
+               "the workspace%s (bash's changes and processes are not: docs/review.md)\n",
+               a.name, a.to, refused ? ", except what is refused above" : "");
+        return refused ? 1 : 0;
+    }
+    if (r.review_fd < 0 || review_rewind(&r, a.to, &err) < 0) {
         log_error("%s", err.message);
         review_close(&r);
         return CORDON_EXIT_FAILURE;

@@ -156,6 +156,12 @@ static json_t *tool_result_json(const struct server *s, const struct tool_result
     if (res->details && json_is_object(res->details))
         json_object_set(result, "structuredContent", res->details);
     json_object_set_new(result, "_meta", route_meta(s, route, state));
+    /* Review mode: the checkpoint this call ended with (`cordon rewind
+     * NAME --to N`, cordon/reviewRewind). */
+    long ck = s->session && strcmp(route, "sandbox") == 0 ? session_checkpoint(s->session) : 0;
+    if (ck > 0)
+        json_object_set_new(json_object_get(result, "_meta"), "cordon/checkpoint",
+                            json_integer(ck));
     return result;
 }
 

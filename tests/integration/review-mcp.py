@@ -28,7 +28,8 @@ print("apply", " ".join(r["outcome"] + ":" + r["path"] for r in ap))
 print("status-after", rpc("cordon/status")["result"].get("pendingChanges"))
 # the diff: the user's request too; what the agent wrote cannot paint the
 # user's terminal (ESC is escaped)
-rpc("tools/call", {"name": "write", "arguments": {"path": "esc.txt", "content": "x\x1b[2Jy\n"}})
+r = rpc("tools/call", {"name": "write", "arguments": {"path": "esc.txt", "content": "x\x1b[2Jy\n"}})["result"]
+print("checkpoint", r["_meta"].get("cordon/checkpoint"))
 d = rpc("cordon/reviewDiff")["result"]
 print("diff", json.dumps(d["diff"]), d["truncated"])
 print("diff-paths", json.dumps(rpc("cordon/reviewDiff", {"paths": ["a.txt"]})["result"]["diff"]))
