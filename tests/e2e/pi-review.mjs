@@ -6,6 +6,7 @@
 //   closes it with nothing applied;
 // - Enter, "Choose which to apply", one file toggled, the confirmation:
 //   only that file reaches the host;
+// - "Apply all" after the confirmation; nothing pending says so;
 // - `/cordon rewind N` after a bash call: a confirmation saying processes
 //   end, the sandbox restarts under the same name, bash's file is gone in
 //   the sandbox, its background process ended, the host untouched.
@@ -211,6 +212,22 @@ try {
     ok(await waitFor(() => hasLine(/^c-(there|gone)$/), 30000, "the command") && hasLine(/^c-gone$/) && hasLine(/^new \^\[\[2J b$/),
         "in the sandbox: bash's file is gone, the earlier write is still there", lines().filter((l) => /^c-|^new/.test(l)));
     ok(host("a.txt") === "agent\n" && host("b.txt") === null && host("c.txt") === null, "the rewind never touched the host");
+
+    // --- apply all: Enter, "Apply all", Yes
+    await command("/cordon review");
+    await waitFor(() => visible().includes("Enter: apply"), 15000, "the viewer");
+    key("Enter");
+    await waitFor(() => visible().includes("apply what to the workspace?"), 15000, "the choice");
+    key("Enter");
+    ok(await waitFor(() => visible().includes("apply 1 change to the workspace on the host?"), 15000, "the confirmation"),
+        "\"Apply all\" asks for the confirmation too", visible());
+    key("Enter");
+    ok(await waitFor(() => hasLine(/^cordon review: 1 applied; 0 pending$/), 15000, "the result") &&
+       host("b.txt") === "new \x1b[2J b\n" && host("c.txt") === null,
+        "\"Apply all\" writes the pending file as the agent wrote it (bytes kept)", [host("b.txt"), visible()]);
+    ok(await waitFor(() => /review: 0 pending/.test(footer()), 15000, "the count"), "the footer: `review: 0 pending`", footer());
+    await command("/cordon review");
+    ok(await waitFor(() => hasLine(/^cordon review: no pending changes$/), 15000, "the note"), "/cordon review with nothing pending says so");
 
     await command("/quit");
     ok(await waitFor(() => fs.existsSync(exitFile), 30000, "pi to exit"), "`/quit`: pi exits");
