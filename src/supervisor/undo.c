@@ -230,8 +230,20 @@ void undo_after(struct undo *u, long long id, long *ret_n)
         remove_entry(undo_fd, slot->pending);
         return;
     }
-    /* The bound: the oldest go. */
-    for (size_t i = 0; i < count && have[i] <= n - UNDO_CALLS_MAX; i++) {
+    /* The bounds: the oldest go, by count and by the bytes kept. */
+    long long total = slot->saved ? slot->before_size : 0;
+    size_t keep_from = count;
+    for (size_t i = count; i-- > 0;) {
+        struct stat st;
+        char kept[64];
+        snprintf(kept, sizeof(kept), "%ld/before", have[i]);
+        long long size = fstatat(undo_fd, kept, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_size : 0;
+        if (have[i] <= n - UNDO_CALLS_MAX || total + size > UNDO_TOTAL_MAX)
+            break;
+        total += size;
+        keep_from = i;
+    }
+    for (size_t i = 0; i < keep_from; i++) {
         snprintf(name, sizeof(name), "%ld", have[i]);
         remove_entry(undo_fd, name);
     }

@@ -19,6 +19,9 @@
 #define UNDO_FILE_MAX (16L << 20)
 /* At most this many calls are kept (the oldest go). */
 #define UNDO_CALLS_MAX 200
+/* ... and at most this many bytes of previous contents (the oldest go):
+ * the state directory may be on a tmpfs ($XDG_RUNTIME_DIR). */
+#define UNDO_TOTAL_MAX (256L << 20)
 /* At most this many calls of one session are in flight with a saved copy. */
 #define UNDO_SLOTS 16
 
