@@ -104,6 +104,9 @@ void undo_before(struct undo *u, long long id, const char *tool, json_t *args)
     if (!relative(u, path, slot->rel, sizeof(slot->rel)))
         return;
     snprintf(slot->pending, sizeof(slot->pending), ".pending-%lld", id);
+    for (size_t i = 0; i < UNDO_SLOTS; i++)
+        if (u->slots[i].used && strcmp(u->slots[i].rel, slot->rel) == 0)
+            slot->concurrent = true;
     _cleanup_close_ int undo_fd =
         openat(u->state_fd, UNDO_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     _cleanup_close_ int in = fs_openat2(u->ws_fd, slot->rel, O_RDONLY | O_NOFOLLOW, STRICT);
@@ -125,7 +128,7 @@ void undo_before(struct undo *u, long long id, const char *tool, json_t *args)
     slot->before_ino = (long long)st.st_ino;
     slot->before_size = (long long)st.st_size;
     slot->before_mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-    if (st.st_size > UNDO_FILE_MAX)
+    if (st.st_size > UNDO_FILE_MAX || slot->concurrent)
         return; /* not kept: rewind says so */
     _cleanup_close_ int d =
         openat(undo_fd, slot->pending, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -210,9 +213,10 @@ void undo_after(struct undo *u, long long id, long *ret_n)
     json_t *before = slot->existed ? json_pack("{s:I, s:I, s:I}", "ino", slot->before_ino, "size",
                                                slot->before_size, "mtime_ns", slot->before_mtime_ns)
                                    : json_null();
-    json_t *meta = json_pack("{s:s, s:b, s:b, s:i, s:o, s:o}", "path", slot->rel, "existed",
-                             slot->existed, "saved", slot->saved, "mode", (int)slot->mode, "before",
-                             before, "after", identity(u->ws_fd, slot->rel));
+    json_t *meta =
+        json_pack("{s:s, s:b, s:b, s:b, s:i, s:o, s:o}", "path", slot->rel, "existed",
+                  slot->existed, "saved", slot->saved, "concurrent", slot->concurrent, "mode",
+                  (int)slot->mode, "before", before, "after", identity(u->ws_fd, slot->rel));
     _cleanup_free_ char *text = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
     json_decref(meta);
     _cleanup_close_ int out =
@@ -393,6 +397,14 @@ int undo_rewind(const char *name, long to, bool force,
         } else if (!force && !same(sn->expect, after)) {
             snprintf(why, sizeof(why),
                      "changed since call %ld by something else; --force restores it anyway",
+                     have[i]);
+            report(ctx, "refused", rel, why);
+            sn->skip = true;
+            refused++;
+        } else if (json_is_true(json_object_get(meta, "concurrent"))) {
+            snprintf(why, sizeof(why),
+                     "call %ld ran while another call on it was in flight: its content before "
+                     "is not known",
                      have[i]);
             report(ctx, "refused", rel, why);
             sn->skip = true;

@@ -31,6 +31,8 @@ struct undo_slot {
     char rel[4096];
     char pending[64]; /* undo/.pending-ID */
     bool existed, saved;
+    bool concurrent; /* another call on the same file was in flight: its
+                        "before" may be stale, so it is not kept */
     unsigned mode;
     long long before_ino, before_size, before_mtime_ns;
 };

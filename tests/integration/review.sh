@@ -291,6 +291,36 @@ is "the file the agent moved is untouched" "$(cat "$dws/sub.real/s.txt")" agent
 out=$("$CORDON" rewind dm --to 99 2>&1)
 like "direct rewind to a call that was not recorded says so" "$out" "sandbox dm has no call 99"
 "$CORDON" rm dm >/dev/null 2>&1
+# the bound on the number of calls: 205 writes, one after the other, in one
+# session (MCP) keep the last 200
+(cd "$dws" && python3 -c '
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp", "--name", "dm2", "--set", "teardown=\"stop\""], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def rpc(i, method, params):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n"); p.stdin.flush()
+    while json.loads(p.stdout.readline()).get("id") != i:
+        pass
+rpc(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+for i in range(1, 206):
+    rpc(i, "tools/call", {"name": "write", "arguments": {"path": "count.txt", "content": "v%d\n" % i}})
+p.stdin.close(); p.wait()' "$CORDON")
+is "direct mode keeps the last 200 calls" "$(ls "$XDG_RUNTIME_DIR/cordon/dm2/undo" | sort -n | sed -n '1p;$p' | tr '\n' ' ')" "6 205 "
+"$CORDON" rewind dm2 --to 0 >/dev/null 2>&1
+is "rewinding past the oldest kept undoes what is kept" "$(cat "$dws/count.txt")" v5
+"$CORDON" rm dm2 >/dev/null 2>&1
+# calls on one file in flight at once: the later ones' previous content is
+# not known (taken before the earlier ran), so rewind refuses, never restores
+# a stale one
+echo "orig conc" >"$dws/conc.txt"
+python3 -c 'import json
+for i in range(1, 4):
+    print(json.dumps({"id": i, "tool": "write", "args": {"path": "conc.txt", "content": "c%d\n" % i}}))' |
+    (cd "$dws" && "$CORDON" tool --name dm3 --set 'teardown="stop"' --batch >/dev/null 2>&1)
+written=$(cat "$dws/conc.txt")
+out=$("$CORDON" rewind dm3 --to 0 2>&1)
+like "calls in flight at once on one file: rewind refuses it" "$out" "refused: conc.txt: call [0-9] ran while another call on it was in flight"
+is "... and leaves the file as the calls left it" "$(cat "$dws/conc.txt")" "$written"
+"$CORDON" rm dm3 >/dev/null 2>&1
 
 # --- the backends that cannot offer it refuse with the reason ---
 out=$(cd "$ws" && "$CORDON" run --review --backend docker --set docker.image=debian -- true 2>&1)
