@@ -13,6 +13,12 @@
  *   without a UI (print/JSON mode) the elicitation capability is not
  *   declared, so cordon refuses.
  * - /cordon status|on|off|verify|config; a footer status.
+ * - Review mode (workspace_mode = "review", docs/review.md): the footer
+ *   counts the pending changes; /cordon review shows the diff in a viewer
+ *   and applies all or some of them after a confirmation; /cordon rewind N
+ *   returns the sandbox's workspace to its state after tool call N. These
+ *   are cordon's custom requests, made by this code for the user: no tool
+ *   the model can call applies, discards or rewinds.
  *
  * A small hand-written MCP client (JSON-RPC, one message per line) over the
  * child's stdio: no dependency, no network at run time.
@@ -28,6 +34,7 @@ import {
 	createReadToolDefinition,
 	createWriteToolDefinition,
 } from "@mariozechner/pi-coding-agent";
+import { matchesKey, truncateToWidth } from "@mariozechner/pi-tui";
 import { Type } from "typebox";
 
 type Json = any;
@@ -189,6 +196,64 @@ export function approvalText(message: string): string {
 	return count ? `NOTE: this prompt contains ${count} invisible or control character${count === 1 ? "" : "s"}, shown escaped.\n\n${text}` : text;
 }
 
+/** One line of `/cordon review`'s change list: the path escaped (the
+ * agent chose it), conflicts and refusals named. */
+export function changeLine(c: Json): string {
+	const p = (x: string) => escapeHidden(String(x), { backslash: true }).text;
+	let line = `${c.kind}  ${p(c.path)}`;
+	if (c.from) line += ` (from ${p(c.from)})`;
+	if (c.conflict) line += " [conflict: the host changed it since the session started]";
+	if (c.refused) line += ` [never applied: ${c.refused}]`;
+	return line;
+}
+
+/** `/cordon review`'s viewer: the change list and the unified diff, the
+ * diff's lines coloured; up/down/PgUp/PgDn (or j/k/space) scroll, Enter
+ * goes on to what to apply, Escape (or q) closes, nothing applied. */
+class ReviewViewer {
+	private top = 0;
+	constructor(
+		private title: string,
+		private body: string[],
+		private rows: () => number,
+		private theme: any,
+		private done: (go: boolean) => void,
+		private redraw: () => void,
+	) {}
+	private height() {
+		return Math.max(5, this.rows() - 8);
+	}
+	private paint(line: string): string {
+		const t = this.theme;
+		if (!t) return line;
+		if (line.startsWith("+++ ") || line.startsWith("--- ") || line.startsWith("diff ")) return t.bold(line);
+		if (line.startsWith("+")) return t.fg("toolDiffAdded", line);
+		if (line.startsWith("-")) return t.fg("toolDiffRemoved", line);
+		if (line.startsWith("@@")) return t.fg("accent", line);
+		return t.fg("toolDiffContext", line);
+	}
+	render(width: number): string[] {
+		const h = this.height();
+		const shown = this.body.slice(this.top, this.top + h).map((l) => truncateToWidth(this.paint(l.replace(/\t/g, "    ")), width));
+		const end = Math.min(this.body.length, this.top + h);
+		const help = `lines ${this.top + 1}-${end} of ${this.body.length} · ↑↓ PgUp PgDn scroll · Enter: apply… · Esc: close, nothing applied`;
+		return [truncateToWidth(this.theme ? this.theme.bold(this.title) : this.title, width), ...shown, truncateToWidth(this.theme ? this.theme.fg("muted", help) : help, width)];
+	}
+	handleInput(data: string) {
+		const h = this.height();
+		const max = Math.max(0, this.body.length - h);
+		if (matchesKey(data, "escape") || data === "q") return this.done(false);
+		if (matchesKey(data, "enter") || matchesKey(data, "return")) return this.done(true);
+		if (matchesKey(data, "down") || data === "j") this.top = Math.min(max, this.top + 1);
+		else if (matchesKey(data, "up") || data === "k") this.top = Math.max(0, this.top - 1);
+		else if (matchesKey(data, "pageDown") || data === " ") this.top = Math.min(max, this.top + h);
+		else if (matchesKey(data, "pageUp")) this.top = Math.max(0, this.top - h);
+		else return;
+		this.redraw();
+	}
+	invalidate() {}
+}
+
 export default function cordon(pi: ExtensionAPI) {
 	const command = process.env.CORDON_BIN || "cordon";
 	let client: McpClient | undefined;
@@ -196,6 +261,7 @@ export default function cordon(pi: ExtensionAPI) {
 	let state = "starting";
 	let status: Json = {};
 	let ui: ExtensionContext["ui"] | undefined;
+	let lastCheckpoint = 0; // review mode: the checkpoint the last tool call ended with
 
 	// Loud (bold, the theme's error colour) whenever tools run on the host.
 	const paint = (color: "success" | "muted" | "warning" | "error", text: string, bold = false) => {
@@ -207,14 +273,19 @@ export default function cordon(pi: ExtensionAPI) {
 		}
 	};
 	const footer = () => {
+		// Review mode: how many changes wait for `/cordon review`.
+		const pending =
+			status.workspaceMode === "review" && typeof status.pendingChanges === "number"
+				? ` · review: ${status.pendingChanges} pending`
+				: "";
 		const text =
 			state === "sandboxed"
 				? paint(
 						"success",
 						// backend = "auto": which backend it chose (status.backendReason)
-						String(status.backendReason ?? "").startsWith("auto chose")
+						(String(status.backendReason ?? "").startsWith("auto chose")
 							? `cordon: sandboxed (${status.backend})`
-							: "cordon: sandboxed",
+							: "cordon: sandboxed") + pending,
 					)
 				: state === "off"
 					? paint("error", "cordon: HOST", true)
@@ -293,6 +364,10 @@ export default function cordon(pi: ExtensionAPI) {
 		}
 		const s = result?._meta?.["cordon/state"];
 		if (s && s !== state) setState(s);
+		// Review mode: the call may have changed the pending count.
+		if (status.workspaceMode === "review") refresh().catch(() => {});
+		const ck = result?._meta?.["cordon/checkpoint"];
+		if (typeof ck === "number") lastCheckpoint = ck;
 		return result;
 	}
 
@@ -391,13 +466,99 @@ export default function cordon(pi: ExtensionAPI) {
 		blocked = "cordon stopped with the session";
 	});
 
+	type Say = (m: string, level?: "info" | "warning" | "error") => void;
+	const notReview = () => `cordon: this session is not in review mode (workspace_mode = "review", docs/review.md)`;
+
+	// /cordon review: the change list and the diff, then all or some applied
+	// after the user confirms. The paths go back to cordon as it sent them;
+	// only what is shown is escaped.
+	async function review(ctx: ExtensionContext, say: Say) {
+		await refresh();
+		if (status.workspaceMode !== "review") return say(notReview(), "warning");
+		// The session runs: cordon shows, and applies, exactly this checkpoint
+		// (what the sandbox wrote after it is not what the user reviewed).
+		const { changes, checkpoint } = await client!.request("cordon/reviewChanges");
+		if (!changes.length) return say("cordon review: no pending changes");
+		const { diff, truncated, bytes } = await client!.request("cordon/reviewDiff");
+		const list = changes.map(changeLine);
+		const body = [...list, "", ...String(diff).split("\n").map((l) => escapeHidden(l, { keepLayout: true }).text)];
+		if (truncated) body.push(`(the diff is ${bytes} bytes: the first 1 MiB is shown; \`cordon diff ${status.sandbox}\` shows it all)`);
+		const title = `cordon review: ${changes.length} pending change${changes.length === 1 ? "" : "s"} in sandbox ${status.sandbox}`;
+		if (!ctx.hasUI) return say(`${title}\n${body.join("\n")}`);
+		const go = await ctx.ui.custom<boolean>((tui, theme, _kb, done) =>
+			new ReviewViewer(title, body, () => tui.terminal.rows, theme, done, () => tui.requestRender()),
+		);
+		if (!go) return say(`cordon review: nothing applied; ${changes.length} change(s) still pending`);
+		const applicable = changes.filter((c: Json) => !c.refused && c.kind !== "?");
+		const ALL = `Apply all ${applicable.length} change${applicable.length === 1 ? "" : "s"}`;
+		const SOME = "Choose which to apply…";
+		const what = await ctx.ui.select("cordon review: apply what to the workspace?", [ALL, SOME, "Nothing (keep them pending)"]);
+		let chosen: Json[] = [];
+		if (what === ALL) chosen = applicable;
+		else if (what === SOME) {
+			const picked = new Set<number>();
+			for (;;) {
+				const opts = applicable.map((c: Json, i: number) => `${picked.has(i) ? "[x]" : "[ ]"} ${changeLine(c)}`);
+				const DONE = `Apply the ${picked.size} chosen`;
+				const pick = await ctx.ui.select("cordon review: choose the changes (Enter toggles)", [DONE, ...opts, "Cancel"]);
+				if (pick === undefined || pick === "Cancel") break;
+				if (pick === DONE) {
+					chosen = applicable.filter((_c: Json, i: number) => picked.has(i));
+					break;
+				}
+				const i = opts.indexOf(pick);
+				if (i >= 0) picked.has(i) ? picked.delete(i) : picked.add(i);
+			}
+		}
+		if (!chosen.length) return say(`cordon review: nothing applied; ${changes.length} change(s) still pending`);
+		const yes = await ctx.ui.confirm(
+			`cordon: apply ${chosen.length} change${chosen.length === 1 ? "" : "s"} to the workspace on the host?`,
+			chosen.map(changeLine).join("\n"),
+		);
+		if (!yes) return say(`cordon review: nothing applied; ${changes.length} change(s) still pending`);
+		const results: Json[] = [];
+		if (what === ALL) results.push(...(await client!.request("cordon/reviewApply", { checkpoint })).results);
+		else
+			for (let i = 0; i < chosen.length; i += 64)
+				results.push(
+					...(await client!.request("cordon/reviewApply", { checkpoint, paths: chosen.slice(i, i + 64).map((c: Json) => c.path) })).results,
+				);
+		await refresh();
+		const p = (x: string) => escapeHidden(String(x), { backslash: true }).text;
+		const lines = results.map((r: Json) => `${r.outcome}: ${p(r.path)}${r.reason ? ` (${r.reason})` : ""}`);
+		const bad = results.filter((r: Json) => r.outcome !== "applied").length;
+		say(`cordon review: ${results.length - bad} applied${bad ? `, ${bad} not` : ""}; ${status.pendingChanges ?? "?"} pending\n${lines.join("\n")}`, bad ? "warning" : "info");
+	}
+
+	// /cordon rewind N: the sandbox's workspace as it was after tool call N
+	// (0: before the first). The sandbox restarts: its processes end.
+	async function rewind(ctx: ExtensionContext, arg: string | undefined, say: Say) {
+		await refresh();
+		if (status.workspaceMode !== "review") return say(notReview(), "warning");
+		if (!arg || !/^\d{1,9}$/.test(arg))
+			return say(`usage: /cordon rewind N: the workspace as it was after tool call N (0: before the first; the last call was ${lastCheckpoint || "none yet"})`, "error");
+		const n = Number(arg);
+		if (ctx.hasUI) {
+			const yes = await ctx.ui.confirm(
+				`cordon: rewind the sandbox to after tool call ${n}?`,
+				`The sandbox's workspace returns to its state after call ${n}${n === 0 ? " (before the first)" : ""}; what later calls changed is no longer pending.\n` +
+					"The sandbox restarts: processes running in it end (they are not rewound).\nThe host's files are not touched.",
+			);
+			if (!yes) return say("cordon: not rewound");
+		}
+		status = await client!.request("cordon/reviewRewind", { to: n });
+		blocked = status.reason ?? "";
+		setState(status.state);
+		say(`cordon: rewound sandbox ${status.sandbox} to after call ${n}; it restarted (its processes ended); ${status.pendingChanges ?? "?"} change(s) pending`);
+	}
+
 	pi.registerCommand("cordon", {
-		description: "cordon sandbox: status | on | off | verify | config",
+		description: "cordon sandbox: status | on | off | verify | config | review | rewind N",
 		// None once a whole subcommand is typed: pi's Enter on an argument
 		// completion only applies it, so `/cordon off` + Enter would need a
 		// second Enter to run.
 		getArgumentCompletions: (prefix: string) => {
-			const subs = ["status", "on", "off", "verify", "config"];
+			const subs = ["status", "on", "off", "verify", "config", "review", "rewind"];
 			if (subs.includes(prefix.trim())) return null;
 			return subs.filter((v) => v.startsWith(prefix)).map((v) => ({ value: v, label: v }));
 		},
@@ -433,8 +594,12 @@ export default function cordon(pi: ExtensionAPI) {
 				} else if (sub === "config") {
 					await refresh();
 					say(JSON.stringify(status, null, 2));
+				} else if (sub === "review") {
+					await review(ctx, say);
+				} else if (sub === "rewind") {
+					await rewind(ctx, (args || "").trim().split(/\s+/)[1], say);
 				} else {
-					say(`usage: /cordon status|on|off|verify|config`, "error");
+					say(`usage: /cordon status|on|off|verify|config|review|rewind N`, "error");
 				}
 			} catch (e: any) {
 				say(`cordon: ${e?.message ?? e}`, "error");

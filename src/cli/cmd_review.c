@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "supervisor/review.h"
 #include "supervisor/state.h"
+#include "supervisor/undo.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
 #include "util/log.h"
@@ -36,10 +37,18 @@ struct review_args {
     bool stat_only;
     int color; /* -1 auto */
     bool json;
-    long call; /* --call N, or 0 */
-    long to;   /* rewind --to N, or -1 */
-    long at;   /* apply --at N: the checkpoint of a running session shown */
+    bool force; /* rewind --force (direct mode) */
+    long call;  /* --call N, or 0 */
+    long to;    /* rewind --to N, or -1 */
+    long at;    /* apply --at N: the checkpoint of a running session shown */
 };
+
+static const char rewind_usage[] =
+    "usage: cordon rewind NAME --to N [--force]\n"
+    "  returns stopped review-mode sandbox NAME's workspace to its state after tool call N\n"
+    "  (0: before the first call). Files only: processes are not rewound.\n"
+    "  Direct mode: puts back what the write and edit tools replaced after call N, in the\n"
+    "  workspace itself; a file something else changed since is refused unless --force.\n";
 
 static int parse(int argc, char **argv, struct review_args *a, const char *usage)
 {
@@ -57,6 +66,8 @@ static int parse(int argc, char **argv, struct review_args *a, const char *usage
             a->color = 0;
         } else if (strcmp(argv[i], "--json") == 0) {
             a->json = true;
+        } else if (strcmp(argv[i], "--force") == 0 && usage == rewind_usage) {
+            a->force = true;
         } else if ((strcmp(argv[i], "--call") == 0 || strcmp(argv[i], "--to") == 0 ||
                     strcmp(argv[i], "--at") == 0) &&
                    i + 1 < argc) {
@@ -185,10 +196,6 @@ int cmd_changes(int argc, char **argv)
 
 /* ---- diff ---- */
 
-static int run_diff(int host, int sandbox, const char *label_a, const char *label_b, bool color,
-                    int out_fd);
-static bool looks_binary(int fd);
-
 struct call_ctx {
     const struct review_args *a;
     bool diff, color;
@@ -219,10 +226,10 @@ static void call_one(void *ctx, char kind, const char *path, int old_fd, int new
     snprintf(la, sizeof(la), old_fd >= 0 ? "a/%s" : "/dev/null", vis ? vis : "?");
     snprintf(lb, sizeof(lb), new_fd >= 0 ? "b/%s" : "/dev/null", vis ? vis : "?");
     printf("diff %s %s\n", la, lb);
-    if (looks_binary(old_fd) || looks_binary(new_fd))
+    if (review_looks_binary(old_fd) || review_looks_binary(new_fd))
         printf("Binary files %s and %s differ\n", la, lb);
     else
-        run_diff(old_fd, new_fd, la, lb, c->color, 1);
+        review_run_diff(old_fd, new_fd, la, lb, c->color, 1);
 }
 
 /* `changes/diff NAME --call N`: what call N changed, against the state
@@ -247,105 +254,6 @@ static int call_changes(const struct review_args *a, bool diff, bool color)
     return 0;
 }
 
-static bool looks_binary(int fd)
-{
-    if (fd < 0)
-        return false;
-    char buf[8000];
-    ssize_t n = pread(fd, buf, sizeof(buf), 0);
-    return n > 0 && memchr(buf, 0, (size_t)n) != NULL;
-}
-
-/* diff(1) of two fds (or /dev/null), its output to OUT_FD. The files are
- * the sandbox's: every line is passed through text_escape_visible (only
- * newline and tab stay as they are), so a carriage return or a terminal
- * escape in a file cannot redraw what the reviewer reads; the colours are
- * cordon's own, added after. */
-static int run_diff(int host, int sandbox, const char *label_a, const char *label_b, bool color,
-                    int out_fd)
-{
-    char a[64], b[64];
-    snprintf(a, sizeof(a), host >= 0 ? "/dev/fd/%d" : "/dev/null", host);
-    snprintf(b, sizeof(b), sandbox >= 0 ? "/dev/fd/%d" : "/dev/null", sandbox);
-    fflush(stdout);
-    int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pipefd[0]);
-        close(pipefd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        if (host >= 0)
-            fcntl(host, F_SETFD, 0);
-        if (sandbox >= 0)
-            fcntl(sandbox, F_SETFD, 0);
-        dup2(pipefd[1], 1);
-        char *argv[] = {
-            "diff", "-u", "--label", (char *)label_a, "--label", (char *)label_b, "--color=never",
-            a,      b,    NULL};
-        execvp("diff", argv);
-        _exit(127);
-    }
-    close(pipefd[1]);
-    FILE *in = fdopen(pipefd[0], "r");
-    FILE *out = fdopen(dup(out_fd), "w");
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while (in && out && (n = getline(&line, &cap, in)) > 0) {
-        _cleanup_free_ char *vis =
-            text_escape_visible(line, (size_t)n, TEXT_ESCAPE_KEEP_LAYOUT, NULL);
-        const char *on = !color                         ? NULL
-                         : strncmp(line, "+++", 3) == 0 ? "\033[1m"
-                         : strncmp(line, "---", 3) == 0 ? "\033[1m"
-                         : line[0] == '+'               ? "\033[32m"
-                         : line[0] == '-'               ? "\033[31m"
-                         : strncmp(line, "@@", 2) == 0  ? "\033[36m"
-                                                        : NULL;
-        size_t len = vis ? strlen(vis) : 0;
-        bool nl = len > 0 && vis[len - 1] == '\n';
-        fprintf(out, "%s%.*s%s%s", on ? on : "", (int)(len - (nl ? 1 : 0)), vis ? vis : "?",
-                on ? "\033[m" : "", nl ? "\n" : "");
-    }
-    free(line);
-    if (in)
-        fclose(in);
-    else
-        close(pipefd[0]);
-    if (out)
-        fclose(out);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(status) && WEXITSTATUS(status) <= 1 ? 0 : -1;
-}
-
-static void count_lines(int fd, long *plus, long *minus)
-{
-    FILE *f = fdopen(dup(fd), "r");
-    if (!f)
-        return;
-    rewind(f);
-    char *line = NULL;
-    size_t cap = 0;
-    int header = 2;
-    while (getline(&line, &cap, f) > 0) {
-        if (header > 0 && (strncmp(line, "--- ", 4) == 0 || strncmp(line, "+++ ", 4) == 0)) {
-            header--;
-            continue;
-        }
-        if (line[0] == '+')
-            (*plus)++;
-        else if (line[0] == '-')
-            (*minus)++;
-    }
-    free(line);
-    fclose(f);
-}
-
 static const char diff_usage[] =
     "usage: cordon diff NAME [PATH...] [--stat] [--color|--no-color] [--call N]\n"
     "  a unified diff of what review-mode sandbox NAME changed (host: a/, sandbox: b/)\n";
@@ -365,91 +273,12 @@ int cmd_diff(int argc, char **argv)
     struct review r;
     if (open_review(&a, &r) < 0)
         return CORDON_EXIT_FAILURE;
-    int status = 0;
-    long total_plus = 0, total_minus = 0;
-    size_t files = 0;
-    for (size_t i = 0; i < r.count; i++) {
-        const struct review_change *c = &r.changes[i];
-        if (!review_selected(c, a.paths, a.npaths) || c->kind == REVIEW_SKIPPED)
-            continue;
-        bool file_old = c->old_type == 'f' && c->kind != REVIEW_ADDED;
-        bool file_new = c->type == 'f' && c->kind != REVIEW_DELETED;
-        if (!file_old && !file_new) {
-            if (!a.stat_only) {
-                printf("%s %s: ", review_kind_name(c->kind),
-                       type_word(c->kind == REVIEW_DELETED ? c->old_type : c->type));
-                put_path(stdout, c->path);
-                if (c->type == 'l' && c->kind != REVIEW_DELETED && c->link) {
-                    fputs(" -> ", stdout);
-                    put_path(stdout, c->link);
-                }
-                if (c->refused)
-                    printf(" [never applied: %s]", c->refused);
-                fputc('\n', stdout);
-            }
-            continue;
-        }
-        struct cordon_error err = {0};
-        int host = -1, sandbox = -1;
-        if (review_open_sides(&r, c, &host, &sandbox, &err) < 0) {
-            log_error("%s", err.message);
-            status = CORDON_EXIT_FAILURE;
-            continue;
-        }
-        _cleanup_free_ char *vis =
-            text_escape_visible(c->path, strlen(c->path), TEXT_ESCAPE_BACKSLASH, NULL);
-        _cleanup_free_ char *from_vis =
-            c->from ? text_escape_visible(c->from, strlen(c->from), TEXT_ESCAPE_BACKSLASH, NULL)
-                    : NULL;
-        char la[PATH_MAX + 8], lb[PATH_MAX + 8];
-        snprintf(la, sizeof(la), file_old ? "a/%s" : "/dev/null", from_vis ? from_vis : vis);
-        snprintf(lb, sizeof(lb), file_new ? "b/%s" : "/dev/null", vis ? vis : "?");
-        files++;
-        if (c->kind == REVIEW_MODE) {
-            if (!a.stat_only)
-                printf("diff %s %s\nold mode %03o\nnew mode %03o\n", la, lb, (unsigned)c->old_mode,
-                       (unsigned)c->new_mode);
-            else
-                printf(" %s | mode %03o -> %03o\n", vis ? vis : "?", (unsigned)c->old_mode,
-                       (unsigned)c->new_mode);
-        } else if (looks_binary(host) || looks_binary(sandbox)) {
-            if (a.stat_only)
-                printf(" %s | binary\n", vis ? vis : "?");
-            else
-                printf("diff %s %s\nBinary files %s and %s differ\n", la, lb, la, lb);
-        } else if (a.stat_only) {
-            FILE *tmp = tmpfile();
-            long plus = 0, minus = 0;
-            if (tmp && run_diff(host, sandbox, la, lb, false, fileno(tmp)) == 0)
-                count_lines(fileno(tmp), &plus, &minus);
-            if (tmp)
-                fclose(tmp);
-            total_plus += plus;
-            total_minus += minus;
-            printf(" %s | %ld %s+%ld%s %s-%ld%s\n", vis ? vis : "?", plus + minus,
-                   color ? "\033[32m" : "", plus, color ? "\033[m" : "", color ? "\033[31m" : "",
-                   minus, color ? "\033[m" : "");
-        } else {
-            printf("diff %s %s\n", la, lb);
-            if (c->kind == REVIEW_MODE || (c->old_mode != c->new_mode && file_old && file_new))
-                printf("old mode %03o\nnew mode %03o\n", (unsigned)c->old_mode,
-                       (unsigned)c->new_mode);
-            if (c->kind == REVIEW_RENAMED)
-                printf("rename from %s\nrename to %s\n", from_vis ? from_vis : "?",
-                       vis ? vis : "?");
-            if (run_diff(host, sandbox, la, lb, color, 1) < 0) {
-                log_error("diff(1) failed for %s", vis ? vis : "?");
-                status = CORDON_EXIT_FAILURE;
-            }
-        }
-        if (host >= 0)
-            close(host);
-        if (sandbox >= 0)
-            close(sandbox);
-    }
-    if (a.stat_only)
-        printf(" %zu file(s) changed, %ld insertion(s)(+), %ld deletion(s)(-)\n", files, total_plus,
-               total_minus);
+    struct cordon_error err = {0};
+    int status = review_diff(&r, a.paths, a.npaths, a.stat_only, color, stdout, &err) < 0
+                     ? CORDON_EXIT_FAILURE
+                     : 0;
+    if (status)
+        log_error("%s", err.message);
     review_close(&r);
     return status;
 }
@@ -533,11 +362,6 @@ int cmd_discard(int argc, char **argv)
     return 0;
 }
 
-static const char rewind_usage[] =
-    "usage: cordon rewind NAME --to N\n"
-    "  returns stopped review-mode sandbox NAME's workspace to its state after tool call N\n"
-    "  (0: before the first call). Files only: processes are not rewound.\n";
-
 int cmd_rewind(int argc, char **argv)
 {
     _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
@@ -553,7 +377,19 @@ int cmd_rewind(int argc, char **argv)
     }
     struct cordon_error err = {0};
     struct review r;
-    if (review_open(a.name, &r, &err) < 0 || review_rewind(&r, a.to, &err) < 0) {
+    if (review_open(a.name, &r, &err) < 0 && undo_exists(a.name)) {
+        /* Direct mode: the write and edit tools' previous contents. */
+        int refused = undo_rewind(a.name, a.to, a.force, report_line, NULL, &err);
+        if (refused < 0) {
+            log_error("%s", err.message);
+            return CORDON_EXIT_FAILURE;
+        }
+        printf("sandbox %s: what the write and edit tools changed after call %ld is undone in "
+               "the workspace%s (bash's changes and processes are not: docs/review.md)\n",
+               a.name, a.to, refused ? ", except what is refused above" : "");
+        return refused ? 1 : 0;
+    }
+    if (r.review_fd < 0 || review_rewind(&r, a.to, &err) < 0) {
         log_error("%s", err.message);
         review_close(&r);
         return CORDON_EXIT_FAILURE;

@@ -99,6 +99,11 @@ struct server {
     char cwd[PATH_MAX];
     struct pending pending[MAX_PENDING];
     json_int_t next_call_id;
+    /* After a review rewind or discard restarted the sandbox: the client's
+     * request with the sandbox's name pinned (sandbox_name), so the new
+     * session continues the same review layer. */
+    struct launch_request pinned;
+    char **pinned_sets;
 };
 
 enum {
@@ -151,6 +156,12 @@ static json_t *tool_result_json(const struct server *s, const struct tool_result
     if (res->details && json_is_object(res->details))
         json_object_set(result, "structuredContent", res->details);
     json_object_set_new(result, "_meta", route_meta(s, route, state));
+    /* Review mode: the checkpoint this call ended with (`cordon rewind
+     * NAME --to N`, cordon/reviewRewind). */
+    long ck = s->session && strcmp(route, "sandbox") == 0 ? session_checkpoint(s->session) : 0;
+    if (ck > 0)
+        json_object_set_new(json_object_get(result, "_meta"), "cordon/checkpoint",
+                            json_integer(ck));
     return result;
 }
 
@@ -302,7 +313,7 @@ static void start_session(struct server *s)
     struct cordon_error err = {0};
     enum route_state before = s->state;
     s->state = ROUTE_STARTING;
-    if (session_start(&s->opts->request, &s->session, &err) < 0) {
+    if (session_start(s->pinned_sets ? &s->pinned : &s->opts->request, &s->session, &err) < 0) {
         s->session = NULL;
         s->state = before == ROUTE_OFF ? ROUTE_OFF : ROUTE_STARTING;
         block_tools(s, err.message);
@@ -972,7 +983,9 @@ static void review_report_json(void *ctx, const char *what, const char *path, co
 /* cordon/reviewChanges and cordon/reviewApply: the user's review, reachable
  * only by the client's own code (custom methods, never a tool: the model
  * cannot apply its own changes). */
-static void on_review(struct server *s, json_t *id, json_t *params, bool apply)
+static void on_review_diff(struct server *s, json_t *id, char *const *paths, size_t npaths);
+
+static void on_review(struct server *s, json_t *id, json_t *params, bool apply, bool diff)
 {
     if (!s->session || !s->have_cfg || s->cfg.workspace_mode != CFG_WORKSPACE_REVIEW) {
         reply_error(s, id, RPC_INVALID_PARAMS,
@@ -994,6 +1007,10 @@ static void on_review(struct server *s, json_t *id, json_t *params, bool apply)
             return;
         }
         paths[npaths++] = (char *)json_string_value(v);
+    }
+    if (diff) {
+        on_review_diff(s, id, paths, npaths);
+        return;
     }
     struct review r;
     struct cordon_error err = {0};
@@ -1052,6 +1069,124 @@ static void set_skills(struct server *s, json_t *paths)
         nconfig = s->cfg.skills_paths.count;
     }
     route_skills_set(&s->skills, given, n, config, nconfig, s->have_cfg ? s->cfg.workspace : NULL);
+}
+
+/* The largest diff cordon/reviewDiff returns (the rest is cut, said so). */
+#define REVIEW_DIFF_MAX (1024 * 1024)
+
+/* cordon/reviewDiff {paths?}: the unified diff `cordon diff NAME` prints
+ * (no colour), at most REVIEW_DIFF_MAX bytes. */
+static void on_review_diff(struct server *s, json_t *id, char *const *paths, size_t npaths)
+{
+    struct review r;
+    struct cordon_error err = {0};
+    if (review_open(session_name(s->session), &r, &err) < 0 || review_scan(&r, &err) < 0) {
+        review_close(&r);
+        reply_error(s, id, RPC_INVALID_PARAMS, "%s", err.message);
+        return;
+    }
+    FILE *tmp = tmpfile();
+    int rc = tmp ? review_diff(&r, paths, npaths, false, false, tmp, &err)
+                 : error_set(&err, errno, "cannot create a temporary file for the diff");
+    long as_of = r.as_of;
+    review_close(&r);
+    if (!tmp) {
+        reply_error(s, id, RPC_INTERNAL_ERROR, "%s", err.message);
+        return;
+    }
+    long size = ftell(tmp);
+    size_t want = size > REVIEW_DIFF_MAX ? REVIEW_DIFF_MAX : size > 0 ? (size_t)size : 0;
+    char *text = malloc(want + 1);
+    size_t got = text && fseek(tmp, 0, SEEK_SET) == 0 ? fread(text, 1, want, tmp) : 0;
+    fclose(tmp);
+    if (!text) {
+        reply_error(s, id, RPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    text[got] = '\0';
+    /* diff(1) writes the files' bytes: JSON needs UTF-8, so invalid
+     * sequences are escaped (a cut in the middle of one too). */
+    _cleanup_free_ char *valid = text_escape_visible(text, got, TEXT_ESCAPE_KEEP_LAYOUT, NULL);
+    free(text);
+    json_t *res = json_pack("{s:s, s:b, s:I}", "diff", valid ? valid : "", "truncated",
+                            size > REVIEW_DIFF_MAX, "bytes", (json_int_t)(size > 0 ? size : 0));
+    if (rc < 0)
+        json_object_set_new(res, "error", json_string(err.message));
+    /* the checkpoint shown, which cordon/reviewApply takes */
+    json_object_set_new(res, "checkpoint", json_integer(as_of));
+    send_msg(s, rpc_result(json_incref(id), res));
+}
+
+/* cordon/reviewRewind {to: N} and cordon/reviewDiscard: they change the
+ * upper layer, which the kernel's overlay must not have changed under it, so
+ * the sandbox is stopped (its processes end: they are not rewound), the
+ * layer rewound or emptied, and the sandbox started again under the same
+ * name. Refused while a tool call runs. */
+static void on_review_restart(struct server *s, json_t *id, json_t *params, bool rewind)
+{
+    long to = 0;
+    if (rewind) {
+        json_t *v = params ? json_object_get(params, "to") : NULL;
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) > 1000000000) {
+            reply_error(s, id, RPC_INVALID_PARAMS,
+                        "cordon/reviewRewind: to must be a checkpoint number (0 or more)");
+            return;
+        }
+        to = (long)json_integer_value(v);
+    }
+    for (int i = 0; i < MAX_PENDING; i++) {
+        if (s->pending[i].used) {
+            reply_error(s, id, RPC_INVALID_PARAMS, "a tool call is still running: %s after it ends",
+                        rewind ? "rewind" : "discard");
+            return;
+        }
+    }
+    char name[128];
+    snprintf(name, sizeof(name), "%s", session_name(s->session));
+    if (!s->pinned_sets) {
+        size_t n = 0;
+        while (s->opts->request.session_sets && s->opts->request.session_sets[n])
+            n++;
+        char **sets = calloc(n + 2, sizeof(char *));
+        bool failed = !sets;
+        for (size_t i = 0; !failed && i < n; i++)
+            failed = !(sets[i] = strdup(s->opts->request.session_sets[i]));
+        if (!failed && asprintf(&sets[n], "sandbox_name=\"%s\"", name) < 0) {
+            sets[n] = NULL;
+            failed = true;
+        }
+        if (failed) {
+            for (size_t i = 0; sets && sets[i]; i++)
+                free(sets[i]);
+            free(sets);
+            reply_error(s, id, RPC_INTERNAL_ERROR, "out of memory");
+            return;
+        }
+        s->pinned = s->opts->request;
+        s->pinned.session_sets = (const char *const *)sets;
+        s->pinned_sets = sets;
+    }
+    stop_session(s);
+    struct review r;
+    struct cordon_error err = {0};
+    int rc = review_open(name, &r, &err);
+    if (rc == 0)
+        rc = rewind ? review_rewind(&r, to, &err) : review_discard(&r, &err);
+    review_close(&r);
+    enum route_state before = s->state;
+    s->state = before == ROUTE_OFF ? ROUTE_OFF : ROUTE_STARTING;
+    s->session_tried = false;
+    start_session(s);
+    if (rc < 0) {
+        reply_error(s, id, RPC_INVALID_PARAMS, "%s", err.message);
+        return;
+    }
+    json_t *st = status_json(s);
+    json_object_set_new(st, rewind ? "rewoundTo" : "discarded",
+                        rewind ? json_integer(to) : json_true());
+    json_object_set_new(st, "processesEnded", json_true());
+    send_msg(s, rpc_result(json_incref(id), st));
 }
 
 /* cordon/setMode: the user's switch, reachable only by the client's own
@@ -1156,9 +1291,18 @@ static void on_request(struct server *s, json_t *id, const char *method, json_t 
     } else if (strcmp(method, "cordon/status") == 0) {
         send_msg(s, rpc_result(json_incref(id), status_json(s)));
     } else if (strcmp(method, "cordon/reviewChanges") == 0) {
-        on_review(s, id, params, false);
+        on_review(s, id, params, false, false);
     } else if (strcmp(method, "cordon/reviewApply") == 0) {
-        on_review(s, id, params, true);
+        on_review(s, id, params, true, false);
+    } else if (strcmp(method, "cordon/reviewDiff") == 0) {
+        on_review(s, id, params, false, true);
+    } else if (strcmp(method, "cordon/reviewRewind") == 0 ||
+               strcmp(method, "cordon/reviewDiscard") == 0) {
+        if (!s->session || !s->have_cfg || s->cfg.workspace_mode != CFG_WORKSPACE_REVIEW)
+            reply_error(s, id, RPC_INVALID_PARAMS,
+                        "this session is not in review mode (workspace_mode = \"review\")");
+        else
+            on_review_restart(s, id, params, strcmp(method, "cordon/reviewRewind") == 0);
     } else if (strcmp(method, "cordon/setMode") == 0) {
         on_set_mode(s, id, params);
     } else if (strcmp(method, "cordon/setSkills") == 0) {
@@ -1418,6 +1562,9 @@ int mcp_serve(const struct mcp_options *o)
 
     stop_session(s);
     stop_host(s);
+    for (size_t i = 0; s->pinned_sets && s->pinned_sets[i]; i++)
+        free(s->pinned_sets[i]);
+    free(s->pinned_sets);
     fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
     server_free_state(s);
     close(s->epfd);

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -115,6 +116,19 @@ int review_discard(struct review *r, struct cordon_error *err);
 /* The number of pending changes of NAME, or -1 when NAME has no review
  * layer. */
 long review_pending(const char *name);
+
+/* ---- diff (review-diff.c) ---- */
+
+/* Writes the unified diff of the selected changes (host: a/, sandbox: b/;
+ * --stat's summary when STAT_ONLY) to OUT. -1 with ERR set when a change
+ * could not be shown (the others still are). */
+int review_diff(struct review *r, char *const *paths, size_t npaths, bool stat_only, bool color,
+                FILE *out, struct cordon_error *err);
+/* diff(1) of two fds (or /dev/null, for -1) to OUT_FD; 0 on exit 0 or 1. */
+int review_run_diff(int host, int sandbox, const char *label_a, const char *label_b, bool color,
+                    int out_fd);
+/* True when the file's first 8000 bytes hold a NUL. */
+bool review_looks_binary(int fd);
 
 /* The one-letter status used by `cordon changes`. */
 const char *review_kind_name(enum review_kind k);

@@ -3,6 +3,7 @@
  * bounded by the reader, and its messages are checked for shape before use. */
 #include "supervisor/session.h"
 #include "supervisor/review.h"
+#include "supervisor/undo.h"
 #include "supervisor/lifecycle.h"
 #include "proto/protocol.h"
 #include "agent/reap.h"
@@ -39,7 +40,11 @@ struct session {
     struct frame_reader in;
     struct frame_writer out;
     bool started;
-    bool host; /* cordon-agent on the host, no sandbox (session_start_host) */
+    bool host;       /* cordon-agent on the host, no sandbox (session_start_host) */
+    long checkpoint; /* review mode: the last call's checkpoint, 0 if it failed */
+    /* Direct mode: the write and edit tools' previous contents (undo.h). */
+    struct undo undo;
+    bool undo_on;
     /* The first refusal of the result being reported (session_last_denial). */
     struct net_denial last_denial;
     bool has_last_denial;
@@ -66,6 +71,11 @@ int session_agent_pidfd(struct session *s)
 const char *session_name(const struct session *s)
 {
     return s->launch.name;
+}
+
+long session_checkpoint(const struct session *s)
+{
+    return s->checkpoint;
 }
 
 const struct launch *session_launch(const struct session *s)
@@ -157,6 +167,17 @@ int session_start(const struct launch_request *req, struct session **out, struct
     /* Before any call: what the daemon made is checked from the host. */
     if (ops->check_started && ops->check_started(&s->sb, &s->launch, err) < 0)
         goto fail;
+    /* Direct mode: rewind covers the write and edit tools (undo.h). */
+    if (!s->lifecycle.review_dir && s->launch.cfg.workspace_mode == CFG_WORKSPACE_DIRECT &&
+        !s->launch.cfg.workspace_readonly) {
+        struct cordon_error undo_err;
+        if (undo_init(&s->undo, s->lifecycle.owner.dir_fd, s->launch.ws.root,
+                      s->launch.ws.view_root, s->launch.ws.view_cwd, NULL, &undo_err) < 0)
+            log_warn("%s: `cordon rewind %s` will not undo this session's writes", undo_err.message,
+                     s->launch.name);
+        else
+            s->undo_on = true;
+    }
     log_debug("session %s: agent ready in %s", s->launch.name, s->sb.description);
     *out = s;
     return 0;
@@ -241,6 +262,8 @@ static int queue(struct session *s, json_t *msg, struct cordon_error *err)
 int session_send_call(struct session *s, json_int_t id, const char *tool, json_t *args,
                       struct cordon_error *err)
 {
+    if (s->undo_on)
+        undo_before(&s->undo, (long long)id, tool, args);
     /* "o" takes the reference made here: a fresh {} must not leak. */
     return queue(s,
                  json_pack("{s:s, s:I, s:s, s:o}", "t", "call", "id", id, "tool", tool, "args",
@@ -251,6 +274,8 @@ int session_send_call(struct session *s, json_int_t id, const char *tool, json_t
 int session_send_call_pinned(struct session *s, json_int_t id, const char *tool, json_t *args,
                              json_t *pin, struct cordon_error *err)
 {
+    if (s->undo_on)
+        undo_before(&s->undo, (long long)id, tool, args);
     json_t *msg = json_pack("{s:s, s:I, s:s, s:o}", "t", "call", "id", id, "tool", tool, "args",
                             args ? json_incref(args) : json_object());
     if (msg && pin && json_object_set(msg, TOOL_PIN_FIELD, pin) < 0) {
@@ -341,11 +366,23 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struc
                 struct cordon_error ck_err;
                 long n = 0;
                 long long ck_start = log_now_us();
-                if (review_checkpoint(s->lifecycle.owner.dir_fd, &n, &ck_err) < 0)
+                if (review_checkpoint(s->lifecycle.owner.dir_fd, &n, &ck_err) < 0) {
                     log_warn("review mode: %s", ck_err.message);
-                else
+                    n = 0;
+                } else {
                     s->lifecycle.owner.checkpoint = n;
+                }
+                s->checkpoint = n;
                 log_debug("timing: checkpoint %ld %lld us", n, log_now_us() - ck_start);
+            }
+            /* Direct mode: a write's or edit's previous content is call N's
+             * undo record (named in the audit entry as its checkpoint). */
+            if (ev.kind == SESSION_RESULT && s->undo_on) {
+                long n = 0;
+                undo_after(&s->undo, (long long)id, &n);
+                s->checkpoint = n;
+                if (n)
+                    s->lifecycle.owner.checkpoint = n;
             }
             if (ev.kind == SESSION_RESULT)
                 append_denials(s, content);
@@ -354,6 +391,9 @@ int session_on_readable(struct session *s, session_event_fn fn, void *ctx, struc
             const char *m = json_string_value(json_object_get(msg, "message"));
             struct session_event ev = {
                 .kind = SESSION_CALL_ERROR, .id = id, .message = m ? m : "agent error"};
+            long n = 0;
+            if (s->undo_on)
+                undo_after(&s->undo, (long long)id, &n);
             fn(ctx, &ev);
         } else if (!t || strcmp(t, "pong") != 0) {
             log_warn("session %s: ignoring an unexpected frame from the agent", s->launch.name);
@@ -464,6 +504,8 @@ void session_stop(struct session *s)
     }
     if (s->owned)
         lifecycle_end(&s->lifecycle);
+    if (s->undo_on)
+        undo_free(&s->undo);
     free(s->network_log);
     if (!s->host)
         launch_free(&s->launch);

@@ -40,6 +40,8 @@ int session_pidfd(const struct session *s);
  * this is the container's PID 1 (asked of the daemon). -1 when unknown. */
 int session_agent_pidfd(struct session *s);
 const char *session_name(const struct session *s);
+/* Review mode: the checkpoint the last tool call ended with (0: none). */
+long session_checkpoint(const struct session *s);
 const struct launch *session_launch(const struct session *s);
 /* The vm or docker backend's description of its sandbox ("vm (tcg, 1 vCPU,
  * ...)"), or NULL on ns. */

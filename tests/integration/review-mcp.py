@@ -31,9 +31,34 @@ print("apply-unpinned", "error:" + m["error"]["message"] if "error" in m else "a
 ap = rpc("cordon/reviewApply", {"paths": ["b.txt"], "checkpoint": res["checkpoint"]})["result"]["results"]
 print("apply", " ".join(r["outcome"] + ":" + r["path"] for r in ap))
 print("status-after", rpc("cordon/status")["result"].get("pendingChanges"))
-rpc("tools/call", {"name": "write", "arguments": {"path": "c.txt", "content": "shown\n"}})
+# the diff: the user's request too; what the agent wrote cannot paint the
+# user's terminal (ESC is escaped)
+r = rpc("tools/call", {"name": "write", "arguments": {"path": "esc.txt", "content": "x\x1b[2Jy\n"}})["result"]
+print("checkpoint", r["_meta"].get("cordon/checkpoint"))
+d = rpc("cordon/reviewDiff")["result"]
+print("diff", json.dumps(d["diff"]), d["truncated"])
+print("diff-paths", json.dumps(rpc("cordon/reviewDiff", {"paths": ["a.txt"]})["result"]["diff"]))
+def sh(cmd):
+    r = rpc("tools/call", {"name": "bash", "arguments": {"command": cmd}})["result"]
+    return "".join(c.get("text", "") for c in r["content"]).strip()
+# call 4: bash writes a file and leaves a process running
+sh("echo c > c.txt; (sleep 1000 &) ; echo started")
+name = rpc("cordon/status")["result"].get("sandbox")
+print("before-rewind", sh("cat c.txt; pgrep -c sleep"))
+r = rpc("cordon/reviewRewind", {"to": 2})
+print("rewind", r["result"].get("rewoundTo"), r["result"].get("processesEnded"), r["result"].get("state"), r["result"].get("sandbox") == name)
+print("after-rewind", sh("test -e c.txt && echo c-present || echo c-gone; test -e esc.txt && echo esc-present || echo esc-gone; cat a.txt; pgrep -c sleep || true"))
+print("tools-after", " ".join(sorted(t["name"] for t in rpc("tools/list")["result"]["tools"])))
+r = rpc("cordon/reviewRewind", {"to": 999})
+print("rewind-999", r.get("error", {}).get("message"), "|", sh("echo still-works"))
+r = rpc("cordon/reviewRewind", {"to": "2"})
+print("rewind-bad", r.get("error", {}).get("message"))
+r = rpc("cordon/reviewDiscard")
+print("discard", r["result"].get("discarded"), r["result"].get("pendingChanges"))
+print("after-discard", sh("cat a.txt"))
+rpc("tools/call", {"name": "write", "arguments": {"path": "d.txt", "content": "shown\n"}})
 shown = rpc("cordon/reviewChanges")["result"]["checkpoint"]
-rpc("tools/call", {"name": "write", "arguments": {"path": "c.txt", "content": "later\n"}})
-m = rpc("cordon/reviewApply", {"paths": ["c.txt"], "checkpoint": shown})
+rpc("tools/call", {"name": "write", "arguments": {"path": "d.txt", "content": "later\n"}})
+m = rpc("cordon/reviewApply", {"paths": ["d.txt"], "checkpoint": shown})
 print("apply-stale", "error:" + m["error"]["message"] if "error" in m else "applied")
 p.stdin.close(); p.wait()

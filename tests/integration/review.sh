@@ -266,10 +266,104 @@ like "MCP: cordon/reviewChanges lists them" "$out" "changes M:a.txt A:b.txt"
 like "MCP: reviewChanges names the checkpoint it shows" "$out" "checkpoint 2"
 like "MCP: reviewApply without that checkpoint is refused" "$out" "apply-unpinned error:.*as of tool call 2"
 like "MCP: cordon/reviewApply applies the paths asked for" "$out" "apply applied:b.txt"
-like "MCP: a checkpoint older than the last is refused" "$out" "apply-stale error:.*as of tool call 4"
+like "MCP: a checkpoint older than the last is refused" "$out" "apply-stale error:.*as of tool call [0-9]+"
 like "MCP: the count drops" "$out" "status-after 1"
 is "MCP: the applied file is on the host, the other is not" "$(cat "$mws/a.txt" "$mws/b.txt")" $'host\nb'
-ok "MCP: nothing of a stale checkpoint reached the host" test ! -e "$mws/c.txt"
+ok "MCP: nothing of a stale checkpoint reached the host" test ! -e "$mws/d.txt"
+like "MCP: a tool call's result names the checkpoint it ended with" "$out" $'\ncheckpoint 3\n'
+like "MCP: cordon/reviewDiff is the unified diff, what the agent wrote escaped" "$out" 'diff "diff a/a.txt b/a.txt\\n--- a/a.txt\\n\+\+\+ b/a.txt\\n@@ -1 \+1 @@\\n-host\\n\+agent\\ndiff /dev/null b/esc.txt\\n--- /dev/null\\n\+\+\+ b/esc.txt\\n@@ -0,0 \+1 @@\\n\+x\\\\x1b\[2Jy\\n" False'
+like "MCP: cordon/reviewDiff of the paths asked for" "$out" $'diff-paths "diff a/a.txt b/a.txt\\\\n--- a/a.txt\\\\n\\+\\+\\+ b/a.txt\\\\n@@ -1 \\+1 @@\\\\n-host\\\\n\\+agent\\\\n"\n'
+like "MCP: bash's file and process before the rewind" "$out" $'before-rewind c\n1\n'
+like "MCP: cordon/reviewRewind restarts the same sandbox, saying its processes ended" "$out" "rewind 2 True sandboxed True"
+like "MCP: after the rewind, bash's and the later write's files are gone, the earlier write kept, no process left" "$out" $'after-rewind c-gone\nesc-gone\nagent\n0\n'
+like "MCP: the tool list is unchanged after a rewind (no review tool)" "$out" $'tools-after bash edit find grep ls read sandbox_verify write\n'
+like "MCP: a rewind to a checkpoint that does not exist says so, the sandbox still works" "$out" "rewind-999 sandbox mc has no checkpoint 999 .*\| still-works"
+like "MCP: a rewind's checkpoint must be a number" "$out" "rewind-bad cordon/reviewRewind: to must be a checkpoint number"
+like "MCP: cordon/reviewDiscard empties the layer" "$out" "discard True 0"
+like "MCP: after the discard the sandbox reads the host's file" "$out" "after-discard host"
+is "MCP: the rewind and discard never touched the host" "$(cat "$mws/a.txt"; ls "$mws" | wc -l)" $'host\n2'
+
+# --- direct mode: rewind puts back what write and edit replaced ---
+dws=$(new_ws directws)
+echo "orig a" >"$dws/a.txt"
+echo "orig b" >"$dws/b.txt"
+printf '#!/bin/sh\necho orig\n' >"$dws/run.sh"
+chmod 755 "$dws/run.sh"
+mkdir "$dws/sub" "$TEST_TMP/outside"
+echo "orig s" >"$dws/sub/s.txt"
+head -c 17000000 /dev/zero >"$dws/huge.bin"
+dtool() { (cd "$dws" && "$CORDON" tool --name dm --set 'teardown="stop"' "$@" >/dev/null 2>&1); }
+dtool write '{"path":"a.txt","content":"w1\n"}'
+dtool edit '{"path":"b.txt","edits":[{"oldText":"orig b","newText":"e2"}]}'
+dtool write '{"path":"new.txt","content":"n3\n"}'
+dtool bash '{"command":"echo bash > c.txt; echo bash > b.txt.bash"}'
+dtool edit '{"path":"run.sh","edits":[{"oldText":"echo orig","newText":"echo agent"}]}'
+dtool write '{"path":"a.txt","content":"w5\n"}'
+like "direct mode: the audit names the write's record" "$(tail -1 "$XDG_RUNTIME_DIR/cordon/dm/audit.jsonl")" '"tool":"write".*"checkpoint":5'
+out=$("$CORDON" rewind dm --to 2 2>&1)
+like "direct rewind --to 2: restored and removed, newest first" "$out" $'restored: a.txt\nrestored: run.sh\nremoved: new.txt\n'
+like "direct rewind says what it cannot undo" "$out" "bash's changes and processes are not"
+is "direct rewind: a.txt is as after call 1, b.txt as after call 2" "$(cat "$dws/a.txt" "$dws/b.txt")" $'w1\ne2'
+ok "direct rewind: the written file is gone" test ! -e "$dws/new.txt"
+is "direct rewind: the edited script has its content and mode back" "$(cat "$dws/run.sh"; stat -c %a "$dws/run.sh")" $'#!/bin/sh\necho orig\n755'
+is "direct rewind cannot undo bash: its file stays" "$(cat "$dws/c.txt")" bash
+ok "direct rewind leaves no temporary file" test -z "$(ls -A "$dws" | grep cordon-rewind)"
+# the user edits b.txt on the host: rewinding further refuses it, nothing lost
+echo "host edit" >"$dws/b.txt"
+out=$("$CORDON" rewind dm --to 0 2>&1)
+st=$?
+like "direct rewind refuses a file changed since by something else" "$out" "refused: b.txt: changed since call 2 by something else; --force restores it anyway"
+is "direct rewind with a refusal exits 1" "$st" 1
+is "the host's edit is kept; the other file is rewound (our own rewind is not someone else's)" "$(cat "$dws/b.txt" "$dws/a.txt")" $'host edit\norig a'
+out=$("$CORDON" rewind dm --to 0 --force 2>&1)
+like "--force restores it" "$out" "restored: b.txt"
+is "after --force: b.txt as before call 2" "$(cat "$dws/b.txt")" "orig b"
+# the bound: a previous content over 16 MiB is not kept, and rewind says so
+dtool write '{"path":"huge.bin","content":"small\n"}'
+out=$("$CORDON" rewind dm --to 0 2>&1)
+like "direct rewind: a content over 16 MiB was not kept, said so" "$out" "refused: huge.bin: its content before call 1 was not kept \\(larger than 16 MiB\\)"
+is "the file is left as the call wrote it" "$(cat "$dws/huge.bin")" small
+# the attacker: after a write beneath sub/, bash makes sub a symlink out of
+# the workspace; rewind, even forced, never writes through it
+dtool write '{"path":"sub/s.txt","content":"agent\n"}'
+dtool bash "{\"command\":\"mv sub sub.real && ln -s $TEST_TMP/outside sub\"}"
+out=$("$CORDON" rewind dm --to 1 --force 2>&1)
+like "direct rewind refuses a path through a symlink" "$out" "refused: sub/s.txt: cannot restore it"
+ok "nothing was written through the symlink" test -z "$(ls -A "$TEST_TMP/outside")"
+is "the file the agent moved is untouched" "$(cat "$dws/sub.real/s.txt")" agent
+out=$("$CORDON" rewind dm --to 99 2>&1)
+like "direct rewind to a call that was not recorded says so" "$out" "sandbox dm has no call 99"
+"$CORDON" rm dm >/dev/null 2>&1
+# the bound on the number of calls: 205 writes, one after the other, in one
+# session (MCP) keep the last 200
+(cd "$dws" && python3 -c '
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp", "--name", "dm2", "--set", "teardown=\"stop\""], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def rpc(i, method, params):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n"); p.stdin.flush()
+    while json.loads(p.stdout.readline()).get("id") != i:
+        pass
+rpc(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+for i in range(1, 206):
+    rpc(i, "tools/call", {"name": "write", "arguments": {"path": "count.txt", "content": "v%d\n" % i}})
+p.stdin.close(); p.wait()' "$CORDON")
+is "direct mode keeps the last 200 calls" "$(ls "$XDG_RUNTIME_DIR/cordon/dm2/undo" | sort -n | sed -n '1p;$p' | tr '\n' ' ')" "6 205 "
+"$CORDON" rewind dm2 --to 0 >/dev/null 2>&1
+is "rewinding past the oldest kept undoes what is kept" "$(cat "$dws/count.txt")" v5
+"$CORDON" rm dm2 >/dev/null 2>&1
+# calls on one file in flight at once: the later ones' previous content is
+# not known (taken before the earlier ran), so rewind refuses, never restores
+# a stale one
+echo "orig conc" >"$dws/conc.txt"
+python3 -c 'import json
+for i in range(1, 4):
+    print(json.dumps({"id": i, "tool": "write", "args": {"path": "conc.txt", "content": "c%d\n" % i}}))' |
+    (cd "$dws" && "$CORDON" tool --name dm3 --set 'teardown="stop"' --batch >/dev/null 2>&1)
+written=$(cat "$dws/conc.txt")
+out=$("$CORDON" rewind dm3 --to 0 2>&1)
+like "calls in flight at once on one file: rewind refuses it" "$out" "refused: conc.txt: call [0-9] ran while another call on it was in flight"
+is "... and leaves the file as the calls left it" "$(cat "$dws/conc.txt")" "$written"
+"$CORDON" rm dm3 >/dev/null 2>&1
 
 # --- the backends that cannot offer it refuse with the reason ---
 out=$(cd "$ws" && "$CORDON" run --review --backend docker --set docker.image=debian -- true 2>&1)
