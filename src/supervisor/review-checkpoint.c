@@ -273,6 +273,15 @@ static int replace_tree(int parent, const char *dir, int src, struct cordon_erro
     return 0;
 }
 
+void review_checkpoint_now(struct review *r)
+{
+    _cleanup_close_ int state = openat(r->review_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    long n;
+    struct cordon_error ignored;
+    if (state >= 0)
+        review_checkpoint(state, &n, &ignored);
+}
+
 int review_rewind(struct review *r, long n, struct cordon_error *err)
 {
     if (r->running)
@@ -291,6 +300,7 @@ int review_rewind(struct review *r, long n, struct cordon_error *err)
         return -1;
     close(r->upper_fd);
     r->upper_fd = openat(r->review_fd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    review_checkpoint_now(r);
     return 0;
 }
 

@@ -1224,6 +1224,8 @@ int review_discard(struct review *r, struct cordon_error *err)
     int fd = openat(r->review_fd, STARTED_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0)
         close(fd);
+    r->upper_fd = openat(r->review_fd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    review_checkpoint_now(r);
     return 0;
 }
 

@@ -144,6 +144,9 @@ int review_checkpoint(int state_fd, long *ret_n, struct cordon_error *err);
 /* Checkpoint N's directory (a fd), -2 for N = 0 (before the first call),
  * or -1 with ERR set. */
 int review_checkpoint_open(const struct review *r, long n, struct cordon_error *err);
+/* After a rewind or a discard: the layer as it is now becomes the newest
+ * checkpoint, which a running session is shown and applied as. */
+void review_checkpoint_now(struct review *r);
 /* The number of the last checkpoint (0: none yet). */
 long review_checkpoint_last(const struct review *r);
 /* What call N changed, against checkpoint N-1: FN gets 'A' added, 'M'
