@@ -116,7 +116,7 @@ echo 'backend_floor = "kernel-boundary"' >"$CORDON_ETC_DIR/default.toml"
 out=$(in_ws "$ws" "$CORDON" run --backend ns true 2>&1)
 rc=$?
 is "a host floor of kernel-boundary refuses the ns backend" "$rc" 125
-like "... with the reason" "$out" 'backend = "ns" \(set by --set\) is below backend_floor = "kernel-boundary"'
+like "... with the reason" "$out" 'backend = "ns" \(set by --backend\) is below backend_floor = "kernel-boundary"'
 mkdir -p "$TEST_TMP/novm"
 out=$(in_ws "$ws" env CORDON_VM_DIR="$TEST_TMP/novm" "$CORDON" run --backend auto true 2>&1)
 rc=$?
