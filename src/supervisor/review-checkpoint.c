@@ -263,8 +263,11 @@ static int replace_tree(int parent, const char *dir, int src, struct cordon_erro
         return error_set(err, e, "copying the layer");
     }
     fchmod(dst, st.st_mode & 07777);
-    if (geteuid() == 0)
-        fchown(dst, st.st_uid, st.st_gid);
+    if (geteuid() == 0 && fchown(dst, st.st_uid, st.st_gid) < 0) {
+        int e = errno;
+        fs_remove_tree_at(parent, tmp);
+        return error_set(err, e, "copying the layer: its owner");
+    }
     bool exists = fstatat(parent, dir, &st, AT_SYMLINK_NOFOLLOW) == 0;
     if (exists ? renameat2(parent, tmp, parent, dir, RENAME_EXCHANGE) < 0
                : renameat(parent, tmp, parent, dir) < 0)
