@@ -11,13 +11,18 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 static const char *const identity_keys[] = {"user.name", "user.email", "format.signOff"};
 
 #define GIT_IDENTITY_VALUE_MAX 1024
+/* Every matching entry of one source: a value may repeat (the last wins). */
+#define GIT_IDENTITY_LIST_MAX (16 * GIT_IDENTITY_VALUE_MAX)
 
 /* Environment variables git's configuration comes from, or that set the
  * identity directly: when the environment already has one, it is the
@@ -62,28 +67,105 @@ static int env_append(char ***envp, const char *key, const char *value)
     return 0;
 }
 
+/* git's --null --get-regexp list in BUF (LEN bytes): each identity key's
+ * last value (as `git config --get` picks) into VALUES[k], unless already
+ * found from a source that outranks this one. */
+static int identity_from_list(const char *buf, size_t len, char values[][GIT_IDENTITY_VALUE_MAX],
+                              bool *found, bool *this_source, struct cordon_error *err)
+{
+    size_t pos = 0;
+    while (pos < len) {
+        const char *entry = buf + pos;
+        size_t elen = strnlen(entry, len - pos);
+        pos += elen + 1;
+        const char *nl = memchr(entry, '\n', elen);
+        size_t klen = nl ? (size_t)(nl - entry) : elen;
+        /* A key without "=" is a boolean's true, git's own rule. */
+        const char *value = nl ? nl + 1 : "true";
+        size_t vlen = nl ? elen - klen - 1 : 4;
+        for (size_t k = 0; k < ARRAY_SIZE(identity_keys); k++) {
+            if (strlen(identity_keys[k]) != klen ||
+                strncasecmp(identity_keys[k], entry, klen) != 0)
+                continue;
+            if (found[k] && !this_source[k])
+                break; /* a source that outranks this one set it */
+            if (!nl && strcmp(identity_keys[k], "format.signOff") != 0)
+                break; /* no name or address to pass */
+            if (vlen + 1 > GIT_IDENTITY_VALUE_MAX)
+                return error_set(err, E2BIG, "git config %s: the value is longer than %d bytes",
+                                 identity_keys[k], GIT_IDENTITY_VALUE_MAX - 1);
+            memcpy(values[k], value, vlen);
+            values[k][vlen] = '\0';
+            found[k] = this_source[k] = true;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* Whether git --global could read a file: $GIT_CONFIG_GLOBAL, else
+ * $XDG_CONFIG_HOME/git/config (~/.config/git/config) and ~/.gitconfig.
+ * Without one there is no global identity, and no git process to start. */
+static bool global_config_may_exist(void)
+{
+    if (getenv("GIT_CONFIG_GLOBAL"))
+        return true;
+    const char *home = getenv("HOME");
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    char path[PATH_MAX];
+    struct stat st;
+    if (xdg && *xdg) {
+        if (snprintf(path, sizeof(path), "%s/git/config", xdg) >= (int)sizeof(path) ||
+            stat(path, &st) == 0 || errno != ENOENT)
+            return true;
+    } else if (home && *home) {
+        if (snprintf(path, sizeof(path), "%s/.config/git/config", home) >= (int)sizeof(path) ||
+            stat(path, &st) == 0 || errno != ENOENT)
+            return true;
+    }
+    if (home && *home) {
+        if (snprintf(path, sizeof(path), "%s/.gitconfig", home) >= (int)sizeof(path) ||
+            stat(path, &st) == 0 || errno != ENOENT)
+            return true;
+    }
+    return false;
+}
+
 int git_identity_env_add(const char *workspace, const char *repo_config, char ***envp,
                          struct cordon_error *err)
 {
     if (env_has_git_identity(*envp))
         return 0;
+    static const char regexp[] = "^(user\\.name|user\\.email|format\\.signoff)$";
+    char values[ARRAY_SIZE(identity_keys)][GIT_IDENTITY_VALUE_MAX];
+    bool found[ARRAY_SIZE(identity_keys)] = {false};
+    /* One git process per source (not one per key): each is 1-3 ms of the
+     * start. The repository's own setting wins, as it does for git: the
+     * variables below outrank every file, so it is resolved here. Its
+     * config file is host-owned inside the sandbox; includes are not
+     * followed (they could name any host file). */
+    _cleanup_free_ char *buf = malloc(GIT_IDENTITY_LIST_MAX);
+    if (!buf)
+        return error_set(err, ENOMEM, "git identity");
+    for (int source = 0; source < 2; source++) {
+        const char *file = source == 0 ? repo_config : NULL;
+        if (source == 0 && !repo_config)
+            continue;
+        if (source == 1 && !global_config_may_exist())
+            continue;
+        size_t len = 0;
+        bool this_source[ARRAY_SIZE(identity_keys)] = {false};
+        if (ws_git_config_list(workspace, file, regexp, buf, GIT_IDENTITY_LIST_MAX, &len, err) <
+                0 ||
+            identity_from_list(buf, len, values, found, this_source, err) < 0)
+            return error_prefix(err, "git identity");
+    }
     size_t count = 0;
     for (size_t k = 0; k < ARRAY_SIZE(identity_keys); k++) {
         const char *key = identity_keys[k];
-        char value[GIT_IDENTITY_VALUE_MAX];
-        bool found = false;
-        /* The repository's own setting wins, as it does for git: the
-         * variables below outrank every file, so it is resolved here. Its
-         * config file is host-owned inside the sandbox; includes are not
-         * followed (they could name any host file). */
-        if (repo_config &&
-            ws_git_config_get(workspace, repo_config, key, value, sizeof(value), &found, err) < 0)
-            return error_prefix(err, "git identity");
-        if (!found &&
-            ws_git_config_get(workspace, NULL, key, value, sizeof(value), &found, err) < 0)
-            return error_prefix(err, "git identity");
-        if (!found)
+        if (!found[k])
             continue;
+        const char *value = values[k];
         if (!value_is_plain(value)) {
             log_warn("git identity: %s has a control character; not passed into the sandbox", key);
             continue;
