@@ -75,7 +75,7 @@ for ((i = 0; i < runs; i++)); do
         tc+=($((t1 - t0))); td+=($((t2 - t1)))
     fi
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {printf "%d\n", (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 mc=$(median "${tc[@]}"); md=$(median "${td[@]}")
 ratio=$(awk -v c="$mc" -v d="$md" 'BEGIN {printf "%.2f", c/d}')
 load=$(cut -d' ' -f1 /proc/loadavg)

@@ -8,6 +8,7 @@
  * processes, teardown, and what the host reads of the container's PID 1;
  * the command line and its host paths are docker-run.c's. */
 #include "backend/docker/docker.h"
+#include "backend/docker/docker-api.h"
 #include "backend/docker/docker-run.h"
 #include "backend/docker/docker-sockguard.h"
 #include "net/net.h"
@@ -395,9 +396,81 @@ static int check_image_answer(const struct docker_state *st, const char *image, 
 /* `docker info` and `docker image inspect` at once (each CLI start is
  * 40-50 ms), judged in that order: a daemon that does not answer is the
  * error, not the image it then could not find. */
+/* The same two answers from the Engine API over the socket (no CLI
+ * process): 1 when both were read and judged (0 or an error in err), 0
+ * when the API did not answer as expected (the CLI then asks again, and
+ * says what is wrong in its words). */
+static bool image_name_plain(const char *image)
+{
+    if (!image || !*image || strlen(image) > 512)
+        return false;
+    for (const char *p = image; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr("._:/@-", *p)))
+            return false;
+    return strstr(image, "..") == NULL;
+}
+
+static int check_by_api(const struct docker_state *st, const struct cordon_config *cfg,
+                        int *rc, struct cordon_error *err)
+{
+    if (strncmp(st->host, "unix://", 7) != 0 || !image_name_plain(cfg->docker.image))
+        return 0;
+    const char *sock = st->host + 7;
+    struct cordon_error api_err;
+    int status = 0;
+    _cleanup_free_ char *info = NULL;
+    if (docker_api_get(sock, "/info", DOCKER_QUERY_TIMEOUT_MS, &status, &info, &api_err) < 0 ||
+        status != 200)
+        return 0;
+    json_error_t jerr;
+    json_t *j = json_loads(info, 0, &jerr);
+    json_t *opts = j ? json_object_get(j, "SecurityOptions") : NULL;
+    if (!json_is_object(j) || !(json_is_array(opts) || json_is_null(opts))) {
+        json_decref(j);
+        return 0;
+    }
+    _cleanup_free_ char *opts_text = json_dumps(opts, JSON_COMPACT | JSON_ENCODE_ANY);
+    char out[4096];
+    snprintf(out, sizeof(out), "%s memory=%s pids=%s", opts_text ? opts_text : "null",
+             json_is_true(json_object_get(j, "MemoryLimit")) ? "true" : "false",
+             json_is_true(json_object_get(j, "PidsLimit")) ? "true" : "false");
+    json_decref(j);
+    char path[640];
+    snprintf(path, sizeof(path), "/images/%s/json", cfg->docker.image);
+    _cleanup_free_ char *image = NULL;
+    int image_status = 0;
+    if (docker_api_get(sock, path, DOCKER_QUERY_TIMEOUT_MS, &image_status, &image, &api_err) <
+            0 ||
+        (image_status != 200 && image_status != 404))
+        return 0;
+    _cleanup_free_ char *env_text = NULL;
+    if (image_status == 200) {
+        json_t *ij = json_loads(image, 0, &jerr);
+        json_t *config = ij ? json_object_get(ij, "Config") : NULL;
+        json_t *env = json_is_object(config) ? json_object_get(config, "Env") : NULL;
+        if (!json_is_object(ij) || !json_is_object(config)) {
+            json_decref(ij);
+            return 0;
+        }
+        env_text = json_dumps(env ? env : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+        json_decref(ij);
+        if (!env_text)
+            return 0;
+    }
+    *rc = check_daemon_answer(st, cfg, out, 0, err);
+    if (*rc == 0)
+        *rc = check_image_answer(st, cfg->docker.image, env_text ? env_text : "",
+                                 image_status == 200 ? 0 : 1, err);
+    return 1;
+}
+
 static int check_daemon_and_image(const struct docker_state *st, const struct cordon_config *cfg,
                                   struct cordon_error *err)
 {
+    int api_rc = 0;
+    if (check_by_api(st, cfg, &api_rc, err))
+        return api_rc;
     char *info_argv[] = {
         (char *)st->cli, "info", "--format",
         "{{json .SecurityOptions}} memory={{.MemoryLimit}} pids={{.PidsLimit}}", NULL};
