@@ -87,8 +87,7 @@ static int identity_from_list(const char *buf, size_t len, char values[][GIT_IDE
         const char *value = nl ? nl + 1 : "true";
         size_t vlen = nl ? elen - klen - 1 : 4;
         for (size_t k = 0; k < ARRAY_SIZE(identity_keys); k++) {
-            if (strlen(identity_keys[k]) != klen ||
-                strncasecmp(identity_keys[k], entry, klen) != 0)
+            if (strlen(identity_keys[k]) != klen || strncasecmp(identity_keys[k], entry, klen) != 0)
                 continue;
             if (found[k] && !this_source[k])
                 break; /* a source that outranks this one set it */
@@ -282,13 +281,12 @@ int git_identity_env_add(const char *workspace, const char *repo_config, const c
         if (keyed && !any)
             continue; /* git has no file to read: nothing set */
         char cache[PATH_MAX];
-        bool cacheable =
-            keyed && cache_dir &&
-            snprintf(cache, sizeof(cache), "%s/.git-identity-%s", cache_dir,
-                     file ? "repo" : "global") < (int)sizeof(cache);
+        bool cacheable = keyed && cache_dir &&
+                         snprintf(cache, sizeof(cache), "%s/.git-identity-%s", cache_dir,
+                                  file ? "repo" : "global") < (int)sizeof(cache);
         if (!cacheable || !cache_read(cache, key, buf, GIT_IDENTITY_LIST_MAX, &len)) {
-            if (ws_git_config_list(workspace, file, regexp, buf, GIT_IDENTITY_LIST_MAX, &len,
-                                   err) < 0)
+            if (ws_git_config_list(workspace, file, regexp, buf, GIT_IDENTITY_LIST_MAX, &len, err) <
+                0)
                 return error_prefix(err, "git identity");
             if (cacheable)
                 cache_write(cache, key, buf, len);

@@ -406,9 +406,9 @@ int ws_git_config_list(const char *dir, const char *file, const char *regexp, ch
                        size_t outlen, size_t *len, struct cordon_error *err)
 {
     /* As ws_git_config_get, one process for every key REGEXP matches. */
-    char *global_argv[] = {"git",        "config",       "--null",        "--global",
+    char *global_argv[] = {"git",        "config",       "--null",       "--global",
                            "--includes", "--get-regexp", (char *)regexp, NULL};
-    char *file_argv[] = {"git",           "config",       "--null",        "--file", (char *)file,
+    char *file_argv[] = {"git",           "config",       "--null",       "--file", (char *)file,
                          "--no-includes", "--get-regexp", (char *)regexp, NULL};
     char err_buf[1024];
     int status = 0;
@@ -416,8 +416,8 @@ int ws_git_config_list(const char *dir, const char *file, const char *regexp, ch
     if (outlen == 0)
         return error_set(err, EINVAL, "git config %s: no room", regexp);
     out[0] = '\0';
-    if (run_git_n(dir ? dir : "/", file ? file_argv : global_argv, !file, out, outlen, len,
-                  err_buf, sizeof(err_buf), &status, err) < 0)
+    if (run_git_n(dir ? dir : "/", file ? file_argv : global_argv, !file, out, outlen, len, err_buf,
+                  sizeof(err_buf), &status, err) < 0)
         return -1;
     if (status == -1 || status == 1)
         return 0; /* no git, or no key matches */

@@ -48,8 +48,8 @@ int docker_api_get(const char *socket_path, const char *path, int timeout_ms, in
     for (;;) {
         long long left = deadline - clock_now_ms();
         if (left <= 0)
-            return error_set(err, ETIMEDOUT, "docker API: GET %s did not answer within %d s",
-                             path, timeout_ms / 1000);
+            return error_set(err, ETIMEDOUT, "docker API: GET %s did not answer within %d s", path,
+                             timeout_ms / 1000);
         struct pollfd p = {fd, POLLIN, 0};
         int pr = poll(&p, 1, (int)left);
         if (pr < 0 && errno == EINTR)
@@ -80,8 +80,8 @@ int docker_api_get(const char *socket_path, const char *path, int timeout_ms, in
     start += 4;
     size_t blen = len - (size_t)(start - buf);
     if (blen > DOCKER_API_BODY_MAX)
-        return error_set(err, E2BIG, "docker API: GET %s: the answer is larger than %d bytes",
-                         path, DOCKER_API_BODY_MAX);
+        return error_set(err, E2BIG, "docker API: GET %s: the answer is larger than %d bytes", path,
+                         DOCKER_API_BODY_MAX);
     char *out = malloc(blen + 1);
     if (!out)
         return error_set(err, ENOMEM, "docker API");

@@ -411,8 +411,8 @@ static bool image_name_plain(const char *image)
     return strstr(image, "..") == NULL;
 }
 
-static int check_by_api(const struct docker_state *st, const struct cordon_config *cfg,
-                        int *rc, struct cordon_error *err)
+static int check_by_api(const struct docker_state *st, const struct cordon_config *cfg, int *rc,
+                        struct cordon_error *err)
 {
     if (strncmp(st->host, "unix://", 7) != 0 || !image_name_plain(cfg->docker.image))
         return 0;
@@ -440,8 +440,7 @@ static int check_by_api(const struct docker_state *st, const struct cordon_confi
     snprintf(path, sizeof(path), "/images/%s/json", cfg->docker.image);
     _cleanup_free_ char *image = NULL;
     int image_status = 0;
-    if (docker_api_get(sock, path, DOCKER_QUERY_TIMEOUT_MS, &image_status, &image, &api_err) <
-            0 ||
+    if (docker_api_get(sock, path, DOCKER_QUERY_TIMEOUT_MS, &image_status, &image, &api_err) < 0 ||
         (image_status != 200 && image_status != 404))
         return 0;
     _cleanup_free_ char *env_text = NULL;
@@ -471,13 +470,12 @@ static int check_daemon_and_image(const struct docker_state *st, const struct co
     int api_rc = 0;
     if (check_by_api(st, cfg, &api_rc, err))
         return api_rc;
-    char *info_argv[] = {
-        (char *)st->cli, "info", "--format",
-        "{{json .SecurityOptions}} memory={{.MemoryLimit}} pids={{.PidsLimit}}", NULL};
-    char *image_argv[] = {(char *)st->cli,        "image",
-                          "inspect",              "--format",
-                          "{{json .Config.Env}}", (char *)cfg->docker.image,
-                          NULL};
+    char *info_argv[] = {(char *)st->cli, "info", "--format",
+                         "{{json .SecurityOptions}} memory={{.MemoryLimit}} pids={{.PidsLimit}}",
+                         NULL};
+    char *image_argv[] = {
+        (char *)st->cli,           "image", "inspect", "--format", "{{json .Config.Env}}",
+        (char *)cfg->docker.image, NULL};
     struct cli_query info, image;
     if (cli_query_start(st, info_argv, &info, err) < 0)
         return -1;
@@ -486,8 +484,8 @@ static int check_daemon_and_image(const struct docker_state *st, const struct co
     char info_out[4096];
     _cleanup_free_ char *image_out = malloc(65536);
     int info_status = -1, image_status = -1;
-    int rc = cli_query_finish(info_argv, &info, DOCKER_QUERY_TIMEOUT_MS, info_out,
-                              sizeof(info_out), &info_status, err);
+    int rc = cli_query_finish(info_argv, &info, DOCKER_QUERY_TIMEOUT_MS, info_out, sizeof(info_out),
+                              &info_status, err);
     int rc_image = -1;
     if (image_started) {
         char scratch[1];

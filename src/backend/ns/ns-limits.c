@@ -81,8 +81,8 @@ static void note(struct ns_sandbox *sb, const char *what)
  * when made, 0 when not possible here, -1 when made but not enforceable
  * (which fails closed). */
 static int cgroup_v1(struct ns_sandbox *sb, struct ns_cgroup_join *join, int slot,
-                     const char *controller, const char *name, const char *file,
-                     const char *value, struct cordon_error *err)
+                     const char *controller, const char *name, const char *file, const char *value,
+                     struct cordon_error *err)
 {
     char base[256], dir[512], path[600];
     snprintf(base, sizeof(base), "/sys/fs/cgroup/%s", controller);
