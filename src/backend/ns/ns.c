@@ -132,17 +132,17 @@ static void child_setup_and_exec(struct ns_child *c)
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    /* Into the sandbox's cgroups before anything else (while the parent
-     * writes the id maps): nothing this process or its descendants do
-     * escapes the limits. */
-    if (ns_cgroups_join_in_child(&c->cgroups, err) < 0)
-        return;
     /* First word from the parent: the id maps are written. The parent then
      * sets up networking while we build the view (two cores do the two
      * halves at once). */
     char go;
     if (read(c->sync_fd, &go, 1) != 1)
         _exit(CORDON_EXIT_FAILURE);
+    /* Into the sandbox's cgroups before anything else: nothing this
+     * process or its descendants do escapes the limits. (After the maps,
+     * so that a failure here reaches the user as this step's.) */
+    if (ns_cgroups_join_in_child(&c->cgroups, err) < 0)
+        return;
     if (sethostname(c->spec->name ? "cordon" : "cordon", 6) < 0) {
         error_set_raw(err, errno, "sethostname", NULL);
         return;
