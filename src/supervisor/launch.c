@@ -365,7 +365,11 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
             l->ws.layout_common_dir && snprintf(repo_config, sizeof(repo_config), "%s/config",
                                                 l->ws.layout_common_dir) < (int)sizeof(repo_config);
         struct cordon_error gerr = {0};
-        if (git_identity_env_add(l->ws.root, have_repo ? repo_config : NULL, &l->env, &gerr) < 0)
+        _cleanup_free_ char *cache_dir = NULL;
+        if (state_root(&cache_dir, &gerr) < 0)
+            cache_dir = NULL;
+        if (git_identity_env_add(l->ws.root, have_repo ? repo_config : NULL, cache_dir, &l->env,
+                                 &gerr) < 0)
             log_warn("%s", gerr.message);
     }
 

@@ -216,8 +216,12 @@ static void watchdog_run(int supervisor_pidfd, int disarm_fd, struct lifecycle *
     }
     /* A graceful supervisor writes a byte before closing the pipe; a dying
      * one only closes it (the kernel closes its files before its pidfd
-     * becomes readable, so EOF alone means death, not a disarm). */
-    if (!(p[0].revents & POLLIN)) {
+     * becomes readable, so EOF alone means death, not a disarm). The byte
+     * counts even when the supervisor has exited by now too (it does not
+     * wait for the watchdog of a generated name): both are then ready, and
+     * tearing down again would remove the next run's container or rewrite
+     * the state directory behind the supervisor's back. */
+    if (p[1].revents & (POLLIN | POLLHUP)) {
         char byte;
         if (read(disarm_fd, &byte, 1) == 1)
             _exit(0);

@@ -42,6 +42,13 @@ void ws_git_layout_free(struct ws_git_layout *l);
  * not followed. Not set, or no git: 0 with *found false. Host context. */
 int ws_git_config_get(const char *dir, const char *file, const char *key, char *out, size_t outlen,
                       bool *found, struct cordon_error *err);
+/* As ws_git_config_get for every key matching the extended regular
+ * expression REGEXP, in one git process: OUT gets git's --null
+ * --get-regexp list ("key\nvalue\0" per entry, "key\0" for a key without
+ * a value; keys in lower case, in file order), *LEN its length (0: none
+ * matched, or no git). */
+int ws_git_config_list(const char *dir, const char *file, const char *regexp, char *out,
+                       size_t outlen, size_t *len, struct cordon_error *err);
 
 /* What workspace detection reads from a git config file: [core] worktree and
  * bare, [extensions] worktreeConfig. Exposed for the unit tests. */

@@ -108,9 +108,11 @@ static int git_env(char **envp, size_t cap, char *storage, size_t storage_cap, b
 }
 
 /* Runs git ARGV in DIR; stdout and stderr collected (bounded), at most
- * GIT_TIMEOUT_MS. *status -1: no git installed. */
-static int run_git(const char *dir, char *const argv[], bool user_config, char *out, size_t outlen,
-                   char *errbuf, size_t errlen, int *status, struct cordon_error *err)
+ * GIT_TIMEOUT_MS; *OUT_LEN (when not NULL): the bytes of stdout kept (at
+ * most OUTLEN - 1, NUL-terminated after). *status -1: no git installed. */
+static int run_git_n(const char *dir, char *const argv[], bool user_config, char *out,
+                     size_t outlen, size_t *out_len, char *errbuf, size_t errlen, int *status,
+                     struct cordon_error *err)
 {
     char git[PATH_MAX];
     if (!find_git(git, sizeof(git))) {
@@ -186,6 +188,8 @@ static int run_git(const char *dir, char *const argv[], bool user_config, char *
             close(fds[i].fd);
     out[pos[0]] = '\0';
     errbuf[pos[1]] = '\0';
+    if (out_len)
+        *out_len = pos[0];
     if (timed_out)
         kill(pid, SIGKILL);
     int wstatus;
@@ -198,6 +202,12 @@ static int run_git(const char *dir, char *const argv[], bool user_config, char *
                          GIT_TIMEOUT_MS / 1000);
     *status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
     return 0;
+}
+
+static int run_git(const char *dir, char *const argv[], bool user_config, char *out, size_t outlen,
+                   char *errbuf, size_t errlen, int *status, struct cordon_error *err)
+{
+    return run_git_n(dir, argv, user_config, out, outlen, NULL, errbuf, errlen, status, err);
 }
 
 /* The canonical form of the environment variable NAME (relative to CWD). */
@@ -389,5 +399,39 @@ int ws_git_config_get(const char *dir, const char *file, const char *key, char *
         return error_set(err, E2BIG, "git config %s: the value is longer than %zu bytes", key,
                          outlen - 2);
     *found = true;
+    return 0;
+}
+
+int ws_git_config_list(const char *dir, const char *file, const char *regexp, char *out,
+                       size_t outlen, size_t *len, struct cordon_error *err)
+{
+    /* As ws_git_config_get, one process for every key REGEXP matches. */
+    char *global_argv[] = {"git",        "config",       "--null",       "--global",
+                           "--includes", "--get-regexp", (char *)regexp, NULL};
+    char *file_argv[] = {"git",           "config",       "--null",       "--file", (char *)file,
+                         "--no-includes", "--get-regexp", (char *)regexp, NULL};
+    char err_buf[1024];
+    int status = 0;
+    *len = 0;
+    if (outlen == 0)
+        return error_set(err, EINVAL, "git config %s: no room", regexp);
+    out[0] = '\0';
+    if (run_git_n(dir ? dir : "/", file ? file_argv : global_argv, !file, out, outlen, len, err_buf,
+                  sizeof(err_buf), &status, err) < 0)
+        return -1;
+    if (status == -1 || status == 1)
+        return 0; /* no git, or no key matches */
+    if (status != 0) {
+        char *nl = strchr(err_buf, '\n');
+        if (nl)
+            *nl = '\0';
+        return error_set(err, 0, "git config --get-regexp %s%s%s failed (exit %d): %s", regexp,
+                         file ? " in " : "", file ? file : "", status,
+                         err_buf[0] ? err_buf : "no message");
+    }
+    /* Output that filled the buffer may have been cut. */
+    if (*len + 1 >= outlen)
+        return error_set(err, E2BIG, "git config %s: more than %zu bytes of values", regexp,
+                         outlen - 2);
     return 0;
 }

@@ -248,6 +248,16 @@ docker import --change 'ENV LD_PRELOAD=/x.so' "$TEST_TMP/img.tar" cordon-docker-
 cordon_run "$ws" --backend docker --set "docker.host=$host_sock" --set docker.image=cordon-docker-ldpreload -- true
 is "an image whose ENV sets LD_PRELOAD: refused (125)" "$rc" 125
 like "an image whose ENV sets LD_PRELOAD: the reason" "$out" 'sets LD_PRELOAD in its ENV'
+# The daemon and image checks ask the Engine API on the socket: a start
+# runs the docker CLI once (docker run), not for docker info or inspect.
+if command -v strace >/dev/null; then
+    (cd "$ws" && PWD="$ws" strace -f -qq -e trace=execve -e signal=none -o "$TEST_TMP/dtrace" \
+        "$CORDON" run "${D[@]}" -- true >/dev/null 2>&1 </dev/null)
+    is "a start runs the docker CLI only for docker run" \
+        "$(grep -o 'execve("[^"]*/docker", \["[^"]*", "[a-z]*"' "$TEST_TMP/dtrace" | sed 's/.*", "//; s/"$//' | sort | uniq -c | tr -s ' ' | tr '\n' ';')" " 1 run;"
+else
+    skip "a start runs the docker CLI only for docker run" "strace is not installed"
+fi
 # The allowlist works (tests/integration/docker-network.sh); open does not.
 cordon_run "$ws" "${D[@]}" --set network.mode=open -- true
 is "network open: refused (125)" "$rc" 125

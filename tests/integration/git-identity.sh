@@ -91,6 +91,39 @@ plain=$(new_ws plain)
 out=$(cd "$plain" && PWD="$plain" HOME="$TEST_TMP/empty-home" "$CORDON" run -- bash -c 'echo "count=${GIT_CONFIG_COUNT:-none}"' 2>&1)
 is "ns: no git configuration: no variables" "$out" "count=none"
 
+# git's answer is cached by the files' content (a start spawns no git
+# then); an edit of ~/.gitconfig shows at the next start, and a file that
+# includes another is never answered from the cache.
+chome=$TEST_TMP/cache-home
+mkdir -p "$chome"
+printf '[user]\n\tname = First Name\n' >"$chome/.gitconfig"
+cws=$(new_ws cache)
+cachecount() { (cd "$cws" && PWD="$cws" HOME="$chome" XDG_CONFIG_HOME="$chome/.config" \
+    strace -f -qq -e trace=execve -e signal=none "$CORDON" run -- /bin/true 2>"$TEST_TMP/trace" </dev/null)
+    grep -c 'execve("[^"]*/git", \["git", "config"' "$TEST_TMP/trace" || true; }
+if command -v strace >/dev/null; then
+    cachecount >/dev/null
+    n=$(cachecount | tail -1)
+    is "ns: the second start with the same ~/.gitconfig runs no host git" "$n" "0"
+    out=$(cd "$cws" && PWD="$cws" HOME="$chome" "$CORDON" run -- git config user.name 2>&1 </dev/null)
+    is "ns: the cached identity is the file's" "$out" "First Name"
+    # Same size, other content: the key is the content, not the size or time.
+    printf '[user]\n\tname = Other Name\n' >"$chome/.gitconfig"
+    touch -r "$cws" "$chome/.gitconfig"
+    out=$(cd "$cws" && PWD="$cws" HOME="$chome" "$CORDON" run -- git config user.name 2>&1 </dev/null)
+    is "ns: an edited ~/.gitconfig shows at the next start" "$out" "Other Name"
+    printf '[include]\n\tpath = %s/.gitconfig-inc\n' "$chome" >>"$chome/.gitconfig"
+    printf '[user]\n\tname = Included One\n' >"$chome/.gitconfig-inc"
+    cachecount >/dev/null
+    printf '[user]\n\tname = Included Two\n' >"$chome/.gitconfig-inc"
+    out=$(cd "$cws" && PWD="$cws" HOME="$chome" "$CORDON" run -- git config user.name 2>&1 </dev/null)
+    is "ns: with an include, the included file's edit shows (never cached)" "$out" "Included Two"
+    n=$(cachecount | tail -1)
+    is "ns: with an include, host git runs at every start" "$n" "1"
+else
+    skip "git identity cache" "strace is not installed"
+fi
+
 # --- PATH: only what exists inside
 tool=$TEST_TMP/toolchain/bin
 mkdir -p "$tool"

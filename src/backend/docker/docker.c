@@ -8,6 +8,7 @@
  * processes, teardown, and what the host reads of the container's PID 1;
  * the command line and its host paths are docker-run.c's. */
 #include "backend/docker/docker.h"
+#include "backend/docker/docker-api.h"
 #include "backend/docker/docker-run.h"
 #include "backend/docker/docker-sockguard.h"
 #include "net/net.h"
@@ -112,11 +113,18 @@ static pid_t cli_spawn(const struct docker_state *st, char *const *argv, int in,
 /* Runs argv to its end (at most timeout_ms), its stdout and stderr in out
  * (truncated, NUL-terminated, trailing newline removed). *status is the exit
  * status; < 0 when it could not run or did not end in time. */
-static int cli_capture(const struct docker_state *st, char *const *argv, int timeout_ms, char *out,
-                       size_t size, int *status, struct cordon_error *err)
+/* A CLI query started and not yet read (cli_query_start/finish): two of
+ * them run at once, each CLI start being tens of milliseconds. */
+struct cli_query {
+    pid_t pid;
+    int fd;
+};
+
+static int cli_query_start(const struct docker_state *st, char *const *argv, struct cli_query *q,
+                           struct cordon_error *err)
 {
     int p[2];
-    out[0] = '\0';
+    *q = (struct cli_query){.pid = -1, .fd = -1};
     if (pipe2(p, O_CLOEXEC) < 0)
         return error_set(err, errno, "docker: pipe");
     _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -126,6 +134,17 @@ static int cli_capture(const struct docker_state *st, char *const *argv, int tim
         close(p[0]);
         return -1;
     }
+    q->pid = pid;
+    q->fd = p[0];
+    return 0;
+}
+
+static int cli_query_finish(char *const *argv, struct cli_query *q, int timeout_ms, char *out,
+                            size_t size, int *status, struct cordon_error *err)
+{
+    int p[2] = {q->fd, -1};
+    pid_t pid = q->pid;
+    out[0] = '\0';
     size_t len = 0;
     long long deadline = clock_now_ms() + timeout_ms;
     bool timed_out = false;
@@ -162,6 +181,16 @@ static int cli_capture(const struct docker_state *st, char *const *argv, int tim
                          argv[1], timeout_ms / 1000);
     *status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
     return 0;
+}
+
+static int cli_capture(const struct docker_state *st, char *const *argv, int timeout_ms, char *out,
+                       size_t size, int *status, struct cordon_error *err)
+{
+    struct cli_query q;
+    out[0] = '\0';
+    if (cli_query_start(st, argv, &q, err) < 0)
+        return -1;
+    return cli_query_finish(argv, &q, timeout_ms, out, size, status, err);
 }
 
 void docker_remove_container(char *const *argv, char *const *envp, int timeout_ms)
@@ -301,15 +330,9 @@ static const char *last_line(const char *out)
 /* The daemon answers, confines containers with seccomp (its default
  * profile; cordon never asks for unconfined), and can apply the configured
  * limits (without the controller it would warn and run without them). */
-static int check_daemon(const struct docker_state *st, const struct cordon_config *cfg,
-                        struct cordon_error *err)
+static int check_daemon_answer(const struct docker_state *st, const struct cordon_config *cfg,
+                               const char *out, int status, struct cordon_error *err)
 {
-    char *argv[] = {(char *)st->cli, "info", "--format",
-                    "{{json .SecurityOptions}} memory={{.MemoryLimit}} pids={{.PidsLimit}}", NULL};
-    char out[4096];
-    int status;
-    if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, err) < 0)
-        return -1;
     if (status != 0) {
         error_set(err, 0, "docker: the daemon at %s does not answer: %s", st->host, last_line(out));
         return error_hint_doctor(err);
@@ -336,14 +359,9 @@ static int check_daemon(const struct docker_state *st, const struct cordon_confi
 
 /* The image is there (never pulled), and its own ENV (which Docker sets
  * under the sandbox's) names nothing cordon never lets into a sandbox. */
-static int check_image(const struct docker_state *st, const char *image, struct cordon_error *err)
+static int check_image_answer(const struct docker_state *st, const char *image, const char *out,
+                              int status, struct cordon_error *err)
 {
-    char *argv[] = {(char *)st->cli,        "image",       "inspect", "--format",
-                    "{{json .Config.Env}}", (char *)image, NULL};
-    char out[65536];
-    int status;
-    if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, err) < 0)
-        return -1;
     if (status != 0)
         return error_set(err, ENOENT,
                          "docker: image \"%s\" is not on the daemon at %s (cordon never pulls: "
@@ -373,6 +391,143 @@ static int check_image(const struct docker_state *st, const char *image, struct 
     log_debug("docker: image %s has %zu ENV variable(s)", image, json_array_size(env));
     json_decref(env);
     return 0;
+}
+
+/* `docker info` and `docker image inspect` at once (each CLI start is
+ * 40-50 ms), judged in that order: a daemon that does not answer is the
+ * error, not the image it then could not find. */
+/* The same two answers from the Engine API over the socket (no CLI
+ * process): 1 when both were read and judged (0 or an error in err), 0
+ * when the API did not answer as expected (the CLI then asks again, and
+ * says what is wrong in its words). */
+static bool image_name_plain(const char *image)
+{
+    if (!image || !*image || strlen(image) > 512)
+        return false;
+    for (const char *p = image; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr("._:/@-", *p)))
+            return false;
+    return strstr(image, "..") == NULL;
+}
+
+static int check_by_api(const struct docker_state *st, const struct cordon_config *cfg, int *rc,
+                        struct cordon_error *err)
+{
+    if (strncmp(st->host, "unix://", 7) != 0 || !image_name_plain(cfg->docker.image))
+        return 0;
+    const char *sock = st->host + 7;
+    struct cordon_error api_err;
+    int status = 0;
+    _cleanup_free_ char *info = NULL;
+    if (docker_api_get(sock, "/info", DOCKER_QUERY_TIMEOUT_MS, &status, &info, &api_err) < 0 ||
+        status != 200)
+        return 0;
+    json_error_t jerr;
+    json_t *j = json_loads(info, 0, &jerr);
+    json_t *opts = j ? json_object_get(j, "SecurityOptions") : NULL;
+    if (!json_is_object(j) || !(json_is_array(opts) || json_is_null(opts))) {
+        json_decref(j);
+        return 0;
+    }
+    _cleanup_free_ char *opts_text = json_dumps(opts, JSON_COMPACT | JSON_ENCODE_ANY);
+    char out[4096];
+    snprintf(out, sizeof(out), "%s memory=%s pids=%s", opts_text ? opts_text : "null",
+             json_is_true(json_object_get(j, "MemoryLimit")) ? "true" : "false",
+             json_is_true(json_object_get(j, "PidsLimit")) ? "true" : "false");
+    json_decref(j);
+    char path[640];
+    snprintf(path, sizeof(path), "/images/%s/json", cfg->docker.image);
+    _cleanup_free_ char *image = NULL;
+    int image_status = 0;
+    if (docker_api_get(sock, path, DOCKER_QUERY_TIMEOUT_MS, &image_status, &image, &api_err) < 0 ||
+        (image_status != 200 && image_status != 404))
+        return 0;
+    _cleanup_free_ char *env_text = NULL;
+    if (image_status == 200) {
+        json_t *ij = json_loads(image, 0, &jerr);
+        json_t *config = ij ? json_object_get(ij, "Config") : NULL;
+        json_t *env = json_is_object(config) ? json_object_get(config, "Env") : NULL;
+        if (!json_is_object(ij) || !json_is_object(config)) {
+            json_decref(ij);
+            return 0;
+        }
+        env_text = json_dumps(env ? env : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+        json_decref(ij);
+        if (!env_text)
+            return 0;
+    }
+    *rc = check_daemon_answer(st, cfg, out, 0, err);
+    if (*rc == 0)
+        *rc = check_image_answer(st, cfg->docker.image, env_text ? env_text : "",
+                                 image_status == 200 ? 0 : 1, err);
+    return 1;
+}
+
+static int check_daemon_and_image(const struct docker_state *st, const struct cordon_config *cfg,
+                                  struct cordon_error *err)
+{
+    int api_rc = 0;
+    if (check_by_api(st, cfg, &api_rc, err))
+        return api_rc;
+    char *info_argv[] = {(char *)st->cli, "info", "--format",
+                         "{{json .SecurityOptions}} memory={{.MemoryLimit}} pids={{.PidsLimit}}",
+                         NULL};
+    char *image_argv[] = {
+        (char *)st->cli,           "image", "inspect", "--format", "{{json .Config.Env}}",
+        (char *)cfg->docker.image, NULL};
+    struct cli_query info, image;
+    if (cli_query_start(st, info_argv, &info, err) < 0)
+        return -1;
+    struct cordon_error image_err = {0};
+    bool image_started = cli_query_start(st, image_argv, &image, &image_err) == 0;
+    char info_out[4096];
+    _cleanup_free_ char *image_out = malloc(65536);
+    int info_status = -1, image_status = -1;
+    int rc = cli_query_finish(info_argv, &info, DOCKER_QUERY_TIMEOUT_MS, info_out, sizeof(info_out),
+                              &info_status, err);
+    int rc_image = -1;
+    if (image_started) {
+        char scratch[1];
+        rc_image = cli_query_finish(image_argv, &image, DOCKER_QUERY_TIMEOUT_MS,
+                                    image_out ? image_out : scratch, image_out ? 65536 : 1,
+                                    &image_status, &image_err);
+    }
+    if (rc < 0 || check_daemon_answer(st, cfg, info_out, info_status, err) < 0)
+        return -1;
+    if (!image_out)
+        return error_set(err, ENOMEM, "docker");
+    if (rc_image < 0) {
+        *err = image_err;
+        return -1;
+    }
+    return check_image_answer(st, cfg->docker.image, image_out, image_status, err);
+}
+
+/* The two checks one after the other (cordon doctor names the stage). */
+static int check_daemon(const struct docker_state *st, const struct cordon_config *cfg,
+                        struct cordon_error *err)
+{
+    char *argv[] = {(char *)st->cli, "info", "--format",
+                    "{{json .SecurityOptions}} memory={{.MemoryLimit}} pids={{.PidsLimit}}", NULL};
+    char out[4096];
+    int status;
+    if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, sizeof(out), &status, err) < 0)
+        return -1;
+    return check_daemon_answer(st, cfg, out, status, err);
+}
+
+static int check_image(const struct docker_state *st, const char *image, struct cordon_error *err)
+{
+    char *argv[] = {(char *)st->cli,        "image",       "inspect", "--format",
+                    "{{json .Config.Env}}", (char *)image, NULL};
+    _cleanup_free_ char *out = malloc(65536);
+    if (!out)
+        return error_set(err, ENOMEM, "docker");
+    int status;
+    if (cli_capture(st, argv, DOCKER_QUERY_TIMEOUT_MS, out, 65536, &status, err) < 0)
+        return -1;
+    return check_image_answer(st, image, out, status, err);
 }
 
 /* What the docker backend does not do, refused with the reason. */
@@ -534,8 +689,7 @@ int docker_sandbox_start(const struct launch *l, char *const *agent_argv, bool s
     st->rm_argv[3] = st->name_arg;
     st->rm_argv[4] = NULL;
     long long t0 = clock_now_ms();
-    if (check_daemon(st, &l->cfg, err) < 0 || check_image(st, l->cfg.docker.image, err) < 0 ||
-        write_env_file(st, l->env, err) < 0)
+    if (check_daemon_and_image(st, &l->cfg, err) < 0 || write_env_file(st, l->env, err) < 0)
         return -1;
     log_debug("docker: daemon and image checked in %lld ms", clock_now_ms() - t0);
     if (start_proxy(l, st, err) < 0)

@@ -77,10 +77,12 @@ static void note(struct ns_sandbox *sb, const char *what)
 }
 
 /* One cgroup v1 controller: mkdir <mount>/cordon/<name>, write the limits,
- * add the pid. Returns 1 when made, 0 when not possible here, -1 when made but
- * not enforceable (which fails closed). */
-static int cgroup_v1(struct ns_sandbox *sb, int slot, const char *controller, const char *name,
-                     pid_t pid, const char *file, const char *value, struct cordon_error *err)
+ * open its tasks file for the child (ns_cgroups_join_in_child). Returns 1
+ * when made, 0 when not possible here, -1 when made but not enforceable
+ * (which fails closed). */
+static int cgroup_v1(struct ns_sandbox *sb, struct ns_cgroup_join *join, int slot,
+                     const char *controller, const char *name, const char *file, const char *value,
+                     struct cordon_error *err)
 {
     char base[256], dir[512], path[600];
     snprintf(base, sizeof(base), "/sys/fs/cgroup/%s", controller);
@@ -93,21 +95,29 @@ static int cgroup_v1(struct ns_sandbox *sb, int slot, const char *controller, co
     if (mkdir(dir, 0755) < 0 && errno != EEXIST)
         return 0;
     sb->cgroup_paths[slot] = strdup(dir);
+    if (!sb->cgroup_paths[slot])
+        return error_set(err, ENOMEM, "cgroup: %s", dir);
     snprintf(path, sizeof(path), "%s/%s", dir, file);
     if (write_file(path, value) < 0)
         return error_set(err, errno, "cgroup: writing %s to %s", value, path);
-    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-    char pidbuf[32];
-    snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
-    if (write_file(path, pidbuf) < 0)
-        return error_set(err, errno, "cgroup: adding the sandbox to %s", dir);
+    /* The child moves itself: "0" written to the v1 tasks file moves the
+     * writing thread, and the kernel takes no global lock for that (a pid
+     * written to cgroup.procs waits for every fork on the host and an RCU
+     * grace period: 5-40 ms under load). The child has one thread, so that
+     * is the whole process, before anything else runs in it. */
+    snprintf(path, sizeof(path), "%s/tasks", dir);
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return error_set(err, errno, "cgroup: opening %s", path);
+    join->fds[join->count] = fd;
+    join->dirs[join->count] = sb->cgroup_paths[slot];
+    join->count++;
     return 1;
 }
 
 /* cgroup v2: a child of our own cgroup, when it is delegated to us (writable
  * and with the controllers enabled for children). */
-static int cgroup_v2(const struct ns_spec *spec, struct ns_sandbox *sb, pid_t pid,
-                     struct cordon_error *err)
+static int cgroup_v2(const struct ns_spec *spec, struct ns_sandbox *sb, struct cordon_error *err)
 {
     char own[640] = "";
     _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
@@ -153,30 +163,28 @@ static int cgroup_v2(const struct ns_spec *spec, struct ns_sandbox *sb, pid_t pi
         if (write_file(path, value) < 0)
             return error_set(err, errno, "cgroup: writing %s", path);
     }
-    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-    snprintf(value, sizeof(value), "%d", pid);
-    if (write_file(path, value) < 0)
-        return error_set(err, errno, "cgroup: adding the sandbox to %s", dir);
     note(sb, "cgroup v2 (pids, memory, cpu)");
     return 1;
 }
 
-int ns_cgroups_attach(const struct ns_spec *spec, pid_t pid, struct ns_sandbox *sb,
-                      struct cordon_error *err)
+int ns_cgroups_prepare(const struct ns_spec *spec, struct ns_sandbox *sb,
+                       struct ns_cgroup_join *join, struct cordon_error *err)
 {
     const struct sandbox_limits *l = &spec->limits;
-    int rc = cgroup_v2(spec, sb, pid, err);
-    if (rc != 0)
+    *join = (struct ns_cgroup_join){.fds = {-1, -1, -1}};
+    int rc = cgroup_v2(spec, sb, err);
+    if (rc != 0) {
+        join->v2 = rc > 0;
         return rc < 0 ? -1 : 0;
+    }
     char value[64];
     /* RLIMIT_NPROC is counted per user namespace, so for a sandbox of an
      * ordinary user it bounds exactly the sandbox's processes. The kernel
      * exempts kuid 0 from it, though: a sandbox of root needs the pids
-     * cgroup. Only then is the cgroup worth its cost on the start path (a
-     * v1 task migration waits for an RCU grace period). */
+     * cgroup. */
     if (l->pids > 0 && geteuid() == 0) {
         snprintf(value, sizeof(value), "%ld", l->pids);
-        rc = cgroup_v1(sb, 0, "pids", spec->name, pid, "pids.max", value, err);
+        rc = cgroup_v1(sb, join, 0, "pids", spec->name, "pids.max", value, err);
         if (rc < 0)
             return -1;
         if (rc > 0)
@@ -188,7 +196,7 @@ int ns_cgroups_attach(const struct ns_spec *spec, pid_t pid, struct ns_sandbox *
     }
     if (l->memory_mib > 0) {
         snprintf(value, sizeof(value), "%ld", l->memory_mib << 20);
-        rc = cgroup_v1(sb, 1, "memory", spec->name, pid, "memory.limit_in_bytes", value, err);
+        rc = cgroup_v1(sb, join, 1, "memory", spec->name, "memory.limit_in_bytes", value, err);
         if (rc < 0)
             return -1;
         if (rc > 0)
@@ -196,7 +204,7 @@ int ns_cgroups_attach(const struct ns_spec *spec, pid_t pid, struct ns_sandbox *
     }
     if (l->cpus > 0) {
         snprintf(value, sizeof(value), "%ld", (long)(l->cpus * 100000));
-        rc = cgroup_v1(sb, 2, "cpu", spec->name, pid, "cpu.cfs_quota_us", value, err);
+        rc = cgroup_v1(sb, join, 2, "cpu", spec->name, "cpu.cfs_quota_us", value, err);
         if (rc < 0)
             return -1;
         if (rc > 0)
@@ -205,6 +213,38 @@ int ns_cgroups_attach(const struct ns_spec *spec, pid_t pid, struct ns_sandbox *
     if (!sb->limits_applied[0])
         note(sb, "no cgroup available: rlimits only");
     return 0;
+}
+
+int ns_cgroups_attach(const struct ns_cgroup_join *join, pid_t pid, struct ns_sandbox *sb,
+                      struct cordon_error *err)
+{
+    if (!join->v2)
+        return 0; /* v1: the child joined its cgroups itself */
+    char path[1100], value[32];
+    snprintf(path, sizeof(path), "%s/cgroup.procs", sb->cgroup_paths[0]);
+    snprintf(value, sizeof(value), "%d", pid);
+    if (write_file(path, value) < 0)
+        return error_set(err, errno, "cgroup: adding the sandbox to %s", sb->cgroup_paths[0]);
+    return 0;
+}
+
+int ns_cgroups_join_in_child(const struct ns_cgroup_join *join, struct cordon_error *err)
+{
+    for (int i = 0; i < join->count; i++) {
+        if (write(join->fds[i], "0", 1) != 1)
+            return error_set_raw(err, errno, "cgroup: joining", join->dirs[i]);
+    }
+    return 0;
+}
+
+void ns_cgroups_join_close(struct ns_cgroup_join *join)
+{
+    for (int i = 0; i < join->count; i++) {
+        if (join->fds[i] >= 0)
+            close(join->fds[i]);
+        join->fds[i] = -1;
+    }
+    join->count = 0;
 }
 
 void ns_cgroups_remove(struct ns_sandbox *sb)

@@ -46,6 +46,7 @@ struct ns_child {
     struct ns_mount_plan plan;
     struct sock_fprog seccomp;
     struct ns_rlimits rlimits;
+    struct ns_cgroup_join cgroups;
     int landlock_abi;
     const char *landlock_writable[8 + NS_MAX_EXTRA_MOUNTS + 3];
     int sync_fd; /* child's end of the sync socketpair */
@@ -132,11 +133,16 @@ static void child_setup_and_exec(struct ns_child *c)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* First word from the parent: the id maps are written. The parent then
-     * sets up cgroups and networking while we build the view (two cores do
-     * the two halves at once). */
+     * sets up networking while we build the view (two cores do the two
+     * halves at once). */
     char go;
     if (read(c->sync_fd, &go, 1) != 1)
         _exit(CORDON_EXIT_FAILURE);
+    /* Into the sandbox's cgroups before anything else: nothing this
+     * process or its descendants do escapes the limits. (After the maps,
+     * so that a failure here reaches the user as this step's.) */
+    if (ns_cgroups_join_in_child(&c->cgroups, err) < 0)
+        return;
     if (sethostname(c->spec->name ? "cordon" : "cordon", 6) < 0) {
         error_set_raw(err, errno, "sethostname", NULL);
         return;
@@ -252,7 +258,7 @@ static int start_sock_guard(const struct ns_spec *spec, struct ns_sandbox *sb, c
 int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct cordon_error *err)
 {
     *sb = (struct ns_sandbox){.pid = -1, .pidfd = -1, .sock_guard_pid = -1};
-    struct ns_child c = {.spec = spec, .sync_fd = -1};
+    struct ns_child c = {.spec = spec, .sync_fd = -1, .cgroups = {.fds = {-1, -1, -1}}};
     int rc = -1;
     int sync[2] = {-1, -1};
     uid_t uid = geteuid();
@@ -291,6 +297,13 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
         goto out;
     }
     c.sync_fd = sync[1];
+    long long tc = log_now_us();
+    if (ns_cgroups_prepare(spec, sb, &c.cgroups, err) < 0) {
+        ns_cgroups_join_close(&c.cgroups);
+        ns_cgroups_remove(sb);
+        goto out;
+    }
+    long long tc_prep = log_now_us() - tc;
 
     int pidfd = -1;
     struct clone_args args = {
@@ -309,6 +322,8 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
                         "AppArmor, a container's seccomp profile)"
                       : "");
         error_hint_doctor(err);
+        ns_cgroups_join_close(&c.cgroups);
+        ns_cgroups_remove(sb);
         goto out;
     }
     if (pid == 0) {
@@ -321,6 +336,7 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     }
     close(sync[1]);
     sync[1] = -1;
+    ns_cgroups_join_close(&c.cgroups);
     sb->pid = pid;
     sb->pidfd = pidfd;
 
@@ -337,10 +353,11 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     /* A child that failed already has closed its end: its error is then
      * waiting to be read, and a failed send only means "go and read it". */
     bool child_alive = send(sync[0], "m", 1, MSG_NOSIGNAL) == 1;
-    long long tc = log_now_us();
-    if (ns_cgroups_attach(spec, pid, sb, err) < 0)
+    tc = log_now_us();
+    if (ns_cgroups_attach(&c.cgroups, pid, sb, err) < 0)
         goto fail_child;
-    log_debug("timing: cgroups %lld us", log_now_us() - tc);
+    log_debug("timing: cgroups %lld us (prepared before clone in %lld us)", log_now_us() - tc,
+              tc_prep);
     if (strstr(sb->limits_applied, "NO LIMIT"))
         log_warn("running as root without a pids cgroup: the process limit cannot be enforced "
                  "(the kernel exempts root from RLIMIT_NPROC)");
