@@ -5,6 +5,7 @@
 # mounted in, a build without the seccomp filter.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
 PY=/usr/bin/python3
 ws=$(new_ws ws)
@@ -107,16 +108,7 @@ fi
 # A Unix socket answering the Docker API, reachable inside (here through the
 # workspace): docker-socket FAILs and the user is told what to do.
 sockws=$(new_ws sockws)
-$PY - "$sockws/docker.sock" <<'EOF' &
-import os, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(8)
-while True:
-    c, _ = s.accept()
-    c.recv(4096)
-    c.sendall(b"HTTP/1.1 200 OK\r\nApi-Version: 1.43\r\nServer: Docker/24.0\r\nContent-Length: 2\r\n\r\nOK")
-    c.close()
-EOF
+$PY "$FAKE_DOCKER_API" "$sockws/docker.sock" 777 &
 cleanup_pids+=($!)
 for _ in $(seq 50); do [ -S "$sockws/docker.sock" ] && break; sleep 0.1; done
 # The socket guard refuses a host listener's socket in the workspace
