@@ -478,6 +478,26 @@ static void kill_qemu(struct sandbox *sb)
     sb->pidfd = -1;
 }
 
+/* What the QEMU command line is built from (vm-qemu.c). */
+static struct vm_qemu_input qemu_input(const struct launch *l, const struct vm_kernel *k,
+                                       const char *initrd, const struct vm_state *st,
+                                       const struct vm_share *shares, size_t nshares)
+{
+    return (struct vm_qemu_input){
+        .accel = st->accel,
+        .dir = st->dir,
+        .vmlinuz = k->vmlinuz,
+        .initrd = initrd,
+        .limits = &l->limits,
+        .tsc_khz = vm_qemu_host_tsc_khz(),
+        .append_extra = getenv("CORDON_VM_APPEND"),
+        .net = &st->net,
+        .shares = shares,
+        .nshares = nshares,
+        .docker_disk = st->docker.start ? st->docker.disk : NULL,
+    };
+}
+
 /* One boot attempt with st->accel. On failure QEMU is gone again. */
 static int boot_once(const struct launch *l, char *const *agent_argv, const struct vm_kernel *k,
                      const char *initrd, struct vm_state *st, const struct vm_share *shares,
@@ -498,19 +518,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         return -1;
     }
     struct vm_qemu_argv b = {0};
-    const struct vm_qemu_input in = {
-        .accel = st->accel,
-        .dir = st->dir,
-        .vmlinuz = k->vmlinuz,
-        .initrd = initrd,
-        .limits = &l->limits,
-        .tsc_khz = vm_qemu_host_tsc_khz(),
-        .append_extra = getenv("CORDON_VM_APPEND"),
-        .net = &st->net,
-        .shares = shares,
-        .nshares = nshares,
-        .docker_disk = st->docker.start ? st->docker.disk : NULL,
-    };
+    const struct vm_qemu_input in = qemu_input(l, k, initrd, st, shares, nshares);
     if (vm_qemu_argv_build(&in, &b) < 0) {
         vm_qemu_argv_free(&b);
         return error_set(err, E2BIG, "vm: QEMU command line");
