@@ -122,7 +122,7 @@ lock = json.load(open(sys.argv[1]))
 c = {x["check"]: x["status"] for x in r["checks"]}
 assert r["sandbox"] == sys.argv[2], r["sandbox"]
 assert r["result"] == "PASS" and r["failed"] == 0, r["result"]
-assert len(r["checks"]) == 17, len(r["checks"])
+assert len(r["checks"]) == 18, len(r["checks"])
 assert {x["check"]: x["status"] for x in r["checks"]}["git-metadata"] == "PASS"
 assert c["ownership"] == "PASS" and c["env-forwarding"] == "WARN", c
 assert lock["pid"] == int(sys.argv[3]), lock
@@ -131,7 +131,7 @@ assert r["host"]["agent_pid"] == lock["sandbox_pid"], (r["host"]["agent_pid"], l
 print("ok")
 EOF
 )
-is "verify NAME --json: 17 checks, the report of the sandbox its lock records" "$json_ok" ok
+is "verify NAME --json: 18 checks, the report of the sandbox its lock records" "$json_ok" ok
 
 # The agent starts a Docker API look-alike inside its own sandbox: THAT
 # sandbox's audit FAILs, a fresh sandbox of the same workspace does not.
@@ -332,7 +332,7 @@ lock = json.load(open(sys.argv[1]))
 c = {x["check"]: x["status"] for x in r["checks"]}
 assert r["sandbox"] == sys.argv[2], r["sandbox"]
 assert r["result"] == "PASS" and r["failed"] == 0, (r["result"], c, r.get("probe_error"))
-assert len(r["checks"]) == 17, len(r["checks"])
+assert len(r["checks"]) == 18, len(r["checks"])
 assert {x["check"]: x["status"] for x in r["checks"]}["git-metadata"] == "PASS"
 # The process read from the host is the probe, not the sandbox's init, and
 # it is in the sandbox's namespaces.
@@ -341,7 +341,7 @@ assert r["host"]["agent_ns"]["pid"] != r["host"]["self_ns"]["pid"], r["host"]
 print("ok")
 EOF
 )
-is "verify NAME --json (shell): 17 checks, the host read the probe inside the sandbox" "$json_ok" ok
+is "verify NAME --json (shell): 18 checks, the host read the probe inside the sandbox" "$json_ok" ok
 
 # The shell starts a Docker API look-alike in its own /tmp: THAT sandbox's
 # audit FAILs.
@@ -528,7 +528,7 @@ lock = json.load(open(sys.argv[1]))
 c = {x["check"]: x["status"] for x in r["checks"]}
 assert r["sandbox"] == sys.argv[2], r["sandbox"]
 assert r["result"] == "PASS" and r["failed"] == 0, (r["result"], c, r.get("probe_error"))
-assert len(r["checks"]) == 17, len(r["checks"])
+assert len(r["checks"]) == 18, len(r["checks"])
 assert {x["check"]: x["status"] for x in r["checks"]}["git-metadata"] == "PASS"
 # The host-side evidence is THIS session's QEMU (the pid its lock records).
 assert r["host"]["agent_pid"] == lock["sandbox_pid"], (r["host"]["agent_pid"], lock)
@@ -536,7 +536,7 @@ assert r["host"]["agent_comm"].startswith("qemu"), r["host"]["agent_comm"]
 print("ok")
 EOF
     )
-    is "vm shell: verify NAME --json: 17 checks, QEMU of the pid the lock records" "$json_ok" ok
+    is "vm shell: verify NAME --json: 18 checks, QEMU of the pid the lock records" "$json_ok" ok
 
     # A probe that hangs (stopped from inside by the shell, as a sandboxed
     # process may): the guest's init kills it after 30 s and goes on.

@@ -50,12 +50,13 @@ import json, sys
 r = json.load(sys.stdin)
 c = {x["check"]: x["status"] for x in r["checks"]}
 assert r["result"] == "PASS" and r["failed"] == 0, r["result"]
-assert len(r["checks"]) == 17, len(r["checks"])
+assert len(r["checks"]) == 18, len(r["checks"])
 assert {x["check"]: x["status"] for x in r["checks"]}["git-metadata"] == "PASS"
+assert c["secrets"] == "SKIP", c["secrets"]
 assert all(x["evidence"] for x in r["checks"])
 assert c["seccomp"] == "PASS" and c["ownership"] == "PASS"
 print("ok")' <<<"$out" 2>&1)
-is "verify --json: 17 checks with evidence, result PASS" "$json_ok" ok
+is "verify --json: 18 checks with evidence (secrets skipped without [[secrets]]), result PASS" "$json_ok" ok
 
 # `cordon verify NAME` (a running session): tests/security/verify-running.sh.
 
@@ -171,7 +172,7 @@ print(r["content"][0]["text"].splitlines()[0])
 EOF
 )
 like "mcp: tools/list has sandbox_verify" "$mcp_out" "^listed"
-like "mcp: sandbox_verify: structuredContent is the report" "$mcp_out" "PASS 17 False"
+like "mcp: sandbox_verify: structuredContent is the report" "$mcp_out" "PASS 18 False"
 like "mcp: sandbox_verify: the text is the table" "$mcp_out" "cordon verify: sandbox cordon-"
 
 # --- a build without the seccomp filter: the seccomp row FAILs ---
