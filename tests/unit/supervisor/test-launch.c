@@ -18,14 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BAIL_OUT(...)                                                                              \
-    do {                                                                                           \
-        printf("Bail out! ");                                                                      \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        exit(1);                                                                                   \
-    } while (0)
-
 /* ---- the workspace's state: every path, its type, mode, size and mtime ---- */
 
 static char snap[65536];
@@ -58,7 +50,7 @@ static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
     if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-        BAIL_OUT("writing %s", path);
+        tap_bail("writing %s", path);
 }
 
 static bool has_str(const char *const *list, const char *want)
@@ -150,7 +142,7 @@ static void linked_worktree(const char *wt)
 {
     char here[PATH_MAX];
     if (!getcwd(here, sizeof(here)) || chdir(wt) < 0)
-        BAIL_OUT("chdir %s", wt);
+        tap_bail("chdir %s", wt);
     struct launch l;
     struct cordon_error err = {0};
     int rc = launch_prepare(NULL, &l, &err);
@@ -170,7 +162,7 @@ static void linked_worktree(const char *wt)
         tap_diag("%s", err.message);
     }
     if (chdir(here) < 0)
-        BAIL_OUT("chdir back");
+        tap_bail("chdir back");
 }
 
 static void refusals(void)
@@ -186,7 +178,7 @@ static void refusals(void)
     char policy[400];
     snprintf(policy, sizeof(policy), "%.300s/.config/cordon/policy", home);
     if (mkdir(policy, 0700) < 0)
-        BAIL_OUT("mkdir %s", policy);
+        tap_bail("mkdir %s", policy);
     strcat(policy, "/default.toml");
     write_file(policy, "backend_floor = \"kernel-boundary\"\n");
     struct launch_request req = {NULL, NULL, NULL, NULL};
@@ -206,7 +198,7 @@ int main(void)
 {
     char tmpl[] = "/tmp/cordon-launch-XXXXXX";
     if (!mkdtemp(tmpl) || !realpath(tmpl, root) || strlen(root) > 200)
-        BAIL_OUT("mkdtemp");
+        tap_bail("mkdtemp");
     char etc[300], state[300], cfgdir[340], wt[300], cmd[4096];
     snprintf(ws, sizeof(ws), "%.200s/ws", root);
     snprintf(home, sizeof(home), "%.200s/home", root);
@@ -217,14 +209,14 @@ int main(void)
     snprintf(cfgdir, sizeof(cfgdir), "%s/.config/cordon", home);
     if (mkdir(ws, 0700) < 0 || mkdir(home, 0700) < 0 || mkdir(data, 0700) < 0 ||
         mkdir(etc, 0700) < 0 || mkdir(state, 0700) < 0)
-        BAIL_OUT("mkdir");
+        tap_bail("mkdir");
     snprintf(cmd, sizeof(cmd),
              "git init -q '%s' && rm -rf '%s/.git/hooks' && mkdir -p '%s/sub' '%s' && "
              "echo x > '%s/sub/file' && git -C '%s' -c user.name=t -c user.email=t@t commit -q "
              "--allow-empty -m x && git -C '%s' worktree add -q '%s' 2>/dev/null",
              ws, ws, ws, cfgdir, ws, ws, ws, wt);
     if (system(cmd) != 0)
-        BAIL_OUT("git init");
+        tap_bail("git init");
     char user_file[360], line[1024];
     snprintf(user_file, sizeof(user_file), "%s/config.toml", cfgdir);
     snprintf(line, sizeof(line),
@@ -233,25 +225,19 @@ int main(void)
              "[[mounts]]\nhost_path = \"%s\"\nguest_path = \"/data\"\nreadonly = true\n",
              data);
     write_file(user_file, line);
-    const char *agent = getenv("CORDON_AGENT");
-    if (!agent)
-        BAIL_OUT("CORDON_AGENT is not set");
-    setenv("CORDON_TEST_AGENT", agent, 1);
-    setenv("CORDON_ETC_DIR", etc, 1);
-    setenv("HOME", home, 1);
+    tap_launch_env(home, etc);
     setenv("XDG_STATE_HOME", state, 1);
     setenv("LAUNCH_TEST_ALLOWED", "yes", 1);
     setenv("LAUNCH_TEST_SECRET", "no", 1);
-    unsetenv("XDG_CONFIG_HOME");
     unsetenv("XDG_RUNTIME_DIR");
     char sub[PATH_MAX + 16];
     snprintf(sub, sizeof(sub), "%s/sub", ws);
     if (chdir(sub) < 0)
-        BAIL_OUT("chdir");
+        tap_bail("chdir");
 
     char *before = snapshot(ws);
     if (!before)
-        BAIL_OUT("snapshot");
+        tap_bail("snapshot");
     the_spec();
     linked_worktree(wt);
     refusals();

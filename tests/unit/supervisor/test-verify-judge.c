@@ -17,14 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BAIL_OUT(...)                                                                              \
-    do {                                                                                           \
-        printf("Bail out! ");                                                                      \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        exit(1);                                                                                   \
-    } while (0)
-
 static char ws[300];
 
 /* The status of the report's row named check, or "" when there is none. */
@@ -67,7 +59,7 @@ static json_t *audit(const struct launch *l, const char *output, json_t **reques
     char *req = NULL;
     struct cordon_error err = {0};
     if (verify_prepare_target(&t, &r, &req, &err) < 0)
-        BAIL_OUT("verify_prepare_target: %s", err.message);
+        tap_bail("verify_prepare_target: %s", err.message);
     if (request) {
         json_error_t jerr;
         *request = json_loads(req, 0, &jerr);
@@ -94,7 +86,7 @@ static char *answer(const char *protected_write, bool policy_visible, const char
     json_decref(p);
     char *line = NULL;
     if (!text || asprintf(&line, "noise before\nCORDON-PROBE %s\n", text) < 0)
-        BAIL_OUT("answer");
+        tap_bail("answer");
     free(text);
     return line;
 }
@@ -104,28 +96,21 @@ int main(void)
     char tmpl[] = "/tmp/cordon-verify-XXXXXX";
     char root[256], home[300], etc[300], cmd[1024];
     if (!mkdtemp(tmpl) || !realpath(tmpl, root) || strlen(root) > 200)
-        BAIL_OUT("mkdtemp");
+        tap_bail("mkdtemp");
     snprintf(ws, sizeof(ws), "%.200s/ws", root);
     snprintf(home, sizeof(home), "%.200s/home", root);
     snprintf(etc, sizeof(etc), "%.200s/etc", root);
     if (mkdir(ws, 0700) < 0 || mkdir(home, 0700) < 0 || mkdir(etc, 0700) < 0)
-        BAIL_OUT("mkdir");
+        tap_bail("mkdir");
     snprintf(cmd, sizeof(cmd), "git init -q '%s' && touch '%s/.cordon.toml'", ws, ws);
     if (system(cmd) != 0 || chdir(ws) < 0)
-        BAIL_OUT("git init");
-    const char *agent = getenv("CORDON_AGENT");
-    if (!agent)
-        BAIL_OUT("CORDON_AGENT is not set");
-    setenv("CORDON_TEST_AGENT", agent, 1);
-    setenv("CORDON_ETC_DIR", etc, 1);
-    setenv("HOME", home, 1);
-    unsetenv("XDG_CONFIG_HOME");
-    unsetenv("XDG_STATE_HOME");
+        tap_bail("git init");
+    tap_launch_env(home, etc);
     unsetenv("XDG_RUNTIME_DIR");
     struct launch l;
     struct cordon_error err = {0};
     if (launch_prepare(NULL, &l, &err) < 0)
-        BAIL_OUT("launch_prepare: %s", err.message);
+        tap_bail("launch_prepare: %s", err.message);
     char policy1[400], prot[400], hooks[400];
     snprintf(policy1, sizeof(policy1), "%s/.config/cordon", home);
     snprintf(prot, sizeof(prot), "%s/.cordon.toml", ws);
