@@ -396,6 +396,49 @@ void verify_set_agent(struct verify_run *r, int pidfd)
                 : -ESRCH;
 }
 
+/* The paths the probe must fail to write: protected paths that exist (a
+ * missing one is protected by being refused at creation, checked by the
+ * security suite), each guarded git directory's hooks and config; and what
+ * it creates at each git directory's top level (plant). */
+static void probe_paths(const struct launch *l, json_t *readonly, json_t *plant)
+{
+    char path[PATH_MAX];
+    for (size_t i = 0; l->protected_paths[i]; i++) {
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", l->ws.root, l->protected_paths[i]);
+        if (lstat(path, &st) < 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", l->ws.view_root, l->protected_paths[i]);
+        json_array_append_new(readonly, json_string(path));
+    }
+    /* The git metadata plan: each guarded git directory's config and hooks
+     * are read-only, and a file created at its top level (which lands in
+     * the sandbox's copy) must not appear in the host's. */
+    for (size_t i = 0; l->git && i < l->git->ndirs; i++) {
+        const struct gitguard_dir *d = &l->git->dirs[i];
+        static const char *const parts[] = {"hooks", "config"};
+        for (size_t j = 0; j < ARRAY_SIZE(parts); j++) {
+            struct stat st;
+            snprintf(path, sizeof(path), "%s/%s", d->host, parts[j]);
+            if (lstat(path, &st) < 0 || (i > 0 && strcmp(parts[j], "config") == 0))
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", d->view, parts[j]);
+            json_array_append_new(readonly, json_string(path));
+        }
+        snprintf(path, sizeof(path), "%s/" VERIFY_PLANT_NAME, d->view);
+        json_array_append_new(plant, json_string(path));
+    }
+    for (size_t i = 0; !l->git && l->git_dirs[i]; i++) {
+        static const char *const parts[] = {"hooks", "config"};
+        for (size_t j = 0; j < ARRAY_SIZE(parts); j++) {
+            struct stat st;
+            snprintf(path, sizeof(path), "%s/%s", l->git_dirs[i], parts[j]);
+            if (lstat(path, &st) == 0)
+                json_array_append_new(readonly, json_string(path));
+        }
+    }
+}
+
 int verify_prepare_target(const struct verify_target *t, struct verify_run **out,
                           char **probe_request, struct cordon_error *err)
 {
@@ -445,45 +488,8 @@ int verify_prepare_target(const struct verify_target *t, struct verify_run **out
         json_array_append_new(sockets, json_string(path));
     }
 
-    /* Protected paths that exist (a missing one is protected by being
-     * refused at creation, checked by the security suite), and the git
-     * metadata's hooks and config. */
-    json_t *readonly = json_array();
-    for (size_t i = 0; l->protected_paths[i]; i++) {
-        struct stat st;
-        snprintf(path, sizeof(path), "%s/%s", l->ws.root, l->protected_paths[i]);
-        if (lstat(path, &st) < 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", l->ws.view_root, l->protected_paths[i]);
-        json_array_append_new(readonly, json_string(path));
-    }
-    /* The git metadata plan: each guarded git directory's config and hooks
-     * are read-only, and a file created at its top level (which lands in
-     * the sandbox's copy) must not appear in the host's. */
-    json_t *plant = json_array();
-    for (size_t i = 0; l->git && i < l->git->ndirs; i++) {
-        const struct gitguard_dir *d = &l->git->dirs[i];
-        static const char *const parts[] = {"hooks", "config"};
-        for (size_t j = 0; j < ARRAY_SIZE(parts); j++) {
-            struct stat st;
-            snprintf(path, sizeof(path), "%s/%s", d->host, parts[j]);
-            if (lstat(path, &st) < 0 || (i > 0 && strcmp(parts[j], "config") == 0))
-                continue;
-            snprintf(path, sizeof(path), "%s/%s", d->view, parts[j]);
-            json_array_append_new(readonly, json_string(path));
-        }
-        snprintf(path, sizeof(path), "%s/" VERIFY_PLANT_NAME, d->view);
-        json_array_append_new(plant, json_string(path));
-    }
-    for (size_t i = 0; !l->git && l->git_dirs[i]; i++) {
-        static const char *const parts[] = {"hooks", "config"};
-        for (size_t j = 0; j < ARRAY_SIZE(parts); j++) {
-            struct stat st;
-            snprintf(path, sizeof(path), "%s/%s", l->git_dirs[i], parts[j]);
-            if (lstat(path, &st) == 0)
-                json_array_append_new(readonly, json_string(path));
-        }
-    }
+    json_t *readonly = json_array(), *plant = json_array();
+    probe_paths(l, readonly, plant);
     json_t *policy = json_array();
     const char *etc = launch_etc_dir();
     json_array_append_new(policy, json_string(etc ? etc : "/etc/cordon"));

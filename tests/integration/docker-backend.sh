@@ -12,6 +12,7 @@
 # bash-static (scripts/bootstrap.sh --test).
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 . "$CORDON_SRC/tests/lib/docker-backend.sh"
 
 # The settings every run below uses, and a HOME of its own with a secret.
@@ -324,29 +325,8 @@ like "agent --confine with capabilities: the reason" "$out" "the sandbox holds c
 # --- a terminal: cordon shell in a real one (a tmux pane), as on ns/vm ---
 if command -v tmux >/dev/null; then
     pws=$(new_ws dpty)
-    tsock="$TEST_TMP/tmux.sock"
-    tm() { tmux -S "$tsock" -f /dev/null "$@"; }
-    cat >"$TEST_TMP/pty-runner.sh" <<EOF
-cd "$pws" && export PWD="$pws"
-"$CORDON" shell ${D[*]}
-echo "cordon-exit=\$?"
-stty -a
-exec sleep 600
-EOF
-    screen() { tm capture-pane -p -J -t dk 2>/dev/null; }
-    wait_screen() {
-        local deadline=$((SECONDS + $2))
-        while [ "$SECONDS" -lt "$deadline" ]; do
-            [[ "$(screen)" =~ $1 ]] && return 0
-            sleep 0.2
-        done
-        return 1
-    }
-    type_line() { tm send-keys -t dk -l "$1" && tm send-keys -t dk Enter; }
-    shell_do() {
-        type_line "$2; echo end-\$((1000+$1))"
-        wait_screen $'(^|\n)end-'$((1000 + $1))$'\n' 30
-    }
+    TM_SOCK="$TEST_TMP/tmux.sock" TM_TARGET=dk
+    write_pane_runner "$TEST_TMP/pty-runner.sh" "$pws" shell "${D[@]}"
     tm new-session -d -s dk -x 100 -y 30 "bash $TEST_TMP/pty-runner.sh"
     if wait_screen '[#$] *$' 60; then
         pass "shell: a prompt appears in the terminal"
@@ -536,17 +516,7 @@ is "verify NAME (docker run) after the held probe: the session is still audited 
 # A Docker API look-alike planted in that container's /tmp (bound by the
 # test, root, through the container's root): THAT session's audit FAILs,
 # a fresh one does not.
-cat >"$TEST_TMP/dock.py" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1]); s.listen(8)
-while True:
-    c, _ = s.accept()
-    c.recv(4096)
-    c.sendall(b"HTTP/1.1 200 OK\r\nApi-Version: 1.43\r\nServer: Docker/24.0\r\nContent-Length: 2\r\n\r\nOK")
-    c.close()
-EOF
-python3 "$TEST_TMP/dock.py" "/proc/$vpid1/root/tmp/docker.sock" </dev/null >/dev/null 2>&1 &
+python3 "$FAKE_DOCKER_API" "/proc/$vpid1/root/tmp/docker.sock" </dev/null >/dev/null 2>&1 &
 cleanup_pids+=($!)
 for _ in $(seq 50); do [ -S "/proc/$vpid1/root/tmp/docker.sock" ] && break; sleep 0.1; done
 verify_name "$vname"

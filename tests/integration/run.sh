@@ -221,6 +221,34 @@ rc=$?
 is "git failure fails closed (exit 125)" "$rc" 125
 like "git failure is explained" "$out" "bad config line 6 in $broken/.git/config"
 
+# --- a start leaves the workspace as it was (the host user's next `git
+# status`, hooks and file times): nothing created, written or touched, a
+# missing .git/hooks stays missing ---
+still=$(new_ws still)
+in_ws "$still" "${gitc[@]}" init -q
+echo a > "$still/a"
+in_ws "$still" "${gitc[@]}" add a
+in_ws "$still" "${gitc[@]}" commit -qm first
+rm -rf "$still/.git/hooks"
+tree_state() { (cd "$1" && find . -printf '%p %M %s %T@\n' | sort); }
+before=$(tree_state "$still")
+cordon_run "$still" -- true
+is "a run in a repository without .git/hooks exits 0" "$rc" 0
+is "the workspace is unchanged after a start" "$(tree_state "$still")" "$before"
+ok "a missing .git/hooks is not created" test ! -e "$still/.git/hooks"
+# A repository without a commit has no .git/logs yet: the start makes that
+# one empty directory (gitguard.c: the first commit's reflog then reaches the
+# host), and nothing else.
+fresh=$(new_ws fresh)
+in_ws "$fresh" "${gitc[@]}" init -q
+echo a > "$fresh/a"
+before=$(tree_state "$fresh" | grep -v '^\./\.git ')
+cordon_run "$fresh" -- true
+added=$(comm -13 <(echo "$before") <(tree_state "$fresh" | grep -v '^\./\.git ') | cut -d' ' -f1-2)
+is "a repository without a commit: only an empty .git/logs is added" "$added" "./.git/logs drwxr-xr-x"
+is "... and it is empty" "$(ls -A "$fresh/.git/logs" | wc -l)" 0
+is "... nothing is removed or changed" "$(comm -23 <(echo "$before") <(tree_state "$fresh" | grep -v '^\./\.git '))" ""
+
 # --- unsafe roots ---
 for d in / /usr /etc /proc "$HOME"; do
     out=$(cd "$d" && PWD="$d" "$CORDON" run -- true 2>&1)

@@ -5,15 +5,9 @@
 # creates as test hosts, like network.sh. One boot per mode under TCG.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
-if ! command -v qemu-system-x86_64 >/dev/null; then
-    echo "1..0 # SKIP qemu-system-x86_64 not installed (scripts/bootstrap.sh --test)"
-    exit 0
-fi
-if [ ! -e /var/cache/cordon/vm/current/vmlinuz ] && [ -z "${CORDON_VM_DIR:-}" ]; then
-    echo "1..0 # SKIP no guest kernel (scripts/vm-kernel.sh)"
-    exit 0
-fi
+skip_without_vm
 
 PY=/usr/bin/python3
 here="$CORDON_SRC/tests/integration"

@@ -8,15 +8,9 @@
 # and `cordon shell` without one. Five boots.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
-if ! command -v qemu-system-x86_64 >/dev/null; then
-    echo "1..0 # SKIP qemu-system-x86_64 not installed (scripts/bootstrap.sh --test)"
-    exit 0
-fi
-if [ ! -e /var/cache/cordon/vm/current/vmlinuz ] && [ -z "${CORDON_VM_DIR:-}" ]; then
-    echo "1..0 # SKIP no guest kernel (scripts/vm-kernel.sh)"
-    exit 0
-fi
+skip_without_vm
 if ! command -v tmux >/dev/null; then
     echo "1..0 # SKIP tmux not installed (scripts/bootstrap.sh --test)"
     exit 0
@@ -26,43 +20,18 @@ ws=$(new_ws vmpty)
 # One tmux server per session (a new server on a socket whose server is
 # still shutting down fails to start).
 sessions=0
-sock="$TEST_TMP/tmux0.sock"
-tm() { tmux -S "$sock" -f /dev/null "$@"; }
+TM_SOCK="$TEST_TMP/tmux0.sock" TM_TARGET=vm
 trap 'for s in "$TEST_TMP"/tmux*.sock; do tmux -S "$s" kill-server 2>/dev/null; done; test_cleanup' EXIT
 
 # The pane runs cordon shell, then shows its exit status and the terminal's
 # settings, and stays open to be read.
-cat >"$TEST_TMP/runner.sh" <<EOF
-cd "$ws" && export PWD="$ws"
-"$CORDON" shell --backend vm
-echo "cordon-exit=\$?"
-stty -a
-exec sleep 600
-EOF
-
-screen() { tm capture-pane -p -J -t vm 2>/dev/null; }
-# wait_screen REGEX SECONDS: true once the pane shows REGEX.
-wait_screen() {
-    local deadline=$((SECONDS + $2))
-    while [ "$SECONDS" -lt "$deadline" ]; do
-        [[ "$(screen)" =~ $1 ]] && return 0
-        sleep 0.2
-    done
-    return 1
-}
-type_line() { tm send-keys -t vm -l "$1" && tm send-keys -t vm Enter; }
-# shell_do N CMD: types CMD and waits (30 s) for its end marker, which only
-# the command's output shows (the typed line holds the unexpanded $((...))).
-shell_do() {
-    type_line "$2; echo end-\$((1000+$1))"
-    wait_screen $'(^|\n)end-'$((1000 + $1))$'\n' 30
-}
+write_pane_runner "$TEST_TMP/runner.sh" "$ws" shell --backend vm
 
 # start_shell: a new pane running the runner; true once the shell's prompt
 # (Debian's bash.bashrc: user@host:dir$, the guest's hostname) shows.
 start_shell() {
     sessions=$((sessions + 1))
-    sock="$TEST_TMP/tmux$sessions.sock"
+    TM_SOCK="$TEST_TMP/tmux$sessions.sock"
     tm new-session -d -s vm -x 100 -y 30 "bash $TEST_TMP/runner.sh"
     wait_screen '@cordon:[^ ]*[#$] $' 90
 }

@@ -3,15 +3,9 @@
 # few seconds under TCG, so the checks share few boots.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
-if ! command -v qemu-system-x86_64 >/dev/null; then
-    echo "1..0 # SKIP qemu-system-x86_64 not installed (scripts/bootstrap.sh --test)"
-    exit 0
-fi
-if [ ! -e /var/cache/cordon/vm/current/vmlinuz ] && [ -z "${CORDON_VM_DIR:-}" ]; then
-    echo "1..0 # SKIP no guest kernel (scripts/vm-kernel.sh)"
-    exit 0
-fi
+skip_without_vm
 
 ws=$(new_ws vmws)
 echo hello > "$ws/hello.txt"

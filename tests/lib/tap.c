@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int tap_count;
 static int tap_failures;
@@ -52,4 +53,28 @@ int tap_done(void)
     printf("1..%d\n", tap_count);
     fflush(stdout);
     return tap_failures ? 1 : 0;
+}
+
+void tap_bail(const char *fmt, ...)
+{
+    va_list ap;
+    printf("Bail out! ");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    exit(1);
+}
+
+void tap_launch_env(const char *home, const char *etc_dir)
+{
+    const char *agent = getenv("CORDON_AGENT");
+    if (!agent)
+        tap_bail("CORDON_AGENT is not set");
+    setenv("CORDON_TEST_AGENT", agent, 1);
+    setenv("CORDON_ETC_DIR", etc_dir, 1);
+    setenv("HOME", home, 1);
+    unsetenv("XDG_CONFIG_HOME");
+    unsetenv("XDG_STATE_HOME");
 }

@@ -10,6 +10,13 @@ void tap_skip(const char *reason, const char *fmt, ...) __attribute__((format(pr
 void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints the plan; returns the exit status for main(). */
 int tap_done(void);
+/* "Bail out!" with the message: the test cannot go on (its setup failed). */
+void tap_bail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* The environment launch_prepare reads, for a test that builds a launch in
+ * a scratch place: the build's agent (CORDON_AGENT), HOME and the host-owned
+ * policy directory (/etc/cordon) given, no XDG configuration or state
+ * directory. */
+void tap_launch_env(const char *home, const char *etc_dir);
 
 #define ok(cond, ...) tap_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 #define is_int(got, want, ...)                                                                     \

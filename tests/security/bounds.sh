@@ -12,7 +12,7 @@
 #   configuration adds one back, the workspace file cannot, and no path
 #   leaves /etc. As root the test plants sentinels in the host's /etc and
 #   restores every file at exit.
-# The vm backend's console cap is tests/unit/vm/test-log-keeper.c plus the
+# The vm backend's console cap is tests/unit/backend/vm/test-log-keeper.c plus the
 # vm section below when QEMU and a guest kernel are there (root: the guest's
 # root owns /dev/ttyS0); docker's tmpfs is tests/security/bounds-docker.sh.
 . "$CORDON_SRC/tests/lib/tap.sh"
@@ -235,7 +235,7 @@ else
         ok "vm: console.log and console.log.1 hold at most 2.2 MiB together ($total bytes)" \
             test "$total" -gt 0 -a "$total" -le 2306867
     else
-        skip "vm: console.log stays capped while the guest floods /dev/ttyS0" "the guest's /dev/ttyS0 is root's (guest root as non-root needs the guest's docker: vm-docker.sh); tests/unit/vm/test-log-keeper.c covers the cap"
+        skip "vm: console.log stays capped while the guest floods /dev/ttyS0" "the guest's /dev/ttyS0 is root's (guest root as non-root needs the guest's docker: vm-docker.sh); tests/unit/backend/vm/test-log-keeper.c covers the cap"
     fi
     "$CORDON" rm "$name" >/dev/null 2>&1
 fi

@@ -10,6 +10,7 @@
 # Root only (a user who may talk to a dockerd is root-equivalent).
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 . "$CORDON_SRC/tests/lib/docker-backend.sh"
 
 # val KEY: the value of the line KEY=... in $out.
@@ -29,29 +30,12 @@ cp "$probe_bin" "$repo/probe"
 hooks_before=$(ls -A "$repo/.git/hooks" | sha256sum)
 config_before=$(sha256sum <"$repo/.git/config")
 fakehome=$(new_ws home)
-mkdir -p "$fakehome/.ssh" "$fakehome/.aws" "$fakehome/.docker"
-echo KEY-SENTINEL >"$fakehome/.ssh/id_ed25519"
-echo AWS-SENTINEL >"$fakehome/.aws/credentials"
-echo DOCKER-SENTINEL >"$fakehome/.docker/config.json"
+plant_home "$fakehome" -SENTINEL
 marker="cordon-dksec-$$-$RANDOM"
 hostname_before=$(cat /proc/sys/kernel/hostname)
 
 accepted="$TEST_TMP/accepted"
-python3 -c '
-import socket, sys
-s = socket.socket(); s.bind(("0.0.0.0", 0)); s.listen(8)
-print(s.getsockname()[1], flush=True)
-while True:
-    c, _ = s.accept()
-    open(sys.argv[1], "a").write("accepted\n")
-    c.close()
-' "$accepted" >"$TEST_TMP/port" 2>/dev/null &
-cleanup_pids+=("$!")
-disown $!
-for _ in $(seq 50); do [ -s "$TEST_TMP/port" ] && break; sleep 0.1; done
-port=$(cat "$TEST_TMP/port")
-host_ip=$(ip -4 -o addr show scope global 2>/dev/null | awk '{sub("/.*", "", $4); print $4; exit}')
-host_ip=${host_ip:-192.0.2.1}
+start_host_listener "$accepted"
 
 # --- `cordon run`: filesystem, protected paths, syscalls, identity,
 # environment, network, processes; the container inspected from the host ---

@@ -4,6 +4,7 @@
 # asserting the precise outcome and that the host is unchanged.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 : "${CORDON_PROBE:?CORDON_PROBE must point at the syscall probe}"
 
 ws=$(new_ws ws)
@@ -28,10 +29,7 @@ like "case 1: / is read-only" "$out" "'/$marker': Read-only file system"
 ok "case 1: nothing created on the host" test ! -e "$HOME/$marker" -a ! -e "/etc/$marker" -a ! -e "/usr/$marker" -a ! -e "/$marker"
 
 fakehome=$(new_ws home)
-mkdir -p "$fakehome/.ssh" "$fakehome/.aws" "$fakehome/.docker"
-echo KEY > "$fakehome/.ssh/id_ed25519"
-echo AWS > "$fakehome/.aws/credentials"
-echo DOCKER > "$fakehome/.docker/config.json"
+plant_home "$fakehome"
 out=$(cd "$ws" && HOME="$fakehome" "$CORDON" run -- bash -c 'ls -A $HOME; cat $HOME/.ssh/id_ed25519 $HOME/.aws/credentials $HOME/.docker/config.json /etc/shadow /etc/gshadow /root/.bash_history 2>&1; ls /root 2>&1; true' 2>&1)
 unlike "case 2: host secrets are not visible" "$out" "KEY|AWS|DOCKER"
 like "case 2: ~/.ssh is absent" "$out" "id_ed25519: No such file or directory"

@@ -10,6 +10,7 @@
 # during the audit.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
 PY=/usr/bin/python3
 # A state root of this test's own (and one another user can be let into).
@@ -19,16 +20,7 @@ state="$XDG_RUNTIME_DIR/cordon"
 ws=$(new_ws ws)
 echo hello >"$ws/file"
 # A fake Docker daemon the agent can start inside its sandbox.
-cat >"$ws/dock.py" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1]); s.listen(8)
-while True:
-    c, _ = s.accept()
-    c.recv(4096)
-    c.sendall(b"HTTP/1.1 200 OK\r\nApi-Version: 1.43\r\nServer: Docker/24.0\r\nContent-Length: 2\r\n\r\nOK")
-    c.close()
-EOF
+cp "$FAKE_DOCKER_API" "$ws/dock.py"
 
 # hold_start NAME [MCP ARGS...]: `cordon mcp --name NAME ARGS` in $ws with a
 # real client keeping the session alive (tests/lib/mcp_hold.py); the

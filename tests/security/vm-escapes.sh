@@ -8,16 +8,10 @@
 # supervisor killing QEMU (case 32) is in tests/integration/vm.sh.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 : "${CORDON_PROBE:?CORDON_PROBE must point at the syscall probe}"
 
-if ! command -v qemu-system-x86_64 >/dev/null; then
-    echo "1..0 # SKIP qemu-system-x86_64 not installed (scripts/bootstrap.sh --test)"
-    exit 0
-fi
-if [ ! -e /var/cache/cordon/vm/current/vmlinuz ] && [ -z "${CORDON_VM_DIR:-}" ]; then
-    echo "1..0 # SKIP no guest kernel (scripts/vm-kernel.sh)"
-    exit 0
-fi
+skip_without_vm
 
 # val KEY: the value of the line KEY=... in $out.
 val() { sed -n "s/^$1=//p" <<<"$out" | head -n1; }
@@ -29,28 +23,12 @@ cp "$CORDON_PROBE" "$repo/probe"
 hooks_before=$(ls -A "$repo/.git/hooks" | sha256sum)
 config_before=$(sha256sum < "$repo/.git/config")
 fakehome=$(new_ws home)
-mkdir -p "$fakehome/.ssh" "$fakehome/.aws" "$fakehome/.docker"
-echo KEY-SENTINEL > "$fakehome/.ssh/id_ed25519"
-echo AWS-SENTINEL > "$fakehome/.aws/credentials"
-echo DOCKER-SENTINEL > "$fakehome/.docker/config.json"
+plant_home "$fakehome" -SENTINEL
 marker="cordon-vmsec-$$-$RANDOM"
 hostname_before=$(cat /proc/sys/kernel/hostname)
 
 accepted="$TEST_TMP/accepted"
-python3 -c '
-import socket, sys, threading
-s = socket.socket(); s.bind(("0.0.0.0", 0)); s.listen(8)
-print(s.getsockname()[1], flush=True)
-while True:
-    c, _ = s.accept()
-    open(sys.argv[1], "a").write("accepted\n")
-    c.close()
-' "$accepted" > "$TEST_TMP/port" 2>/dev/null &
-cleanup_pids+=("$!")
-for _ in $(seq 50); do [ -s "$TEST_TMP/port" ] && break; sleep 0.1; done
-port=$(cat "$TEST_TMP/port")
-host_ip=$(ip -4 -o addr show scope global 2>/dev/null | awk '{sub("/.*", "", $4); print $4; exit}')
-host_ip=${host_ip:-192.0.2.1}
+start_host_listener "$accepted"
 
 # --- boot 1: `cordon run`: filesystem, protected paths, syscalls, identity,
 # environment, network, processes; QEMU inspected from the host meanwhile ---

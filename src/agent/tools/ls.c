@@ -99,6 +99,53 @@ static void ls_entries_free(struct ls_entry *entries, size_t n)
     free(entries);
 }
 
+/* The directory's entries but . and .., in readdir order: each name
+ * sanitised, its collation key, whether it is a directory (an entry fstatat
+ * cannot read keeps a NULL name). -1 when out of memory (nothing kept). */
+static int ls_read(DIR *dir, int dir_fd, struct ls_entry **ret_entries, size_t *ret_count)
+{
+    struct ls_entry *entries = NULL;
+    size_t count = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (count == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct ls_entry *grown = realloc(entries, cap * sizeof(*entries));
+            if (!grown) {
+                ls_entries_free(entries, count);
+                return -1;
+            }
+            entries = grown;
+        }
+        /* Node decodes names as UTF-8 with replacement characters. */
+        size_t name_len;
+        char *name = utf8_sanitize(de->d_name, strlen(de->d_name), &name_len);
+        uint32_t *key = name ? ls_collation_key(name) : NULL;
+        struct stat est;
+        bool ok = fstatat(dir_fd, de->d_name, &est, 0) == 0;
+        /* index: readdir order, the sort's tie-break (count is read once:
+         * reading and incrementing it in one expression is unsequenced). */
+        size_t index = count;
+        entries[count++] = (struct ls_entry){
+            .name = name, .key = key, .index = index, .is_dir = ok && S_ISDIR(est.st_mode)};
+        if (!name || !key) {
+            ls_entries_free(entries, count);
+            return -1;
+        }
+        if (!ok) {
+            /* Skipped like pi, but only after tool_ls's limit check, so keep
+             * a marker: a NULL-named entry is never printed. */
+            free(entries[count - 1].name);
+            entries[count - 1].name = NULL;
+        }
+    }
+    *ret_entries = entries;
+    *ret_count = count;
+    return 0;
+}
+
 int tool_ls(const struct tool_env *env, json_t *args, struct tool_result *res)
 {
     const char *path = NULL;
@@ -150,42 +197,9 @@ int tool_ls(const struct tool_env *env, json_t *args, struct tool_result *res)
     }
 
     struct ls_entry *entries = NULL;
-    size_t count = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (count == cap) {
-            cap = cap ? cap * 2 : 64;
-            struct ls_entry *grown = realloc(entries, cap * sizeof(*entries));
-            if (!grown) {
-                ls_entries_free(entries, count);
-                return tool_result_error(res, "out of memory");
-            }
-            entries = grown;
-        }
-        /* Node decodes names as UTF-8 with replacement characters. */
-        size_t name_len;
-        char *name = utf8_sanitize(de->d_name, strlen(de->d_name), &name_len);
-        uint32_t *key = name ? ls_collation_key(name) : NULL;
-        struct stat est;
-        bool ok = fstatat(dir_fd, de->d_name, &est, 0) == 0;
-        /* index: readdir order, the sort's tie-break (count is read once:
-         * reading and incrementing it in one expression is unsequenced). */
-        size_t index = count;
-        entries[count++] = (struct ls_entry){
-            .name = name, .key = key, .index = index, .is_dir = ok && S_ISDIR(est.st_mode)};
-        if (!name || !key) {
-            ls_entries_free(entries, count);
-            return tool_result_error(res, "out of memory");
-        }
-        if (!ok) {
-            /* Skipped like pi, but only after the limit check below, so keep
-             * a marker: a NULL-named entry is never printed. */
-            free(entries[count - 1].name);
-            entries[count - 1].name = NULL;
-        }
-    }
+    size_t count = 0;
+    if (ls_read(dir, dir_fd, &entries, &count) < 0)
+        return tool_result_error(res, "out of memory");
     if (count > 1)
         qsort(entries, count, sizeof(*entries), ls_compare);
 

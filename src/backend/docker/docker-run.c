@@ -249,13 +249,13 @@ static int docker_net_args(const struct launch *l, struct docker_args *a)
 }
 
 /* `docker run` with everything: flags, binds, tmpfs, limits, image, agent. */
-int docker_run_argv(const struct launch *l, const char *cli, const char *name,
-                    const char *state_dir, char *const *agent_argv, bool serve,
-                    struct docker_args *a, struct cordon_error *err)
+/* The container's fixed flags (no network, no capability, no new
+ * privileges, a read-only root, the user's uid, the agent as entry point)
+ * and the configured limits. True when an allocation failed. */
+static bool run_flags_add(const struct launch *l, const char *cli, const char *name,
+                          const char *state_dir, bool serve, struct docker_args *a)
 {
     const struct cordon_config *cfg = &l->cfg;
-    const struct ns_spec *spec = &l->spec;
-    bool ro = spec->workspace_readonly;
     bool oom = false;
     oom |= docker_args_add(a, "%s", cli) < 0;
     oom |= docker_args_add(a, "run") < 0 || docker_args_add(a, "-i") < 0 ||
@@ -303,14 +303,14 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
         oom |= docker_args_add(a, "--ulimit") < 0 ||
                docker_args_add(a, "cpu=%lld:%lld", (long long)cfg->limits.cpu_seconds,
                                (long long)cfg->limits.cpu_seconds) < 0;
-    if (oom)
-        return error_set(err, ENOMEM, "docker");
+    return oom;
+}
 
-    _cleanup_free_ struct binds *bp = calloc(1, sizeof(*bp));
-    if (!bp)
-        return error_set(err, ENOMEM, "docker");
-    struct binds *b = bp;
-    int rc = -1;
+/* The scratch places: /tmp, /var/tmp, /run, /dev/shm and HOME, each
+ * bounded; a kept sandbox's /tmp and HOME from its state directory. */
+static int scratch_add(const struct ns_spec *spec, struct binds *b, struct docker_args *a,
+                       struct cordon_error *err)
+{
     /* Scratch: /tmp, /var/tmp, /run and HOME (kept in the state directory
      * for a sandbox that outlives its session). */
     static const char *const scratch[] = {"/tmp", "/var/tmp", "/run"};
@@ -325,32 +325,52 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
         if (docker_args_add(a, "--tmpfs") < 0 ||
             docker_args_add(a, "%s:rw,nosuid,nodev,mode=%s%s", scratch[i],
                             strcmp(scratch[i], "/run") == 0 ? "0755" : "1777", bounds) < 0)
-            goto oom;
+            return error_set(err, ENOMEM, "docker");
     }
     /* /dev/shm is the daemon's own tmpfs (64 MiB unless told). */
     if (docker_args_add(a, "--shm-size") < 0 ||
         docker_args_add(a, "%ldm", spec->limits.tmpfs_mib) < 0)
-        goto oom;
+        return error_set(err, ENOMEM, "docker");
     if (strpbrk(spec->home, ",:\"\n")) {
-        error_set(err, EINVAL, "docker: HOME %s contains ',', ':', '\"' or a newline", spec->home);
-        goto out;
+        return error_set(err, EINVAL, "docker: HOME %s contains ',', ':', '\"' or a newline",
+                         spec->home);
     }
     if (spec->persist_dir) {
         char src[PATH_MAX * 2];
         snprintf(src, sizeof(src), "%s/tmp", spec->persist_dir);
         if (check_host_path(src, "the kept /tmp", err) < 0 ||
             bind_add(b, src, "/tmp", false, err) < 0)
-            goto out;
+            return -1;
         snprintf(src, sizeof(src), "%s/home", spec->persist_dir);
         if (check_host_path(src, "the kept home", err) < 0 ||
             bind_add(b, src, spec->home, false, err) < 0)
-            goto out;
+            return -1;
     } else if (docker_args_add(a, "--tmpfs") < 0 ||
                docker_args_add(a, "%s:rw,nosuid,nodev,mode=0700,uid=%u,gid=%u%s", spec->home,
                                getuid(), getgid(), bounds) < 0) {
-        goto oom;
+        return error_set(err, ENOMEM, "docker");
     }
 
+    return 0;
+}
+
+int docker_run_argv(const struct launch *l, const char *cli, const char *name,
+                    const char *state_dir, char *const *agent_argv, bool serve,
+                    struct docker_args *a, struct cordon_error *err)
+{
+    const struct cordon_config *cfg = &l->cfg;
+    const struct ns_spec *spec = &l->spec;
+    bool ro = spec->workspace_readonly;
+    if (run_flags_add(l, cli, name, state_dir, serve, a))
+        return error_set(err, ENOMEM, "docker");
+
+    _cleanup_free_ struct binds *bp = calloc(1, sizeof(*bp));
+    if (!bp)
+        return error_set(err, ENOMEM, "docker");
+    struct binds *b = bp;
+    int rc = -1;
+    if (scratch_add(spec, b, a, err) < 0)
+        goto out;
     /* The agent, read-only; then the workspace at its lexical path. */
     if (check_host_path(l->agent_path, "the agent", err) < 0 ||
         bind_add(b, l->agent_path, DOCKER_AGENT_PATH, true, err) < 0)

@@ -42,6 +42,38 @@ static int host_pty(int *slave, struct cordon_error *err)
     return TAKE_FD(master);
 }
 
+/* The CLI ended: its status (the container's, or 128 + the signal that
+ * killed the CLI itself, when the container may still run and is removed),
+ * told to verify, then what the host pty still holds. CORDON_EXIT_FAILURE
+ * when it cannot be reaped. */
+static int cli_reap(struct sandbox *sb, struct docker_verify *ver, int master, char *buf,
+                    size_t size)
+{
+    int status = CORDON_EXIT_FAILURE;
+    siginfo_t si = {0};
+    if (waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED) == 0) {
+        status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+        sb->pid = -1; /* reaped */
+        /* The CLI itself was killed (it exits with the container's
+         * status otherwise): the container may still run. */
+        if (si.si_code != CLD_EXITED && docker_sandbox_rm_argv(sb))
+            docker_remove_container(docker_sandbox_rm_argv(sb), docker_sandbox_rm_envp(sb), 10000);
+    }
+    docker_verify_exited(ver, status);
+    /* Drain what the host pty still holds: the CLI is gone, so EIO (no
+     * slave left) ends it. */
+    while (master >= 0) {
+        struct pollfd d = {master, POLLIN, 0};
+        if (poll(&d, 1, 50) <= 0)
+            break;
+        ssize_t n = read(master, buf, size);
+        if (n <= 0)
+            break;
+        fs_write_all(1, buf, (size_t)n);
+    }
+    return status;
+}
+
 int docker_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
 {
     const struct backend_ops *ops = &docker_backend_ops;
@@ -138,28 +170,7 @@ int docker_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool s
                 stdin_open = false;
         }
         if (p[1].revents & POLLIN) {
-            siginfo_t si = {0};
-            if (waitid(P_PIDFD, (id_t)sb.pidfd, &si, WEXITED) == 0) {
-                status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
-                sb.pid = -1; /* reaped */
-                /* The CLI itself was killed (it exits with the container's
-                 * status otherwise): the container may still run. */
-                if (si.si_code != CLD_EXITED && docker_sandbox_rm_argv(&sb))
-                    docker_remove_container(docker_sandbox_rm_argv(&sb),
-                                            docker_sandbox_rm_envp(&sb), 10000);
-            }
-            docker_verify_exited(ver, status);
-            /* Drain what the host pty still holds: the CLI is gone, so
-             * EIO (no slave left) ends it. */
-            while (master >= 0) {
-                struct pollfd d = {master, POLLIN, 0};
-                if (poll(&d, 1, 50) <= 0)
-                    break;
-                ssize_t n = read(master, buf, sizeof(buf));
-                if (n <= 0)
-                    break;
-                fs_write_all(1, buf, (size_t)n);
-            }
+            status = cli_reap(&sb, ver, master, buf, sizeof(buf));
             break;
         }
     }

@@ -16,6 +16,7 @@
 #include "supervisor/gitguard.h"
 #include "backend/vm/vm-net.h"
 #include "backend/vm/vm-log.h"
+#include "backend/vm/vm-qemu.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
@@ -44,18 +45,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define QEMU_BINARY "qemu-system-x86_64"
 /* A TCG boot takes 2.5-4 s here; a KVM boot that has not reported by this
  * time is taken as KVM failing on this host. */
-#define KVM_BOOT_TIMEOUT_MS   8000
-#define TCG_BOOT_TIMEOUT_MS   60000
-#define VM_DEFAULT_MEMORY_MIB 2048
-#define VM_MAX_ARGS           192
-#define VM_QEMU_NET_FD        3 /* passt's socket in QEMU (open mode) */
-#define VM_QEMU_CONSOLE_FD    4 /* the serial console's pipe to the log keeper (vm-log.c) */
-
-enum { SOCK_CHANNEL, SOCK_CONSOLE, SOCK_STDERR, SOCK_COUNT };
-static const char *const sock_names[SOCK_COUNT] = {"ch", "con", "err"};
+#define KVM_BOOT_TIMEOUT_MS 8000
+#define TCG_BOOT_TIMEOUT_MS 60000
 
 struct vm_state {
     char dir[256];          /* the session's state directory (socket paths must fit 108 bytes) */
@@ -274,215 +267,6 @@ static int listen_at(const char *dir, const char *name, struct cordon_error *err
 
 /* ---- QEMU ---- */
 
-struct argv_builder {
-    char *args[VM_MAX_ARGS];
-    size_t n;
-    bool failed;
-};
-
-static void arg_add(struct argv_builder *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void arg_add(struct argv_builder *b, const char *fmt, ...)
-{
-    if (b->n + 1 >= VM_MAX_ARGS) {
-        b->failed = true;
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(&b->args[b->n], fmt, ap) < 0)
-        b->failed = true;
-    else
-        b->n++;
-    va_end(ap);
-}
-
-static void argv_free(struct argv_builder *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        free(b->args[i]);
-    b->n = 0;
-}
-
-#define VM_MAX_SHARES 13
-
-struct share {
-    const char *host;
-    const char *guest;
-    bool readonly;
-};
-
-static long vm_memory_mib(const struct launch *l)
-{
-    long mib = l->limits.memory_mib;
-    return mib > 0 ? mib : VM_DEFAULT_MEMORY_MIB;
-}
-
-/* vCPUs from the CPU limit; without one, a single vCPU under TCG (each is
- * a host thread spinning through translated code: a second one slows a
- * boot on a small host) and two under KVM. */
-static long vm_cpus(const struct launch *l, const char *accel)
-{
-    double c = l->limits.cpus;
-    long whole = (long)c;
-    if (c > 0)
-        return whole + ((double)whole < c);
-    return strcmp(accel, "kvm") == 0 ? 2 : 1;
-}
-
-/* Under TCG the guest's TSC runs at the host's rate; telling the guest that
- * rate skips its calibration (see the kernel parameters below) and keeps its
- * clock in step with the host's. */
-static long host_tsc_khz(void)
-{
-    _cleanup_fclose_ FILE *f = fopen("/proc/cpuinfo", "re");
-    char line[256];
-    double mhz = 0;
-    while (f && fgets(line, sizeof(line), f)) {
-        const char *colon = strchr(line, ':');
-        if (strncmp(line, "cpu MHz", 7) == 0 && colon && sscanf(colon + 1, "%lf", &mhz) == 1)
-            break;
-    }
-    return mhz > 100 ? (long)(mhz * 1000) : 2000000;
-}
-
-/* deny and allowlist: no network device at all (allowlist connections
- * travel over virtio-serial ports); open: virtio-net to passt on fd 3
- * (see spawn_qemu), QEMU 7.2's -netdev stream. */
-static void add_net_args(const struct vm_state *st, struct argv_builder *b)
-{
-    if (st->net.passt_qemu_fd < 0) {
-        arg_add(b, "-nic");
-        arg_add(b, "none");
-        return;
-    }
-    arg_add(b, "-netdev");
-    arg_add(b, "stream,id=net0,server=off,addr.type=fd,addr.str=%d", VM_QEMU_NET_FD);
-    arg_add(b, "-device");
-    arg_add(b, "virtio-net-device,netdev=net0");
-}
-
-/* The virtio-serial ports of the allowlist proxy and published ports. */
-static void add_net_ports(const struct vm_state *st, struct argv_builder *b)
-{
-    for (size_t i = 0; i < st->net.n_out + st->net.n_in; i++) {
-        char id[16], name[32];
-        vm_net_port_names(&st->net, i, id, sizeof(id), name, sizeof(name));
-        arg_add(b, "-chardev");
-        arg_add(b, "socket,id=%s,path=%s/%s,server=off", id, st->dir, id);
-        arg_add(b, "-device");
-        arg_add(b, "virtserialport,chardev=%s,name=%s,nr=%zu", id, name, VM_NET_PORT_BASE + i);
-    }
-}
-
-/* The guest-private disk of the Docker daemon's storage (vm-docker-plan.c).
- * cache=unsafe: its content is a cache of images and containers that only
- * this guest uses; a host crash may cost it, not a QEMU kill. */
-static void add_docker_disk(struct argv_builder *b, const struct vm_state *st)
-{
-    if (!st->docker.start || !st->docker.disk[0])
-        return;
-    arg_add(b, "-drive");
-    arg_add(b, "file=%s,if=none,id=dk,format=raw,cache=unsafe,discard=unmap", st->docker.disk);
-    arg_add(b, "-device");
-    arg_add(b, "virtio-blk-device,drive=dk");
-}
-
-static int build_qemu_argv(const struct launch *l, const struct vm_kernel *k, const char *initrd,
-                           const struct vm_state *st, const struct share *shares, size_t nshares,
-                           struct argv_builder *b)
-{
-    arg_add(b, QEMU_BINARY);
-    arg_add(b, "-M");
-    /* microvm: virtio-mmio devices, described to the guest by ACPI (Debian's
-     * kernel lacks VIRTIO_MMIO_CMDLINE_DEVICES); no PCI, no firmware ROMs. */
-    arg_add(b, "microvm,x-option-roms=off,isa-serial=on,rtc=on,acpi=on,pcie=off");
-    arg_add(b, "-accel");
-    arg_add(b, "%s", st->accel);
-    if (strcmp(st->accel, "kvm") == 0) {
-        arg_add(b, "-cpu");
-        arg_add(b, "host");
-    } else {
-        arg_add(b, "-cpu");
-        arg_add(b, "max");
-    }
-    arg_add(b, "-m");
-    arg_add(b, "%ld", vm_memory_mib(l));
-    arg_add(b, "-smp");
-    arg_add(b, "%ld", vm_cpus(l, st->accel));
-    arg_add(b, "-nodefaults");
-    arg_add(b, "-no-user-config");
-    arg_add(b, "-nographic");
-    arg_add(b, "-no-reboot");
-    add_net_args(st, b);
-    /* QEMU's own seccomp filter: no exec, no privilege changes. */
-    arg_add(b, "-sandbox");
-    arg_add(b, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
-    arg_add(b, "-kernel");
-    arg_add(b, "%s", k->vmlinuz);
-    arg_add(b, "-initrd");
-    arg_add(b, "%s", initrd);
-    arg_add(b, "-append");
-    /* panic=-1 + reboot=t + -no-reboot: a dying init ends QEMU at once.
-     * Under TCG the PIT-based TSC calibration fails at random and the boot
-     * hangs; the host's TSC rate and loops-per-jiffy given here skip it.
-     * The rest trims a TCG boot (docs/vm-backend.md "Boot time"):
-     * swiotlb=noforce: no 64 MiB bounce buffer to clear (virtio-mmio
-     * devices use guest-physical addresses, no DMA mapping: ~0.1-0.3 s);
-     * one 8250 UART probed, not four; initcalls skipped: kprobe-event
-     * tracing, /sys/kernel/btf/vmlinux (parsing the BTF: ~50 ms), the KDF
-     * self-test (~30 ms), the built-in certificates (modules are stored
-     * unsigned, see vm-initramfs.c). */
-    long khz = host_tsc_khz();
-    arg_add(b,
-            "console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init tsc=reliable "
-            "tsc_early_khz=%ld lpj=%ld "
-            "no_timer_check i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests "
-            "random.trust_cpu=on swiotlb=noforce 8250.nr_uarts=1 "
-            "initcall_blacklist=init_kprobe_trace,btf_vmlinux_init,crypto_kdf108_init,"
-            "load_system_certificate_list",
-            khz, khz * 4 /* loops per jiffy at Debian's HZ=250 */);
-    /* Extra guest kernel parameters, for debugging a boot. */
-    const char *extra = getenv("CORDON_VM_APPEND");
-    if (extra && extra[0]) {
-        char *last = b->args[b->n - 1];
-        if (asprintf(&b->args[b->n - 1], "%s %s", last, extra) < 0)
-            b->failed = true;
-        else
-            free(last);
-    }
-    /* Into the log keeper's pipe, which caps console.log (vm-log.c): a
-     * file chardev would grow as long as the guest writes. */
-    arg_add(b, "-serial");
-    arg_add(b, "file:/proc/self/fd/%d", VM_QEMU_CONSOLE_FD);
-    arg_add(b, "-device");
-    arg_add(b, "virtio-serial-device,max_ports=%zu", 4 + st->net.n_out + st->net.n_in);
-    for (int i = 0; i < SOCK_COUNT; i++) {
-        arg_add(b, "-chardev");
-        arg_add(b, "socket,id=%s,path=%s/%s,server=off", sock_names[i], st->dir, sock_names[i]);
-    }
-    arg_add(b, "-device");
-    arg_add(b, "virtconsole,chardev=con,nr=0");
-    arg_add(b, "-device");
-    arg_add(b, "virtserialport,chardev=ch,name=" VM_PORT_CHANNEL ",nr=1");
-    arg_add(b, "-device");
-    arg_add(b, "virtserialport,chardev=err,name=" VM_PORT_STDERR ",nr=2");
-    add_net_ports(st, b);
-    for (size_t i = 0; i < nshares; i++) {
-        /* security_model=none: files are created with QEMU's (the
-         * supervisor's) credentials and ownership changes are ignored. */
-        arg_add(b, "-fsdev");
-        arg_add(b, "local,id=fs%zu,path=%s,security_model=none,multidevs=remap%s", i,
-                shares[i].host, shares[i].readonly ? ",readonly=on" : "");
-        arg_add(b, "-device");
-        arg_add(b, "virtio-9p-device,fsdev=fs%zu,mount_tag=s%zu", i, i);
-    }
-    add_docker_disk(b, st);
-    b->args[b->n] = NULL;
-    return b->failed ? -1 : 0;
-}
-
 static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd,
                         const struct vm_bind *protect, int *pidfd_out, struct cordon_error *err)
 {
@@ -607,7 +391,7 @@ static int accept_all(struct vm_state *st, int pidfd, long long deadline, struct
 }
 
 static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
-                         const struct share *shares, size_t nshares)
+                         const struct vm_share *shares, size_t nshares)
 {
     json_t *argv = json_array(), *env = json_array(), *sh = json_array(), *prot = json_array();
     for (size_t i = 0; agent_argv[i]; i++)
@@ -694,16 +478,36 @@ static void kill_qemu(struct sandbox *sb)
     sb->pidfd = -1;
 }
 
+/* What the QEMU command line is built from (vm-qemu.c). */
+static struct vm_qemu_input qemu_input(const struct launch *l, const struct vm_kernel *k,
+                                       const char *initrd, const struct vm_state *st,
+                                       const struct vm_share *shares, size_t nshares)
+{
+    return (struct vm_qemu_input){
+        .accel = st->accel,
+        .dir = st->dir,
+        .vmlinuz = k->vmlinuz,
+        .initrd = initrd,
+        .limits = &l->limits,
+        .tsc_khz = vm_qemu_host_tsc_khz(),
+        .append_extra = getenv("CORDON_VM_APPEND"),
+        .net = &st->net,
+        .shares = shares,
+        .nshares = nshares,
+        .docker_disk = st->docker.start ? st->docker.disk : NULL,
+    };
+}
+
 /* One boot attempt with st->accel. On failure QEMU is gone again. */
 static int boot_once(const struct launch *l, char *const *agent_argv, const struct vm_kernel *k,
-                     const char *initrd, struct vm_state *st, const struct share *shares,
+                     const char *initrd, struct vm_state *st, const struct vm_share *shares,
                      size_t nshares, struct sandbox *sb, struct cordon_error *err)
 {
     for (int i = 0; i < SOCK_COUNT; i++) {
         char path[PATH_MAX];
-        snprintf(path, sizeof(path), "%s/%s", st->dir, sock_names[i]);
+        snprintf(path, sizeof(path), "%s/%s", st->dir, vm_sock_names[i]);
         unlink(path);
-        st->listen[i] = listen_at(st->dir, sock_names[i], err);
+        st->listen[i] = listen_at(st->dir, vm_sock_names[i], err);
         if (st->listen[i] < 0)
             return -1;
     }
@@ -713,9 +517,10 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         vm_net_stop(&st->net);
         return -1;
     }
-    struct argv_builder b = {0};
-    if (build_qemu_argv(l, k, initrd, st, shares, nshares, &b) < 0) {
-        argv_free(&b);
+    struct vm_qemu_argv b = {0};
+    const struct vm_qemu_input in = qemu_input(l, k, initrd, st, shares, nshares);
+    if (vm_qemu_argv_build(&in, &b) < 0) {
+        vm_qemu_argv_free(&b);
         return error_set(err, E2BIG, "vm: QEMU command line");
     }
     if (log_debug_enabled) {
@@ -727,7 +532,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     }
     int pidfd = -1;
     pid_t pid = spawn_qemu(b.args, st->dir, st->net.passt_qemu_fd, st->protect, &pidfd, err);
-    argv_free(&b);
+    vm_qemu_argv_free(&b);
     if (pid < 0)
         return -1;
     sb->pid = pid;
@@ -771,7 +576,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     const char *t = json_string_value(json_object_get(reply, "t"));
     if (t && strcmp(t, "booted") == 0) {
         snprintf(sb->description, sizeof(sb->description), "vm (%s, %ld vCPU, %ld MiB, kernel %s)",
-                 st->accel, vm_cpus(l, st->accel), vm_memory_mib(l),
+                 st->accel, vm_qemu_cpus(&l->limits, st->accel), vm_qemu_memory_mib(&l->limits),
                  json_string_value(json_object_get(reply, "kernel"))
                      ? json_string_value(json_object_get(reply, "kernel"))
                      : "?");
@@ -857,15 +662,15 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
     snprintf(etc, sizeof(etc), "%s/etc", st->dir);
     /* /usr, /etc, the workspace, two git directories, and [[mounts]]: each
      * a 9p device on its own virtio-mmio slot, of which microvm has few. */
-    struct share shares[VM_MAX_SHARES];
+    struct vm_share shares[VM_MAX_SHARES];
     size_t n = 0;
-    shares[n++] = (struct share){"/usr", "/usr", true};
-    shares[n++] = (struct share){etc, "/etc", true};
+    shares[n++] = (struct vm_share){"/usr", "/usr", true};
+    shares[n++] = (struct vm_share){etc, "/etc", true};
     shares[n++] =
-        (struct share){l->spec.workspace, l->spec.workspace_view, l->spec.workspace_readonly};
+        (struct vm_share){l->spec.workspace, l->spec.workspace_view, l->spec.workspace_readonly};
     for (size_t i = 0; l->spec.git_dirs && l->spec.git_dirs[i] && n < ARRAY_SIZE(shares); i++)
         shares[n++] =
-            (struct share){l->spec.git_dirs[i], l->spec.git_dirs[i], l->spec.workspace_readonly};
+            (struct vm_share){l->spec.git_dirs[i], l->spec.git_dirs[i], l->spec.workspace_readonly};
     /* Configured mounts exactly as ns binds them, or no start: 9p shares
      * directories only, and sharing a file's parent would show its
      * siblings. */
@@ -882,7 +687,7 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
         if (n == ARRAY_SIZE(shares))
             return error_set(err, E2BIG, "vm: [[mounts]]: at most %d directories on the vm backend",
                              (int)(ARRAY_SIZE(shares) - 5));
-        shares[n++] = (struct share){m->host_path, m->guest_path, m->readonly};
+        shares[n++] = (struct vm_share){m->host_path, m->guest_path, m->readonly};
     }
 
     char accel_why[PATH_MAX * 2 + 512];

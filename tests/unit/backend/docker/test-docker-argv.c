@@ -17,14 +17,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define BAIL_OUT(...)                                                                              \
-    do {                                                                                           \
-        printf("Bail out! ");                                                                      \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        exit(1);                                                                                   \
-    } while (0)
-
 /* The index of the first argv entry equal to want, or -1. */
 static int find(const struct docker_args *a, const char *want)
 {
@@ -54,7 +46,7 @@ int main(void)
 {
     char root[] = "/tmp/cordon-docker-argv-XXXXXX";
     if (!mkdtemp(root))
-        BAIL_OUT("mkdtemp");
+        tap_bail("mkdtemp");
     char ws[256], home[256], etc[256], state[256], cmd[600];
     snprintf(ws, sizeof(ws), "%s/ws", root);
     snprintf(home, sizeof(home), "%s/home", root);
@@ -62,27 +54,20 @@ int main(void)
     snprintf(state, sizeof(state), "%s/state", root);
     if (mkdir(ws, 0700) < 0 || mkdir(home, 0700) < 0 || mkdir(etc, 0700) < 0 ||
         mkdir(state, 0700) < 0)
-        BAIL_OUT("mkdir");
+        tap_bail("mkdir");
     /* The socket guard's socket is bound by the session before the argv is
      * built (docker.c); here a listening socket stands in for it. */
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/" DOCKER_GUARD_SOCKET, state) >=
         sizeof(sa.sun_path))
-        BAIL_OUT("socket path too long");
+        tap_bail("socket path too long");
     int guard = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (guard < 0 || bind(guard, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(guard, 1) < 0)
-        BAIL_OUT("guard socket");
+        tap_bail("guard socket");
     snprintf(cmd, sizeof(cmd), "git init -q '%s'", ws);
     if (system(cmd) != 0 || chdir(ws) < 0)
-        BAIL_OUT("git init");
-    const char *agent = getenv("CORDON_AGENT");
-    if (!agent)
-        BAIL_OUT("CORDON_AGENT is not set");
-    setenv("CORDON_TEST_AGENT", agent, 1);
-    setenv("CORDON_ETC_DIR", etc, 1);
-    setenv("HOME", home, 1);
-    unsetenv("XDG_CONFIG_HOME");
-    unsetenv("XDG_STATE_HOME");
+        tap_bail("git init");
+    tap_launch_env(home, etc);
 
     const char *sets[] = {"limits.memory_mib=512", "limits.pids=100", "limits.cpus=1.5",
                           "network.mode=deny", NULL};
@@ -90,7 +75,7 @@ int main(void)
     struct launch l;
     struct cordon_error err = {0};
     if (launch_prepare(&req, &l, &err) < 0)
-        BAIL_OUT("launch_prepare: %s", err.message);
+        tap_bail("launch_prepare: %s", err.message);
 
     char *const serve[] = {"cordon-agent", "serve", NULL};
     struct docker_args a = {0};

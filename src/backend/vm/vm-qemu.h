@@ -1,0 +1,60 @@
+/* The QEMU command line of one vm boot: a pure builder from what vm.c
+ * decided (accelerator, state directory, kernel, shares, network ports, the
+ * Docker disk), so it is unit-tested without QEMU
+ * (tests/unit/backend/vm/test-qemu-argv.c). Host context. */
+#pragma once
+
+#include "backend/spec.h"
+#include "backend/vm/vm-net.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define QEMU_BINARY           "qemu-system-x86_64"
+#define VM_MAX_ARGS           192
+#define VM_MAX_SHARES         13
+#define VM_QEMU_NET_FD        3 /* passt's socket in QEMU (open mode) */
+#define VM_QEMU_CONSOLE_FD    4 /* the serial console's pipe to the log keeper (vm-log.c) */
+#define VM_DEFAULT_MEMORY_MIB 2048
+
+/* QEMU's three chardev sockets in the state directory. */
+enum { SOCK_CHANNEL, SOCK_CONSOLE, SOCK_STDERR, SOCK_COUNT };
+extern const char *const vm_sock_names[SOCK_COUNT];
+
+/* A 9p share: a host directory at a guest path. */
+struct vm_share {
+    const char *host;
+    const char *guest;
+    bool readonly;
+};
+
+struct vm_qemu_input {
+    const char *accel; /* "kvm" or "tcg" */
+    const char *dir;   /* the session's state directory (the chardev sockets) */
+    const char *vmlinuz;
+    const char *initrd;
+    const struct sandbox_limits *limits;
+    long tsc_khz;             /* the host's TSC rate (the guest skips its calibration) */
+    const char *append_extra; /* extra kernel parameters (CORDON_VM_APPEND), or NULL */
+    const struct vm_net *net; /* the network device and virtio-serial ports */
+    const struct vm_share *shares;
+    size_t nshares;
+    const char *docker_disk; /* the Docker daemon's disk image, or NULL */
+};
+
+struct vm_qemu_argv {
+    char *args[VM_MAX_ARGS]; /* NULL-terminated once built */
+    size_t n;
+    bool failed;
+};
+
+/* Builds the argv into b (b zeroed by the caller); -1 when it does not fit
+ * or an allocation failed. vm_qemu_argv_free() in either case. */
+int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b);
+void vm_qemu_argv_free(struct vm_qemu_argv *b);
+
+/* The guest's memory and vCPUs from the sandbox's limits. */
+long vm_qemu_memory_mib(const struct sandbox_limits *limits);
+long vm_qemu_cpus(const struct sandbox_limits *limits, const char *accel);
+/* The host's TSC rate in kHz (from /proc/cpuinfo; 2 GHz when unknown). */
+long vm_qemu_host_tsc_khz(void);
