@@ -128,8 +128,10 @@ out=$(cd "$ws" && PWD="$ws" DOCKER_HOST="${host_sock:-tcp://127.0.0.1:9}" DOCKER
     # Guest root through Docker (a privileged container in the init'"'"'s
     # mount namespace) undoes the guest'"'"'s read-only bind of .git/hooks;
     # QEMU'"'"'s own view of the path is read-only on the host (cordon as root).
+    # One stream (exec 2>&1 inside): docker carries stdout and stderr apart,
+    # and their lines could interleave mid-line on the way out.
     docker run --rm --privileged --pid=host cordon-test-base /bin/busybox nsenter -t 1 -m \
-        /bin/sh -c "umount $PWD/.git/hooks && echo hooks=unmounted; echo x > $PWD/.git/hooks/post-checkout" 2>&1 | sed "s/^/attack: /"
+        /bin/sh -c "exec 2>&1; umount $PWD/.git/hooks && echo hooks=unmounted; echo x > $PWD/.git/hooks/post-checkout" 2>&1 | sed "s/^/attack: /"
     # Case 70: guest root renames .git (the parent of every protected path
     # in it) through 9p, and writes a redirect file at its top level.
     docker run --rm --privileged --pid=host cordon-test-base /bin/busybox nsenter -t 1 -m \
@@ -257,7 +259,7 @@ if is_root && { id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin
         echo "id=$(id -u) socket=$(stat -c "%U:%g %a" /var/run/docker.sock)"
         docker import base.tar b >/dev/null && echo import=ok
         docker run --rm --privileged --pid=host b /bin/busybox nsenter -t 1 -m \
-            /bin/sh -c "umount $PWD/.git/hooks && echo hooks=unmounted; echo x > $PWD/.git/hooks/post-checkout" 2>&1 | sed "s/^/attack: /"
+            /bin/sh -c "exec 2>&1; umount $PWD/.git/hooks && echo hooks=unmounted; echo x > $PWD/.git/hooks/post-checkout" 2>&1 | sed "s/^/attack: /"
         echo x > mine.txt' 2>&1 </dev/null)
     like "unprivileged: the socket is root's, group the user's, 0660" "$out" "id=$(id -u $user) socket=root:$(id -g $user) 660"
     like "unprivileged: the user's docker reaches the guest's daemon" "$out" "import=ok"
