@@ -109,7 +109,9 @@ void undo_before(struct undo *u, long long id, const char *tool, json_t *args)
             slot->concurrent = true;
     _cleanup_close_ int undo_fd =
         openat(u->state_fd, UNDO_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    _cleanup_close_ int in = fs_openat2(u->ws_fd, slot->rel, O_RDONLY | O_NOFOLLOW, STRICT);
+    /* The sandbox chose the file: a FIFO or device there must neither block
+     * the supervisor nor be read (it is not kept). */
+    _cleanup_close_ int in = fs_open_regular(u->ws_fd, slot->rel, STRICT);
     struct stat st;
     if (in < 0 && errno != ENOENT) {
         log_debug("undo: %s not kept: %s", slot->rel, strerror(errno));
