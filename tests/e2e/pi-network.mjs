@@ -21,6 +21,7 @@ const { createJiti } = require("jiti");
 const jiti = createJiti(import.meta.url, {
     alias: {
         "@mariozechner/pi-coding-agent": path.join(mods, "@mariozechner/pi-coding-agent/dist/index.js"),
+        "@mariozechner/pi-tui": path.join(mods, "@mariozechner/pi-tui/dist/index.js"),
         typebox: createRequire(path.join(mods, "@mariozechner/pi-coding-agent/dist/index.js")).resolve("typebox"),
     },
 });
