@@ -62,10 +62,13 @@ home=$(getent passwd "$user" | cut -d: -f6)
 # The test's cwd is the build directory, which the user may not enter (a
 # clone under /root): it starts in the stage instead.
 cd "$stage" || exit 1
-exec runuser -u "$user" -- env -i \
+# Not exec: the stage (a copy of the build's binaries and the tests, some
+# 300 MB) is removed by the EXIT trap when the test ends.
+runuser -u "$user" -- env -i \
     PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" LOGNAME="$user" LANG=C.UTF-8 \
     CORDON="$stage/cordon" CORDON_AGENT="$stage/cordon-agent" CORDON_SRC="$stage/src" \
     CORDON_BUILD="$stage/build" CORDON_PROBE="$probe" CORDON_TEST_UNPRIVILEGED=1 \
     CORDON_BUILDTYPE="${CORDON_BUILDTYPE:-}" \
     ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
     bash "$stage/src/$rel"
+exit $?
