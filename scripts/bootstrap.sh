@@ -11,7 +11,7 @@ build_pkgs=(meson ninja-build gcc pkg-config libseccomp-dev libjansson-dev
 test_pkgs=(clang clang-format libclang-rt-14-dev bubblewrap ripgrep fd-find
     hyperfine util-linux procps iproute2 strace python3 curl netcat-openbsd time socat
     qemu-system-x86 kmod tmux docker.io docker-compose busybox-static bash-static e2fsprogs
-    debhelper lintian zsh fish mmdebstrap openssh-server)
+    debhelper lintian zsh fish mmdebstrap openssh-server rsync)
 # socat is a relay in the network tests; qemu-system-x86 and kmod (depmod)
 # are for the vm backend; tmux is the terminal for pi's interactive TUI test
 # (tests/e2e/pi-tui.mjs); docker.io (dockerd, containerd, runc),
@@ -22,7 +22,7 @@ test_pkgs=(clang clang-format libclang-rt-14-dev bubblewrap ripgrep fd-find
 # Debian package (make deb), mmdebstrap makes the Debian 12 root file system
 # it is installed into (tests/integration/package.sh); zsh and fish run the
 # completion tests; openssh-server is the sshd that git over ssh through the
-# proxy reaches (tests/integration/ssh.sh).
+# proxy reaches (tests/integration/ssh.sh), and rsync runs over ssh there.
 
 want=("${build_pkgs[@]}")
 mode=build

@@ -1,9 +1,15 @@
 /* The curated /etc every backend shows its sandbox: one list, so the
  * namespace view and the microVM's copy cannot drift apart. Host context. */
 #include "backend/etc-allowlist.h"
+#include "net/net.h"
 #include "util/cleanup.h"
+#include "util/fs.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The curated /etc: what programs need to run (name service, loader, TLS
  * roots, terminal and locale data, the shells' own start-up files), nothing
@@ -48,4 +54,36 @@ bool etc_entry_allowed(const char *name)
             return true;
     }
     return false;
+}
+
+/* Host keys stay checked: a server unknown to ~/.ssh/known_hosts and to
+ * /etc/ssh/ssh_known_hosts (the host's copy, public keys only) is refused,
+ * or asked about on a terminal. The host's own ssh_config is not used: it
+ * may name jump hosts, identity files and proxies of the host's network. */
+const char etc_ssh_config[] =
+    "# cordon: ssh inside this sandbox (docs/ssh.md).\n"
+    "# There is no route out: ssh, scp, sftp, rsync and git reach a server\n"
+    "# through cordon's proxy, which allows the hosts and ports of\n"
+    "# network.allow_hosts and refuses the rest. -o ProxyCommand=none or a\n"
+    "# ~/.ssh/config of your own bypasses this file, not the sandbox.\n"
+    "# Host keys are checked: ~/.ssh/known_hosts (mount one) and\n"
+    "# /etc/ssh/ssh_known_hosts (the host's, when it has one).\n"
+    "Host *\n"
+    "    ProxyCommand " NET_SSH_PROXY_COMMAND "\n";
+const size_t etc_ssh_config_len = sizeof(etc_ssh_config) - 1;
+
+int etc_write_ssh_config(int etcfd)
+{
+    if (mkdirat(etcfd, "ssh", 0755) < 0 && errno != EEXIST)
+        return -1;
+    _cleanup_close_ int dir = openat(etcfd, "ssh", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0)
+        return -1;
+    _cleanup_close_ int fd =
+        openat(dir, "ssh_config", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return errno == EEXIST ? 0 : -1;
+    if (fs_write_all(fd, etc_ssh_config, etc_ssh_config_len) < 0)
+        return -1;
+    return fchmod(fd, 0644);
 }

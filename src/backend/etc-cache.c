@@ -31,8 +31,9 @@
 
 /* 2: environment, gitconfig, wgetrc, subversion, profile.d and perl left
  * the list; the key changes with the format, so no cache built under the
- * old list is used again. */
-#define ETC_CACHE_FORMAT    2
+ * old list is used again. 3: ssh/ssh_known_hosts, and cordon's own
+ * ssh/ssh_config where ssh goes through the proxy. */
+#define ETC_CACHE_FORMAT    3
 #define ETC_CACHE_KEEP_DAYS 7
 /* Regular files up to this size are copied; larger ones are bound. */
 #define ETC_CACHE_COPY_MAX    (1u << 20)
@@ -159,14 +160,15 @@ static int collect(struct etc_item *items, size_t *n, char *const *extra, size_t
             continue;
         (*n)++;
     }
-    static const char *const ssl[] = {"ssl/certs", "ssl/openssl.cnf"};
-    for (size_t i = 0; i < ARRAY_SIZE(ssl); i++) {
+    /* ssh_known_hosts: servers' public keys, so that ssh can check them. */
+    static const char *const nested[] = {"ssl/certs", "ssl/openssl.cnf", "ssh/ssh_known_hosts"};
+    for (size_t i = 0; i < ARRAY_SIZE(nested); i++) {
         if (*n == ETC_CACHE_MAX_ENTRIES)
             break;
         struct etc_item *it = &items[*n];
-        snprintf(it->rel, sizeof(it->rel), "%s", ssl[i]);
+        snprintf(it->rel, sizeof(it->rel), "%s", nested[i]);
         char path[PATH_MAX];
-        snprintf(path, sizeof(path), "/etc/%s", ssl[i]);
+        snprintf(path, sizeof(path), "/etc/%s", nested[i]);
         if (lstat(path, &it->st) == 0 &&
             (S_ISLNK(it->st.st_mode) || S_ISREG(it->st.st_mode) || S_ISDIR(it->st.st_mode)))
             (*n)++;
@@ -284,8 +286,8 @@ static void sweep(int rootfd, const char *keep)
     closedir(d);
 }
 
-int etc_cache_prepare(const char *root, char *const *extra, size_t nextra, struct etc_cache *out,
-                      struct cordon_error *err)
+int etc_cache_prepare(const char *root, char *const *extra, size_t nextra, bool ssh_proxied,
+                      struct etc_cache *out, struct cordon_error *err)
 {
     *out = (struct etc_cache){0};
     _cleanup_free_ struct etc_item *items = calloc(ETC_CACHE_MAX_ENTRIES, sizeof(*items));
@@ -297,6 +299,7 @@ int etc_cache_prepare(const char *root, char *const *extra, size_t nextra, struc
     uint64_t h = 0xcbf29ce484222325ull;
     int format = ETC_CACHE_FORMAT;
     h = fnv1a(h, &format, sizeof(format));
+    h = fnv1a(h, &ssh_proxied, sizeof(ssh_proxied));
     for (size_t i = 0; i < n; i++)
         h = hash_item(h, &items[i]);
     char key[32];
@@ -329,7 +332,8 @@ int etc_cache_prepare(const char *root, char *const *extra, size_t nextra, struc
         if (mkdirat(rootfd, tmp, 0755) < 0)
             return error_set(err, errno, "etc cache: %s/%s", root, tmp);
         int tmpfd = openat(rootfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (tmpfd < 0 || populate(tmpfd, items, n) < 0) {
+        if (tmpfd < 0 || populate(tmpfd, items, n) < 0 ||
+            (ssh_proxied && etc_write_ssh_config(tmpfd) < 0)) {
             int e = errno;
             if (tmpfd >= 0)
                 close(tmpfd);

@@ -4,6 +4,7 @@
 #include "util/error.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct etc_cache {
@@ -18,6 +19,7 @@ struct etc_cache {
  * 0700 when missing; refused unless it is the caller's and closed to
  * others). extra (nextra entries, may be NULL) are etc.extra's paths below
  * /etc, validated by the configuration; one that does not exist is left
- * out, one reached through a symlinked directory refuses the start. */
-int etc_cache_prepare(const char *root, char *const *extra, size_t nextra, struct etc_cache *out,
-                      struct cordon_error *err);
+ * out, one reached through a symlinked directory refuses the start.
+ * ssh_proxied: the copy has cordon's ssh/ssh_config (etc-allowlist.h). */
+int etc_cache_prepare(const char *root, char *const *extra, size_t nextra, bool ssh_proxied,
+                      struct etc_cache *out, struct cordon_error *err);

@@ -64,6 +64,8 @@ struct ns_spec {
     /* etc.extra: entries below /etc added to the curated view. */
     char *const *etc_extra;
     size_t netc_extra;
+    /* /etc/ssh/ssh_config sends ssh through the proxy (net_ssh_proxied()). */
+    bool ssh_proxied;
     /* Called on the host once the sandbox's namespaces exist and its id maps
      * are written, before anything runs inside (network set-up: joining the
      * sandbox's network namespace, starting pasta). May be NULL. */

@@ -207,6 +207,11 @@ bool net_deny_reporter(const struct net_policy *policy)
     return policy->mode == NET_MODE_DENY && policy->deny_reporter;
 }
 
+bool net_ssh_proxied(const struct net_policy *policy)
+{
+    return policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy);
+}
+
 int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_error *err)
 {
     if (env_add_secrets(policy, envp, err) < 0)

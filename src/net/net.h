@@ -23,7 +23,8 @@
 /* What git runs for ssh:// and git@host: URLs inside, in allowlist mode and
  * behind deny mode's refusing listener: ssh with cordon-agent's tunnel
  * through the proxy as its ProxyCommand (src/agent/connect.c). */
-#define NET_GIT_SSH_COMMAND "ssh -o ProxyCommand='/run/cordon/agent connect %h %p'"
+#define NET_SSH_PROXY_COMMAND "/run/cordon/agent connect %h %p"
+#define NET_GIT_SSH_COMMAND   "ssh -o ProxyCommand='" NET_SSH_PROXY_COMMAND "'"
 
 enum net_mode { NET_MODE_DENY, NET_MODE_ALLOWLIST, NET_MODE_OPEN };
 
@@ -106,6 +107,10 @@ int net_policy_validate(const struct net_policy *policy, struct cordon_error *er
 
 /* Deny mode with its refusing proxy (deny_reporter). */
 bool net_deny_reporter(const struct net_policy *policy);
+/* True when the sandbox's ssh goes through the proxy (GIT_SSH_COMMAND and
+ * the view's /etc/ssh/ssh_config, docs/ssh.md): where the proxy variables
+ * are set. */
+bool net_ssh_proxied(const struct net_policy *policy);
 /* Adds the proxy variables to a NULL-terminated, malloc'd environment
  * (allowlist mode, and deny mode with deny_reporter; nothing otherwise),
  * and each secret's placeholder as its variable, removing whatever the

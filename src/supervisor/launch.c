@@ -464,6 +464,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         .etc_cache_root = l->etc_cache_root,
         .etc_extra = cfg->etc.extra.items,
         .netc_extra = cfg->etc.extra.count,
+        .ssh_proxied = net_ssh_proxied(&l->net),
         .on_namespaces_ready = net_on_namespaces_ready,
         .on_namespaces_ready_ctx = &l->net_session,
         .sockets_allow = (const char *const *)cfg->sockets.allow.items,

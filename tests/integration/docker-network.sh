@@ -276,11 +276,13 @@ like "open: the reason" "$out" 'network.mode = "open" is not supported on the do
 # cordon-agent connect, relays 1 MiB to the echo server and back (the
 # server answers the rest after the half-close), and a refused host gets
 # the proxy's reason.
-dnet_run 'echo "$GIT_SSH_COMMAND"; head -c 1048576 /dev/urandom >/tmp/x
+dnet_run 'echo "$GIT_SSH_COMMAND"; grep -v "^#" /etc/ssh/ssh_config; head -c 1048576 /dev/urandom >/tmp/x
     /run/cordon/agent connect web.test '"$ECHO"' </tmp/x | cmp - /tmp/x && echo same
     /run/cordon/agent connect other.test 22 </dev/null; echo rc=$?'
 like "ssh: GIT_SSH_COMMAND runs cordon-agent connect" "$out" \
     "ssh -o ProxyCommand='/run/cordon/agent connect %h %p'"
+like "ssh: the image's /etc/ssh/ssh_config is cordon's: plain ssh takes the tunnel too" "$out" \
+    "$(printf 'Host \\*\n    ProxyCommand /run/cordon/agent connect %%h %%p')"
 like "ssh: cordon-agent connect relays 1 MiB both ways through the proxy" "$out" "same"
 like "ssh: a refused host gets the proxy's reason" "$out" \
     "cordon's proxy refused other.test:22: HTTP/1.1 403 Forbidden: cordon: network: denied: no allow_hosts rule matches other.test:22"

@@ -53,6 +53,7 @@ StrictModes no
 PermitRootLogin prohibit-password
 PidFile $srv/sshd.pid
 LogLevel VERBOSE
+Subsystem sftp internal-sftp
 EOF
 is_root && mkdir -p /run/sshd # privilege separation's directory, as root
 "$SSHD" -D -e -f "$srv/sshd_config" 2>"$srv/sshd.log" &
@@ -87,6 +88,68 @@ is "... the commit is in the host's repository" "$(git -C "$srv/repo.git" log -1
 like "the audit log has the allowed tunnel" "$(grep "git.test" "$audit" | tail -1)" \
     "\"host\":\"git.test\",\"port\":$P,.*\"decision\":\"allow\""
 
+# Plain ssh, scp, sftp and rsync typed inside: the view's /etc/ssh/ssh_config
+# (cordon's own, not the host's) sends them through the same tunnel. The
+# host key is checked against the mounted known_hosts.
+echo "from the host" >"$srv/file.txt"
+cordon_run "$ws" "${AL[@]}" -- bash -c "grep -v '^#' /etc/ssh/ssh_config
+    ssh -p $P $me@git.test 'echo ssh-ran-on-\$(hostname)' </dev/null 2>&1
+    cd /tmp && scp -q -P $P $me@git.test:$srv/file.txt got.txt 2>&1 && cat got.txt
+    echo 'up by scp' >up.txt && scp -q -P $P up.txt $me@git.test:$srv/up-scp.txt 2>&1 && echo scp-up-rc=\$?
+    echo 'get $srv/file.txt sftp.txt' | sftp -q -b - -P $P $me@git.test >/dev/null 2>&1; cat sftp.txt
+    if command -v rsync >/dev/null; then rsync -e 'ssh -p $P' up.txt $me@git.test:$srv/up-rsync.txt 2>&1 && echo rsync-up; else echo rsync-up; fi"
+is "the view's /etc/ssh/ssh_config: every host through cordon-agent's tunnel" \
+    "$(head -2 <<<"$out")" "$(printf 'Host *\n    ProxyCommand /run/cordon/agent connect %%h %%p')"
+like "plain ssh HOST COMMAND inside reaches the server through the proxy" "$out" \
+    "ssh-ran-on-$(hostname)"
+like "scp from the server" "$out" "from the host"
+is "scp to the server" "$(cat "$srv/up-scp.txt" 2>&1)" "up by scp"
+like "sftp" "$out" "from the host.*from the host"
+if command -v rsync >/dev/null; then
+    is "rsync over ssh" "$(cat "$srv/up-rsync.txt" 2>&1)" "up by scp"
+else
+    skip "rsync over ssh" "rsync is not installed (scripts/bootstrap.sh --test)"
+fi
+like "the audit log has plain ssh's tunnels" "$(grep -c "\"host\":\"git.test\",\"port\":$P,.*allow" "$audit")" \
+    "^([4-9]|[1-9][0-9])$"
+
+before=$(connections)
+cordon_run "$ws" "${AL[@]}" -- bash -c "ssh -p $P $me@other.test true </dev/null 2>&1; echo ssh=\$?
+    ssh -p $((P + 1)) $me@git.test true </dev/null 2>&1; echo ssh=\$?
+    scp -q -P $P $me@other.test:$srv/file.txt /tmp/x 2>&1; echo scp=\$?"
+like "plain ssh to another host: refused with the proxy's reason" "$out" \
+    "cordon's proxy refused other.test:$P: HTTP/1.1 403 Forbidden: cordon: network: denied: no allow_hosts rule matches other.test:$P"
+like "... ssh fails (255)" "$out" "ssh=255"
+like "plain ssh to another port: refused, naming the rule" "$out" \
+    "denied: rule 'git.test:$P' allows port $P only, not $((P + 1))"
+like "scp to another host: refused too" "$out" "scp=[1-9]"
+is "... the server saw none of them" "$(connections)" "$before"
+
+# The user inside may bypass the file: it bypasses nothing else. Without
+# the proxy there is no route and no DNS.
+cordon_run "$ws" "${AL[@]}" -- bash -c "ssh -o ProxyCommand=none -o ConnectTimeout=5 -p $P $me@git.test true </dev/null 2>&1; echo ssh=\$?
+    ssh -o ProxyCommand=none -o ConnectTimeout=5 -p $P $me@127.0.0.1 true </dev/null 2>&1; echo ssh=\$?"
+like "-o ProxyCommand=none: no name resolution inside" "$out" "Could not resolve hostname git.test"
+like "... and the sandbox's own loopback is not the host's" "$out" "port $P: Connection refused"
+is "... the server saw no connection" "$(connections)" "$before"
+
+# Host keys are checked: without the mounted known_hosts ssh refuses the
+# server (no prompt without a terminal), and a wrong key is refused.
+no_mounts
+cordon_run "$ws" "${AL[@]}" -- bash -c "ssh -p $P $me@git.test true </dev/null 2>&1; echo ssh=\$?"
+like "no known_hosts inside: the host key is not accepted" "$out" "Host key verification failed"
+like "... ssh fails" "$out" "ssh=255"
+cp -a "$keys" "$TEST_TMP/badkeys"
+ssh-keygen -q -t ed25519 -N '' -f "$TEST_TMP/other_host_key"
+echo "[git.test]:$P $(cut -d' ' -f1,2 "$TEST_TMP/other_host_key.pub")" >"$TEST_TMP/badkeys/known_hosts"
+printf '[[mounts]]\nhost_path = "%s"\nguest_path = "%s/.ssh"\n' "$TEST_TMP/badkeys" "$pw_home" \
+    >"$XDG_CONFIG_HOME/cordon/config.toml"
+cordon_run "$ws" "${AL[@]}" -- bash -c "ssh -p $P $me@git.test 'echo in' </dev/null 2>&1; echo ssh=\$?"
+like "a host key that is not the known one is refused" "$out" "REMOTE HOST IDENTIFICATION HAS CHANGED"
+like "... ssh fails" "$out" "ssh=255"
+is "... nothing ran on the server" "$(grep -cx in <<<"$out")" "0"
+mount_keys
+
 before=$(connections)
 cordon_run "$ws" "${AL[@]}" -- bash -c "cd /tmp && git clone -q 'ssh://$me@other.test:$P$srv/repo.git' r 2>&1; echo git=\$?"
 like "another host: git clone fails" "$out" "git=128"
@@ -102,8 +165,11 @@ like "another port: git clone fails" "$out" "git=128"
 like "... naming the rule that allows another port" "$out" \
     "denied: rule 'git.test:$P' allows port $P only, not $Q"
 
-cordon_run "$ws" --memory 0 --net-hosts-file "$hosts" -- bash -c "cd /tmp && git clone -q '$url' r 2>&1; echo git=\$?"
+cordon_run "$ws" --memory 0 --net-hosts-file "$hosts" -- bash -c "cd /tmp && git clone -q '$url' r 2>&1; echo git=\$?
+    ssh -p $P $me@git.test true </dev/null 2>&1; echo ssh=\$?"
 like "deny mode: git clone over ssh fails" "$out" "git=128"
+like "deny mode: plain ssh is refused at once with the mode" "$out" \
+    "refused git.test:$P: HTTP/1.1 403 Forbidden: cordon: network: denied: network.mode is \"deny\".*ssh=255"
 like "... at once, with the mode and how to allow the host" "$out" \
     "cordon's proxy refused git.test:$P: HTTP/1.1 403 Forbidden: cordon: network: denied: network.mode is \"deny\""
 is "... the server saw no connection" "$(connections)" "$before"
@@ -162,12 +228,19 @@ if command -v qemu-system-x86_64 >/dev/null &&
     cordon_run "$ws" --backend vm "${AL[@]}" -- bash -c "cd /tmp && git clone -q '$url' r 2>&1 && cat r/README &&
         cd r && echo vm >>README && git -c user.name=a -c user.email=a@test commit -qam 'from the vm' &&
         git push -q origin HEAD:main 2>&1 && echo pushed;
-        git clone -q 'ssh://$me@other.test:$P$srv/repo.git' o 2>&1; echo other=\$?"
+        git clone -q 'ssh://$me@other.test:$P$srv/repo.git' o 2>&1; echo other=\$?
+        ssh -p $P $me@git.test 'echo vm-ssh-ran' </dev/null 2>&1
+        scp -q -P $P $me@git.test:$srv/file.txt vm.txt 2>&1 && cat vm.txt
+        ssh -p $P $me@other.test true </dev/null 2>&1; echo vm-ssh=\$?"
     like "vm: git clone and push over ssh through the proxy" "$out" "hello over ssh.*pushed"
     is "vm: ... the commit is in the host's repository" "$(git -C "$srv/repo.git" log -1 --format=%s main)" \
         "from the vm"
     like "vm: another host is refused with the proxy's reason" "$out" \
         "cordon's proxy refused other.test:$P: HTTP/1.1 403 Forbidden: cordon: network: denied: no allow_hosts rule matches other.test:$P"
+    like "vm: plain ssh and scp through the proxy (the guest's /etc/ssh/ssh_config)" "$out" \
+        "vm-ssh-ran.*from the host"
+    like "vm: plain ssh to another host is refused" "$out" \
+        "cordon's proxy refused other.test:$P: HTTP/1.1 403 Forbidden.*vm-ssh=255"
 else
     skip "vm: git over ssh through the proxy" "no qemu-system-x86_64 or guest kernel"
 fi

@@ -7,6 +7,7 @@
  * symlink refuses the start as it does on ns. What remains is the race
  * between that check and the daemon's own resolution (the docs say so). */
 #include "backend/docker/docker-run.h"
+#include "backend/etc-allowlist.h"
 #include "supervisor/gitguard.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
@@ -380,6 +381,19 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
         snprintf(sock, sizeof(sock), "%s/" DOCKER_PROXY_SOCKET, state_dir);
         if (check_host_path(sock, "the proxy socket", err) < 0 ||
             bind_add(b, sock, DOCKER_PROXY_PATH, true, err) < 0)
+            goto out;
+    }
+    /* ssh through the proxy (etc-allowlist.h): the image's /etc is its
+     * own, so only this one file of it is replaced. */
+    if (net_ssh_proxied(&l->net)) {
+        char conf[PATH_MAX];
+        snprintf(conf, sizeof(conf), "%s/ssh/ssh_config", state_dir);
+        _cleanup_close_ int dir = open(state_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir < 0 || etc_write_ssh_config(dir) < 0) {
+            error_set(err, errno, "docker: writing %s", conf);
+            goto out;
+        }
+        if (bind_add(b, conf, "/etc/ssh/ssh_config", true, err) < 0)
             goto out;
     }
     if (l->net.publish_count > 0) {

@@ -165,7 +165,8 @@ static int plan_etc(struct ns_mount_plan *plan, const struct ns_spec *spec,
     _cleanup_free_ struct etc_cache *cache = malloc(sizeof(*cache));
     if (!cache)
         return error_set(err, ENOMEM, "planning /etc");
-    if (etc_cache_prepare(spec->etc_cache_root, spec->etc_extra, spec->netc_extra, cache, err) < 0)
+    if (etc_cache_prepare(spec->etc_cache_root, spec->etc_extra, spec->netc_extra,
+                          spec->ssh_proxied, cache, err) < 0)
         return -1;
     if (plan_mkdir_p(plan, "/etc") < 0 ||
         plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", cache->dir), NEWROOT "/etc", NULL,

@@ -218,7 +218,8 @@ static int etc_fill_extra(int etcfd, int dstfd, const char *rel, size_t *budget,
     return 0;
 }
 
-static int etc_fill(const char *state, const struct cfg_strings *extra, struct cordon_error *err)
+static int etc_fill(const char *state, const struct cfg_strings *extra, bool ssh_proxied,
+                    struct cordon_error *err)
 {
     char dst[PATH_MAX];
     snprintf(dst, sizeof(dst), "%s/etc", state);
@@ -245,6 +246,21 @@ static int etc_fill(const char *state, const struct cfg_strings *extra, struct c
     for (size_t i = 0; i < extra->count; i++)
         if (etc_fill_extra(dirfd(etc), d, extra->items[i], &budget, err) < 0)
             return -1;
+    /* ssh: the servers' public keys and, where ssh goes through the proxy,
+     * cordon's ssh_config (etc-allowlist.h); etc.extra's own copies win. */
+    _cleanup_close_ int ssh = open("/etc/ssh", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ssh >= 0 || ssh_proxied) {
+        if (mkdirat(d, "ssh", 0755) < 0 && errno != EEXIST)
+            return error_set(err, errno, "vm: copying /etc/ssh");
+        _cleanup_close_ int dssh =
+            openat(d, "ssh", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (dssh < 0 ||
+            (ssh >= 0 && fstatat(dssh, "ssh_known_hosts", &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+             copy_entry(ssh, dssh, "ssh_known_hosts", &budget, 0) < 0) ||
+            (ssh_proxied && etc_write_ssh_config(d) < 0))
+            return error_set(err, errno, "vm: copying /etc/ssh");
+    }
     return 0;
 }
 
@@ -546,7 +562,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     long long deadline = clock_now_ms() + timeout;
     json_t *spec = NULL, *reply = NULL;
     if (!st->etc_filled) {
-        if (etc_fill(st->dir, &l->cfg.etc.extra, err) < 0)
+        if (etc_fill(st->dir, &l->cfg.etc.extra, net_ssh_proxied(&l->net), err) < 0)
             goto fail;
         st->etc_filled = true;
     }
