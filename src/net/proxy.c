@@ -99,6 +99,10 @@ struct conn {
     struct buffer *down;                   /* server -> client */
     struct relay_pipe up_pipe, down_pipe;  /* in CONN_RELAY, when pipes were available */
     bool client_eof, server_eof, up_shut, down_shut;
+    /* The server took no more of the upload (it answered and reset the
+     * connection): the client's further bytes are read and dropped while
+     * the answer reaches it, DRAIN_TIMEOUT_S at most (since). */
+    bool up_dropped;
     /* In CONN_RELAY the sockets are edge-triggered: each flag says the
      * socket may be ready (an edge came, no EAGAIN since), so no syscall
      * is spent on a socket known to be empty or full. */
@@ -955,7 +959,8 @@ static void relay_pipe_grow(struct proxy *p, struct relay_pipe *pp)
 }
 
 /* Moves what it can in one direction. Returns 1 when something moved
- * (or EOF was seen), 0 when both ends are blocked, -1 on a socket error. */
+ * (or EOF was seen), 0 when both ends are blocked, -1 on an error of the
+ * source, -2 on one of the destination. */
 static int relay_direction(struct proxy *p, int src, bool *src_readable, bool *src_eof, int dst,
                            bool *dst_writable, struct buffer *b, struct relay_pipe *pp,
                            size_t *moved)
@@ -981,7 +986,7 @@ static int relay_direction(struct proxy *p, int src, bool *src_readable, bool *s
     if (*dst_writable && flow_pending(b, pp) > 0) {
         ssize_t n = flow_write(dst, b, pp);
         if (n == -1)
-            return -1;
+            return -2;
         if (n == -2) {
             *dst_writable = false;
         } else if (n > 0) {
@@ -999,15 +1004,50 @@ static int relay_direction(struct proxy *p, int src, bool *src_readable, bool *s
  * had its turn (then it waits in the ready list: no edge would come for
  * bytes already there). Passes half-closes on and ends the connection
  * when both directions are done. */
+/* The client's bytes after the server stopped taking them: read and
+ * dropped, so that closing does not reset the connection under an answer
+ * the client has yet to read. */
+static int relay_drop_up(struct conn *c, size_t *moved)
+{
+    if (c->client_eof || !c->client_readable)
+        return 0;
+    char scratch[16384];
+    ssize_t n = read(c->client, scratch, sizeof(scratch));
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        c->client_readable = false;
+        return 0;
+    }
+    if (n <= 0)
+        c->client_eof = true;
+    else
+        *moved += (size_t)n;
+    return 1;
+}
+
 static void relay_pump(struct proxy *p, struct conn *c)
 {
     size_t moved = 0;
     int up = 1, down = 1;
     while ((up > 0 || down > 0) && moved < RELAY_TURN_MAX) {
-        up = relay_direction(p, c->client, &c->client_readable, &c->client_eof, c->server,
-                             &c->server_writable, c->up, &c->up_pipe, &moved);
+        up = c->up_dropped
+                 ? relay_drop_up(c, &moved)
+                 : relay_direction(p, c->client, &c->client_readable, &c->client_eof, c->server,
+                                   &c->server_writable, c->up, &c->up_pipe, &moved);
         down = relay_direction(p, c->server, &c->server_readable, &c->server_eof, c->client,
                                &c->client_writable, c->down, &c->down_pipe, &moved);
+        /* A server that answers an upload early (413) and closes resets
+         * the connection: writing to it fails, and reading gives what it
+         * sent, then the reset. Its answer still goes to the client, which
+         * waits for it while it sends. */
+        if (up == -2) {
+            c->up_dropped = c->up_shut = true;
+            c->since = time(NULL);
+            up = 1;
+        }
+        if (down == -1) {
+            c->server_eof = true;
+            down = 1;
+        }
         if (up < 0 || down < 0) {
             conn_close(p, c);
             return;
@@ -1022,7 +1062,8 @@ static void relay_pump(struct proxy *p, struct conn *c)
         shutdown(c->client, SHUT_WR);
         c->down_shut = true;
     }
-    if (c->up_shut && c->down_shut) {
+    /* After a dropped upload, the client closes once it has the answer. */
+    if (c->up_shut && c->down_shut && (!c->up_dropped || c->client_eof)) {
         conn_close(p, c);
         return;
     }
@@ -1311,11 +1352,11 @@ static void sweep_timeouts(struct proxy *p)
     time_t now = time(NULL);
     for (size_t i = 0; i < NET_MAX_CONNECTIONS; i++) {
         struct conn *c = &p->conns[i];
-        if (c->state == CONN_FREE || c->state == CONN_RELAY)
+        if (c->state == CONN_FREE || (c->state == CONN_RELAY && !c->up_dropped))
             continue;
-        time_t limit = c->state == CONN_DRAIN       ? DRAIN_TIMEOUT_S
-                       : c->state == CONN_RESOLVING ? RESOLVE_TIMEOUT_S
-                                                    : HANDSHAKE_TIMEOUT_S;
+        time_t limit = c->state == CONN_DRAIN || c->up_dropped ? DRAIN_TIMEOUT_S
+                       : c->state == CONN_RESOLVING            ? RESOLVE_TIMEOUT_S
+                                                               : HANDSHAKE_TIMEOUT_S;
         if (now - c->since <= limit)
             continue;
         if (c->state == CONN_RESOLVING) {

@@ -2,6 +2,7 @@
  * bytes read from the client are the sandbox's and untrusted. */
 #include "net/tls.h"
 #include "net/audit.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #include <arpa/inet.h>
@@ -32,6 +33,15 @@
 #define TLS_IDLE_S         300
 #define TLS_LEAF_CACHE     256
 #define TLS_CHUNK_LINE_MAX 1024
+
+/* A destination that answered a request before taking its whole body
+ * (413, 401) and then takes nothing more for this long: the body is given
+ * up, the answer has reached the client. */
+#define TLS_EARLY_ANSWER_S 2
+/* After giving up a body: how long the client's remaining bytes are read
+ * and dropped, so that its kernel does not reset the connection under the
+ * answer it has still to read. */
+#define TLS_LINGER_S 5
 
 struct leaf {
     char host[256];
@@ -344,6 +354,12 @@ struct job {
     enum chunk_state chunk;
     char line[TLS_CHUNK_LINE_MAX];
     size_t line_len;
+    /* The destination sent bytes while a request was still coming: an
+     * early answer. */
+    bool answered;
+    /* The request's body is not relayed to its end (the destination
+     * closed, or stopped reading after its answer). */
+    bool given_up;
 };
 
 static void job_audit(struct job *j, bool allowed, const char *reason)
@@ -380,6 +396,7 @@ static int ssl_write_all(SSL *ssl, const void *data, size_t len)
     const char *p = data;
     while (len > 0) {
         size_t n = 0;
+        ERR_clear_error();
         int ret = SSL_write_ex(ssl, p, len, &n);
         if (ret != 1) {
             if (ssl_wait(ssl, ret))
@@ -397,6 +414,9 @@ static int ssl_write_all(SSL *ssl, const void *data, size_t len)
 static int ssl_read_some(SSL *ssl, char *buf, size_t size, size_t *n)
 {
     *n = 0;
+    /* SSL_get_error() reads this thread's error queue: what the other
+     * connection's end left there must not count for this one. */
+    ERR_clear_error();
     int ret = SSL_read_ex(ssl, buf, size, n);
     if (ret == 1)
         return 1;
@@ -423,6 +443,73 @@ static void job_refuse(struct job *j, int status, const char *reason)
     if (ssl_write_all(j->cs, head, (size_t)hlen) == 0)
         ssl_write_all(j->cs, body, (size_t)blen);
     job_audit(j, false, reason);
+}
+
+/* A request body is on its way (not after an Upgrade: those bytes are a
+ * protocol of their own). */
+static bool job_in_body(const struct job *j)
+{
+    return j->body == BODY_LENGTH || j->body == BODY_CHUNKED;
+}
+
+/* Passes what the destination sent on to the client: 1 when something
+ * was, 0 when nothing is there yet, -1 at the destination's end or on an
+ * error. Bytes that arrive during a body, other than an interim answer
+ * ("HTTP/1.1 100 Continue", sent whole in one record), are its final
+ * answer. */
+static int job_answer_some(struct job *j)
+{
+    char buf[16384];
+    size_t n = 0;
+    int r = ssl_read_some(j->ss, buf, sizeof(buf), &n);
+    if (r <= 0)
+        return r;
+    bool interim = n > 9 && memcmp(buf, "HTTP/1.", 7) == 0 && buf[8] == ' ' && buf[9] == '1';
+    if (job_in_body(j) && !interim)
+        j->answered = true;
+    return ssl_write_all(j->cs, buf, n) < 0 ? -1 : 1;
+}
+
+/* Sends request bytes to the destination. While it takes none, what it
+ * sends back still reaches the client: a server may answer (413 Payload
+ * Too Large, 401) before reading the whole body, and the client waits for
+ * that answer while it sends. When the destination has ended, or has
+ * answered and then takes nothing for TLS_EARLY_ANSWER_S, the request is
+ * given up (-1): its answer, what there is of it, has been passed on. */
+static int job_send_upstream(struct job *j, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        size_t n = 0;
+        ERR_clear_error();
+        int ret = SSL_write_ex(j->ss, p, len, &n);
+        if (ret == 1) {
+            p += n;
+            len -= n;
+            continue;
+        }
+        int e = SSL_get_error(j->ss, ret);
+        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+            /* Closed or reset: its answer is still in the socket's queue. */
+            while (job_answer_some(j) > 0)
+                ;
+            j->given_up = job_in_body(j);
+            return -1;
+        }
+        struct pollfd pfd = {j->server, POLLIN | (e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0), 0};
+        int r = poll(&pfd, 1, (j->answered ? TLS_EARLY_ANSWER_S : TLS_IDLE_S) * 1000);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            j->given_up = j->answered;
+            return -1;
+        }
+        if ((pfd.revents & (POLLIN | POLLHUP | POLLERR)) && job_answer_some(j) < 0) {
+            j->given_up = job_in_body(j);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static bool token_eq(const char *a, size_t alen, const char *b)
@@ -601,7 +688,7 @@ static int job_request(struct job *j, const char *head, size_t len)
             job_audit(j, true, reason);
         }
     }
-    int rc = ssl_write_all(j->ss, out, out_len);
+    int rc = job_send_upstream(j, out, out_len);
     if (filled) {
         explicit_bzero(filled, out_len);
         free(filled);
@@ -626,7 +713,7 @@ static ssize_t job_body(struct job *j, const char *data, size_t len)
     size_t used = 0;
     while (used < len && j->body != BODY_NONE) {
         if (j->body == BODY_RAW) {
-            if (ssl_write_all(j->ss, data + used, len - used) < 0)
+            if (job_send_upstream(j, data + used, len - used) < 0)
                 return -1;
             return (ssize_t)len;
         }
@@ -634,7 +721,7 @@ static ssize_t job_body(struct job *j, const char *data, size_t len)
             size_t n = len - used;
             if (n > j->remaining)
                 n = (size_t)j->remaining;
-            if (ssl_write_all(j->ss, data + used, n) < 0)
+            if (job_send_upstream(j, data + used, n) < 0)
                 return -1;
             used += n;
             j->remaining -= n;
@@ -645,7 +732,7 @@ static ssize_t job_body(struct job *j, const char *data, size_t len)
         }
         /* Chunked framing lines: size, the CRLF after data, trailers. */
         char ch = data[used++];
-        if (ssl_write_all(j->ss, &ch, 1) < 0)
+        if (job_send_upstream(j, &ch, 1) < 0)
             return -1;
         if (j->line_len >= sizeof(j->line) - 1) {
             job_refuse(j, 400, "an overlong chunk line inside TLS");
@@ -743,6 +830,32 @@ static void set_timeouts(int fd, int seconds)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+/* The request was given up with its answer sent: the client's remaining
+ * bytes are read and dropped (TLS_LINGER_S at most, until it closes) while
+ * it reads the answer. Closing at once with its bytes unread would make
+ * the kernel reset the connection, and the client could see the reset
+ * before the answer. */
+static void job_linger(struct job *j)
+{
+    log_debug("network: https %s:%d: the destination answered before taking the whole "
+              "request body; the rest is not sent",
+              j->host, j->port);
+    char buf[16384];
+    long long deadline = clock_now_ms() + TLS_LINGER_S * 1000;
+    for (;;) {
+        size_t n = 0;
+        int r = ssl_read_some(j->cs, buf, sizeof(buf), &n);
+        long long left = deadline - clock_now_ms();
+        if (r < 0 || left <= 0)
+            return;
+        if (r > 0 || SSL_pending(j->cs) > 0)
+            continue;
+        struct pollfd pfd = {j->client, POLLIN, 0};
+        if (poll(&pfd, 1, (int)left) <= 0)
+            return;
+    }
+}
+
 static void job_run(struct job *j)
 {
     struct tls_state *t = j->t;
@@ -820,13 +933,15 @@ static void job_run(struct job *j)
             if (r < 0 || (r > 0 && job_from_client(j, buf, n) < 0))
                 break;
         }
-        if (sp || pfd[1].revents) {
-            int r = ssl_read_some(j->ss, buf, 16384, &n);
-            if (r < 0 || (r > 0 && ssl_write_all(j->cs, buf, n) < 0))
-                break;
+        if ((sp || pfd[1].revents) && job_answer_some(j) < 0) {
+            /* The destination ended while the client was still sending. */
+            j->given_up = job_in_body(j);
+            break;
         }
     }
     free(buf);
+    if (j->given_up)
+        job_linger(j);
     SSL_shutdown(j->cs);
 }
 

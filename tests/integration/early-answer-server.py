@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""A server that answers an upload before reading its body (tests/integration/tls.sh).
+
+usage: early-answer-server.py PORT LOG MODE [CERT KEY]
+
+Reads a request head and 1 KiB of its body, answers 413 with a short body
+and Connection: close, then, by MODE:
+  close  ends its side (FIN after the answer), then closes half a second
+         later with unread bytes in its receive buffer: the kernel resets
+         the connection, as a server that gives up on a body does
+  stall  neither reads nor closes for 120 s (a server that stopped reading)
+Each request appends "METHOD PATH read=N" to LOG. With CERT and KEY it
+speaks TLS. Listens on 127.0.0.1 only.
+"""
+import socket
+import ssl
+import sys
+import threading
+import time
+
+port, log, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = None
+if len(sys.argv) > 5:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+
+BODY = b"cordon-test: upload refused after 1 KiB\n"
+
+
+def handle(raw):
+    c = raw
+    try:
+        if ctx:
+            c = ctx.wrap_socket(raw, server_side=True)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            d = c.recv(4096)
+            if not d:
+                return
+            buf += d
+        head, rest = buf.split(b"\r\n\r\n", 1)
+        got = len(rest)
+        while got < 1024:
+            d = c.recv(1024 - got)
+            if not d:
+                break
+            got += len(d)
+        c.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: text/plain\r\n"
+                  b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(BODY) + BODY)
+        with open(log, "a") as f:
+            f.write("%s read=%d\n" % (" ".join(head.split(b"\r\n")[0].decode().split(" ")[:2]),
+                                      min(got, 1024)))
+        if mode == "stall":
+            time.sleep(120)
+        else:
+            # A close right after sendall() could reset the connection
+            # before the answer left this host; FIN first, then the reset.
+            raw_sock = c
+            if ctx:
+                raw_sock = socket.socket(fileno=c.detach())
+                c = raw_sock
+            raw_sock.shutdown(socket.SHUT_WR)
+            time.sleep(0.5)
+    except (OSError, ssl.SSLError):
+        pass
+    finally:
+        # No close_notify (SSLSocket.close() sends none), nothing more read.
+        c.close()
+
+
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+# A small receive buffer: the upload stops flowing soon after the answer.
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.bind(("127.0.0.1", port))
+s.listen(16)
+while True:
+    conn, _ = s.accept()
+    threading.Thread(target=handle, args=(conn,), daemon=True).start()
