@@ -11,7 +11,8 @@ build_pkgs=(meson ninja-build gcc pkg-config libseccomp-dev libjansson-dev
 test_pkgs=(clang clang-format libclang-rt-14-dev bubblewrap ripgrep fd-find
     hyperfine util-linux procps iproute2 strace python3 curl netcat-openbsd time socat
     qemu-system-x86 kmod tmux docker.io docker-compose busybox-static bash-static e2fsprogs
-    debhelper lintian zsh fish mmdebstrap openssh-server rsync)
+    debhelper lintian zsh fish mmdebstrap openssh-server rsync
+    python3-pip)
 # socat is a relay in the network tests; qemu-system-x86 and kmod (depmod)
 # are for the vm backend; tmux is the terminal for pi's interactive TUI test
 # (tests/e2e/pi-tui.mjs); docker.io (dockerd, containerd, runc),
@@ -22,7 +23,8 @@ test_pkgs=(clang clang-format libclang-rt-14-dev bubblewrap ripgrep fd-find
 # Debian package (make deb), mmdebstrap makes the Debian 12 root file system
 # it is installed into (tests/integration/package.sh); zsh and fish run the
 # completion tests; openssh-server is the sshd that git over ssh through the
-# proxy reaches (tests/integration/ssh.sh), and rsync runs over ssh there.
+# proxy reaches (tests/integration/ssh.sh), and rsync runs over ssh there;
+# python3-pip installs from a local index through the proxy (tests/integration/pip.sh).
 
 want=("${build_pkgs[@]}")
 mode=build
