@@ -3,11 +3,16 @@
 
 usage: early-answer-server.py PORT LOG MODE [CERT KEY]
 
-Reads a request head and 1 KiB of its body, answers 413 with a short body
+Reads a request head and 1 KiB of its body, waits a second (a server
+checking a quota: meanwhile the upload fills every buffer on its way, and a
+proxy relaying it blocks on a full socket), answers 413 with a short body
 and Connection: close, then, by MODE:
   close  ends its side (FIN after the answer), then closes half a second
          later with unread bytes in its receive buffer: the kernel resets
          the connection, as a server that gives up on a body does
+  reset  answers at once (no second's wait) and closes at once: the
+         reset follows the answer's bytes on the wire (on loopback they
+         leave within sendall()) while the upload is in full flow
   stall  neither reads nor closes for 120 s (a server that stopped reading)
 Each request appends "METHOD PATH read=N" to LOG. With CERT and KEY it
 speaks TLS. Listens on 127.0.0.1 only.
@@ -45,6 +50,8 @@ def handle(raw):
             if not d:
                 break
             got += len(d)
+        if mode != "reset":
+            time.sleep(1)
         c.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: text/plain\r\n"
                   b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(BODY) + BODY)
         with open(log, "a") as f:
@@ -52,7 +59,7 @@ def handle(raw):
                                       min(got, 1024)))
         if mode == "stall":
             time.sleep(120)
-        else:
+        elif mode == "close":
             # A close right after sendall() could reset the connection
             # before the answer left this host; FIN first, then the reset.
             raw_sock = c

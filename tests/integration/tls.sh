@@ -166,47 +166,58 @@ unlike "api.test (intercepted): the server's own CA does not verify what the cli
     "api-rc=0"
 
 # ------------------------------------------------ an upload answered before its body is read
-# A server that answers 413 after 1 KiB of a 50 MiB upload, then closes
-# (its kernel resets the connection) or stops reading without closing. curl
-# waits for that answer while it sends: the proxy must deliver it at once,
-# intercepted (rules.test), through a plain tunnel (plain.test) and for
-# plain HTTP, and end the request instead of pushing the body into a server
-# that takes no more (that stalled for 300 s).
-ep=$((port + 2))
+# A server that answers 413 a second after 1 KiB of a 50 MiB upload (the
+# proxy is blocked writing the body by then), then closes (its kernel
+# resets the connection) or stops reading without closing; and for plain
+# HTTP one that answers and resets at once, while the upload is in full
+# flow (three times: it lost the answer to the failed write about every
+# other time). curl waits for that answer while it sends: the proxy must
+# deliver it at once, intercepted (rules.test), through a plain tunnel
+# (plain.test) and for plain HTTP, and end the request instead of pushing
+# the body into a server that takes no more (that stalled for 300 s).
 elog="$TEST_TMP/early.log"
+tls_close=$((port + 2)) tls_stall=$((port + 3)) http_close=$((port + 4)) http_stall=$((port + 5))
+http_reset=$((port + 6))
 for m in close stall; do
-    $PY "$here/early-answer-server.py" "$ep" "$elog" "$m" "$pki/srv.pem" "$pki/srv.key" >/dev/null 2>&1 &
+    eval "tp=\$tls_$m hp=\$http_$m"
+    $PY "$here/early-answer-server.py" "$tp" "$elog" "$m" "$pki/srv.pem" "$pki/srv.key" >/dev/null 2>&1 &
     cleanup_pids+=($!)
-    $PY "$here/early-answer-server.py" $((ep + 2)) "$elog" "$m" >/dev/null 2>&1 &
+    $PY "$here/early-answer-server.py" "$hp" "$elog" "$m" >/dev/null 2>&1 &
     cleanup_pids+=($!)
-    eval "tls_$m=$ep http_$m=$((ep + 2))"
-    ep=$((ep + 1))
 done
-for p in "$tls_close" "$tls_stall" "$http_close" "$http_stall"; do
+$PY "$here/early-answer-server.py" "$http_reset" "$elog" reset >/dev/null 2>&1 &
+cleanup_pids+=($!)
+for p in "$tls_close" "$tls_stall" "$http_close" "$http_stall" "$http_reset"; do
     for i in $(seq 100); do bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null && break; sleep 0.1; done
 done
 : >"$elog"
 urls="https://rules.test:$tls_close/repos/me/x/pulls https://rules.test:$tls_stall/repos/me/x/pulls
     https://plain.test:$tls_close/up https://plain.test:$tls_stall/up
-    http://plain.test:$http_close/up http://plain.test:$http_stall/up"
+    http://plain.test:$http_close/up http://plain.test:$http_stall/up
+    http://plain.test:$http_reset/up?1 http://plain.test:$http_reset/up?2 http://plain.test:$http_reset/up?3"
 net_run --allow-host "127.0.0.1:$tls_close" --allow-host "127.0.0.1:$tls_stall" \
     --allow-host "127.0.0.1:$http_close" --allow-host "127.0.0.1:$http_stall" \
+    --allow-host "127.0.0.1:$http_reset" \
     'head -c 52428800 /dev/zero >/tmp/big; cat "$CURL_CA_BUNDLE" servers-ca.pem >/tmp/ca.pem
     for u in '"$(echo $urls)"'; do
-    rm -f /tmp/body; curl -sS -m 60 --cacert /tmp/ca.pem -H "Expect:" -X POST -T /tmp/big -o /tmp/body -w "$u code=%{http_code} t=%{time_total} " "$u" 2>&1
+    rm -f /tmp/body; curl -sS -m 30 --cacert /tmp/ca.pem -H "Expect:" -X POST -T /tmp/big -o /tmp/body -w "$u code=%{http_code} t=%{time_total} " "$u" 2>&1
     echo "body=$(cat /tmp/body 2>/dev/null)"; done'
 for u in $urls; do
     line=$(grep -F "$u code=" <<<"$out")
     case $u in
     https://rules*) what="intercepted" ;; https://*) what="tunnel" ;; *) what="plain HTTP" ;;
     esac
-    case $u in *:$tls_close/* | *:$http_close/*) how="answers and closes" ;; *) how="answers and stops reading" ;; esac
+    case $u in
+    *:$tls_close/* | *:$http_close/*) how="answers and closes" ;;
+    *:$http_reset/*) how="answers and resets at once (${u##*\?})" ;;
+    *) how="answers and stops reading" ;;
+    esac
     like "upload, $what, the server $how: curl gets the 413 and its body" "$line" \
         "code=413 .*body=cordon-test: upload refused after 1 KiB"
     t=$(sed -n 's/.* t=\([0-9.]*\) .*/\1/p' <<<"$line")
     is "... within 10 s (took ${t:-?} s)" "$(awk -v t="${t:-999}" 'BEGIN { print (t < 10) ? "fast" : "slow" }')" "fast"
 done
-is "every upload reached its server, which read 1 KiB" "$(grep -c 'read=1024' "$elog")" "6"
+is "every upload reached its server, which read 1 KiB" "$(grep -c 'read=1024' "$elog")" "9"
 
 # ------------------------------------------------ configuration rules
 printf '[network]\nhttp_rules = ["GET api.test/*"]\n' >"$ws/.cordon.toml"
