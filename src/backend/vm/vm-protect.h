@@ -21,6 +21,14 @@ struct vm_bind {
     bool pinned;
     dev_t dev;
     ino_t ino;
+    /* Review mode (docs/review.md "Backends"): this entry is the overlay,
+     * source its lower layer (the workspace), layer its review directory,
+     * mounted over target (the workspace, the share QEMU exports). */
+    char *layer;
+    /* A source in the workspace taken from QEMU's view once the overlay is
+     * on it (a protected path and its directories on the way), not from
+     * the host's workspace beneath. */
+    bool in_view;
 };
 
 /* The binds for QEMU (ended by an entry with a NULL target, malloc'd; *out
@@ -38,8 +46,9 @@ void vm_protect_free(struct vm_bind *binds);
 
 /* In QEMU's child, before exec: a mount namespace of its own (and, when not
  * root, a user namespace mapping only the caller's uid and gid) with each
- * bind made in order, every source taken before the first is bound. 0, or
- * -1 with errno. */
+ * bind made in order, every source taken before the first is bound (the
+ * overlay first; in_view sources just before their bind). 0, or -1 with
+ * errno. */
 int vm_protect_apply(const struct vm_bind *binds);
 
 /* What vm_protect_apply needs, tried in a child that exits at once (the
