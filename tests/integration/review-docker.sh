@@ -28,6 +28,43 @@ like "docker: MCP: a rewind while a tool call runs is refused" "$out" \
     "rewind-inflight a tool call is still running: rewind after it ends"
 is "docker: MCP: the host has only the applied file" "$(cat "$mws/a.txt" "$mws/b.txt")" $'host\nb'
 "$CORDON" rm dkm >/dev/null 2>&1
+# An unprivileged user who may drive the daemon (the socket is its own, as a
+# docker group member's would be): the layer is that user's to read, apply
+# and remove.
+if id cordon-test >/dev/null 2>&1; then
+    chown cordon-test "$hd/sock"
+    uws=$(mktemp -d /tmp/cordon-dkr.XXXXXX)
+    urun=$(mktemp -d /tmp/cordon-dkrr.XXXXXX)
+    cleanup_dirs+=("$uws" "$urun")
+    mkdir -p "$uws/gone" "$urun/home" "$urun/run"
+    echo one >"$uws/a.txt"
+    echo g >"$uws/gone/x"
+    chown -R cordon-test "$uws" "$urun"
+    chmod 700 "$urun/run"
+    uc() { (cd "$uws" && runuser -u cordon-test -- env -u XDG_CONFIG_HOME -u XDG_STATE_HOME PWD="$uws" \
+        HOME="$urun/home" XDG_RUNTIME_DIR="$urun/run" CORDON_TEST_AGENT="$CORDON_TEST_AGENT" \
+        "$ucordon" "$@" 2>&1 </dev/null); }
+    out=$(uc run "${D[@]}" --review --name dku -- bash -c 'echo two >> a.txt; rm -r gone; echo n > new; id -u')
+    like "docker, unprivileged: the agent runs as the user" "$out" "^$(id -u cordon-test)"
+    is "docker, unprivileged: the files the container made in the layer are the user's" \
+        "$(stat -c %U "$urun/run/cordon/dku/review/upper/new" "$urun/run/cordon/dku/review/upper/a.txt" | sort -u)" cordon-test
+    ch=$(uc changes dku)
+    is "docker, unprivileged: changes reads the daemon's layer" "$ch" $'M  a.txt\nD  gone/\nA  new'
+    out=$(uc apply dku)
+    is "docker, unprivileged: apply as the user: $out" "$?" 0
+    is "docker, unprivileged: the applied files are the user's" \
+        "$(cat "$uws/a.txt" "$uws/new"; stat -c %U "$uws/new"; test -e "$uws/gone" || echo gone-removed)" \
+        $'one\ntwo\nn\ncordon-test\ngone-removed'
+    out=$(uc rm dku)
+    rc=$?
+    is "docker, unprivileged: cordon rm exits 0: $out" "$rc" 0
+    diag "docker, unprivileged: left after cordon rm: $(find "$urun/run/cordon" -path '*dku*' 2>&1 | tr '\n' ' ')"
+    ok "docker, unprivileged: cordon rm leaves no file of the layer but the daemon's work directory" \
+        test -z "$(find "$urun/run/cordon" -path '*/review/work/work' -prune -o -path '*/review/work' -prune -o -type f -path '*dku*' -print 2>/dev/null)"
+    chown root "$hd/sock"
+else
+    skip "docker, unprivileged: review mode" "no cordon-test user"
+fi
 is "docker: no volume is left once the sessions ended" "$(docker volume ls -q | wc -l)" 0
 
 tap_done

@@ -45,10 +45,10 @@ def sh(cmd):
 # call 4: bash writes a file and leaves a process running
 sh("echo c > c.txt; (sleep 1000 &) ; echo started")
 name = rpc("cordon/status")["result"].get("sandbox")
-print("before-rewind", sh("cat c.txt; pgrep sleep | wc -l"))
+print("before-rewind", sh("cat c.txt; grep -lx sleep /proc/[0-9]*/comm 2>/dev/null | wc -l"))
 r = rpc("cordon/reviewRewind", {"to": 2})
 print("rewind", r["result"].get("rewoundTo"), r["result"].get("processesEnded"), r["result"].get("state"), r["result"].get("sandbox") == name)
-print("after-rewind", sh("test -e c.txt && echo c-present || echo c-gone; test -e esc.txt && echo esc-present || echo esc-gone; cat a.txt; pgrep sleep | wc -l"))
+print("after-rewind", sh("test -e c.txt && echo c-present || echo c-gone; test -e esc.txt && echo esc-present || echo esc-gone; cat a.txt; grep -lx sleep /proc/[0-9]*/comm 2>/dev/null | wc -l"))
 print("tools-after", " ".join(sorted(t["name"] for t in rpc("tools/list")["result"]["tools"])))
 r = rpc("cordon/reviewRewind", {"to": 999})
 print("rewind-999", r.get("error", {}).get("message"), "|", sh("echo still-works"))
