@@ -268,8 +268,7 @@ static int docker_net_args(const struct launch *l, struct docker_args *a)
  * image's files at the view's path are not copied into the layer. Overlay's
  * option syntax splits on ',' and ':' and takes '\' as an escape, docker's
  * --mount splits on ',' outside '"': a path holding any is refused. */
-static int review_mount(const struct ns_spec *spec, struct docker_args *a,
-                        struct cordon_error *err)
+static int review_mount(const struct ns_spec *spec, struct docker_args *a, struct cordon_error *err)
 {
     const char *paths[] = {spec->workspace, spec->review_dir, spec->workspace_view};
     for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
@@ -292,8 +291,8 @@ static int review_mount(const struct ns_spec *spec, struct docker_args *a,
                         "volume-opt=type=overlay,volume-opt=device=overlay,"
                         "\"volume-opt=o=lowerdir=%s,upperdir=%s/upper,workdir=%s/work,"
                         "%s\"",
-                        spec->workspace_view, spec->workspace, spec->review_dir,
-                        spec->review_dir, REVIEW_OVERLAY_OPTIONS) < 0)
+                        spec->workspace_view, spec->workspace, spec->review_dir, spec->review_dir,
+                        REVIEW_OVERLAY_OPTIONS) < 0)
         return error_set(err, ENOMEM, "docker");
     return 0;
 }
@@ -450,7 +449,7 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     if (check_host_path(spec->workspace, "the workspace", err) < 0)
         goto out;
     if (b->review_ws ? review_mount(spec, a, err) < 0
-                  : bind_add(b, spec->workspace, spec->workspace_view, ro, err) < 0)
+                     : bind_add(b, spec->workspace, spec->workspace_view, ro, err) < 0)
         goto out;
     for (const char *const *p = spec->protected_paths; p && *p; p++) {
         if (protect(b, spec->workspace, spec->workspace_view, *p, ro, err) < 0)
