@@ -113,20 +113,22 @@ int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm
         }
     }
     const char *ws = l->spec.workspace;
-    size_t first_path = n;
-    for (size_t i = 0;
-         rc == 0 && !guest_binds_hold && l->spec.protected_paths && l->spec.protected_paths[i]; i++)
+    /* Review mode: QEMU writes the workspace only into the upper layer, so
+     * the host's protected files are out of its reach without binds (and
+     * apply never writes them, review.c). A bind of the host's directory on
+     * a path's way would even let the guest write the host beneath the
+     * overlay, and one taken from the overlay's view would follow what an
+     * earlier session left in the layer. The guest's own binds keep them
+     * read-only for the guest's user, as without review mode. */
+    bool ws_binds = !guest_binds_hold && !review;
+    for (size_t i = 0; rc == 0 && ws_binds && l->spec.protected_paths && l->spec.protected_paths[i];
+         i++)
         rc = add_path(list, &n, ws, l->spec.protected_paths[i], err);
-    /* In review mode a protected path and the directories on its way are
-     * the overlay's, bound over themselves: a bind from the host's
-     * workspace would let the guest write the host beneath the overlay. */
-    for (size_t i = first_path; review && i < n; i++)
-        list[i].in_view = true;
     /* A .git file names the git directory the host's git trusts. */
     char dotgit[PATH_MAX];
     struct stat st;
     snprintf(dotgit, sizeof(dotgit), "%s/.git", ws);
-    if (rc == 0 && !guest_binds_hold && lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode))
+    if (rc == 0 && ws_binds && lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode))
         rc = add_path(list, &n, ws, ".git", err);
     static const char *const git_protected[] = {"hooks", "config", "config.worktree"};
     for (size_t i = 0; rc == 0 && !guest_binds_hold && l->spec.ngit_binds == 0 &&
@@ -195,10 +197,6 @@ int vm_protect_apply(const struct vm_bind *binds)
     static int trees[PROTECT_MAX];
     size_t n = 0;
     for (; binds[n].target; n++) {
-        if (binds[n].in_view) {
-            trees[n] = -1;
-            continue;
-        }
         if (binds[n].layer) {
             struct cordon_error oerr;
             trees[n] = review_overlay_tree(binds[n].source, binds[n].layer,
@@ -228,10 +226,6 @@ int vm_protect_apply(const struct vm_bind *binds)
     struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
     struct mount_attr rw = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
     for (size_t i = 0; i < n; i++) {
-        if (binds[i].in_view &&
-            (trees[i] = open_tree(AT_FDCWD, binds[i].source,
-                                  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)) < 0)
-            return -1;
         if (mount_setattr(trees[i], "", AT_EMPTY_PATH | AT_RECURSIVE, binds[i].readonly ? &ro : &rw,
                           sizeof(ro)) < 0 ||
             move_mount(trees[i], "", AT_FDCWD, binds[i].target, MOVE_MOUNT_F_EMPTY_PATH) < 0)

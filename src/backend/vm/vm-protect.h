@@ -25,10 +25,6 @@ struct vm_bind {
      * source its lower layer (the workspace), layer its review directory,
      * mounted over target (the workspace, the share QEMU exports). */
     char *layer;
-    /* A source in the workspace taken from QEMU's view once the overlay is
-     * on it (a protected path and its directories on the way), not from
-     * the host's workspace beneath. */
-    bool in_view;
 };
 
 /* The binds for QEMU (ended by an entry with a NULL target, malloc'd; *out
@@ -39,16 +35,18 @@ struct vm_bind {
  * other owners (root's /usr) show as nobody to the guest, a price paid only
  * then (the guest's user cannot undo the guest's binds otherwise). A
  * protected path that is a symlink, or reached through one, refuses the
- * start, as on ns. */
+ * start, as on ns. Review mode: the overlay over the workspace, always
+ * (the workspace's protected paths then need no bind: QEMU writes only
+ * the upper layer). */
 int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm_bind **out,
                     struct cordon_error *err);
 void vm_protect_free(struct vm_bind *binds);
 
 /* In QEMU's child, before exec: a mount namespace of its own (and, when not
  * root, a user namespace mapping only the caller's uid and gid) with each
- * bind made in order, every source taken before the first is bound (the
- * overlay first; in_view sources just before their bind). 0, or -1 with
- * errno. */
+ * bind made in order, every source taken before the first is bound (in
+ * review mode the overlay first: the workspace share's source). 0, or -1
+ * with errno. */
 int vm_protect_apply(const struct vm_bind *binds);
 
 /* What vm_protect_apply needs, tried in a child that exits at once (the
