@@ -65,6 +65,29 @@ if id cordon-test >/dev/null 2>&1; then
 else
     skip "docker, unprivileged: review mode" "no cordon-test user"
 fi
+# The watchdog: SIGKILL of the supervisor removes the container and its
+# overlay volume; the layer, and what the agent wrote, stay for review.
+wws=$(new_ws dkwd)
+echo host >"$wws/a.txt"
+(cd "$wws" && PWD="$wws" exec "$CORDON" run "${D[@]}" --review --name dkw -- \
+    bash -c 'echo agent > a.txt; echo written > ready; sleep 120' </dev/null >/dev/null 2>&1) &
+sup=$!
+disown $sup
+for _ in $(seq 1 100); do
+    [ -e "$XDG_RUNTIME_DIR/cordon/dkw/review/upper/ready" ] && break
+    sleep 0.2
+done
+is "docker watchdog: the container runs over its overlay volume" "$(ncontainers) $(docker volume ls -q | wc -l)" "1 1"
+kill -9 "$sup"
+gone=no
+for _ in $(seq 1 50); do
+    [ "$(ncontainers)" -eq 0 ] && [ "$(docker volume ls -q | wc -l)" -eq 0 ] && { gone=yes; break; }
+    sleep 0.2
+done
+is "docker watchdog: SIGKILL of cordon removes the container and its volume within 10 s" "$gone" yes
+is "docker watchdog: the agent's changes wait in the layer" "$("$CORDON" changes dkw 2>&1)" $'M  a.txt\nA  ready'
+is "docker watchdog: the host's file is untouched" "$(cat "$wws/a.txt")" host
+"$CORDON" rm dkw >/dev/null 2>&1
 is "docker: no volume is left once the sessions ended" "$(docker volume ls -q | wc -l)" 0
 
 tap_done
