@@ -3,7 +3,8 @@
 # RB holds the backend's settings (--backend vm, or the docker fixture's D),
 # RN a name prefix, RL the backend's name in the test names. Every kind of change, apply, a conflict with a host
 # edit, what apply never writes, checkpoints and a rewind after bash
-# rewrote files; three sandboxes in all (a vm boots once per sandbox).
+# rewrote files, the MCP requests; six sandbox starts in all (a vm boots
+# once per start).
 # The host-side readers are the ns backend's (review.sh): what is asserted
 # is that the backend's overlay left the layer in the form they read.
 export XDG_RUNTIME_DIR="$TEST_TMP/runtime" XDG_STATE_HOME="$TEST_TMP/state"
@@ -158,3 +159,21 @@ like "$rb: after rewind --to 2 the sandbox has the edit, bash's rewrite undone, 
     "$out" $'^edited 1\norig 2\nfirst($|\n)'
 is "$rb: rewind never touched the host" "$(cat "$cws/f1") $(ls "$cws" | wc -l)" "orig 1 30"
 "$CORDON" rm "${RN}c" >/dev/null 2>&1
+
+# --- the MCP surface (review-mcp.py, as review.sh runs it on ns): rewind
+# and discard stop the sandbox, change the layer and start it again ---
+mws=$(new_ws "${RN}mcp")
+echo host >"$mws/a.txt"
+out=$(cd "$mws" && python3 "$CORDON_SRC/tests/integration/review-mcp.py" "$CORDON" "${RN}m" "${RB[@]}" 2>/dev/null)
+like "$rb: MCP: the status carries the mode and the pending count" "$out" "status review 2"
+like "$rb: MCP: cordon/reviewApply applies the paths asked for" "$out" "apply applied:b.txt"
+like "$rb: MCP: bash's file and process before the rewind" "$out" $'before-rewind c\n1\n'
+like "$rb: MCP: cordon/reviewRewind restarts the same sandbox" "$out" "rewind 2 True sandboxed True"
+like "$rb: MCP: after the rewind, bash's and the later write's files are gone, no process left" "$out" \
+    $'after-rewind c-gone\nesc-gone\nagent\n0\n'
+like "$rb: MCP: cordon/reviewDiscard empties the layer" "$out" "discard True 0"
+like "$rb: MCP: after the discard the sandbox reads the host's file" "$out" "after-discard host"
+like "$rb: MCP: a rewind while a tool call runs is refused" "$out" \
+    "rewind-inflight a tool call is still running: rewind after it ends"
+is "$rb: MCP: the host has only the applied file" "$(cat "$mws/a.txt" "$mws/b.txt")" $'host\nb'
+"$CORDON" rm "${RN}m" >/dev/null 2>&1
