@@ -6,7 +6,9 @@
 #     "timing: checkpoint" debug line;
 #  2. building cordon itself (meson setup + ninja -j2, debug) in the sandbox
 #     in direct mode and in review mode, alternating, RUNS_BUILD times each.
-# Usage: bench/review.sh [--no-build | --build-only]
+#     BACKEND=vm runs the builds on the vm backend (the guest builds with the
+#     host's /usr over 9p; docker needs an image with a toolchain: not here).
+# Usage: [RUNS_BUILD=N] [BACKEND=ns|vm] bench/review.sh [--no-build | --build-only]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
@@ -14,6 +16,7 @@ cordon=${CORDON:-$src/build/cordon}
 [ -x "$cordon" ] || { echo "bench: build cordon first (make build)" >&2; exit 1; }
 calls=${CALLS:-40}
 runs_build=${RUNS_BUILD:-1}
+backend=${BACKEND:-ns}
 tmp=$(mktemp -d /var/tmp/cordon-bench-review.XXXXXX)
 export XDG_RUNTIME_DIR="$tmp/runtime" XDG_STATE_HOME="$tmp/state"
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
@@ -57,7 +60,7 @@ git -C "$src" archive HEAD | tar -x -C "$bws"
 build() { # build MODE-FLAGS...
     rm -rf "$bws/b"
     local t0=${EPOCHREALTIME/./}
-    (cd "$bws" && "$cordon" run "$@" -- bash -c 'meson setup b --buildtype=debug >/dev/null &&
+    (cd "$bws" && "$cordon" run --backend "$backend" "$@" -- bash -c 'meson setup b --buildtype=debug >/dev/null &&
         ninja -C b -j2 cordon cordon-agent >/dev/null') || return 1
     local t1=${EPOCHREALTIME/./}
     echo $(((10#$t1 - 10#$t0) / 1000))
@@ -76,5 +79,5 @@ for ((i = 0; i < runs_build; i++)); do
 done
 med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 d=$(med "${td[@]}") r=$(med "${tr[@]}")
-echo "build of cordon (meson setup + ninja -j2): direct ${d} ms, review ${r} ms," \
+echo "build of cordon on $backend (meson setup + ninja -j2): direct ${d} ms, review ${r} ms," \
     "ratio $(awk "BEGIN{printf \"%.3f\", $r / $d}") (runs: direct ${td[*]}; review ${tr[*]})"

@@ -45,8 +45,9 @@ int review_check_config(const struct cordon_config *cfg, const struct backend_op
 {
     if (cfg->workspace_mode != CFG_WORKSPACE_REVIEW)
         return 0;
-    /* docs/review.md "Backends": the vm and docker backends refuse until
-     * they build the overlay themselves. */
+    /* docs/review.md "Backends": ns, vm (the overlay in QEMU's mount
+     * namespace) and docker (the daemon's overlay volume) offer it; a
+     * backend without BACKEND_CAP_REVIEW refuses. */
     if (!backend_has(backend, BACKEND_CAP_REVIEW))
         return error_set(err, ENOTSUP,
                          "review mode (workspace_mode = \"review\") is not available on the %s "

@@ -3,7 +3,8 @@
 # pending count; changes and apply are custom methods, never tools.
 import json, subprocess, sys
 cordon = sys.argv[1]
-p = subprocess.Popen([cordon, "mcp", "--review", "--name", sys.argv[2]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+# argv[3:]: the backend's settings (review-docker.sh), none on ns.
+p = subprocess.Popen([cordon, "mcp", "--review", "--name", sys.argv[2]] + sys.argv[3:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 n = 0
 def rpc(method, params=None):
     global n
@@ -44,10 +45,10 @@ def sh(cmd):
 # call 4: bash writes a file and leaves a process running
 sh("echo c > c.txt; (sleep 1000 &) ; echo started")
 name = rpc("cordon/status")["result"].get("sandbox")
-print("before-rewind", sh("cat c.txt; pgrep -c sleep"))
+print("before-rewind", sh("cat c.txt; grep -lx sleep /proc/[0-9]*/comm 2>/dev/null | wc -l"))
 r = rpc("cordon/reviewRewind", {"to": 2})
 print("rewind", r["result"].get("rewoundTo"), r["result"].get("processesEnded"), r["result"].get("state"), r["result"].get("sandbox") == name)
-print("after-rewind", sh("test -e c.txt && echo c-present || echo c-gone; test -e esc.txt && echo esc-present || echo esc-gone; cat a.txt; pgrep -c sleep || true"))
+print("after-rewind", sh("test -e c.txt && echo c-present || echo c-gone; test -e esc.txt && echo esc-present || echo esc-gone; cat a.txt; grep -lx sleep /proc/[0-9]*/comm 2>/dev/null | wc -l"))
 print("tools-after", " ".join(sorted(t["name"] for t in rpc("tools/list")["result"]["tools"])))
 r = rpc("cordon/reviewRewind", {"to": 999})
 print("rewind-999", r.get("error", {}).get("message"), "|", sh("echo still-works"))
@@ -61,4 +62,15 @@ shown = rpc("cordon/reviewChanges")["result"]["checkpoint"]
 rpc("tools/call", {"name": "write", "arguments": {"path": "d.txt", "content": "later\n"}})
 m = rpc("cordon/reviewApply", {"paths": ["d.txt"], "checkpoint": shown})
 print("apply-stale", "error:" + m["error"]["message"] if "error" in m else "applied")
+# a rewind asked while a tool call runs is refused; the call ends as it would
+n += 1
+slow = n
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": slow, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "sleep 2; echo slow > slow.txt; echo slow-done"}}}) + "\n"); p.stdin.flush()
+r = rpc("cordon/reviewRewind", {"to": 0})
+print("rewind-inflight", r.get("error", {}).get("message"))
+while True:
+    m = json.loads(p.stdout.readline())
+    if m.get("id") == slow:
+        break
+print("inflight-call", "".join(c.get("text", "") for c in m["result"]["content"]).strip(), sh("cat slow.txt"))
 p.stdin.close(); p.wait()

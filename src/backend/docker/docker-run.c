@@ -8,6 +8,7 @@
  * between that check and the daemon's own resolution (the docs say so). */
 #include "backend/docker/docker-run.h"
 #include "backend/etc-allowlist.h"
+#include "backend/overlay.h"
 #include "supervisor/gitguard.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
@@ -96,6 +97,8 @@ struct binds {
         bool readonly;
     } items[DOCKER_MAX_BINDS];
     size_t n;
+    /* Review mode: the workspace (the daemon's overlay, review_mount). */
+    const char *review_ws;
 };
 
 /* One bind per target; asked twice for a target (a directory on the way
@@ -194,6 +197,12 @@ static int protect(struct binds *b, const char *host_base, const char *view_base
         snprintf(source, sizeof(source), "%s/%.*s", host_base, (int)ends[i], rel);
         snprintf(target, sizeof(target), "%s/%.*s", view_base, (int)ends[i], rel);
         bool last = i + 1 == nends;
+        /* Review mode: a directory on the way is the overlay's; a bind of
+         * the host's would let the agent write the host beneath it. Apply
+         * never writes a protected path (review.c), so a path made anew in
+         * the layer stays there. */
+        if (!last && b->review_ws && strcmp(host_base, b->review_ws) == 0)
+            continue;
         if (bind_add(b, source, target, last || readonly_ancestors, err) < 0)
             return -1;
     }
@@ -246,6 +255,46 @@ static int docker_net_args(const struct launch *l, struct docker_args *a)
             docker_args_add(a, "%u", l->net.publish[i].guest_port) < 0)
             return -1;
     }
+    return 0;
+}
+
+/* Review mode (docs/review.md "Backends"): the workspace is an overlay the
+ * daemon mounts (the local volume driver's "type=overlay"), lower the host's
+ * workspace, upper and work the session's review/upper and review/work, with
+ * the options cordon mounts it with itself (backend/overlay.h), so the layer
+ * is the one review.c reads: user.overlay.* markers, whiteouts as 0/0
+ * devices (the daemon's root makes them; the user may unlink them), files
+ * the container's uid (the user's) creates. An anonymous volume: --rm, and
+ * `docker rm -v` at teardown, remove it and unmount the overlay. nocopy: the
+ * image's files at the view's path are not copied into the layer. Overlay's
+ * option syntax splits on ',' and ':' and takes '\' as an escape, docker's
+ * --mount splits on ',' outside '"': a path holding any is refused. */
+static int review_mount(const struct ns_spec *spec, struct docker_args *a, struct cordon_error *err)
+{
+    const char *paths[] = {spec->workspace, spec->review_dir, spec->workspace_view};
+    for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+        if (strpbrk(paths[i], ",:\\\"\n="))
+            return error_set(err, EINVAL,
+                             "docker: review mode: %s contains ',', ':', '=', '\\', '\"' or a "
+                             "newline, which the overlay's options cannot carry",
+                             paths[i]);
+    }
+    char layer[PATH_MAX];
+    snprintf(layer, sizeof(layer), "%s/upper", spec->review_dir);
+    if (check_host_path(layer, "the review layer", err) < 0)
+        return -1;
+    snprintf(layer, sizeof(layer), "%s/work", spec->review_dir);
+    if (check_host_path(layer, "the review layer", err) < 0)
+        return -1;
+    if (docker_args_add(a, "--mount") < 0 ||
+        docker_args_add(a,
+                        "type=volume,target=%s,volume-nocopy,volume-driver=local,"
+                        "volume-opt=type=overlay,volume-opt=device=overlay,"
+                        "\"volume-opt=o=lowerdir=%s,upperdir=%s/upper,workdir=%s/work,"
+                        "%s\"",
+                        spec->workspace_view, spec->workspace, spec->review_dir, spec->review_dir,
+                        REVIEW_OVERLAY_OPTIONS) < 0)
+        return error_set(err, ENOMEM, "docker");
     return 0;
 }
 
@@ -410,8 +459,11 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
             bind_add(b, sock, DOCKER_GUARD_PATH, true, err) < 0)
             goto out;
     }
-    if (check_host_path(spec->workspace, "the workspace", err) < 0 ||
-        bind_add(b, spec->workspace, spec->workspace_view, ro, err) < 0)
+    b->review_ws = spec->review_dir ? spec->workspace : NULL;
+    if (check_host_path(spec->workspace, "the workspace", err) < 0)
+        goto out;
+    if (b->review_ws ? review_mount(spec, a, err) < 0
+                     : bind_add(b, spec->workspace, spec->workspace_view, ro, err) < 0)
         goto out;
     for (const char *const *p = spec->protected_paths; p && *p; p++) {
         if (protect(b, spec->workspace, spec->workspace_view, *p, ro, err) < 0)

@@ -55,7 +55,7 @@ struct docker_state {
     char env_text[4][PATH_MAX + 32];
     char *envp[5];
     char name_arg[160];
-    char *rm_argv[5];
+    char *rm_argv[6];
     struct net_session net; /* allowlist: the proxy on <dir>/proxy.sock */
     bool spawned;           /* the container may exist */
     int agent_pidfd;        /* the container's PID 1, once asked for; else -1 */
@@ -686,8 +686,10 @@ int docker_sandbox_start(const struct launch *l, char *const *agent_argv, bool s
     st->rm_argv[0] = st->cli;
     st->rm_argv[1] = "rm";
     st->rm_argv[2] = "-f";
-    st->rm_argv[3] = st->name_arg;
-    st->rm_argv[4] = NULL;
+    /* -v: review mode's overlay is an anonymous volume (docker-run.c). */
+    st->rm_argv[3] = "-v";
+    st->rm_argv[4] = st->name_arg;
+    st->rm_argv[5] = NULL;
     long long t0 = clock_now_ms();
     if (check_daemon_and_image(st, &l->cfg, err) < 0 || write_env_file(st, l->env, err) < 0)
         return -1;
@@ -915,7 +917,8 @@ static void docker_orphan_teardown(const struct sandbox *sb, int state_dir_fd)
 
 const struct backend_ops docker_backend_ops = {
     .name = "docker",
-    .caps = {.flags = BACKEND_CAP_PUBLISH_PORTS | BACKEND_CAP_HOST_USERNS | BACKEND_CAP_OUTER_TTY,
+    .caps = {.flags = BACKEND_CAP_PUBLISH_PORTS | BACKEND_CAP_HOST_USERNS | BACKEND_CAP_OUTER_TTY |
+                      BACKEND_CAP_REVIEW,
              .host_side = "agent"},
     .probe = docker_probe,
     .check_launch = docker_check_launch,

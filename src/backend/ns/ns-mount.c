@@ -8,6 +8,7 @@
  * RESOLVE_NO_SYMLINKS) from directory fds, never as strings. */
 #include "backend/ns/ns-mount.h"
 #include "backend/etc-cache.h"
+#include "backend/overlay.h"
 #include "supervisor/gitguard.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
@@ -597,61 +598,13 @@ static int op_protect_in_child(const struct ns_op *op, struct cordon_error *err)
     }
 }
 
-/* Review mode's workspace (docs/review.md "The kernel's rules"): an overlay
- * made with the new mount API, its layers given as fds where the kernel
- * takes them (6.13+), else as paths ("lowerdir+" takes one path with no
- * separator parsing, 6.8+). userxattr: in a user namespace the kernel cannot
- * set trusted.overlay.*, so opaque directories are marked user.overlay.*;
- * redirect_dir=nofollow (none created, none followed: "off" follows
- * redirects and the kernel refuses it with userxattr), metacopy and index
- * off keep the upper layer a plain tree of whole files, whiteouts (0/0
- * character devices) and opaque markers, which is all `cordon changes`
- * decodes. */
-static int overlay_set_layer(int fsfd, const char *key, const char *path, int fd)
-{
-    if (fsconfig(fsfd, FSCONFIG_SET_FD, key, NULL, fd) == 0)
-        return 0;
-    return fsconfig(fsfd, FSCONFIG_SET_STRING, key, path, 0);
-}
-
+/* Review mode's workspace: the overlay (backend/overlay.c), bound at the
+ * workspace's place in the new root. */
 static int op_overlay_in_child(const struct ns_op *op, struct cordon_error *err)
 {
-    char upper[PATH_MAX], work[PATH_MAX];
-    size_t n = strlen(op->data);
-    if (n + sizeof("/upper") > sizeof(upper))
-        return error_set_raw(err, ENAMETOOLONG, "overlay", op->data);
-    memcpy(upper, op->data, n);
-    memcpy(upper + n, "/upper", sizeof("/upper"));
-    memcpy(work, op->data, n);
-    memcpy(work + n, "/work", sizeof("/work"));
-    _cleanup_close_ int lower_fd = open(op->source, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (lower_fd < 0)
-        return error_set_raw(err, errno, "overlay: open the workspace", op->source);
-    _cleanup_close_ int upper_fd = open(upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    _cleanup_close_ int work_fd = open(work, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (upper_fd < 0 || work_fd < 0)
-        return error_set_raw(err, errno, "overlay: open the review layer", upper);
-    _cleanup_close_ int fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
-    if (fsfd < 0)
-        return error_set_raw(err, errno, "overlay: fsopen (review mode needs overlayfs)", op->dest);
-    if (overlay_set_layer(fsfd, "lowerdir+", op->source, lower_fd) < 0)
-        return error_set_raw(err, errno, "overlay: lower layer (kernel 6.8+)", op->source);
-    if (overlay_set_layer(fsfd, "upperdir", upper, upper_fd) < 0 ||
-        overlay_set_layer(fsfd, "workdir", work, work_fd) < 0)
-        return error_set_raw(err, errno, "overlay: upper layer", upper);
-    if (fsconfig(fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
-        fsconfig(fsfd, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) < 0 ||
-        fsconfig(fsfd, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0 ||
-        fsconfig(fsfd, FSCONFIG_SET_STRING, "index", "off", 0) < 0)
-        return error_set_raw(err, errno, "overlay: options", op->dest);
-    if (fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-        return error_set_raw(err, errno,
-                             "overlay: create (the state directory's filesystem "
-                             "needs user xattrs)",
-                             upper);
-    int tree = fsmount(fsfd, FSMOUNT_CLOEXEC, (unsigned)op->attr);
+    int tree = review_overlay_tree(op->source, op->data, (unsigned)op->attr, err);
     if (tree < 0)
-        return error_set_raw(err, errno, "overlay: fsmount", op->dest);
+        return -1;
     return bind_tree_in_child(tree, AT_FDCWD, op->dest, 0, op->dest, err);
 }
 

@@ -9,6 +9,7 @@
  * the guest's root does, QEMU writes git's top level only in the copies.
  * Host context: the plan in the supervisor, the mounts in QEMU's child. */
 #include "backend/vm/vm-protect.h"
+#include "backend/overlay.h"
 #include "supervisor/gitguard.h"
 #include "supervisor/launch.h"
 #include "util/cleanup.h"
@@ -82,7 +83,8 @@ int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm
 {
     *out = NULL;
     bool guest_binds_hold = geteuid() != 0 && !guest_root_reachable;
-    if (guest_binds_hold && l->spec.ngit_binds == 0) {
+    const char *review = l->spec.review_dir;
+    if (guest_binds_hold && l->spec.ngit_binds == 0 && !review) {
         log_debug("vm: protected paths are read-only binds in the guest, which its user cannot "
                   "undo (no Docker daemon in the guest)");
         return 0;
@@ -92,6 +94,14 @@ int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm
         return error_set(err, ENOMEM, "vm");
     size_t n = 0;
     int rc = 0;
+    /* Review mode: the overlay over the workspace first, so that the share
+     * QEMU exports is the overlay (its upper layer the host's review/upper,
+     * read by `cordon changes` as on ns) and the binds below land on it. */
+    if (review) {
+        rc = add_bind(list, &n, l->spec.workspace, l->spec.workspace, false, err);
+        if (rc == 0 && !(list[n - 1].layer = strdup(review)))
+            rc = error_set(err, ENOMEM, "vm");
+    }
     /* The git metadata first: the protected paths below may lie in it. */
     for (size_t i = 0; rc == 0 && i < l->spec.ngit_binds; i++) {
         const struct gitguard_bind *b = &l->spec.git_binds[i];
@@ -103,14 +113,22 @@ int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm
         }
     }
     const char *ws = l->spec.workspace;
-    for (size_t i = 0;
-         rc == 0 && !guest_binds_hold && l->spec.protected_paths && l->spec.protected_paths[i]; i++)
+    /* Review mode: QEMU writes the workspace only into the upper layer, so
+     * the host's protected files are out of its reach without binds (and
+     * apply never writes them, review.c). A bind of the host's directory on
+     * a path's way would even let the guest write the host beneath the
+     * overlay, and one taken from the overlay's view would follow what an
+     * earlier session left in the layer. The guest's own binds keep them
+     * read-only for the guest's user, as without review mode. */
+    bool ws_binds = !guest_binds_hold && !review;
+    for (size_t i = 0; rc == 0 && ws_binds && l->spec.protected_paths && l->spec.protected_paths[i];
+         i++)
         rc = add_path(list, &n, ws, l->spec.protected_paths[i], err);
     /* A .git file names the git directory the host's git trusts. */
     char dotgit[PATH_MAX];
     struct stat st;
     snprintf(dotgit, sizeof(dotgit), "%s/.git", ws);
-    if (rc == 0 && !guest_binds_hold && lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode))
+    if (rc == 0 && ws_binds && lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode))
         rc = add_path(list, &n, ws, ".git", err);
     static const char *const git_protected[] = {"hooks", "config", "config.worktree"};
     for (size_t i = 0; rc == 0 && !guest_binds_hold && l->spec.ngit_binds == 0 &&
@@ -131,6 +149,7 @@ void vm_protect_free(struct vm_bind *binds)
     for (size_t i = 0; binds && binds[i].target; i++) {
         free(binds[i].source);
         free(binds[i].target);
+        free(binds[i].layer);
     }
     free(binds);
 }
@@ -178,6 +197,17 @@ int vm_protect_apply(const struct vm_bind *binds)
     static int trees[PROTECT_MAX];
     size_t n = 0;
     for (; binds[n].target; n++) {
+        if (binds[n].layer) {
+            struct cordon_error oerr;
+            trees[n] = review_overlay_tree(binds[n].source, binds[n].layer,
+                                           MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &oerr);
+            if (trees[n] < 0) {
+                dprintf(2, "cordon: review mode: %s\n", oerr.message);
+                errno = oerr.errnum;
+                return -1;
+            }
+            continue;
+        }
         trees[n] = open_tree(AT_FDCWD, binds[n].source,
                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (trees[n] < 0)

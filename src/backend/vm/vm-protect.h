@@ -21,6 +21,10 @@ struct vm_bind {
     bool pinned;
     dev_t dev;
     ino_t ino;
+    /* Review mode (docs/review.md "Backends"): this entry is the overlay,
+     * source its lower layer (the workspace), layer its review directory,
+     * mounted over target (the workspace, the share QEMU exports). */
+    char *layer;
 };
 
 /* The binds for QEMU (ended by an entry with a NULL target, malloc'd; *out
@@ -31,15 +35,18 @@ struct vm_bind {
  * other owners (root's /usr) show as nobody to the guest, a price paid only
  * then (the guest's user cannot undo the guest's binds otherwise). A
  * protected path that is a symlink, or reached through one, refuses the
- * start, as on ns. */
+ * start, as on ns. Review mode: the overlay over the workspace, always
+ * (the workspace's protected paths then need no bind: QEMU writes only
+ * the upper layer). */
 int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm_bind **out,
                     struct cordon_error *err);
 void vm_protect_free(struct vm_bind *binds);
 
 /* In QEMU's child, before exec: a mount namespace of its own (and, when not
  * root, a user namespace mapping only the caller's uid and gid) with each
- * bind made in order, every source taken before the first is bound. 0, or
- * -1 with errno. */
+ * bind made in order, every source taken before the first is bound (in
+ * review mode the overlay first: the workspace share's source). 0, or -1
+ * with errno. */
 int vm_protect_apply(const struct vm_bind *binds);
 
 /* What vm_protect_apply needs, tried in a child that exits at once (the

@@ -123,6 +123,55 @@ int main(void)
            "run mode: the command follows init --");
     }
     docker_args_free(&b);
+
+    /* Review mode: the workspace is the daemon's overlay volume over the
+     * session's layer; no bind of the host's workspace or of a directory on
+     * a protected path's way (it would write the host beneath the overlay);
+     * a path the overlay's option syntax cannot carry refuses. */
+    char review[300], upper[320], work[320], want[1400], hooks[600], dotgit[600];
+    snprintf(review, sizeof(review), "%s/review", state);
+    snprintf(upper, sizeof(upper), "%s/upper", review);
+    snprintf(work, sizeof(work), "%s/work", review);
+    if (mkdir(review, 0700) < 0 || mkdir(upper, 0700) < 0 || mkdir(work, 0700) < 0)
+        tap_bail("mkdir review");
+    l.spec.review_dir = review;
+    struct docker_args c = {0};
+    rc = docker_run_argv(&l, "/usr/bin/docker", "argv-test", state, serve, true, &c, &err);
+    is_int(rc, 0, "review mode builds");
+    if (rc < 0)
+        tap_diag("%s", err.message);
+    snprintf(want, sizeof(want),
+             "type=volume,target=%s,volume-nocopy,volume-driver=local,volume-opt=type=overlay,"
+             "volume-opt=device=overlay,\"volume-opt=o=lowerdir=%s,upperdir=%s/upper,"
+             "workdir=%s/work,userxattr,redirect_dir=nofollow,metacopy=off,index=off\"",
+             l.spec.workspace_view, l.spec.workspace, review, review);
+    ok(has_pair(&c, "--mount", want), "review mode: the workspace is the overlay volume");
+    snprintf(want, sizeof(want), "type=bind,source=%s,target=%s", l.spec.workspace,
+             l.spec.workspace_view);
+    ok(!has_pair(&c, "--mount", want), "review mode: no bind of the host's workspace");
+    snprintf(dotgit, sizeof(dotgit), "type=bind,source=%s/.git,target=%s/.git", l.spec.workspace,
+             l.spec.workspace_view);
+    ok(!has_pair(&c, "--mount", dotgit), "review mode: .git (on the way to .git/hooks) not bound");
+    struct docker_args e = {0};
+    l.spec.review_dir = NULL;
+    ok(docker_run_argv(&l, "/usr/bin/docker", "argv-test", state, serve, true, &e, &err) == 0 &&
+           has_pair(&e, "--mount", dotgit),
+       "... where direct mode pins it with a bind of the host's");
+    docker_args_free(&e);
+    l.spec.review_dir = review;
+    snprintf(hooks, sizeof(hooks), "type=bind,source=%s/.git/hooks,target=%s/.git/hooks,readonly",
+             l.spec.workspace, l.spec.workspace_view);
+    ok(has_pair(&c, "--mount", hooks), "review mode: .git/hooks bound read-only");
+    docker_args_free(&c);
+    char odd[340];
+    snprintf(odd, sizeof(odd), "%s/re:view", state);
+    l.spec.review_dir = odd;
+    struct docker_args d = {0};
+    rc = docker_run_argv(&l, "/usr/bin/docker", "argv-test", state, serve, true, &d, &err);
+    ok(rc < 0 && strstr(err.message, "overlay's options cannot carry"),
+       "review mode: a ':' in the layer's path refuses, with the reason");
+    docker_args_free(&d);
+    l.spec.review_dir = NULL;
     launch_free(&l);
     close(guard);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
