@@ -378,8 +378,10 @@ static int add_file(struct gitguard_dir *d, const char *name, enum gitguard_file
     return 0;
 }
 
-static int guard_dir(struct plan_ctx *c, const char *host, enum role role, int depth,
-                     struct cordon_error *err)
+/* The next slot of g->dirs for the git directory host: its fd, its copy in
+ * the state directory, and the bind of that copy over it. */
+static int guard_dir_open(struct plan_ctx *c, const char *host, struct gitguard_dir **ret_d,
+                          struct cordon_error *err)
 {
     struct gitguard *g = c->g;
     if (g->ndirs == GITGUARD_MAX_DIRS)
@@ -391,6 +393,7 @@ static int guard_dir(struct plan_ctx *c, const char *host, enum role role, int d
     struct gitguard_dir *d = &g->dirs[idx];
     *d = (struct gitguard_dir){.host_fd = -1, .copy_fd = -1};
     g->ndirs++;
+    *ret_d = d;
     d->host = strdup(host);
     d->view = view_of(c, host);
     if (!d->host || !d->view)
@@ -411,91 +414,112 @@ static int guard_dir(struct plan_ctx *c, const char *host, enum role role, int d
      * refs/ instead of landing in the copy. */
     if (mkdirat(d->host_fd, "logs", 0755) < 0 && errno != EEXIST)
         log_debug("git metadata: %s/logs: %s", host, strerror(errno));
-    if (add_bind(c, strdup(d->copy), host, false, -1, err) < 0)
-        return -1;
+    return add_bind(c, strdup(d->copy), host, false, -1, err);
+}
 
-    _cleanup_closedir_ DIR *dir = opendir_dup(d->host_fd);
-    if (!dir)
-        return error_set(err, errno, "git metadata: %s", host);
-    bool have_hooks = false;
-    size_t n = 0;
-    struct {
-        char name[NAME_MAX + 1];
-    } modules_pending = {{0}};
-    for (struct dirent *e; (e = readdir(dir));) {
-        const char *en = e->d_name;
-        if (strcmp(en, ".") == 0 || strcmp(en, "..") == 0)
-            continue;
-        if (++n > GITGUARD_ENTRIES_MAX)
-            return error_set(err, E2BIG, "git metadata: %s: too many entries", host);
-        struct stat st;
-        if (fstatat(d->host_fd, en, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            return error_set(err, errno, "git metadata: %s/%s", host, en);
-        _cleanup_free_ char *host_path = str_printf("%s/%s", host, en);
-        _cleanup_free_ char *copy_path = str_printf("%s/%s", d->copy, en);
-        if (!host_path || !copy_path)
-            return error_set(err, ENOMEM, "git metadata");
-        if (S_ISLNK(st.st_mode)) {
-            if (IN(en, no_symlink))
-                return error_set(err, 0,
-                                 "protected path is a symlink; refusing to start: %s (git "
-                                 "metadata, which cordon keeps host-owned)",
-                                 rel_to_root(c, host_path));
-            char target[PATH_MAX];
-            ssize_t len = readlinkat(d->host_fd, en, target, sizeof(target) - 1);
-            if (len < 0)
-                return error_set(err, errno, "git metadata: %s", host_path);
-            target[len] = '\0';
-            if (symlinkat(target, d->copy_fd, en) < 0)
-                return error_set(err, errno, "git metadata: copying %s", host_path);
-            continue;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            if (strcmp(en, "hooks") == 0)
-                have_hooks = true;
-            if (IN(en, state_dirs)) {
-                off_t budget = GITGUARD_COPY_MAX;
-                if (copy_tree_at(d->host_fd, en, d->copy_fd, 0, &budget) < 0)
-                    return error_set(err, errno, "git metadata: copying %s", host_path);
-                continue;
-            }
-            if (mkdirat(d->copy_fd, en, 0755) < 0)
-                return error_set(err, errno, "git metadata: %s", copy_path);
-            _cleanup_close_ int pin = open_beneath(d->host_fd, en, O_PATH | O_DIRECTORY);
-            if (pin < 0)
-                return error_set(err, errno, "git metadata: %s", host_path);
-            bool live = IN(en, live_dirs);
-            if (add_bind(c, strdup(host_path), host_path, !live, pin, err) < 0)
-                return -1;
-            if (strcmp(en, "modules") == 0)
-                snprintf(modules_pending.name, sizeof(modules_pending.name), "%s", en);
-            continue;
-        }
-        if (!S_ISREG(st.st_mode))
-            continue; /* a socket (fsmonitor's daemon) or fifo: the host's, not shown */
-        bool sync = role == ROLE_OWN ? IN(en, sync_files) : IN(en, common_sync_files);
-        if (copy_file_at(d->host_fd, en, d->copy_fd, en,
-                         strcmp(en, "index") == 0 ? GITGUARD_INDEX_MAX : GITGUARD_FILE_MAX,
-                         true) < 0)
+/* What the top level of a git directory held that is handled after it. */
+struct guard_seen {
+    bool hooks, modules;
+};
+
+/* A symlink at the top level: refused where git would follow it to
+ * something the host runs or trusts, else copied as a link. */
+static int guard_symlink(struct plan_ctx *c, struct gitguard_dir *d, const char *en,
+                         const char *host_path, struct cordon_error *err)
+{
+    if (IN(en, no_symlink))
+        return error_set(err, 0,
+                         "protected path is a symlink; refusing to start: %s (git "
+                         "metadata, which cordon keeps host-owned)",
+                         rel_to_root(c, host_path));
+    char target[PATH_MAX];
+    ssize_t len = readlinkat(d->host_fd, en, target, sizeof(target) - 1);
+    if (len < 0)
+        return error_set(err, errno, "git metadata: %s", host_path);
+    target[len] = '\0';
+    if (symlinkat(target, d->copy_fd, en) < 0)
+        return error_set(err, errno, "git metadata: copying %s", host_path);
+    return 0;
+}
+
+/* A directory at the top level: state copied, the rest bound from the host
+ * (read-only unless git writes it in normal work). */
+static int guard_subdir(struct plan_ctx *c, struct gitguard_dir *d, const char *en,
+                        const char *host_path, const char *copy_path, struct guard_seen *seen,
+                        struct cordon_error *err)
+{
+    if (strcmp(en, "hooks") == 0)
+        seen->hooks = true;
+    if (IN(en, state_dirs)) {
+        off_t budget = GITGUARD_COPY_MAX;
+        if (copy_tree_at(d->host_fd, en, d->copy_fd, 0, &budget) < 0)
             return error_set(err, errno, "git metadata: copying %s", host_path);
-        if (sync) {
-            if (add_file(d, en, GITGUARD_SYNC, err) < 0)
-                return -1;
-            continue;
-        }
-        /* A submodule's config is the sandbox's own copy: `git submodule
-         * update` rewrites it in normal work. Nothing of it reaches the
-         * host's, which refreshes the copy when it changes. */
-        if (add_file(d, en, GITGUARD_MIRROR, err) < 0)
-            return -1;
-        if (depth > 0 && strcmp(en, "config") == 0)
-            continue;
-        if (add_bind(c, strdup(copy_path), host_path, true, -1, err) < 0)
-            return -1;
+        return 0;
     }
+    if (mkdirat(d->copy_fd, en, 0755) < 0)
+        return error_set(err, errno, "git metadata: %s", copy_path);
+    _cleanup_close_ int pin = open_beneath(d->host_fd, en, O_PATH | O_DIRECTORY);
+    if (pin < 0)
+        return error_set(err, errno, "git metadata: %s", host_path);
+    bool live = IN(en, live_dirs);
+    if (add_bind(c, strdup(host_path), host_path, !live, pin, err) < 0)
+        return -1;
+    if (strcmp(en, "modules") == 0)
+        seen->modules = true;
+    return 0;
+}
+
+/* A regular file at the top level: copied; synced back when git writes it
+ * in normal work, else mirrored read-only. */
+static int guard_file(struct plan_ctx *c, struct gitguard_dir *d, enum role role, int depth,
+                      const char *en, const char *host_path, const char *copy_path,
+                      struct cordon_error *err)
+{
+    bool sync = role == ROLE_OWN ? IN(en, sync_files) : IN(en, common_sync_files);
+    if (copy_file_at(d->host_fd, en, d->copy_fd, en,
+                     strcmp(en, "index") == 0 ? GITGUARD_INDEX_MAX : GITGUARD_FILE_MAX, true) < 0)
+        return error_set(err, errno, "git metadata: copying %s", host_path);
+    if (sync)
+        return add_file(d, en, GITGUARD_SYNC, err);
+    /* A submodule's config is the sandbox's own copy: `git submodule
+     * update` rewrites it in normal work. Nothing of it reaches the
+     * host's, which refreshes the copy when it changes. */
+    if (add_file(d, en, GITGUARD_MIRROR, err) < 0)
+        return -1;
+    if (depth > 0 && strcmp(en, "config") == 0)
+        return 0;
+    return add_bind(c, strdup(copy_path), host_path, true, -1, err);
+}
+
+/* One entry of the git directory's top level. */
+static int guard_entry(struct plan_ctx *c, struct gitguard_dir *d, enum role role, int depth,
+                       const char *en, struct guard_seen *seen, struct cordon_error *err)
+{
+    struct stat st;
+    if (fstatat(d->host_fd, en, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return error_set(err, errno, "git metadata: %s/%s", d->host, en);
+    _cleanup_free_ char *host_path = str_printf("%s/%s", d->host, en);
+    _cleanup_free_ char *copy_path = str_printf("%s/%s", d->copy, en);
+    if (!host_path || !copy_path)
+        return error_set(err, ENOMEM, "git metadata");
+    if (S_ISLNK(st.st_mode))
+        return guard_symlink(c, d, en, host_path, err);
+    if (S_ISDIR(st.st_mode))
+        return guard_subdir(c, d, en, host_path, copy_path, seen, err);
+    if (!S_ISREG(st.st_mode))
+        return 0; /* a socket (fsmonitor's daemon) or fifo: the host's, not shown */
+    return guard_file(c, d, role, depth, en, host_path, copy_path, err);
+}
+
+/* After the top level: a missing hooks/, the files git may create later,
+ * the submodules' git directories. */
+static int guard_dir_finish(struct plan_ctx *c, struct gitguard_dir *d, enum role role, int depth,
+                            const struct guard_seen *seen, struct cordon_error *err)
+{
+    const char *host = d->host;
     /* A missing hooks/ stays missing and read-only: the sandbox cannot make
      * one for the host's git to run. */
-    if (!have_hooks) {
+    if (!seen->hooks) {
         _cleanup_free_ char *host_path = str_printf("%s/hooks", host);
         _cleanup_free_ char *copy_path = str_printf("%s/hooks", d->copy);
         if (!host_path || !copy_path)
@@ -514,7 +538,7 @@ static int guard_dir(struct plan_ctx *c, const char *host, enum role role, int d
         if (!known && add_file(d, names[i], GITGUARD_SYNC, err) < 0)
             return -1;
     }
-    if (modules_pending.name[0]) {
+    if (seen->modules) {
         _cleanup_close_ int mfd = open_beneath(d->host_fd, "modules", O_RDONLY | O_DIRECTORY);
         _cleanup_free_ char *mpath = str_printf("%s/modules", host);
         if (mfd < 0 || !mpath)
@@ -523,6 +547,29 @@ static int guard_dir(struct plan_ctx *c, const char *host, enum role role, int d
             return -1;
     }
     return 0;
+}
+
+static int guard_dir(struct plan_ctx *c, const char *host, enum role role, int depth,
+                     struct cordon_error *err)
+{
+    struct gitguard_dir *d = NULL;
+    if (guard_dir_open(c, host, &d, err) < 0)
+        return -1;
+    _cleanup_closedir_ DIR *dir = opendir_dup(d->host_fd);
+    if (!dir)
+        return error_set(err, errno, "git metadata: %s", host);
+    struct guard_seen seen = {0};
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(dir));) {
+        const char *en = e->d_name;
+        if (strcmp(en, ".") == 0 || strcmp(en, "..") == 0)
+            continue;
+        if (++n > GITGUARD_ENTRIES_MAX)
+            return error_set(err, E2BIG, "git metadata: %s: too many entries", host);
+        if (guard_entry(c, d, role, depth, en, &seen, err) < 0)
+            return -1;
+    }
+    return guard_dir_finish(c, d, role, depth, &seen, err);
 }
 
 /* Reads the one line of a gitdir/commondir-style file (bounded). */
