@@ -394,6 +394,87 @@ static const char *credential_reason(const struct credential_areas *c, const cha
 
 /* What the agent-writable workspace file may never set. Checked on every
  * assignment of that layer, locked or not. */
+/* Keys a workspace file may not set at all, and why (docs/configuration.md
+ * "Layers"). what: how the message names the key, NULL: its name. */
+static const struct {
+    enum cfg_key key;
+    const char *what, *why;
+} workspace_refused[] = {
+    {CFG_ETC_EXTRA, "etc.extra",
+     "which host files of /etc a sandbox sees is a user or host-owned setting"},
+    {CFG_SOCKETS_ALLOW, "sockets.allow",
+     "which host services the sandbox may reach is a user or host-owned setting"},
+    {CFG_NETWORK_UPSTREAM_PROXY, NULL,
+     "the proxy every allowed connection goes through is a user or host-owned setting"},
+    {CFG_NETWORK_NO_PROXY, NULL,
+     "the proxy every allowed connection goes through is a user or host-owned setting"},
+    {CFG_NETWORK_HTTP_RULES, NULL,
+     "which requests the proxy lets through and which certificates it trusts is a user or "
+     "host-owned setting"},
+    {CFG_NETWORK_CA_FILE, NULL,
+     "which requests the proxy lets through and which certificates it trusts is a user or "
+     "host-owned setting"},
+    {CFG_SECRETS, "[[secrets]]",
+     "which credentials the proxy puts into requests, and for which hosts, is a user or "
+     "host-owned setting (put it in ~/.config/cordon/config.toml)"},
+    {CFG_NETWORK_HOST_SERVICES, "network.host_services",
+     "which services of the host's loopback the sandbox may reach is a user or host-owned "
+     "setting"},
+    {CFG_DOCKER_HOST, "docker.host",
+     "the daemon the docker backend drives is a user or host-owned setting"},
+};
+
+/* A skill path is read by the host for the agent without a prompt: the
+ * same rule as a mount ("any other file grants that file"). */
+static int check_workspace_skills(const struct cfg_assignment *a,
+                                  const struct credential_areas *areas, struct cordon_error *err)
+{
+    for (size_t i = 0; i < a->list.count; i++) {
+        const char *path = a->list.items[i];
+        _cleanup_free_ char *real = cfg_canonicalize_lenient(path);
+        char why[1200];
+        if (credential_reason(areas, path, real, why, sizeof(why)))
+            return error_set(err, 0,
+                             "%s:%d: skills.paths entry %s%s%s%s is refused in the workspace "
+                             "file: %s (rule: a workspace file may not expose the user's "
+                             "home, credential or policy directories)",
+                             a->origin.file, a->origin.line, path,
+                             real && strcmp(real, path) ? " (resolves to " : "",
+                             real && strcmp(real, path) ? real : "",
+                             real && strcmp(real, path) ? ")" : "", why);
+    }
+    return 0;
+}
+
+static int check_workspace_mounts(const struct cfg_assignment *a, const char *workspace,
+                                  const struct credential_areas *areas, struct cordon_error *err)
+{
+    const char *file = a->origin.file;
+    for (size_t i = 0; i < a->mounts.count; i++) {
+        const struct cfg_mount *m = &a->mounts.items[i];
+        _cleanup_free_ char *real = cfg_canonicalize_lenient(m->host_path);
+        if (!m->readonly && (!real || !cfg_path_inside(real, workspace)))
+            return error_set(err, 0,
+                             "%s:%d: writable mount of %s is refused in the workspace file: "
+                             "it is outside the workspace %s",
+                             file, m->origin.line, m->host_path, workspace);
+        /* read-only too: a read-only ~/.ssh still hands over the key. A
+         * part of the workspace is visible anyway. */
+        char why[1200];
+        if (!(real && cfg_path_inside(real, workspace)) &&
+            credential_reason(areas, m->host_path, real, why, sizeof(why)))
+            return error_set(err, 0,
+                             "%s:%d: mount of %s%s%s%s is refused in the workspace file: %s "
+                             "(rule: a workspace file may not mount the user's home, "
+                             "credential or policy directories)",
+                             file, m->origin.line, m->host_path,
+                             real && strcmp(real, m->host_path) ? " (resolves to " : "",
+                             real && strcmp(real, m->host_path) ? real : "",
+                             real && strcmp(real, m->host_path) ? ")" : "", why);
+    }
+    return 0;
+}
+
 static int check_workspace_assignment(const struct cfg_assignment *a,
                                       const struct cordon_config *lower, const char *workspace,
                                       const struct credential_areas *areas,
@@ -401,6 +482,12 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
 {
     const char *file = a->origin.file;
     int line = a->origin.line;
+    for (size_t i = 0; i < ARRAY_SIZE(workspace_refused); i++)
+        if (workspace_refused[i].key == a->key)
+            return error_set(err, 0, "%s:%d: %s is refused in the workspace file: %s", file, line,
+                             workspace_refused[i].what ? workspace_refused[i].what
+                                                       : cfg_key_name(a->key),
+                             workspace_refused[i].why);
     switch (a->key) {
     case CFG_FALLBACK_MODE:
         if (a->integer == CFG_FALLBACK_HOST)
@@ -431,46 +518,6 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                              "it would forward every host secret",
                              file, line);
         break;
-    case CFG_ETC_EXTRA:
-        return error_set(err, 0,
-                         "%s:%d: etc.extra is refused in the workspace file: which host files "
-                         "of /etc a sandbox sees is a user or host-owned setting",
-                         file, line);
-    case CFG_SOCKETS_ALLOW:
-        return error_set(err, 0,
-                         "%s:%d: sockets.allow is refused in the workspace file: which host "
-                         "services the sandbox may reach is a user or host-owned setting",
-                         file, line);
-    case CFG_NETWORK_UPSTREAM_PROXY:
-    case CFG_NETWORK_NO_PROXY:
-        return error_set(err, 0,
-                         "%s:%d: %s is refused in the workspace file: the proxy every allowed "
-                         "connection goes through is a user or host-owned setting",
-                         file, line, cfg_key_name(a->key));
-    case CFG_NETWORK_HTTP_RULES:
-    case CFG_NETWORK_CA_FILE:
-        return error_set(err, 0,
-                         "%s:%d: %s is refused in the workspace file: which requests the proxy "
-                         "lets through and which certificates it trusts is a user or "
-                         "host-owned setting",
-                         file, line, cfg_key_name(a->key));
-    case CFG_SECRETS:
-        return error_set(err, 0,
-                         "%s:%d: [[secrets]] is refused in the workspace file: which credentials "
-                         "the proxy puts into requests, and for which hosts, is a user or "
-                         "host-owned setting (put it in ~/.config/cordon/config.toml)",
-                         file, line);
-    case CFG_NETWORK_HOST_SERVICES:
-        return error_set(err, 0,
-                         "%s:%d: network.host_services is refused in the workspace file: which "
-                         "services of the host's loopback the sandbox may reach is a user or "
-                         "host-owned setting",
-                         file, line);
-    case CFG_DOCKER_HOST:
-        return error_set(err, 0,
-                         "%s:%d: docker.host is refused in the workspace file: the daemon the "
-                         "docker backend drives is a user or host-owned setting",
-                         file, line);
     case CFG_NETWORK_PUBLISH_PORTS:
         for (size_t i = 0; i < a->ports.count; i++)
             if (!is_loopback(a->ports.items[i].bind))
@@ -480,47 +527,9 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                                  file, line, a->ports.items[i].host_port, a->ports.items[i].bind);
         break;
     case CFG_SKILLS_PATHS:
-        /* a skill path is read by the host for the agent without a prompt:
-         * the same rule as a mount ("any other file grants that file") */
-        for (size_t i = 0; i < a->list.count; i++) {
-            const char *path = a->list.items[i];
-            _cleanup_free_ char *real = cfg_canonicalize_lenient(path);
-            char why[1200];
-            if (credential_reason(areas, path, real, why, sizeof(why)))
-                return error_set(err, 0,
-                                 "%s:%d: skills.paths entry %s%s%s%s is refused in the workspace "
-                                 "file: %s (rule: a workspace file may not expose the user's "
-                                 "home, credential or policy directories)",
-                                 file, line, path,
-                                 real && strcmp(real, path) ? " (resolves to " : "",
-                                 real && strcmp(real, path) ? real : "",
-                                 real && strcmp(real, path) ? ")" : "", why);
-        }
-        break;
+        return check_workspace_skills(a, areas, err);
     case CFG_MOUNTS:
-        for (size_t i = 0; i < a->mounts.count; i++) {
-            const struct cfg_mount *m = &a->mounts.items[i];
-            _cleanup_free_ char *real = cfg_canonicalize_lenient(m->host_path);
-            if (!m->readonly && (!real || !cfg_path_inside(real, workspace)))
-                return error_set(err, 0,
-                                 "%s:%d: writable mount of %s is refused in the workspace file: "
-                                 "it is outside the workspace %s",
-                                 file, m->origin.line, m->host_path, workspace);
-            /* read-only too: a read-only ~/.ssh still hands over the key. A
-             * part of the workspace is visible anyway. */
-            char why[1200];
-            if (!(real && cfg_path_inside(real, workspace)) &&
-                credential_reason(areas, m->host_path, real, why, sizeof(why)))
-                return error_set(err, 0,
-                                 "%s:%d: mount of %s%s%s%s is refused in the workspace file: %s "
-                                 "(rule: a workspace file may not mount the user's home, "
-                                 "credential or policy directories)",
-                                 file, m->origin.line, m->host_path,
-                                 real && strcmp(real, m->host_path) ? " (resolves to " : "",
-                                 real && strcmp(real, m->host_path) ? real : "",
-                                 real && strcmp(real, m->host_path) ? ")" : "", why);
-        }
-        break;
+        return check_workspace_mounts(a, workspace, areas, err);
     default:
         break;
     }
