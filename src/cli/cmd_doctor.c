@@ -98,10 +98,8 @@ int cmd_doctor(int argc, char **argv)
     const struct cli_parser parser = {
         .command = "doctor", .word = "argument", .usage = usage, .options = options, .sets = &sets};
     int parsed = cli_parse(&parser, argc, argv, NULL);
-    if (parsed != CLI_PARSE_OK) {
-        cli_sets_free(&sets);
-        return parsed == CLI_PARSE_HELP ? 0 : CORDON_EXIT_FAILURE;
-    }
+    if (parsed != CLI_PARSE_OK)
+        return cli_parse_status(parsed);
     if (cli_sets_finish(&sets) < 0) {
         cli_sets_free(&sets);
         return CORDON_EXIT_FAILURE;

@@ -227,7 +227,7 @@ int cmd_log(int argc, char **argv)
     const struct cli_parser parser = {.usage = usage, .options = options, .operand = &name};
     int parsed = cli_parse(&parser, argc, argv, NULL);
     if (parsed != CLI_PARSE_OK)
-        return parsed == CLI_PARSE_HELP ? 0 : CORDON_EXIT_FAILURE;
+        return cli_parse_status(parsed);
     if (!name) {
         usage(stderr, NULL);
         return CORDON_EXIT_FAILURE;

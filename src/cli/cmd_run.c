@@ -116,10 +116,8 @@ static int run_common(int argc, char **argv, bool shell)
                                       .dash_dash = true};
     int optind_local;
     int parsed = cli_parse(&parser, argc, argv, &optind_local);
-    if (parsed != CLI_PARSE_OK) {
-        cli_sets_free(&sets);
-        return parsed == CLI_PARSE_HELP ? 0 : CORDON_EXIT_FAILURE;
-    }
+    if (parsed != CLI_PARSE_OK)
+        return cli_parse_status(parsed);
     int want_pty = ro.want_pty;
     char **cmd = argv + optind_local;
     char *shell_argv[] = {"/bin/bash", NULL};

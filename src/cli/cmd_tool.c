@@ -212,10 +212,8 @@ int cmd_tool(int argc, char **argv)
                                       .options_first = true};
     int i;
     int parsed = cli_parse(&parser, argc, argv, &i);
-    if (parsed != CLI_PARSE_OK) {
-        cli_sets_free(&sets);
-        return parsed == CLI_PARSE_HELP ? 0 : CORDON_EXIT_FAILURE;
-    }
+    if (parsed != CLI_PARSE_OK)
+        return cli_parse_status(parsed);
     json_t *args = NULL;
     const char *name = NULL;
     if (!batch) {

@@ -118,10 +118,8 @@ int cmd_verify(int argc, char **argv)
                                       .sets = &sets,
                                       .operand = &name};
     int parsed = cli_parse(&parser, argc, argv, NULL);
-    if (parsed != CLI_PARSE_OK) {
-        cli_sets_free(&sets);
-        return parsed == CLI_PARSE_HELP ? 0 : CORDON_EXIT_FAILURE;
-    }
+    if (parsed != CLI_PARSE_OK)
+        return cli_parse_status(parsed);
     if (name) {
         /* The running sandbox was built by its own configuration. */
         bool flags = sets.count || sets.allow_hosts || sets.publish || sets.net_audit_log ||

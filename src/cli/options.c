@@ -1,6 +1,7 @@
 /* Configuration flags shared by run, shell, tool, mcp and config. */
 #include "cli/options.h"
 #include "util/cleanup.h"
+#include "util/error.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -253,18 +254,23 @@ int cli_parse(const struct cli_parser *p, int argc, char **argv, int *next)
         }
         if (p->options_first && argv[i][0] != '-')
             break;
-        if (p->sets) {
-            int flag = cli_config_flag(argc, argv, &i, p->sets);
-            if (flag < 0)
-                return CLI_PARSE_ERROR;
-            if (flag > 0)
-                continue;
+        int rc = p->sets ? cli_config_flag(argc, argv, &i, p->sets) : 0;
+        if (rc > 0)
+            continue;
+        if (rc == 0)
+            rc = parse_one(p, argc, argv, &i);
+        if (rc != CLI_PARSE_OK) {
+            if (p->sets)
+                cli_sets_free(p->sets);
+            return rc < 0 ? CLI_PARSE_ERROR : rc;
         }
-        int rc = parse_one(p, argc, argv, &i);
-        if (rc != CLI_PARSE_OK)
-            return rc;
     }
     if (next)
         *next = i;
     return CLI_PARSE_OK;
+}
+
+int cli_parse_status(int parsed)
+{
+    return parsed == CLI_PARSE_HELP ? 0 : CORDON_EXIT_FAILURE;
 }

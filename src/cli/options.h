@@ -74,5 +74,9 @@ enum {
     CLI_PARSE_HELP = 1, /* --help or -h: usage printed on stdout, exit 0 */
 };
 /* Reads argv[1..] by the parser's table; *next is the first argument not
- * read (options_first), argc otherwise. --help and -h are every command's. */
+ * read (options_first), argc otherwise. --help and -h are every command's.
+ * On help or error the configuration flags read so far are freed. */
 int cli_parse(const struct cli_parser *p, int argc, char **argv, int *next);
+/* The exit status after a cli_parse that did not return CLI_PARSE_OK: 0
+ * for help, else CORDON_EXIT_FAILURE. */
+int cli_parse_status(int parsed);
