@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,13 +164,9 @@ static json_t *identity(int ws_fd, const char *rel)
 static size_t list_entries(int undo_fd, long **ret)
 {
     *ret = NULL;
-    int d = openat(undo_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *dir = d >= 0 ? fdopendir(d) : NULL;
-    if (!dir) {
-        if (d >= 0)
-            close(d);
+    DIR *dir = fs_opendir_at(undo_fd, ".");
+    if (!dir)
         return 0;
-    }
     size_t n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(dir))) {
@@ -346,6 +343,19 @@ struct rewind {
     void *ctx;
 };
 
+/* Reports rel refused, why formatted: true (refused). */
+__attribute__((format(printf, 3, 4))) static bool
+rewind_refuse(const struct rewind *rw, const char *rel, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    rw->report(rw->ctx, "refused", rel, why);
+    return true;
+}
+
 /* A recorded file that did not exist before the call: removed. true when
  * refused. */
 static bool rewind_remove(const struct rewind *rw, const char *rel)
@@ -359,12 +369,8 @@ static bool rewind_remove(const struct rewind *rw, const char *rel)
                                   : fs_openat2(rw->ws_fd, parent, O_PATH | O_DIRECTORY, STRICT);
     if (probe < 0)
         return false; /* nothing there: nothing to remove */
-    if (dir < 0 || unlinkat(dir, slash ? slash + 1 : rel, 0) < 0) {
-        char why[256];
-        snprintf(why, sizeof(why), "cannot remove it: %s", strerror(errno));
-        rw->report(rw->ctx, "refused", rel, why);
-        return true;
-    }
+    if (dir < 0 || unlinkat(dir, slash ? slash + 1 : rel, 0) < 0)
+        return rewind_refuse(rw, rel, "cannot remove it: %s", strerror(errno));
     rw->report(rw->ctx, "removed", rel, NULL);
     return false;
 }
@@ -374,40 +380,25 @@ static bool rewind_remove(const struct rewind *rw, const char *rel)
 static bool rewind_call(const struct rewind *rw, long call, int d, json_t *meta, const char *rel,
                         json_t *expect)
 {
-    char why[256];
     json_t *after = json_object_get(meta, "after");
-    if (has_git_component(rel)) {
-        rw->report(rw->ctx, "refused", rel, "git metadata is the host's");
-        return true;
-    }
-    if (!rw->force && !same(expect, after)) {
-        snprintf(why, sizeof(why),
-                 "changed since call %ld by something else; --force restores it anyway", call);
-        rw->report(rw->ctx, "refused", rel, why);
-        return true;
-    }
-    if (json_is_true(json_object_get(meta, "concurrent"))) {
-        snprintf(why, sizeof(why),
-                 "call %ld ran while another call on it was in flight: its content before "
-                 "is not known",
-                 call);
-        rw->report(rw->ctx, "refused", rel, why);
-        return true;
-    }
+    if (has_git_component(rel))
+        return rewind_refuse(rw, rel, "%s", "git metadata is the host's");
+    if (!rw->force && !same(expect, after))
+        return rewind_refuse(
+            rw, rel, "changed since call %ld by something else; --force restores it anyway", call);
+    if (json_is_true(json_object_get(meta, "concurrent")))
+        return rewind_refuse(rw, rel,
+                             "call %ld ran while another call on it was in flight: its content "
+                             "before is not known",
+                             call);
     if (!json_is_true(json_object_get(meta, "existed")))
         return rewind_remove(rw, rel);
-    if (!json_is_true(json_object_get(meta, "saved"))) {
-        snprintf(why, sizeof(why), "its content before call %ld was not kept (larger than %ld MiB)",
-                 call, UNDO_FILE_MAX >> 20);
-        rw->report(rw->ctx, "refused", rel, why);
-        return true;
-    }
-    if (restore(rw->ws_fd, d, rel, (unsigned)json_integer_value(json_object_get(meta, "mode"))) <
-        0) {
-        snprintf(why, sizeof(why), "cannot restore it: %s", strerror(errno));
-        rw->report(rw->ctx, "refused", rel, why);
-        return true;
-    }
+    if (!json_is_true(json_object_get(meta, "saved")))
+        return rewind_refuse(rw, rel,
+                             "its content before call %ld was not kept (larger than %ld MiB)", call,
+                             UNDO_FILE_MAX >> 20);
+    if (restore(rw->ws_fd, d, rel, (unsigned)json_integer_value(json_object_get(meta, "mode"))) < 0)
+        return rewind_refuse(rw, rel, "cannot restore it: %s", strerror(errno));
     rw->report(rw->ctx, "restored", rel, NULL);
     return false;
 }

@@ -511,6 +511,19 @@ static int check_core_worktree(const struct ws_git_core *core, const char *file,
                      file, core->worktree, core->worktree_line, root);
 }
 
+/* GPATH/NAME's core settings, read into *core, with a core.worktree
+ * there refused unless it names root. */
+static int config_check(int gfd, const char *gpath, const char *name, const char *root,
+                        struct ws_git_core *core, struct cordon_error *err)
+{
+    *core = (struct ws_git_core){.bare = -1};
+    char file[PATH_MAX + 32];
+    ws_path_join(file, sizeof(file), gpath, name);
+    if (config_read(gfd, gpath, name, core, err) < 0)
+        return -1;
+    return check_core_worktree(core, file, gpath, root, err);
+}
+
 int ws_git_layout_set(struct ws_git_layout *out, const char *root, const char *git_dir,
                       const char *common_dir, struct cordon_error *err)
 {
@@ -547,19 +560,13 @@ static int examine_git_directory(const char *root, int rootfd, struct ws_git_lay
                          "look for a repository above it; refusing to guess the workspace: remove "
                          "it, or run git init",
                          gpath, problem);
-    struct ws_git_core core = {.bare = -1};
-    char file[PATH_MAX + 32];
-    ws_path_join(file, sizeof(file), gpath, "config");
-    if (config_read(gfd, gpath, "config", &core, err) < 0 ||
-        check_core_worktree(&core, file, gpath, root, err) < 0)
+    struct ws_git_core core;
+    if (config_check(gfd, gpath, "config", root, &core, err) < 0)
         return -1;
     /* config.worktree counts only with extensions.worktreeConfig; a
      * core.worktree there is refused either way, the cheaper rule to trust. */
     bool bare = core.bare == 1;
-    core = (struct ws_git_core){.bare = -1};
-    ws_path_join(file, sizeof(file), gpath, "config.worktree");
-    if (config_read(gfd, gpath, "config.worktree", &core, err) < 0 ||
-        check_core_worktree(&core, file, gpath, root, err) < 0)
+    if (config_check(gfd, gpath, "config.worktree", root, &core, err) < 0)
         return -1;
     if (bare || core.bare == 1)
         log_debug("workspace: %s says core.bare = true; the work tree is still %s (the "
@@ -641,10 +648,7 @@ static int examine_linked_worktree(const char *root, const char *dpath, const st
         return -1;
     if (core.worktree_config && check_core_worktree(&core, file, gpath, root, err) < 0)
         return -1;
-    core = (struct ws_git_core){.bare = -1};
-    ws_path_join(file, sizeof(file), gpath, "config.worktree");
-    if (config_read(gfd, gpath, "config.worktree", &core, err) < 0 ||
-        check_core_worktree(&core, file, gpath, root, err) < 0)
+    if (config_check(gfd, gpath, "config.worktree", root, &core, err) < 0)
         return -1;
     return ws_git_layout_set(out, root, gpath, cpath, err);
 }
@@ -661,17 +665,11 @@ static int examine_own_gitdir(const char *root, const char *dpath, const char *g
     if (problem)
         return error_set(err, 0, "workspace: %s names %s, which is not a git directory (%s)", dpath,
                          gpath, problem);
-    struct ws_git_core core = {.bare = -1};
-    char file[PATH_MAX + 32];
-    ws_path_join(file, sizeof(file), gpath, "config");
-    if (config_read(gfd, gpath, "config", &core, err) < 0 ||
-        check_core_worktree(&core, file, gpath, root, err) < 0)
+    struct ws_git_core core;
+    if (config_check(gfd, gpath, "config", root, &core, err) < 0)
         return -1;
     bool named_back = core.worktree_set;
-    core = (struct ws_git_core){.bare = -1};
-    ws_path_join(file, sizeof(file), gpath, "config.worktree");
-    if (config_read(gfd, gpath, "config.worktree", &core, err) < 0 ||
-        check_core_worktree(&core, file, gpath, root, err) < 0)
+    if (config_check(gfd, gpath, "config.worktree", root, &core, err) < 0)
         return -1;
     named_back = named_back || core.worktree_set;
     if (named_back)
