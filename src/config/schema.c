@@ -922,8 +922,7 @@ static int collect_scalar(const struct collect *c, struct cfg_assignment *a,
     }
 }
 
-static int collect_list(const struct collect *c, struct cfg_assignment *a,
-                        struct cordon_error *err)
+static int collect_list(const struct collect *c, struct cfg_assignment *a, struct cordon_error *err)
 {
     const struct key_info *k = c->k;
     if (c->v->type != TOML_ARRAY)
@@ -937,8 +936,8 @@ static int collect_list(const struct collect *c, struct cfg_assignment *a,
                               ? "contains U+0000"
                               : k->check(item->string.text);
         if (why)
-            return error_set(err, 0, "%s: %s: \"%.200s\" %s", c->where, k->name,
-                             item->string.text, why);
+            return error_set(err, 0, "%s: %s: \"%.200s\" %s", c->where, k->name, item->string.text,
+                             why);
         if (cfg_strings_add(&a->list, item->string.text) < 0)
             return error_set(err, ENOMEM, "%s", c->where);
     }
