@@ -414,6 +414,16 @@ static struct seen *rewind_seen(struct seen *seen, size_t *nseen, int ws_fd, con
     return sn;
 }
 
+/* Call number call's record: its directory in *d (named entry) and its
+ * metadata, NULL when it cannot be read. */
+static json_t *rewind_open_call(const struct rewind *rw, long call, char *entry, size_t size,
+                                int *d)
+{
+    snprintf(entry, size, "%ld", call);
+    *d = openat(rw->undo_fd, entry, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return *d < 0 ? NULL : read_meta(*d);
+}
+
 /* The file rewind wrote is the state after the newest call kept, if
  * nothing else changed it in between: that call's record gets the new
  * identity, so a later rewind does not take it for someone else's. */
@@ -424,10 +434,8 @@ static void rewind_stamp_kept(const struct rewind *rw, const struct seen *sn, co
         if (have[i] > to)
             continue;
         char entry[32];
-        snprintf(entry, sizeof(entry), "%ld", have[i]);
-        _cleanup_close_ int d =
-            openat(rw->undo_fd, entry, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        json_t *meta = d < 0 ? NULL : read_meta(d);
+        _cleanup_close_ int d = -1;
+        json_t *meta = rewind_open_call(rw, have[i], entry, sizeof(entry), &d);
         const char *rel = json_string_value(json_object_get(meta, "path"));
         if (rel && strcmp(rel, sn->path) == 0) {
             if (same(json_object_get(meta, "after"), sn->expect))
@@ -447,10 +455,8 @@ static int rewind_calls(const struct rewind *rw, const long *have, size_t count,
     int refused = 0;
     for (size_t i = count; i-- > 0 && have[i] > to;) {
         char entry[32];
-        snprintf(entry, sizeof(entry), "%ld", have[i]);
-        _cleanup_close_ int d =
-            openat(rw->undo_fd, entry, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        json_t *meta = d < 0 ? NULL : read_meta(d);
+        _cleanup_close_ int d = -1;
+        json_t *meta = rewind_open_call(rw, have[i], entry, sizeof(entry), &d);
         const char *rel = json_string_value(json_object_get(meta, "path"));
         if (!rel || !*rel || rel[0] == '/' || nseen == ARRAY_SIZE(seen)) {
             json_decref(meta);
