@@ -331,6 +331,119 @@ static bool control_frame(const struct init_options *o, char *const *envp)
     return true;
 }
 
+/* The command's terminal: with --pty a new one, whose master goes to
+ * cordon (slave: its name); with --ctty the one the runtime made ours,
+ * let go so the command's session can take it. */
+static void init_terminal(const struct init_options *o, char *slave, size_t size)
+{
+    if (o->pty) {
+        int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0 ||
+            ptsname_r(master, slave, size) != 0)
+            agent_fail("creating a terminal: %s", strerror(errno));
+        if (fdpass_send(CONTROL_FD, "T", 1, master) < 0)
+            agent_fail("sending the terminal to cordon: %s", strerror(errno));
+        close(master);
+    }
+    if (o->ctty && isatty(0)) {
+        /* The runtime made the terminal ours (PID 1's session); the command
+         * runs in a session of its own, which can take it as its controlling
+         * terminal only once this session has let it go. Giving it up sends
+         * SIGHUP to our own group: nothing to act on. */
+        signal(SIGHUP, SIG_IGN);
+        ioctl(0, TIOCNOTTY);
+        signal(SIGHUP, SIG_DFL);
+    }
+}
+
+/* SIGCHLD and the forwarded signals blocked (into mask, waited for), and
+ * SIGPIPE: a probe that leaves before reading its stdin must not end init
+ * (the children unblock everything before exec). */
+static void init_block_signals(sigset_t *mask)
+{
+    sigemptyset(mask);
+    sigaddset(mask, SIGCHLD);
+    for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
+        sigaddset(mask, forwarded_signals[i]);
+    sigprocmask(SIG_BLOCK, mask, NULL);
+    sigset_t pipe_mask;
+    sigemptyset(&pipe_mask);
+    sigaddset(&pipe_mask, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipe_mask, NULL);
+}
+
+/* One round of the loop with a control channel: the channel, the probe's
+ * pipes and the signalfd. Returns the signal that arrived, or 0. */
+static int init_poll_channel(const struct init_options *o, char *const *envp, int *sigfd,
+                             bool *control)
+{
+    struct pollfd fds[5] = {
+        {*sigfd, POLLIN, 0},
+        {CONTROL_FD, (short)(POLLIN | (probe.answering ? POLLOUT : 0)), 0},
+        {probe.released ? probe.io.in_fd : -1, POLLOUT, 0},
+        {probe.io.out_fd, POLLIN, 0},
+        {probe.exec_fd, POLLIN, 0},
+    };
+    int n = poll(fds, 5, probe_io_timeout_ms(&probe.io));
+    if (n < 0)
+        return 0;
+    probe_io_check_deadline(&probe.io);
+    if (fds[4].revents && probe.io.pid > 0)
+        probe_execed();
+    if (fds[3].revents)
+        probe_io_read(&probe.io);
+    if (fds[2].revents)
+        probe_io_write(&probe.io);
+    if ((fds[1].revents & POLLIN) && !control_frame(o, envp))
+        fds[1].revents |= POLLHUP;
+    if ((fds[1].revents & POLLOUT) && !probe_send_answer())
+        fds[1].revents |= POLLHUP;
+    if (fds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+        /* The supervisor is gone (it takes the sandbox with it): only the
+         * command matters now. */
+        probe.answering = false;
+        close(CONTROL_FD);
+        *control = false;
+        close_fd(sigfd);
+        probe_io_kill(&probe.io);
+        return 0;
+    }
+    if (!(fds[0].revents & POLLIN))
+        return 0;
+    struct signalfd_siginfo si;
+    if (read(*sigfd, &si, sizeof(si)) != sizeof(si))
+        return 0;
+    return (int)si.ssi_signo;
+}
+
+/* After SIGCHLD: the probe's status kept, orphans reaped; init exits with
+ * the command's status when it is done. */
+static void init_reap(pid_t child, bool control)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (pid == probe.io.pid && probe.io.pid > 0) {
+            probe.status = status;
+            if (control) {
+                probe_finish();
+                probe_send_answer();
+            } else {
+                probe.io.pid = 0;
+            }
+            continue;
+        }
+        if (pid != child)
+            continue; /* an orphan: reaped, nothing else to do */
+        /* _exit: the sanitizers' exit-time leak scan would need ptrace,
+         * which the sandbox forbids. Everything else in the PID namespace
+         * is killed by the kernel when PID 1 exits. */
+        if (WIFEXITED(status))
+            _exit(WEXITSTATUS(status));
+        _exit(128 + WTERMSIG(status));
+    }
+}
+
 void agent_init_run(int argc, char **argv, char *const *envp)
 {
     struct init_options o = {0};
@@ -342,37 +455,9 @@ void agent_init_run(int argc, char **argv, char *const *envp)
     agent_path_prune(envp ? (char **)envp : environ);
 
     char slave[128] = "";
-    if (o.pty) {
-        int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-        if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0 ||
-            ptsname_r(master, slave, sizeof(slave)) != 0)
-            agent_fail("creating a terminal: %s", strerror(errno));
-        if (fdpass_send(CONTROL_FD, "T", 1, master) < 0)
-            agent_fail("sending the terminal to cordon: %s", strerror(errno));
-        close(master);
-    }
-    if (o.ctty && isatty(0)) {
-        /* The runtime made the terminal ours (PID 1's session); the command
-         * runs in a session of its own, which can take it as its controlling
-         * terminal only once this session has let it go. Giving it up sends
-         * SIGHUP to our own group: nothing to act on. */
-        signal(SIGHUP, SIG_IGN);
-        ioctl(0, TIOCNOTTY);
-        signal(SIGHUP, SIG_DFL);
-    }
-
+    init_terminal(&o, slave, sizeof(slave));
     sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
-        sigaddset(&mask, forwarded_signals[i]);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    /* A probe that leaves before reading its stdin must not end init with
-     * SIGPIPE (the children unblock everything before exec). */
-    sigset_t pipe_mask;
-    sigemptyset(&pipe_mask);
-    sigaddset(&pipe_mask, SIGPIPE);
-    sigprocmask(SIG_BLOCK, &pipe_mask, NULL);
+    init_block_signals(&mask);
 
     pid_t child = fork();
     if (child < 0)
@@ -394,74 +479,16 @@ void agent_init_run(int argc, char **argv, char *const *envp)
         if (!control) {
             siginfo_t si;
             sig = sigwaitinfo(&mask, &si);
-            if (sig < 0)
-                continue;
         } else {
-            struct pollfd fds[5] = {
-                {sigfd, POLLIN, 0},
-                {CONTROL_FD, (short)(POLLIN | (probe.answering ? POLLOUT : 0)), 0},
-                {probe.released ? probe.io.in_fd : -1, POLLOUT, 0},
-                {probe.io.out_fd, POLLIN, 0},
-                {probe.exec_fd, POLLIN, 0},
-            };
-            int n = poll(fds, 5, probe_io_timeout_ms(&probe.io));
-            if (n < 0)
-                continue;
-            probe_io_check_deadline(&probe.io);
-            if (fds[4].revents && probe.io.pid > 0)
-                probe_execed();
-            if (fds[3].revents)
-                probe_io_read(&probe.io);
-            if (fds[2].revents)
-                probe_io_write(&probe.io);
-            if ((fds[1].revents & POLLIN) && !control_frame(&o, envp))
-                fds[1].revents |= POLLHUP;
-            if ((fds[1].revents & POLLOUT) && !probe_send_answer())
-                fds[1].revents |= POLLHUP;
-            if (fds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
-                /* The supervisor is gone (it takes the sandbox with it):
-                 * only the command matters now. */
-                probe.answering = false;
-                fds[1].fd = -1;
-                close(CONTROL_FD);
-                control = false;
-                close_fd(&sigfd);
-                probe_io_kill(&probe.io);
-                continue;
-            }
-            if (!(fds[0].revents & POLLIN))
-                continue;
-            struct signalfd_siginfo si;
-            if (read(sigfd, &si, sizeof(si)) != sizeof(si))
-                continue;
-            sig = (int)si.ssi_signo;
+            sig = init_poll_channel(&o, envp, &sigfd, &control);
         }
+        if (sig <= 0)
+            continue;
         if (sig != SIGCHLD) {
             /* The command leads its own session and process group. */
             kill(-child, sig);
             continue;
         }
-        int status;
-        pid_t pid;
-        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-            if (pid == probe.io.pid && probe.io.pid > 0) {
-                probe.status = status;
-                if (control) {
-                    probe_finish();
-                    probe_send_answer();
-                } else {
-                    probe.io.pid = 0;
-                }
-                continue;
-            }
-            if (pid != child)
-                continue; /* an orphan: reaped, nothing else to do */
-            /* _exit: the sanitizers' exit-time leak scan would need ptrace,
-             * which the sandbox forbids. Everything else in the PID
-             * namespace is killed by the kernel when PID 1 exits. */
-            if (WIFEXITED(status))
-                _exit(WEXITSTATUS(status));
-            _exit(128 + WTERMSIG(status));
-        }
+        init_reap(child, control);
     }
 }

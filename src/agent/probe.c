@@ -511,9 +511,20 @@ static json_t *proxy_attempts(json_t *req)
     return out;
 }
 
-/* Can a new file be made in a directory (or a file opened for writing)?
- * Nothing is left behind and no existing file is changed: O_WRONLY without
- * O_TRUNC writes nothing. */
+/* The outcome of opening path with flags (O_CREAT: mode 0600); what was
+ * opened is closed, and removed again with remove. */
+static json_t *open_outcome(const char *path, int flags, bool remove)
+{
+    int fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int e = errno;
+    if (fd >= 0) {
+        close(fd);
+        if (remove)
+            unlink(path);
+    }
+    return outcome(fd, e);
+}
+
 /* Creates each named file (the git metadata check: the host looks for it
  * in its own git directory afterwards); the file stays, in the sandbox's
  * copy, where the session's teardown removes it. */
@@ -524,17 +535,17 @@ static json_t *plant_attempts(json_t *list)
     json_t *p;
     json_array_foreach (list, i, p) {
         const char *path = json_string_value(p);
-        if (!path)
-            continue;
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        json_array_append_new(out, json_pack("{s:s, s:o}", "path", path, "write", outcome(fd, e)));
+        if (path)
+            json_array_append_new(
+                out, json_pack("{s:s, s:o}", "path", path, "write",
+                               open_outcome(path, O_WRONLY | O_CREAT | O_EXCL, false)));
     }
     return out;
 }
 
+/* Can a new file be made in a directory (or a file opened for writing)?
+ * Nothing is left behind and no existing file is changed: O_WRONLY without
+ * O_TRUNC writes nothing. */
 static json_t *write_attempts(json_t *list)
 {
     json_t *out = json_array();
@@ -553,20 +564,10 @@ static json_t *write_attempts(json_t *list)
             char tmp[4096];
             snprintf(tmp, sizeof(tmp), "%s/.cordon-verify-%d-%ld", path, getpid(),
                      (long)time(NULL));
-            int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-            int e = errno;
-            if (fd >= 0) {
-                close(fd);
-                unlink(tmp);
-            }
-            json_object_set_new(o, "write", outcome(fd, e));
+            json_object_set_new(o, "write", open_outcome(tmp, O_WRONLY | O_CREAT | O_EXCL, true));
         } else {
-            int fd =
-                open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-            int e = errno;
-            if (fd >= 0)
-                close(fd);
-            json_object_set_new(o, "write", outcome(fd, e));
+            json_object_set_new(
+                o, "write", open_outcome(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY, false));
         }
         json_array_append_new(out, o);
     }

@@ -63,8 +63,9 @@ static int config_paths(char **ret_trust_file, char **ret_guard_dir, struct cord
     return n < 0 ? error_set(err, ENOMEM, "trust guard") : 0;
 }
 
-static void config_usage(FILE *out)
+static void config_usage(FILE *out, void *ctx)
 {
+    (void)ctx;
     fprintf(out,
             "usage: cordon config [--explain] [--json] [OPTIONS]\n"
             "       cordon config --where [--json]\n"
@@ -85,37 +86,40 @@ static int print_json(json_t *json)
     return 0;
 }
 
+/* check --as LAYER */
+static int set_layer(void *ctx, const char *option, const char *as)
+{
+    (void)option;
+    enum cfg_layer *layer = ctx;
+    if (strcmp(as, "user") == 0)
+        *layer = CFG_LAYER_USER;
+    else if (strcmp(as, "workspace") == 0)
+        *layer = CFG_LAYER_WORKSPACE;
+    else if (strcmp(as, "host") == 0)
+        *layer = CFG_LAYER_HOST_DEFAULT;
+    else {
+        config_usage(stderr, NULL);
+        return -1;
+    }
+    return 0;
+}
+
 static int config_check(int argc, char **argv)
 {
     enum cfg_layer layer = CFG_LAYER_USER;
     bool layer_given = false;
     const char *file = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--as") == 0 && i + 1 < argc) {
-            const char *as = argv[++i];
-            layer_given = true;
-            if (strcmp(as, "user") == 0)
-                layer = CFG_LAYER_USER;
-            else if (strcmp(as, "workspace") == 0)
-                layer = CFG_LAYER_WORKSPACE;
-            else if (strcmp(as, "host") == 0)
-                layer = CFG_LAYER_HOST_DEFAULT;
-            else {
-                config_usage(stderr);
-                return EXIT_USAGE;
-            }
-        } else if (!file && argv[i][0] != '-') {
-            file = argv[i];
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            config_usage(stdout);
-            return 0;
-        } else {
-            config_usage(stderr);
-            return EXIT_USAGE;
-        }
-    }
+    const struct cli_option options[] = {
+        {.name = "--as", .has_value = true, .flag = &layer_given, .handle = set_layer},
+        {0},
+    };
+    const struct cli_parser parser = {
+        .usage = config_usage, .ctx = &layer, .options = options, .operand = &file};
+    int parsed = cli_parse(&parser, argc, argv, NULL);
+    if (parsed != CLI_PARSE_OK)
+        return parsed == CLI_PARSE_HELP ? 0 : EXIT_USAGE;
     if (!file) {
-        config_usage(stderr);
+        config_usage(stderr, NULL);
         return EXIT_USAGE;
     }
     const char *base = strrchr(file, '/');
@@ -153,27 +157,22 @@ int cmd_config(int argc, char **argv)
     int status = EXIT_USAGE;
     struct cordon_error err = {0};
     _cleanup_free_ char *workspace = NULL;
-    for (int i = 1; i < argc; i++) {
-        int used = cli_config_flag(argc, argv, &i, &sets);
-        if (used > 0) {
-            continue;
-        } else if (used < 0) {
-            goto out;
-        } else if (strcmp(argv[i], "--explain") == 0) {
-            explain = true;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[i], "--where") == 0) {
-            where = true;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            config_usage(stdout);
+    const struct cli_option options[] = {
+        {.name = "--explain", .flag = &explain},
+        {.name = "--json", .flag = &json},
+        {.name = "--where", .flag = &where},
+        {0},
+    };
+    const struct cli_parser parser = {.command = "config",
+                                      .word = "argument",
+                                      .usage = config_usage,
+                                      .options = options,
+                                      .sets = &sets};
+    int parsed = cli_parse(&parser, argc, argv, NULL);
+    if (parsed != CLI_PARSE_OK) {
+        if (parsed == CLI_PARSE_HELP)
             status = 0;
-            goto out;
-        } else {
-            fprintf(stderr, "cordon: config: unknown argument '%s'\n", argv[i]);
-            config_usage(stderr);
-            goto out;
-        }
+        goto out;
     }
 
     status = EXIT_CONFIG_ERROR;

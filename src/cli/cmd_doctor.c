@@ -19,8 +19,9 @@
 
 #define DOCTOR_EXIT_NOT_WORKING 1
 
-static void usage(FILE *out)
+static void usage(FILE *out, void *ctx)
 {
+    (void)ctx;
     fprintf(out,
             "usage: cordon doctor [--json] [OPTIONS]\n\n"
             "Checks what this host allows each backend, without starting a sandbox:\n"
@@ -93,27 +94,12 @@ int cmd_doctor(int argc, char **argv)
 {
     struct cli_sets sets = {0};
     bool json = false;
-    for (int i = 1; i < argc; i++) {
-        int flag = cli_config_flag(argc, argv, &i, &sets);
-        if (flag < 0) {
-            cli_sets_free(&sets);
-            return CORDON_EXIT_FAILURE;
-        }
-        if (flag > 0)
-            continue;
-        if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            cli_sets_free(&sets);
-            return 0;
-        } else {
-            fprintf(stderr, "cordon: doctor: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
-            cli_sets_free(&sets);
-            return CORDON_EXIT_FAILURE;
-        }
-    }
+    const struct cli_option options[] = {{.name = "--json", .flag = &json}, {0}};
+    const struct cli_parser parser = {
+        .command = "doctor", .word = "argument", .usage = usage, .options = options, .sets = &sets};
+    int parsed = cli_parse(&parser, argc, argv, NULL);
+    if (parsed != CLI_PARSE_OK)
+        return cli_parse_status(parsed);
     if (cli_sets_finish(&sets) < 0) {
         cli_sets_free(&sets);
         return CORDON_EXIT_FAILURE;

@@ -5,6 +5,7 @@
  * are cordon's own, but what they quote (arguments, host names) came from
  * the sandbox: the human form escapes every hidden character. */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
@@ -43,8 +44,9 @@ struct log_entries {
     size_t count, cap;
 };
 
-static void usage(FILE *out)
+static void usage(FILE *out, void *ctx)
 {
+    (void)ctx;
     fprintf(out, "usage: cordon log [--json] [--follow] NAME\n\n"
                  "A session's tool calls (tool, arguments up to 2 KiB, outcome, duration, exit\n"
                  "status) and its network decisions (destination, allow or deny, the rule),\n"
@@ -217,23 +219,17 @@ int cmd_log(int argc, char **argv)
 {
     bool json = false, follow = false;
     const char *name = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[i], "--follow") == 0 || strcmp(argv[i], "-f") == 0) {
-            follow = true;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (argv[i][0] == '-' || name) {
-            usage(stderr);
-            return CORDON_EXIT_FAILURE;
-        } else {
-            name = argv[i];
-        }
-    }
+    const struct cli_option options[] = {
+        {.name = "--json", .flag = &json},
+        {.name = "--follow", .alias = "-f", .flag = &follow},
+        {0},
+    };
+    const struct cli_parser parser = {.usage = usage, .options = options, .operand = &name};
+    int parsed = cli_parse(&parser, argc, argv, NULL);
+    if (parsed != CLI_PARSE_OK)
+        return cli_parse_status(parsed);
     if (!name) {
-        usage(stderr);
+        usage(stderr, NULL);
         return CORDON_EXIT_FAILURE;
     }
     struct cordon_error err = {0};

@@ -8,8 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static void usage(FILE *out)
+static void usage(FILE *out, void *ctx)
 {
+    (void)ctx;
     fprintf(out,
             "usage: cordon mcp [--lazy] [--attach NAME] [--off] [--headless] [OPTIONS]\n\n"
             "Serves the seven tools (read, write, edit, ls, find, grep, bash) over MCP on\n"
@@ -25,45 +26,37 @@ static void usage(FILE *out)
             cli_config_flags_help);
 }
 
+/* --attach NAME: back into a sandbox kept by teardown stop/none. */
+static int attach_to(void *ctx, const char *option, const char *name)
+{
+    (void)option;
+    char *set = NULL;
+    if (asprintf(&set, "sandbox_name=\"%s\"", name) < 0)
+        return -1;
+    return cli_sets_push(ctx, set);
+}
+
 int cmd_mcp(int argc, char **argv)
 {
     struct cli_sets sets = {0};
     struct mcp_options o = {0};
     const char *attach = NULL;
-    for (int i = 1; i < argc; i++) {
-        int rc = cli_config_flag(argc, argv, &i, &sets);
-        if (rc < 0) {
-            cli_sets_free(&sets);
-            return CORDON_EXIT_FAILURE;
-        }
-        if (rc > 0)
-            continue;
-        if (strcmp(argv[i], "--attach") == 0 && i + 1 < argc) {
-            /* Back into a sandbox kept by teardown stop/none. */
-            char *set = NULL;
-            attach = argv[++i];
-            if (asprintf(&set, "sandbox_name=\"%s\"", attach) < 0 ||
-                cli_sets_push(&sets, set) < 0) {
-                cli_sets_free(&sets);
-                return CORDON_EXIT_FAILURE;
-            }
-        } else if (strcmp(argv[i], "--lazy") == 0) {
-            o.lazy_start = true;
-        } else if (strcmp(argv[i], "--off") == 0) {
-            o.start_off = true;
-        } else if (strcmp(argv[i], "--headless") == 0) {
-            o.headless = true;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            cli_sets_free(&sets);
-            return 0;
-        } else {
-            fprintf(stderr, "cordon: mcp: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
-            cli_sets_free(&sets);
-            return CORDON_EXIT_FAILURE;
-        }
-    }
+    const struct cli_option options[] = {
+        {.name = "--attach", .has_value = true, .value = &attach, .handle = attach_to},
+        {.name = "--lazy", .flag = &o.lazy_start},
+        {.name = "--off", .flag = &o.start_off},
+        {.name = "--headless", .flag = &o.headless},
+        {0},
+    };
+    const struct cli_parser parser = {.command = "mcp",
+                                      .word = "argument",
+                                      .usage = usage,
+                                      .ctx = &sets,
+                                      .options = options,
+                                      .sets = &sets};
+    int parsed = cli_parse(&parser, argc, argv, NULL);
+    if (parsed != CLI_PARSE_OK)
+        return cli_parse_status(parsed);
     if (cli_sets_finish(&sets) < 0) {
         cli_sets_free(&sets);
         return CORDON_EXIT_FAILURE;

@@ -53,6 +53,23 @@ static void usage(FILE *out, bool shell)
             cli_config_flags_help);
 }
 
+struct run_options {
+    bool shell;
+    int want_pty; /* 1 --pty, 0 --no-pty, -1 neither: when stdin is a terminal */
+};
+
+static void run_usage(FILE *out, void *ctx)
+{
+    usage(out, ((struct run_options *)ctx)->shell);
+}
+
+static int set_pty(void *ctx, const char *option, const char *value)
+{
+    (void)value;
+    ((struct run_options *)ctx)->want_pty = strcmp(option, "--pty") == 0;
+    return 0;
+}
+
 /* argv for the agent: init [--pty | --ctty] [--control] --memory-mib
  * MEMORY -- CMD..., as the backend takes it; NULL when out of memory. The
  * strings are borrowed. */
@@ -83,38 +100,25 @@ static char **init_argv(const struct backend_ops *be, bool pty, char *const *cmd
 static int run_common(int argc, char **argv, bool shell)
 {
     struct cli_sets sets = {0};
-    int want_pty = -1;
-    int i = 1;
-    for (; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
-            break;
-        }
-        if (argv[i][0] != '-')
-            break;
-        int rc = cli_config_flag(argc, argv, &i, &sets);
-        if (rc < 0) {
-            cli_sets_free(&sets);
-            return CORDON_EXIT_FAILURE;
-        }
-        if (rc > 0)
-            continue;
-        if (strcmp(argv[i], "--pty") == 0) {
-            want_pty = 1;
-        } else if (strcmp(argv[i], "--no-pty") == 0) {
-            want_pty = 0;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout, shell);
-            cli_sets_free(&sets);
-            return 0;
-        } else {
-            fprintf(stderr, "cordon: %s: unknown option '%s'\n", shell ? "shell" : "run", argv[i]);
-            usage(stderr, shell);
-            cli_sets_free(&sets);
-            return CORDON_EXIT_FAILURE;
-        }
-    }
-    int optind_local = i;
+    struct run_options ro = {.shell = shell, .want_pty = -1};
+    const struct cli_option options[] = {
+        {.name = "--pty", .handle = set_pty},
+        {.name = "--no-pty", .handle = set_pty},
+        {0},
+    };
+    const struct cli_parser parser = {.command = shell ? "shell" : "run",
+                                      .word = "option",
+                                      .usage = run_usage,
+                                      .ctx = &ro,
+                                      .options = options,
+                                      .sets = &sets,
+                                      .options_first = true,
+                                      .dash_dash = true};
+    int optind_local;
+    int parsed = cli_parse(&parser, argc, argv, &optind_local);
+    if (parsed != CLI_PARSE_OK)
+        return cli_parse_status(parsed);
+    int want_pty = ro.want_pty;
     char **cmd = argv + optind_local;
     char *shell_argv[] = {"/bin/bash", NULL};
     if (shell) {

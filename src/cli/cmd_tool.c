@@ -18,8 +18,9 @@
 #define BATCH_LINE_MAX  (64u << 20)
 #define BATCH_IN_FLIGHT 64
 
-static void usage(FILE *out)
+static void usage(FILE *out, void *ctx)
 {
+    (void)ctx;
     fprintf(out,
             "usage: cordon tool [OPTIONS] NAME 'JSON-ARGS'\n"
             "       cordon tool [OPTIONS] --batch < calls.jsonl\n\n"
@@ -202,33 +203,22 @@ int cmd_tool(int argc, char **argv)
 {
     struct cli_sets sets = {0};
     bool batch = false;
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        int flag = cli_config_flag(argc, argv, &i, &sets);
-        if (flag < 0) {
-            cli_sets_free(&sets);
-            return CORDON_EXIT_FAILURE;
-        }
-        if (flag > 0)
-            continue;
-        if (strcmp(argv[i], "--batch") == 0) {
-            batch = true;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            cli_sets_free(&sets);
-            return 0;
-        } else {
-            fprintf(stderr, "cordon: tool: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            cli_sets_free(&sets);
-            return CORDON_EXIT_FAILURE;
-        }
-    }
+    const struct cli_option options[] = {{.name = "--batch", .flag = &batch}, {0}};
+    const struct cli_parser parser = {.command = "tool",
+                                      .word = "option",
+                                      .usage = usage,
+                                      .options = options,
+                                      .sets = &sets,
+                                      .options_first = true};
+    int i;
+    int parsed = cli_parse(&parser, argc, argv, &i);
+    if (parsed != CLI_PARSE_OK)
+        return cli_parse_status(parsed);
     json_t *args = NULL;
     const char *name = NULL;
     if (!batch) {
         if (argc - i < 1 || argc - i > 2) {
-            usage(stderr);
+            usage(stderr, NULL);
             cli_sets_free(&sets);
             return CORDON_EXIT_FAILURE;
         }

@@ -21,8 +21,9 @@
 /* `cordon verify NAME` of a session that exists but is not running. */
 #define VERIFY_EXIT_NOT_RUNNING 2
 
-static void usage(FILE *out)
+static void usage(FILE *out, void *ctx)
 {
+    (void)ctx;
     fprintf(out,
             "usage: cordon verify [--json] [OPTIONS] [NAME]\n\n"
             "Starts a fresh sandbox of the current workspace (with the given\n"
@@ -109,29 +110,16 @@ int cmd_verify(int argc, char **argv)
     struct cli_sets sets = {0};
     bool json = false;
     const char *name = NULL;
-    for (int i = 1; i < argc; i++) {
-        int flag = cli_config_flag(argc, argv, &i, &sets);
-        if (flag < 0) {
-            cli_sets_free(&sets);
-            return CORDON_EXIT_FAILURE;
-        }
-        if (flag > 0)
-            continue;
-        if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            cli_sets_free(&sets);
-            return 0;
-        } else if (argv[i][0] != '-' && !name) {
-            name = argv[i];
-        } else {
-            fprintf(stderr, "cordon: verify: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
-            cli_sets_free(&sets);
-            return CORDON_EXIT_FAILURE;
-        }
-    }
+    const struct cli_option options[] = {{.name = "--json", .flag = &json}, {0}};
+    const struct cli_parser parser = {.command = "verify",
+                                      .word = "argument",
+                                      .usage = usage,
+                                      .options = options,
+                                      .sets = &sets,
+                                      .operand = &name};
+    int parsed = cli_parse(&parser, argc, argv, NULL);
+    if (parsed != CLI_PARSE_OK)
+        return cli_parse_status(parsed);
     if (name) {
         /* The running sandbox was built by its own configuration. */
         bool flags = sets.count || sets.allow_hosts || sets.publish || sets.net_audit_log ||

@@ -1,6 +1,7 @@
 /* Configuration flags shared by run, shell, tool, mcp and config. */
 #include "cli/options.h"
 #include "util/cleanup.h"
+#include "util/error.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -197,4 +198,79 @@ void cli_sets_free(struct cli_sets *sets)
     free(sets->allow_hosts);
     free(sets->publish);
     *sets = (struct cli_sets){0};
+}
+
+static const struct cli_option *find_option(const struct cli_option *options, const char *arg)
+{
+    for (const struct cli_option *o = options; o && o->name; o++)
+        if (strcmp(arg, o->name) == 0 || (o->alias && strcmp(arg, o->alias) == 0))
+            return o;
+    return NULL;
+}
+
+static int unknown_argument(const struct cli_parser *p, const char *arg)
+{
+    if (p->command)
+        fprintf(stderr, "cordon: %s: unknown %s '%s'\n", p->command, p->word, arg);
+    p->usage(stderr, p->ctx);
+    return CLI_PARSE_ERROR;
+}
+
+/* One argument at argv[*i] that is not a configuration flag. */
+static int parse_one(const struct cli_parser *p, int argc, char **argv, int *i)
+{
+    const char *arg = argv[*i];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+        p->usage(stdout, p->ctx);
+        return CLI_PARSE_HELP;
+    }
+    const struct cli_option *o = find_option(p->options, arg);
+    if (o && o->has_value && *i + 1 >= argc)
+        o = NULL;
+    if (!o) {
+        if (p->operand && arg[0] != '-' && !*p->operand) {
+            *p->operand = arg;
+            return CLI_PARSE_OK;
+        }
+        return unknown_argument(p, arg);
+    }
+    const char *value = o->has_value ? argv[++*i] : NULL;
+    if (o->flag)
+        *o->flag = true;
+    if (o->value)
+        *o->value = value;
+    if (o->handle && o->handle(p->ctx, arg, value) < 0)
+        return CLI_PARSE_ERROR;
+    return CLI_PARSE_OK;
+}
+
+int cli_parse(const struct cli_parser *p, int argc, char **argv, int *next)
+{
+    int i = 1;
+    for (; i < argc; i++) {
+        if (p->dash_dash && strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        }
+        if (p->options_first && argv[i][0] != '-')
+            break;
+        int rc = p->sets ? cli_config_flag(argc, argv, &i, p->sets) : 0;
+        if (rc > 0)
+            continue;
+        if (rc == 0)
+            rc = parse_one(p, argc, argv, &i);
+        if (rc != CLI_PARSE_OK) {
+            if (p->sets)
+                cli_sets_free(p->sets);
+            return rc < 0 ? CLI_PARSE_ERROR : rc;
+        }
+    }
+    if (next)
+        *next = i;
+    return CLI_PARSE_OK;
+}
+
+int cli_parse_status(int parsed)
+{
+    return parsed == CLI_PARSE_HELP ? 0 : CORDON_EXIT_FAILURE;
 }

@@ -56,3 +56,26 @@ bool cfg_path_inside(const char *path, const char *root);
 /* realpath() of the longest existing prefix plus the rest, so paths that do
  * not exist yet can still be compared. */
 char *cfg_canonicalize_lenient(const char *path);
+
+/* Whether one of the paths is the other or below it. */
+bool cfg_paths_overlap(const char *a, const char *b);
+
+/* Places of the user's that hold credentials or cordon's own policy: the
+ * home directories (HOME and the password database's, each as given and
+ * canonical; as root every person's), the configuration directory and the
+ * policy locations, the runtime directory. */
+#define CREDENTIAL_HOMES_MAX 256
+struct credential_areas {
+    char *homes[CREDENTIAL_HOMES_MAX];
+    char *config[8];
+};
+/* The areas of the user home, the user's configuration directory xdg, the
+ * policy directory etc and the runtime directory: 0, or -1 (out of
+ * memory). */
+int credential_areas_build(const char *home, const char *xdg, const char *etc,
+                           struct credential_areas *c);
+void credential_areas_free(struct credential_areas *c);
+/* Why a mount of host path real (canonical) or lexical would hand the
+ * sandbox the user's credentials or policy, or NULL. */
+const char *credential_reason(const struct credential_areas *c, const char *lexical,
+                              const char *real, char *why, size_t size);

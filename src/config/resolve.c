@@ -80,7 +80,7 @@ bool cfg_path_inside(const char *path, const char *root)
     return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
-static bool paths_overlap(const char *a, const char *b)
+bool cfg_paths_overlap(const char *a, const char *b)
 {
     return cfg_path_inside(a, b) || cfg_path_inside(b, a);
 }
@@ -231,165 +231,85 @@ static bool is_loopback(const char *bind)
     return strcmp(bind, "::1") == 0;
 }
 
-/* Places of the user's that hold credentials or cordon's own policy: the
- * home directories (HOME and the password database's, each as given and
- * canonical; as root every person's), the configuration directory and the
- * policy locations, the runtime directory. */
-#define CREDENTIAL_HOMES_MAX 256
-struct credential_areas {
-    char *homes[CREDENTIAL_HOMES_MAX];
-    char *config[8];
+/* Keys a workspace file may not set at all, and why (docs/configuration.md
+ * "Layers"). what: how the message names the key, NULL: its name. */
+static const struct {
+    enum cfg_key key;
+    const char *what, *why;
+} workspace_refused[] = {
+    {CFG_ETC_EXTRA, "etc.extra",
+     "which host files of /etc a sandbox sees is a user or host-owned setting"},
+    {CFG_SOCKETS_ALLOW, "sockets.allow",
+     "which host services the sandbox may reach is a user or host-owned setting"},
+    {CFG_NETWORK_UPSTREAM_PROXY, NULL,
+     "the proxy every allowed connection goes through is a user or host-owned setting"},
+    {CFG_NETWORK_NO_PROXY, NULL,
+     "the proxy every allowed connection goes through is a user or host-owned setting"},
+    {CFG_NETWORK_HTTP_RULES, NULL,
+     "which requests the proxy lets through and which certificates it trusts is a user or "
+     "host-owned setting"},
+    {CFG_NETWORK_CA_FILE, NULL,
+     "which requests the proxy lets through and which certificates it trusts is a user or "
+     "host-owned setting"},
+    {CFG_SECRETS, "[[secrets]]",
+     "which credentials the proxy puts into requests, and for which hosts, is a user or "
+     "host-owned setting (put it in ~/.config/cordon/config.toml)"},
+    {CFG_NETWORK_HOST_SERVICES, "network.host_services",
+     "which services of the host's loopback the sandbox may reach is a user or host-owned "
+     "setting"},
+    {CFG_DOCKER_HOST, "docker.host",
+     "the daemon the docker backend drives is a user or host-owned setting"},
 };
 
-/* Host places whose mount from a workspace file would undo the sandbox's
- * own view: host secrets in /etc (shadow, ssh host keys, tokens in
- * /etc/environment), the host's processes and devices, the runtime
- * directories, where host services keep their sockets (a socket connects
- * on a read-only mount too). Neither they, nor what lies in them, nor what
- * contains them. */
-static const char *const system_areas[] = {
-    "/etc", "/proc", "/sys", "/dev", "/run", "/var/run", "/boot", NULL,
-};
-/* The shared temporary directories: neither they nor what contains them,
- * nor their hidden entries and the socket directories of tmux, ssh-agent
- * and systemd (X11's and ICE's are hidden); an ordinary directory below
- * them is another matter (a build's output). */
-static const char *const shared_temporary[] = {"/tmp", "/var/tmp", NULL};
-static const char *const temporary_socket_prefixes[] = {
-    ".", "tmux-", "ssh-", "systemd-private-", "gpg-", "pulse-", NULL};
-
-static void credential_areas_free(struct credential_areas *c)
+/* A skill path is read by the host for the agent without a prompt: the
+ * same rule as a mount ("any other file grants that file"). */
+static int check_workspace_skills(const struct cfg_assignment *a,
+                                  const struct credential_areas *areas, struct cordon_error *err)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(c->homes); i++)
-        free(c->homes[i]);
-    for (size_t i = 0; i < ARRAY_SIZE(c->config); i++)
-        free(c->config[i]);
-    memset(c, 0, sizeof(*c));
-}
-
-static int area_add(char **slots, size_t n, const char *path)
-{
-    if (!path || path[0] != '/' || strcmp(path, "/") == 0)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        if (slots[i] && strcmp(slots[i], path) == 0)
-            return 0;
-        if (!slots[i])
-            return (slots[i] = strdup(path)) ? 0 : -1;
+    for (size_t i = 0; i < a->list.count; i++) {
+        const char *path = a->list.items[i];
+        _cleanup_free_ char *real = cfg_canonicalize_lenient(path);
+        char why[1200];
+        if (credential_reason(areas, path, real, why, sizeof(why)))
+            return error_set(err, 0,
+                             "%s:%d: skills.paths entry %s%s%s%s is refused in the workspace "
+                             "file: %s (rule: a workspace file may not expose the user's "
+                             "home, credential or policy directories)",
+                             a->origin.file, a->origin.line, path,
+                             real && strcmp(real, path) ? " (resolves to " : "",
+                             real && strcmp(real, path) ? real : "",
+                             real && strcmp(real, path) ? ")" : "", why);
     }
     return 0;
 }
 
-static int area_add_both(char **slots, size_t n, const char *path)
+static int check_workspace_mounts(const struct cfg_assignment *a, const char *workspace,
+                                  const struct credential_areas *areas, struct cordon_error *err)
 {
-    if (!path || path[0] != '/')
-        return 0;
-    _cleanup_free_ char *real = cfg_canonicalize_lenient(path);
-    return area_add(slots, n, path) < 0 || area_add(slots, n, real) < 0 ? -1 : 0;
-}
-
-static int credential_areas_build(const char *home, const char *xdg, const char *etc,
-                                  struct credential_areas *c)
-{
-    memset(c, 0, sizeof(*c));
-    /* HOME may be set to something else than the account's home (CI, sudo):
-     * a workspace file can name either literally */
-    struct passwd *pw = getpwuid(geteuid());
-    if (area_add_both(c->homes, ARRAY_SIZE(c->homes), home) < 0 ||
-        area_add_both(c->homes, ARRAY_SIZE(c->homes), pw ? pw->pw_dir : NULL) < 0)
-        goto fail;
-    if (geteuid() == 0) {
-        /* root reads every person's keys */
-        FILE *f = fopen("/etc/passwd", "re");
-        struct passwd *entry;
-        while (f && (entry = fgetpwent(f)))
-            if (entry->pw_uid >= 1000 && entry->pw_uid != 65534 &&
-                area_add_both(c->homes, ARRAY_SIZE(c->homes), entry->pw_dir) < 0) {
-                fclose(f);
-                goto fail;
-            }
-        if (f)
-            fclose(f);
+    const char *file = a->origin.file;
+    for (size_t i = 0; i < a->mounts.count; i++) {
+        const struct cfg_mount *m = &a->mounts.items[i];
+        _cleanup_free_ char *real = cfg_canonicalize_lenient(m->host_path);
+        if (!m->readonly && (!real || !cfg_path_inside(real, workspace)))
+            return error_set(err, 0,
+                             "%s:%d: writable mount of %s is refused in the workspace file: "
+                             "it is outside the workspace %s",
+                             file, m->origin.line, m->host_path, workspace);
+        /* read-only too: a read-only ~/.ssh still hands over the key. A
+         * part of the workspace is visible anyway. */
+        char why[1200];
+        if (!(real && cfg_path_inside(real, workspace)) &&
+            credential_reason(areas, m->host_path, real, why, sizeof(why)))
+            return error_set(err, 0,
+                             "%s:%d: mount of %s%s%s%s is refused in the workspace file: %s "
+                             "(rule: a workspace file may not mount the user's home, "
+                             "credential or policy directories)",
+                             file, m->origin.line, m->host_path,
+                             real && strcmp(real, m->host_path) ? " (resolves to " : "",
+                             real && strcmp(real, m->host_path) ? real : "",
+                             real && strcmp(real, m->host_path) ? ")" : "", why);
     }
-    const char *runtime = getenv("XDG_RUNTIME_DIR");
-    if (area_add_both(c->config, ARRAY_SIZE(c->config), xdg) < 0 ||
-        area_add_both(c->config, ARRAY_SIZE(c->config), etc) < 0 ||
-        area_add_both(c->config, ARRAY_SIZE(c->config), runtime) < 0)
-        goto fail;
     return 0;
-fail:
-    credential_areas_free(c);
-    return -1;
-}
-
-/* Why a mount of host path real (canonical) or lexical would hand the
- * sandbox the user's credentials or policy, or NULL. */
-static const char *credential_reason(const struct credential_areas *c, const char *lexical,
-                                     const char *real, char *why, size_t size)
-{
-    const char *paths[] = {lexical, real};
-    for (size_t p = 0; p < ARRAY_SIZE(paths); p++) {
-        const char *path = paths[p];
-        if (!path)
-            continue;
-        for (size_t h = 0; h < ARRAY_SIZE(c->homes) && c->homes[h]; h++) {
-            const char *home = c->homes[h];
-            if (cfg_path_inside(home, path)) {
-                snprintf(why, size, "it %s the home directory %s",
-                         strcmp(home, path) == 0 ? "is" : "contains", home);
-                return why;
-            }
-            if (!cfg_path_inside(path, home))
-                continue;
-            /* every hidden entry of the home directory: ~/.ssh, ~/.aws,
-             * ~/.gnupg, ~/.config, ~/.kube, ~/.docker, ~/.local/share/keyrings,
-             * ~/.password-store, ~/.netrc, ~/.git-credentials, ~/.npmrc,
-             * ~/.pypirc and every other tool's credentials and settings */
-            const char *entry = path + strlen(home) + 1;
-            if (entry[0] == '.') {
-                snprintf(why, size,
-                         "it is or lies inside %s/%.*s (a hidden entry of the home directory, "
-                         "where tools keep credentials)",
-                         home, (int)strcspn(entry, "/"), entry);
-                return why;
-            }
-        }
-        for (size_t d = 0; d < ARRAY_SIZE(c->config) && c->config[d]; d++)
-            if (paths_overlap(path, c->config[d])) {
-                snprintf(why, size, "it overlaps the configuration, policy or runtime directory %s",
-                         c->config[d]);
-                return why;
-            }
-        for (size_t d = 0; shared_temporary[d]; d++) {
-            const char *t = shared_temporary[d];
-            if (cfg_path_inside(t, path)) {
-                snprintf(why, size, "it %s the shared temporary directory %s",
-                         strcmp(t, path) == 0 ? "is" : "contains", t);
-                return why;
-            }
-            if (!cfg_path_inside(path, t))
-                continue;
-            const char *entry = path + strlen(t) + 1;
-            for (size_t x = 0; temporary_socket_prefixes[x]; x++)
-                if (strncmp(entry, temporary_socket_prefixes[x],
-                            strlen(temporary_socket_prefixes[x])) == 0) {
-                    snprintf(why, size,
-                             "it is or lies inside %s/%.*s, where host services keep "
-                             "their sockets",
-                             t, (int)strcspn(entry, "/"), entry);
-                    return why;
-                }
-        }
-        for (size_t d = 0; system_areas[d]; d++)
-            if (paths_overlap(path, system_areas[d])) {
-                snprintf(why, size,
-                         "it overlaps %s (host secrets, processes, devices or services' "
-                         "sockets)",
-                         system_areas[d]);
-                return why;
-            }
-    }
-    return NULL;
 }
 
 /* What the agent-writable workspace file may never set. Checked on every
@@ -401,6 +321,12 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
 {
     const char *file = a->origin.file;
     int line = a->origin.line;
+    for (size_t i = 0; i < ARRAY_SIZE(workspace_refused); i++)
+        if (workspace_refused[i].key == a->key)
+            return error_set(err, 0, "%s:%d: %s is refused in the workspace file: %s", file, line,
+                             workspace_refused[i].what ? workspace_refused[i].what
+                                                       : cfg_key_name(a->key),
+                             workspace_refused[i].why);
     switch (a->key) {
     case CFG_FALLBACK_MODE:
         if (a->integer == CFG_FALLBACK_HOST)
@@ -431,46 +357,6 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                              "it would forward every host secret",
                              file, line);
         break;
-    case CFG_ETC_EXTRA:
-        return error_set(err, 0,
-                         "%s:%d: etc.extra is refused in the workspace file: which host files "
-                         "of /etc a sandbox sees is a user or host-owned setting",
-                         file, line);
-    case CFG_SOCKETS_ALLOW:
-        return error_set(err, 0,
-                         "%s:%d: sockets.allow is refused in the workspace file: which host "
-                         "services the sandbox may reach is a user or host-owned setting",
-                         file, line);
-    case CFG_NETWORK_UPSTREAM_PROXY:
-    case CFG_NETWORK_NO_PROXY:
-        return error_set(err, 0,
-                         "%s:%d: %s is refused in the workspace file: the proxy every allowed "
-                         "connection goes through is a user or host-owned setting",
-                         file, line, cfg_key_name(a->key));
-    case CFG_NETWORK_HTTP_RULES:
-    case CFG_NETWORK_CA_FILE:
-        return error_set(err, 0,
-                         "%s:%d: %s is refused in the workspace file: which requests the proxy "
-                         "lets through and which certificates it trusts is a user or "
-                         "host-owned setting",
-                         file, line, cfg_key_name(a->key));
-    case CFG_SECRETS:
-        return error_set(err, 0,
-                         "%s:%d: [[secrets]] is refused in the workspace file: which credentials "
-                         "the proxy puts into requests, and for which hosts, is a user or "
-                         "host-owned setting (put it in ~/.config/cordon/config.toml)",
-                         file, line);
-    case CFG_NETWORK_HOST_SERVICES:
-        return error_set(err, 0,
-                         "%s:%d: network.host_services is refused in the workspace file: which "
-                         "services of the host's loopback the sandbox may reach is a user or "
-                         "host-owned setting",
-                         file, line);
-    case CFG_DOCKER_HOST:
-        return error_set(err, 0,
-                         "%s:%d: docker.host is refused in the workspace file: the daemon the "
-                         "docker backend drives is a user or host-owned setting",
-                         file, line);
     case CFG_NETWORK_PUBLISH_PORTS:
         for (size_t i = 0; i < a->ports.count; i++)
             if (!is_loopback(a->ports.items[i].bind))
@@ -480,47 +366,9 @@ static int check_workspace_assignment(const struct cfg_assignment *a,
                                  file, line, a->ports.items[i].host_port, a->ports.items[i].bind);
         break;
     case CFG_SKILLS_PATHS:
-        /* a skill path is read by the host for the agent without a prompt:
-         * the same rule as a mount ("any other file grants that file") */
-        for (size_t i = 0; i < a->list.count; i++) {
-            const char *path = a->list.items[i];
-            _cleanup_free_ char *real = cfg_canonicalize_lenient(path);
-            char why[1200];
-            if (credential_reason(areas, path, real, why, sizeof(why)))
-                return error_set(err, 0,
-                                 "%s:%d: skills.paths entry %s%s%s%s is refused in the workspace "
-                                 "file: %s (rule: a workspace file may not expose the user's "
-                                 "home, credential or policy directories)",
-                                 file, line, path,
-                                 real && strcmp(real, path) ? " (resolves to " : "",
-                                 real && strcmp(real, path) ? real : "",
-                                 real && strcmp(real, path) ? ")" : "", why);
-        }
-        break;
+        return check_workspace_skills(a, areas, err);
     case CFG_MOUNTS:
-        for (size_t i = 0; i < a->mounts.count; i++) {
-            const struct cfg_mount *m = &a->mounts.items[i];
-            _cleanup_free_ char *real = cfg_canonicalize_lenient(m->host_path);
-            if (!m->readonly && (!real || !cfg_path_inside(real, workspace)))
-                return error_set(err, 0,
-                                 "%s:%d: writable mount of %s is refused in the workspace file: "
-                                 "it is outside the workspace %s",
-                                 file, m->origin.line, m->host_path, workspace);
-            /* read-only too: a read-only ~/.ssh still hands over the key. A
-             * part of the workspace is visible anyway. */
-            char why[1200];
-            if (!(real && cfg_path_inside(real, workspace)) &&
-                credential_reason(areas, m->host_path, real, why, sizeof(why)))
-                return error_set(err, 0,
-                                 "%s:%d: mount of %s%s%s%s is refused in the workspace file: %s "
-                                 "(rule: a workspace file may not mount the user's home, "
-                                 "credential or policy directories)",
-                                 file, m->origin.line, m->host_path,
-                                 real && strcmp(real, m->host_path) ? " (resolves to " : "",
-                                 real && strcmp(real, m->host_path) ? real : "",
-                                 real && strcmp(real, m->host_path) ? ")" : "", why);
-        }
-        break;
+        return check_workspace_mounts(a, workspace, areas, err);
     default:
         break;
     }
@@ -538,15 +386,15 @@ static int check_mounts(const struct cordon_config *cfg, const char *const *poli
                  m->origin.line, m->host_path);
         for (int p = 0; protected_guest_paths[p]; p++)
             if (strcmp(m->guest_path, "/") == 0 ||
-                paths_overlap(m->guest_path, protected_guest_paths[p]))
+                cfg_paths_overlap(m->guest_path, protected_guest_paths[p]))
                 return error_set(
                     err, 0, "%s: guest path %s overlaps the protected %s", where, m->guest_path,
                     strcmp(m->guest_path, "/") == 0 ? "system view" : protected_guest_paths[p]);
-        if (cfg->workspace && paths_overlap(m->guest_path, cfg->workspace))
+        if (cfg->workspace && cfg_paths_overlap(m->guest_path, cfg->workspace))
             return error_set(err, 0, "%s: guest path %s overlaps the workspace %s", where,
                              m->guest_path, cfg->workspace);
         for (size_t j = 0; j < i; j++)
-            if (paths_overlap(m->guest_path, cfg->mounts.items[j].guest_path))
+            if (cfg_paths_overlap(m->guest_path, cfg->mounts.items[j].guest_path))
                 return error_set(err, 0, "%s: guest path %s overlaps the mount at %s", where,
                                  m->guest_path, cfg->mounts.items[j].guest_path);
         _cleanup_free_ char *real = cfg_canonicalize_lenient(m->host_path);
@@ -585,7 +433,7 @@ static int check_mounts(const struct cordon_config *cfg, const char *const *poli
             continue;
         for (int p = 0; policy_areas[p]; p++) {
             _cleanup_free_ char *area = cfg_canonicalize_lenient(policy_areas[p]);
-            if (paths_overlap(real, policy_areas[p]) || (area && paths_overlap(real, area)))
+            if (cfg_paths_overlap(real, policy_areas[p]) || (area && cfg_paths_overlap(real, area)))
                 return error_set(err, 0,
                                  "%s: a writable mount may not overlap the policy location %s",
                                  where, policy_areas[p]);

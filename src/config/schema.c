@@ -861,16 +861,23 @@ static int collect_secret(const struct toml_value *table, const char *file, enum
     return 0;
 }
 
-static int collect_value(const struct key_info *k, enum cfg_key key, const struct toml_value *v,
-                         const char *file, int line, int column, enum cfg_layer layer,
-                         struct cfg_assignments *out, struct cordon_error *err)
+/* What collect_value hands each kind's step: the key, the value, its
+ * file and layer, and the buffer messages are prefixed with. */
+struct collect {
+    const struct key_info *k;
+    const struct toml_value *v;
+    const char *file;
+    enum cfg_layer layer;
+    char *where;
+    size_t where_size;
+};
+
+static int collect_scalar(const struct collect *c, struct cfg_assignment *a,
+                          struct cordon_error *err)
 {
-    char where[WHERE_MAX];
-    /* messages point at the value; the origin records the key's line */
-    where_of(where, sizeof(where), file, v->line, v->column);
-    struct cfg_assignment *a = assignment_new(out, key, layer, file, line);
-    if (!a)
-        return error_set(err, ENOMEM, "%s", where);
+    const struct key_info *k = c->k;
+    const struct toml_value *v = c->v;
+    const char *where = c->where;
     switch (k->kind) {
     case KIND_ENUM: {
         if (v->type != TOML_STRING)
@@ -902,7 +909,7 @@ static int collect_value(const struct key_info *k, enum cfg_key key, const struc
             return error_set(err, 0, "%s: %s: out of range (%lld to %lld)", where, k->name,
                              (long long)k->min, (long long)k->max);
         return 0;
-    case KIND_STRING: {
+    default: { /* KIND_STRING */
         if (v->type != TOML_STRING)
             return type_error(err, where, k, "a string", v);
         const char *why = strlen(v->string.text) != v->string.length ? "contains U+0000"
@@ -912,84 +919,132 @@ static int collect_value(const struct key_info *k, enum cfg_key key, const struc
         a->string = strdup(v->string.text);
         return a->string ? 0 : error_set(err, ENOMEM, "%s", where);
     }
+    }
+}
+
+static int collect_list(const struct collect *c, struct cfg_assignment *a, struct cordon_error *err)
+{
+    const struct key_info *k = c->k;
+    if (c->v->type != TOML_ARRAY)
+        return type_error(err, c->where, k, "an array of strings", c->v);
+    for (size_t i = 0; i < c->v->array.count; i++) {
+        const struct toml_value *item = c->v->array.items[i];
+        where_of(c->where, c->where_size, c->file, item->line, item->column);
+        if (item->type != TOML_STRING)
+            return type_error(err, c->where, k, "an array of strings", item);
+        const char *why = strlen(item->string.text) != item->string.length
+                              ? "contains U+0000"
+                              : k->check(item->string.text);
+        if (why)
+            return error_set(err, 0, "%s: %s: \"%.200s\" %s", c->where, k->name, item->string.text,
+                             why);
+        if (cfg_strings_add(&a->list, item->string.text) < 0)
+            return error_set(err, ENOMEM, "%s", c->where);
+    }
+    return 0;
+}
+
+static int collect_ports(const struct collect *c, struct cfg_assignment *a,
+                         struct cordon_error *err)
+{
+    const struct key_info *k = c->k;
+    if (c->v->type != TOML_ARRAY)
+        return type_error(err, c->where, k, "an array of ports", c->v);
+    a->ports.items = calloc(c->v->array.count + 1, sizeof(*a->ports.items));
+    if (!a->ports.items)
+        return error_set(err, ENOMEM, "%s", c->where);
+    for (size_t i = 0; i < c->v->array.count; i++) {
+        const struct toml_value *item = c->v->array.items[i];
+        where_of(c->where, c->where_size, c->file, item->line, item->column);
+        char text[64];
+        if (item->type == TOML_INTEGER)
+            snprintf(text, sizeof(text), "%lld", (long long)item->integer);
+        else if (item->type == TOML_STRING && item->string.length < sizeof(text))
+            snprintf(text, sizeof(text), "%s", item->string.text);
+        else
+            return type_error(err, c->where, k, "a port number or \"[BIND:]HOST:GUEST\"", item);
+        const char *why = parse_port_spec(text, &a->ports.items[a->ports.count]);
+        if (why)
+            return error_set(err, 0, "%s: %s: \"%s\": %s", c->where, k->name, text, why);
+        a->ports.count++;
+    }
+    return 0;
+}
+
+static int collect_mounts(const struct collect *c, struct cfg_assignment *a,
+                          struct cordon_error *err)
+{
+    const struct key_info *k = c->k;
+    if (c->v->type != TOML_ARRAY)
+        return type_error(err, c->where, k, "an array of tables ([[mounts]])", c->v);
+    a->mounts.items = calloc(c->v->array.count + 1, sizeof(*a->mounts.items));
+    if (!a->mounts.items)
+        return error_set(err, ENOMEM, "%s", c->where);
+    for (size_t i = 0; i < c->v->array.count; i++) {
+        const struct toml_value *item = c->v->array.items[i];
+        if (item->type != TOML_TABLE) {
+            where_of(c->where, c->where_size, c->file, item->line, item->column);
+            return type_error(err, c->where, k, "a table", item);
+        }
+        a->mounts.count++;
+        if (collect_mount(item, c->file, c->layer, &a->mounts.items[i], err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int collect_secrets(const struct collect *c, struct cfg_assignment *a,
+                           struct cordon_error *err)
+{
+    const struct key_info *k = c->k;
+    if (c->v->type != TOML_ARRAY)
+        return type_error(err, c->where, k, "an array of tables ([[secrets]])", c->v);
+    a->secrets.items = calloc(c->v->array.count + 1, sizeof(*a->secrets.items));
+    if (!a->secrets.items)
+        return error_set(err, ENOMEM, "%s", c->where);
+    for (size_t i = 0; i < c->v->array.count; i++) {
+        const struct toml_value *item = c->v->array.items[i];
+        if (item->type != TOML_TABLE) {
+            snprintf(c->where, c->where_size, "%s:%d:%d", c->file, item->line, item->column);
+            return type_error(err, c->where, k, "a table", item);
+        }
+        a->secrets.count++;
+        if (collect_secret(item, c->file, c->layer, &a->secrets.items[i], err) < 0)
+            return -1;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(a->secrets.items[j].name, a->secrets.items[i].name) == 0)
+                return error_set(err, 0, "%s:%d:%d: secrets: %s is named twice", c->file,
+                                 item->line, item->column, a->secrets.items[i].name);
+    }
+    return 0;
+}
+
+static int collect_value(const struct key_info *k, enum cfg_key key, const struct toml_value *v,
+                         const char *file, int line, int column, enum cfg_layer layer,
+                         struct cfg_assignments *out, struct cordon_error *err)
+{
+    char where[WHERE_MAX];
+    /* messages point at the value; the origin records the key's line */
+    where_of(where, sizeof(where), file, v->line, v->column);
+    struct cfg_assignment *a = assignment_new(out, key, layer, file, line);
+    if (!a)
+        return error_set(err, ENOMEM, "%s", where);
+    const struct collect c = {k, v, file, layer, where, sizeof(where)};
+    switch (k->kind) {
+    case KIND_ENUM:
+    case KIND_BOOL:
+    case KIND_INT:
+    case KIND_NUMBER:
+    case KIND_STRING:
+        return collect_scalar(&c, a, err);
     case KIND_LIST:
-        if (v->type != TOML_ARRAY)
-            return type_error(err, where, k, "an array of strings", v);
-        for (size_t i = 0; i < v->array.count; i++) {
-            const struct toml_value *item = v->array.items[i];
-            where_of(where, sizeof(where), file, item->line, item->column);
-            if (item->type != TOML_STRING)
-                return type_error(err, where, k, "an array of strings", item);
-            const char *why = strlen(item->string.text) != item->string.length
-                                  ? "contains U+0000"
-                                  : k->check(item->string.text);
-            if (why)
-                return error_set(err, 0, "%s: %s: \"%.200s\" %s", where, k->name, item->string.text,
-                                 why);
-            if (cfg_strings_add(&a->list, item->string.text) < 0)
-                return error_set(err, ENOMEM, "%s", where);
-        }
-        return 0;
+        return collect_list(&c, a, err);
     case KIND_PORTS:
-        if (v->type != TOML_ARRAY)
-            return type_error(err, where, k, "an array of ports", v);
-        a->ports.items = calloc(v->array.count + 1, sizeof(*a->ports.items));
-        if (!a->ports.items)
-            return error_set(err, ENOMEM, "%s", where);
-        for (size_t i = 0; i < v->array.count; i++) {
-            const struct toml_value *item = v->array.items[i];
-            where_of(where, sizeof(where), file, item->line, item->column);
-            char text[64];
-            if (item->type == TOML_INTEGER)
-                snprintf(text, sizeof(text), "%lld", (long long)item->integer);
-            else if (item->type == TOML_STRING && item->string.length < sizeof(text))
-                snprintf(text, sizeof(text), "%s", item->string.text);
-            else
-                return type_error(err, where, k, "a port number or \"[BIND:]HOST:GUEST\"", item);
-            const char *why = parse_port_spec(text, &a->ports.items[a->ports.count]);
-            if (why)
-                return error_set(err, 0, "%s: %s: \"%s\": %s", where, k->name, text, why);
-            a->ports.count++;
-        }
-        return 0;
+        return collect_ports(&c, a, err);
     case KIND_MOUNTS:
-        if (v->type != TOML_ARRAY)
-            return type_error(err, where, k, "an array of tables ([[mounts]])", v);
-        a->mounts.items = calloc(v->array.count + 1, sizeof(*a->mounts.items));
-        if (!a->mounts.items)
-            return error_set(err, ENOMEM, "%s", where);
-        for (size_t i = 0; i < v->array.count; i++) {
-            const struct toml_value *item = v->array.items[i];
-            if (item->type != TOML_TABLE) {
-                where_of(where, sizeof(where), file, item->line, item->column);
-                return type_error(err, where, k, "a table", item);
-            }
-            a->mounts.count++;
-            if (collect_mount(item, file, layer, &a->mounts.items[i], err) < 0)
-                return -1;
-        }
-        return 0;
+        return collect_mounts(&c, a, err);
     case KIND_SECRETS:
-        if (v->type != TOML_ARRAY)
-            return type_error(err, where, k, "an array of tables ([[secrets]])", v);
-        a->secrets.items = calloc(v->array.count + 1, sizeof(*a->secrets.items));
-        if (!a->secrets.items)
-            return error_set(err, ENOMEM, "%s", where);
-        for (size_t i = 0; i < v->array.count; i++) {
-            const struct toml_value *item = v->array.items[i];
-            if (item->type != TOML_TABLE) {
-                snprintf(where, sizeof(where), "%s:%d:%d", file, item->line, item->column);
-                return type_error(err, where, k, "a table", item);
-            }
-            a->secrets.count++;
-            if (collect_secret(item, file, layer, &a->secrets.items[i], err) < 0)
-                return -1;
-            for (size_t j = 0; j < i; j++)
-                if (strcmp(a->secrets.items[j].name, a->secrets.items[i].name) == 0)
-                    return error_set(err, 0, "%s:%d:%d: secrets: %s is named twice", file,
-                                     item->line, item->column, a->secrets.items[i].name);
-        }
-        return 0;
+        return collect_secrets(&c, a, err);
     }
     return error_set(err, 0, "%s: internal error", where);
 }

@@ -9,6 +9,7 @@
 #include "config/sha256.h"
 #include "supervisor/workspace-git.h"
 #include "util/cleanup.h"
+#include "util/fs.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -161,19 +162,10 @@ static int files_key(char paths[][PATH_MAX], size_t n, char key[2 * SHA256_DIGES
         struct stat st;
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > GIT_IDENTITY_FILE_MAX)
             return 0;
-        size_t len = 0;
-        for (;;) {
-            ssize_t r = read(fd, buf + len, GIT_IDENTITY_FILE_MAX + 1 - len);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0)
-                return 0;
-            if (r == 0)
-                break;
-            len += (size_t)r;
-            if (len > GIT_IDENTITY_FILE_MAX)
-                return 0;
-        }
+        ssize_t got = fs_read_full(fd, buf, GIT_IDENTITY_FILE_MAX + 1);
+        if (got < 0 || got > GIT_IDENTITY_FILE_MAX)
+            return 0;
+        size_t len = (size_t)got;
         buf[len] = '\0';
         if (memmem(buf, len, "\0", 1) || strcasestr(buf, "include"))
             return 0;
@@ -205,19 +197,10 @@ static int cache_read(const char *cache, const char *key, char *buf, size_t cap,
     if (read(fd, head, sizeof(head)) != (ssize_t)sizeof(head) ||
         memcmp(head, key, 2 * SHA256_DIGEST_SIZE) != 0 || head[2 * SHA256_DIGEST_SIZE] != '\n')
         return 0;
-    size_t n = 0;
-    for (;;) {
-        ssize_t r = read(fd, buf + n, cap - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return 0;
-        if (r == 0)
-            break;
-        n += (size_t)r;
-        if (n >= cap - 1)
-            return 0;
-    }
+    ssize_t got = fs_read_full(fd, buf, cap - 1);
+    if (got < 0 || (size_t)got >= cap - 1)
+        return 0;
+    size_t n = (size_t)got;
     buf[n] = '\0';
     *len = n;
     return 1;

@@ -314,40 +314,11 @@ static int launch_choose_backend(struct cordon_config *cfg, char *why, size_t si
     return 0;
 }
 
-int launch_prepare(const struct launch_request *req, struct launch *l, struct cordon_error *err)
+/* The sandbox's environment: built by env.mode from the host's, with the
+ * user's git identity. */
+static int launch_env(struct launch *l, struct cordon_error *err)
 {
-    *l = (struct launch){0};
-    l->net_session.proxy_pid = -1;
-    l->net_session.pasta_pid = -1;
-    l->net_session.report_fd = -1;
-    if (req && req->attach && !state_exists(req->attach))
-        return error_set(err, ENOENT, "no sandbox named %s to attach to (see cordon ls)",
-                         req->attach);
-    long long t0 = log_now_us();
-    if (workspace_detect(NULL, &l->ws, err) < 0)
-        return -1;
-    long long t1 = log_now_us();
-    if (launch_resolve_config(l->ws.root, req ? req->session_sets : NULL, &l->cfg, err) < 0)
-        goto fail;
-    log_debug("timing: workspace %lld us, configuration %lld us", t1 - t0, log_now_us() - t1);
-    if (launch_choose_backend(&l->cfg, l->backend_reason, sizeof(l->backend_reason), err) < 0)
-        goto fail;
     const struct cordon_config *cfg = &l->cfg;
-    l->backend = backend_lookup(cfg_enum_name(CFG_BACKEND, cfg->backend));
-    if (!l->backend) {
-        error_set(err, ENOSYS, "backend \"%s\" is not built in",
-                  cfg_enum_name(CFG_BACKEND, cfg->backend));
-        goto fail;
-    }
-    if (review_check_config(cfg, l->backend, err) < 0)
-        goto fail;
-    l->home = home_path();
-    l->agent_path = launch_find_agent(err);
-    if (!l->home || !l->agent_path)
-        goto fail;
-    if (l->backend->check_launch && l->backend->check_launch(l, err) < 0)
-        goto fail;
-
     size_t na = 0;
     for (size_t i = 0; i < cfg->env.allow.count && na + 1 < ARRAY_SIZE(l->env_allow); i++)
         l->env_allow[na++] = cfg->env.allow.items[i];
@@ -356,48 +327,53 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         log_warn("env.mode = \"passthrough\": the host's environment (except Docker, Compose "
                  "and loader variables) is visible inside the sandbox");
     if (env_build(env_mode_of(cfg->env.mode), environ, l->env_allow, l->home, &l->env, err) < 0)
-        goto fail;
-    {
-        /* A convenience, not isolation: without it `git commit` inside says
-         * "Author identity unknown", so a failure only warns. */
-        char repo_config[PATH_MAX];
-        bool have_repo =
-            l->ws.layout_common_dir && snprintf(repo_config, sizeof(repo_config), "%s/config",
-                                                l->ws.layout_common_dir) < (int)sizeof(repo_config);
-        struct cordon_error gerr = {0};
-        _cleanup_free_ char *cache_dir = NULL;
-        if (state_root(&cache_dir, &gerr) < 0)
-            cache_dir = NULL;
-        if (git_identity_env_add(l->ws.root, have_repo ? repo_config : NULL, cache_dir, &l->env,
-                                 &gerr) < 0)
-            log_warn("%s", gerr.message);
-    }
+        return -1;
+    /* A convenience, not isolation: without it `git commit` inside says
+     * "Author identity unknown", so a failure only warns. */
+    char repo_config[PATH_MAX];
+    bool have_repo =
+        l->ws.layout_common_dir && snprintf(repo_config, sizeof(repo_config), "%s/config",
+                                            l->ws.layout_common_dir) < (int)sizeof(repo_config);
+    struct cordon_error gerr = {0};
+    _cleanup_free_ char *cache_dir = NULL;
+    if (state_root(&cache_dir, &gerr) < 0)
+        cache_dir = NULL;
+    if (git_identity_env_add(l->ws.root, have_repo ? repo_config : NULL, cache_dir, &l->env,
+                             &gerr) < 0)
+        log_warn("%s", gerr.message);
+    return 0;
+}
 
+/* sandbox_name, or a fresh cordon-PID-RANDOM. */
+static int launch_name(struct launch *l, struct cordon_error *err)
+{
+    const struct cordon_config *cfg = &l->cfg;
     if (cfg->sandbox_name) {
         if (state_check_name(cfg->sandbox_name, err) < 0)
-            goto fail;
+            return -1;
         snprintf(l->name, sizeof(l->name), "%s", cfg->sandbox_name);
-    } else {
-        uint32_t rnd = 0;
-        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) {
-            error_set(err, errno, "getrandom");
-            goto fail;
-        }
-        snprintf(l->name, sizeof(l->name), "cordon-%d-%08x", getpid(), rnd);
+        return 0;
     }
+    uint32_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+        return error_set(err, errno, "getrandom");
+    snprintf(l->name, sizeof(l->name), "cordon-%d-%08x", getpid(), rnd);
+    return 0;
+}
 
-    if (cfg->protected_paths.count > LAUNCH_MAX_PROTECTED) {
-        error_set(err, E2BIG, "protected_paths: more than %d entries", LAUNCH_MAX_PROTECTED);
-        goto fail;
-    }
+/* What the view holds besides the workspace: protected paths, mounts and
+ * toolchain caches (bounded), the git directories. */
+static int launch_view_paths(struct launch *l, struct cordon_error *err)
+{
+    const struct cordon_config *cfg = &l->cfg;
+    if (cfg->protected_paths.count > LAUNCH_MAX_PROTECTED)
+        return error_set(err, E2BIG, "protected_paths: more than %d entries", LAUNCH_MAX_PROTECTED);
     for (size_t i = 0; i < cfg->protected_paths.count; i++)
         l->protected_paths[i] = cfg->protected_paths.items[i];
     l->protected_paths[cfg->protected_paths.count] = NULL;
 
-    if (cfg->mounts.count > LAUNCH_MAX_MOUNTS) {
-        error_set(err, E2BIG, "mounts: more than %d entries", LAUNCH_MAX_MOUNTS);
-        goto fail;
-    }
+    if (cfg->mounts.count > LAUNCH_MAX_MOUNTS)
+        return error_set(err, E2BIG, "mounts: more than %d entries", LAUNCH_MAX_MOUNTS);
     for (size_t i = 0; i < cfg->mounts.count; i++)
         l->mounts[i] =
             (struct ns_extra_mount){cfg->mounts.items[i].host_path, cfg->mounts.items[i].guest_path,
@@ -405,7 +381,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     l->nmounts = cfg->mounts.count;
     if (toolchain_cache_mounts(cfg, l->home, l->ws.root, &l->caches, l->mounts, &l->nmounts,
                                LAUNCH_MAX_MOUNTS, err) < 0)
-        goto fail;
+        return -1;
 
     size_t g = 0;
     if (l->ws.git_common_dir)
@@ -413,28 +389,26 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     if (l->ws.git_dir)
         l->git_dirs[g++] = l->ws.git_dir;
     l->git_dirs[g] = NULL;
+    return 0;
+}
 
-    if (launch_network(req, l, err) < 0)
-        goto fail;
-    /* backend = "auto": its choice is part of the session's record */
-    if (l->net_audit_log && strncmp(l->backend_reason, "auto chose", 10) == 0)
-        net_audit_write_backend(l->net_audit_log, l->name, cfg_enum_name(CFG_BACKEND, cfg->backend),
-                                l->backend_reason);
-    if (l->tls_bundle)
-        l->mounts[l->nmounts++] = (struct ns_extra_mount){l->tls_bundle, NET_CA_BUNDLE, true};
-
-    /* The curated /etc is prepared once per content, in the state root. */
-    {
-        _cleanup_free_ char *root = NULL;
-        if (state_root(&root, err) < 0)
-            goto fail;
-        if (asprintf(&l->etc_cache_root, "%s/.etc", root) < 0) {
-            l->etc_cache_root = NULL;
-            error_set(err, ENOMEM, "launch");
-            goto fail;
-        }
+/* The curated /etc is prepared once per content, in the state root. */
+static int launch_etc_cache(struct launch *l, struct cordon_error *err)
+{
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, err) < 0)
+        return -1;
+    if (asprintf(&l->etc_cache_root, "%s/.etc", root) < 0) {
+        l->etc_cache_root = NULL;
+        return error_set(err, ENOMEM, "launch");
     }
+    return 0;
+}
 
+/* The limits and the sandbox spec, from what the steps before prepared. */
+static void launch_fill_spec(struct launch *l)
+{
+    const struct cordon_config *cfg = &l->cfg;
     l->limits = (struct sandbox_limits){
         .pids = cfg->limits.pids,
         .memory_mib = cfg->limits.memory_mib,
@@ -470,6 +444,60 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         .sockets_allow = (const char *const *)cfg->sockets.allow.items,
         .nsockets_allow = cfg->sockets.allow.count,
     };
+}
+
+/* The workspace's configuration (the workspace detected from t0 to t1)
+ * and the backend it chooses. */
+static int launch_configure(const struct launch_request *req, struct launch *l, long long t0,
+                            long long t1, struct cordon_error *err)
+{
+    if (launch_resolve_config(l->ws.root, req ? req->session_sets : NULL, &l->cfg, err) < 0)
+        return -1;
+    log_debug("timing: workspace %lld us, configuration %lld us", t1 - t0, log_now_us() - t1);
+    if (launch_choose_backend(&l->cfg, l->backend_reason, sizeof(l->backend_reason), err) < 0)
+        return -1;
+    const struct cordon_config *cfg = &l->cfg;
+    l->backend = backend_lookup(cfg_enum_name(CFG_BACKEND, cfg->backend));
+    if (!l->backend)
+        return error_set(err, ENOSYS, "backend \"%s\" is not built in",
+                         cfg_enum_name(CFG_BACKEND, cfg->backend));
+    if (review_check_config(cfg, l->backend, err) < 0)
+        return -1;
+    l->home = home_path();
+    l->agent_path = launch_find_agent(err);
+    if (!l->home || !l->agent_path)
+        return -1;
+    if (l->backend->check_launch && l->backend->check_launch(l, err) < 0)
+        return -1;
+    return 0;
+}
+
+int launch_prepare(const struct launch_request *req, struct launch *l, struct cordon_error *err)
+{
+    *l = (struct launch){0};
+    l->net_session.proxy_pid = -1;
+    l->net_session.pasta_pid = -1;
+    l->net_session.report_fd = -1;
+    if (req && req->attach && !state_exists(req->attach))
+        return error_set(err, ENOENT, "no sandbox named %s to attach to (see cordon ls)",
+                         req->attach);
+    long long t0 = log_now_us();
+    if (workspace_detect(NULL, &l->ws, err) < 0)
+        return -1;
+    long long t1 = log_now_us();
+    if (launch_configure(req, l, t0, t1, err) < 0 || launch_env(l, err) < 0 ||
+        launch_name(l, err) < 0 || launch_view_paths(l, err) < 0 || launch_network(req, l, err) < 0)
+        goto fail;
+    const struct cordon_config *cfg = &l->cfg;
+    /* backend = "auto": its choice is part of the session's record */
+    if (l->net_audit_log && strncmp(l->backend_reason, "auto chose", 10) == 0)
+        net_audit_write_backend(l->net_audit_log, l->name, cfg_enum_name(CFG_BACKEND, cfg->backend),
+                                l->backend_reason);
+    if (l->tls_bundle)
+        l->mounts[l->nmounts++] = (struct ns_extra_mount){l->tls_bundle, NET_CA_BUNDLE, true};
+    if (launch_etc_cache(l, err) < 0)
+        goto fail;
+    launch_fill_spec(l);
     log_debug("workspace %s (seen inside as %s), cwd %s%s", l->ws.root, l->ws.view_root,
               l->ws.view_cwd, l->ws.is_git ? ", git" : "");
     if (cfg->workspace_readonly)

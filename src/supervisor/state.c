@@ -207,14 +207,9 @@ int state_set_status(struct state_owner *o, const char *status, pid_t sandbox_pi
  * our own files; anything else is left and reported by rmdir). */
 static int clear_dir(int dir_fd)
 {
-    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
+    DIR *d = fs_opendir_at(dir_fd, ".");
+    if (!d)
         return -1;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -1;
-    }
     struct dirent *de;
     while ((de = readdir(d))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
@@ -264,14 +259,9 @@ static void gc_logs(double hours)
     _cleanup_close_ int root = state_root_open(NULL, &(struct cordon_error){0});
     if (root < 0)
         return;
-    int fd = openat(root, STATE_LOGS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    DIR *d = fs_opendir_at(root, STATE_LOGS_DIR);
+    if (!d)
         return;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return;
-    }
     time_t now = time(NULL);
     struct dirent *de;
     while ((de = readdir(d))) {

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,13 +164,9 @@ static json_t *identity(int ws_fd, const char *rel)
 static size_t list_entries(int undo_fd, long **ret)
 {
     *ret = NULL;
-    int d = openat(undo_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *dir = d >= 0 ? fdopendir(d) : NULL;
-    if (!dir) {
-        if (d >= 0)
-            close(d);
+    DIR *dir = fs_opendir_at(undo_fd, ".");
+    if (!dir)
         return 0;
-    }
     size_t n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(dir))) {
@@ -338,6 +335,160 @@ static int restore(int ws_fd, int d, const char *rel, unsigned mode)
     return 0;
 }
 
+/* One rewind: where its records and the workspace are, whom it tells. */
+struct rewind {
+    int undo_fd, ws_fd;
+    bool force;
+    void (*report)(void *ctx, const char *what, const char *path, const char *why);
+    void *ctx;
+};
+
+/* Reports rel refused, why formatted: true (refused). */
+__attribute__((format(printf, 3, 4))) static bool
+rewind_refuse(const struct rewind *rw, const char *rel, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    rw->report(rw->ctx, "refused", rel, why);
+    return true;
+}
+
+/* A recorded file that did not exist before the call: removed. true when
+ * refused. */
+static bool rewind_remove(const struct rewind *rw, const char *rel)
+{
+    _cleanup_close_ int probe = fs_openat2(rw->ws_fd, rel, O_PATH | O_NOFOLLOW, STRICT);
+    const char *slash = strrchr(rel, '/');
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - rel) : 1, slash ? rel : ".");
+    _cleanup_close_ int dir = strcmp(parent, ".") == 0
+                                  ? fcntl(rw->ws_fd, F_DUPFD_CLOEXEC, 3)
+                                  : fs_openat2(rw->ws_fd, parent, O_PATH | O_DIRECTORY, STRICT);
+    if (probe < 0)
+        return false; /* nothing there: nothing to remove */
+    if (dir < 0 || unlinkat(dir, slash ? slash + 1 : rel, 0) < 0)
+        return rewind_refuse(rw, rel, "cannot remove it: %s", strerror(errno));
+    rw->report(rw->ctx, "removed", rel, NULL);
+    return false;
+}
+
+/* Undoes call number call (record dir d, metadata meta) on rel, whose
+ * identity is expected to be expect: true when refused (and reported). */
+static bool rewind_call(const struct rewind *rw, long call, int d, json_t *meta, const char *rel,
+                        json_t *expect)
+{
+    json_t *after = json_object_get(meta, "after");
+    if (has_git_component(rel))
+        return rewind_refuse(rw, rel, "%s", "git metadata is the host's");
+    if (!rw->force && !same(expect, after))
+        return rewind_refuse(
+            rw, rel, "changed since call %ld by something else; --force restores it anyway", call);
+    if (json_is_true(json_object_get(meta, "concurrent")))
+        return rewind_refuse(rw, rel,
+                             "call %ld ran while another call on it was in flight: its content "
+                             "before is not known",
+                             call);
+    if (!json_is_true(json_object_get(meta, "existed")))
+        return rewind_remove(rw, rel);
+    if (!json_is_true(json_object_get(meta, "saved")))
+        return rewind_refuse(rw, rel,
+                             "its content before call %ld was not kept (larger than %ld MiB)", call,
+                             UNDO_FILE_MAX >> 20);
+    if (restore(rw->ws_fd, d, rel, (unsigned)json_integer_value(json_object_get(meta, "mode"))) < 0)
+        return rewind_refuse(rw, rel, "cannot restore it: %s", strerror(errno));
+    rw->report(rw->ctx, "restored", rel, NULL);
+    return false;
+}
+
+/* The file of seen[...] a path was first met as, or a new one. */
+static struct seen *rewind_seen(struct seen *seen, size_t *nseen, int ws_fd, const char *rel)
+{
+    for (size_t k = 0; k < *nseen; k++)
+        if (strcmp(seen[k].path, rel) == 0)
+            return &seen[k];
+    struct seen *sn = &seen[(*nseen)++];
+    *sn = (struct seen){.path = strdup(rel), .expect = identity(ws_fd, rel)};
+    return sn;
+}
+
+/* Call number call's record: its directory in *d (named entry) and its
+ * metadata, NULL when it cannot be read. */
+static json_t *rewind_open_call(const struct rewind *rw, long call, char *entry, size_t size,
+                                int *d)
+{
+    snprintf(entry, size, "%ld", call);
+    *d = openat(rw->undo_fd, entry, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return *d < 0 ? NULL : read_meta(*d);
+}
+
+/* The file rewind wrote is the state after the newest call kept, if
+ * nothing else changed it in between: that call's record gets the new
+ * identity, so a later rewind does not take it for someone else's. */
+static void rewind_stamp_kept(const struct rewind *rw, const struct seen *sn, const long *have,
+                              size_t count, long to)
+{
+    for (size_t i = count; sn->ours && !sn->skip && i-- > 0;) {
+        if (have[i] > to)
+            continue;
+        char entry[32];
+        _cleanup_close_ int d = -1;
+        json_t *meta = rewind_open_call(rw, have[i], entry, sizeof(entry), &d);
+        const char *rel = json_string_value(json_object_get(meta, "path"));
+        if (rel && strcmp(rel, sn->path) == 0) {
+            if (same(json_object_get(meta, "after"), sn->expect))
+                rewrite_after(d, meta, identity(rw->ws_fd, rel));
+            i = 0;
+        }
+        json_decref(meta);
+    }
+}
+
+/* The calls after `to`, newest first: each undone unless its file was
+ * refused already. Returns how many files were refused. */
+static int rewind_calls(const struct rewind *rw, const long *have, size_t count, long to)
+{
+    struct seen seen[UNDO_CALLS_MAX + 1];
+    size_t nseen = 0;
+    int refused = 0;
+    for (size_t i = count; i-- > 0 && have[i] > to;) {
+        char entry[32];
+        _cleanup_close_ int d = -1;
+        json_t *meta = rewind_open_call(rw, have[i], entry, sizeof(entry), &d);
+        const char *rel = json_string_value(json_object_get(meta, "path"));
+        if (!rel || !*rel || rel[0] == '/' || nseen == ARRAY_SIZE(seen)) {
+            json_decref(meta);
+            continue;
+        }
+        struct seen *sn = rewind_seen(seen, &nseen, rw->ws_fd, rel);
+        if (sn->skip) {
+            json_decref(meta);
+            continue;
+        }
+        if (rewind_call(rw, have[i], d, meta, rel, sn->expect)) {
+            sn->skip = true;
+            refused++;
+        } else {
+            sn->ours = true;
+            json_decref(sn->expect);
+            sn->expect = json_incref(json_object_get(meta, "before"));
+            if (!sn->expect)
+                sn->expect = json_null();
+            remove_entry(rw->undo_fd, entry);
+        }
+        json_decref(meta);
+    }
+    for (size_t k = 0; k < nseen; k++)
+        rewind_stamp_kept(rw, &seen[k], have, count, to);
+    for (size_t k = 0; k < nseen; k++) {
+        free(seen[k].path);
+        json_decref(seen[k].expect);
+    }
+    return refused;
+}
+
 int undo_rewind(const char *name, long to, bool force,
                 void (*report)(void *ctx, const char *what, const char *path, const char *why),
                 void *ctx, struct cordon_error *err)
@@ -364,124 +515,8 @@ int undo_rewind(const char *name, long to, bool force,
     if (to < 0 || (to > 0 && (count == 0 || to > have[count - 1])))
         return error_set(err, ENOENT, "sandbox %s has no call %ld (the last recorded is %ld)", name,
                          to, count ? have[count - 1] : 0L);
-    struct seen seen[UNDO_CALLS_MAX + 1];
-    size_t nseen = 0;
-    int refused = 0;
-    char why[256];
-    for (size_t i = count; i-- > 0 && have[i] > to;) {
-        char entry[32];
-        snprintf(entry, sizeof(entry), "%ld", have[i]);
-        _cleanup_close_ int d =
-            openat(undo_fd, entry, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        json_t *meta = d < 0 ? NULL : read_meta(d);
-        const char *rel = json_string_value(json_object_get(meta, "path"));
-        if (!rel || !*rel || rel[0] == '/' || nseen == ARRAY_SIZE(seen)) {
-            json_decref(meta);
-            continue;
-        }
-        struct seen *sn = NULL;
-        for (size_t k = 0; k < nseen && !sn; k++)
-            if (strcmp(seen[k].path, rel) == 0)
-                sn = &seen[k];
-        if (!sn) {
-            sn = &seen[nseen++];
-            *sn = (struct seen){.path = strdup(rel), .expect = identity(ws_fd, rel)};
-        }
-        if (sn->skip) {
-            json_decref(meta);
-            continue;
-        }
-        json_t *after = json_object_get(meta, "after");
-        if (has_git_component(rel)) {
-            report(ctx, "refused", rel, "git metadata is the host's");
-            sn->skip = true;
-            refused++;
-        } else if (!force && !same(sn->expect, after)) {
-            snprintf(why, sizeof(why),
-                     "changed since call %ld by something else; --force restores it anyway",
-                     have[i]);
-            report(ctx, "refused", rel, why);
-            sn->skip = true;
-            refused++;
-        } else if (json_is_true(json_object_get(meta, "concurrent"))) {
-            snprintf(why, sizeof(why),
-                     "call %ld ran while another call on it was in flight: its content before "
-                     "is not known",
-                     have[i]);
-            report(ctx, "refused", rel, why);
-            sn->skip = true;
-            refused++;
-        } else if (!json_is_true(json_object_get(meta, "existed"))) {
-            _cleanup_close_ int probe = fs_openat2(ws_fd, rel, O_PATH | O_NOFOLLOW, STRICT);
-            const char *slash = strrchr(rel, '/');
-            char parent[PATH_MAX];
-            snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - rel) : 1,
-                     slash ? rel : ".");
-            _cleanup_close_ int dir = strcmp(parent, ".") == 0
-                                          ? fcntl(ws_fd, F_DUPFD_CLOEXEC, 3)
-                                          : fs_openat2(ws_fd, parent, O_PATH | O_DIRECTORY, STRICT);
-            if (probe < 0) {
-                /* nothing there: nothing to remove */
-            } else if (dir < 0 || unlinkat(dir, slash ? slash + 1 : rel, 0) < 0) {
-                snprintf(why, sizeof(why), "cannot remove it: %s", strerror(errno));
-                report(ctx, "refused", rel, why);
-                sn->skip = true;
-                refused++;
-            } else {
-                report(ctx, "removed", rel, NULL);
-            }
-        } else if (!json_is_true(json_object_get(meta, "saved"))) {
-            snprintf(why, sizeof(why),
-                     "its content before call %ld was not kept (larger than %ld MiB)", have[i],
-                     UNDO_FILE_MAX >> 20);
-            report(ctx, "refused", rel, why);
-            sn->skip = true;
-            refused++;
-        } else if (restore(ws_fd, d, rel,
-                           (unsigned)json_integer_value(json_object_get(meta, "mode"))) < 0) {
-            snprintf(why, sizeof(why), "cannot restore it: %s", strerror(errno));
-            report(ctx, "refused", rel, why);
-            sn->skip = true;
-            refused++;
-        } else {
-            report(ctx, "restored", rel, NULL);
-        }
-        if (!sn->skip) {
-            sn->ours = true;
-            json_decref(sn->expect);
-            sn->expect = json_incref(json_object_get(meta, "before"));
-            if (!sn->expect)
-                sn->expect = json_null();
-            remove_entry(undo_fd, entry);
-        }
-        json_decref(meta);
-    }
-    /* The file rewind wrote is the state after the newest call kept, if
-     * nothing else changed it in between: that call's record gets the new
-     * identity, so a later rewind does not take it for someone else's. */
-    for (size_t k = 0; k < nseen; k++) {
-        for (size_t i = count; seen[k].ours && !seen[k].skip && i-- > 0;) {
-            if (have[i] > to)
-                continue;
-            char entry[32];
-            snprintf(entry, sizeof(entry), "%ld", have[i]);
-            _cleanup_close_ int d =
-                openat(undo_fd, entry, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            json_t *meta = d < 0 ? NULL : read_meta(d);
-            const char *rel = json_string_value(json_object_get(meta, "path"));
-            if (rel && strcmp(rel, seen[k].path) == 0) {
-                if (same(json_object_get(meta, "after"), seen[k].expect))
-                    rewrite_after(d, meta, identity(ws_fd, rel));
-                i = 0;
-            }
-            json_decref(meta);
-        }
-    }
-    for (size_t k = 0; k < nseen; k++) {
-        free(seen[k].path);
-        json_decref(seen[k].expect);
-    }
-    return refused;
+    const struct rewind rw = {undo_fd, ws_fd, force, report, ctx};
+    return rewind_calls(&rw, have, count, to);
 }
 
 bool undo_exists(const char *name)

@@ -251,6 +251,169 @@ static int cfg_bool(const char *value, bool has_value, int *out)
     return 0;
 }
 
+/* The rest of a section header after its '[': the section's name
+ * (lower-cased; a subsection is not kept) into section; 0, or -1 when git
+ * would refuse the line. */
+static int scan_section_header(struct cfg_lexer *lx, char *section, size_t size, bool *subsection)
+{
+    size_t n = 0;
+    bool eof;
+    *subsection = false;
+    for (;;) {
+        int c = cfg_next(lx, &eof);
+        if (eof || c == '\n')
+            return -1;
+        if (c == ']')
+            break;
+        if (isspace(c)) {
+            /* [section "subsection"] */
+            do
+                c = cfg_next(lx, &eof);
+            while (!eof && c != '\n' && isspace(c));
+            if (c != '"')
+                return -1;
+            for (;;) {
+                c = cfg_next(lx, &eof);
+                if (eof || c == '\n')
+                    return -1;
+                if (c == '"')
+                    break;
+                if (c == '\\') {
+                    c = cfg_next(lx, &eof);
+                    if (eof || c == '\n')
+                        return -1;
+                }
+            }
+            if (cfg_next(lx, &eof) != ']')
+                return -1;
+            *subsection = true;
+            break;
+        }
+        if (!cfg_keychar(c) && c != '.')
+            return -1;
+        if (c == '.')
+            *subsection = true; /* the old [section.subsection] form */
+        if (n + 1 >= size)
+            return -1;
+        if (!*subsection)
+            section[n++] = (char)tolower(c);
+    }
+    section[n] = '\0';
+    return n == 0 ? -1 : 0;
+}
+
+/* A variable's name from its first character c (lower-cased into key);
+ * *next is the first character after it and the blanks that follow. */
+static int scan_key(struct cfg_lexer *lx, int c, char *key, size_t size, int *next)
+{
+    bool eof;
+    size_t kn = 0;
+    key[kn++] = (char)tolower(c);
+    for (;;) {
+        c = cfg_next(lx, &eof);
+        if (eof || !cfg_keychar(c))
+            break;
+        if (kn + 1 >= size)
+            return -1;
+        key[kn++] = (char)tolower(c);
+    }
+    key[kn] = '\0';
+    while (c == ' ' || c == '\t')
+        c = cfg_next(lx, &eof);
+    *next = c;
+    return 0;
+}
+
+/* One value as git reads it, after its '=', to the end of its line:
+ * quotes, escapes, comments, continued lines, inner blanks folded. A value
+ * longer than the buffer is cut and *too_long set. */
+static int scan_value(struct cfg_lexer *lx, char *value, size_t size, size_t *len, bool *too_long)
+{
+    bool eof, quote = false, vcomment = false;
+    size_t spaces = 0, vn = 0;
+    for (;;) {
+        int c = cfg_next(lx, &eof);
+        if (c == '\n') {
+            if (quote)
+                return -1;
+            break;
+        }
+        if (vcomment)
+            continue;
+        if (isspace(c) && !quote) {
+            if (vn)
+                spaces++;
+            continue;
+        }
+        if (!quote && (c == ';' || c == '#')) {
+            vcomment = true;
+            continue;
+        }
+        for (; spaces; spaces--) {
+            if (vn + 1 < size)
+                value[vn++] = ' ';
+            else
+                *too_long = true;
+        }
+        if (c == '\\') {
+            c = cfg_next(lx, &eof);
+            if (c == '\n') {
+                if (eof)
+                    return -1;
+                continue; /* a continued line */
+            }
+            if (c == 't')
+                c = '\t';
+            else if (c == 'b')
+                c = '\b';
+            else if (c == 'n')
+                c = '\n';
+            else if (c != '\\' && c != '"')
+                return -1;
+        } else if (c == '"') {
+            quote = !quote;
+            continue;
+        }
+        if (vn + 1 < size)
+            value[vn++] = (char)c;
+        else
+            *too_long = true;
+    }
+    value[vn] = '\0';
+    *len = vn;
+    return 0;
+}
+
+/* What one variable means for the workspace: core.worktree, core.bare,
+ * extensions.worktreeConfig; the others are not read. */
+static int apply_variable(const char *section, const char *key, const char *value, size_t vn,
+                          bool has_value, bool too_long, const char *file, int line,
+                          struct ws_git_core *core, struct cordon_error *err)
+{
+    bool is_core = strcmp(section, "core") == 0;
+    if (is_core && strcmp(key, "worktree") == 0) {
+        if (too_long)
+            return error_set(err, 0, "workspace: %s line %d: core.worktree is too long", file,
+                             line);
+        core->worktree_set = true;
+        core->worktree_line = line;
+        memcpy(core->worktree, value, vn + 1);
+    } else if (is_core && strcmp(key, "bare") == 0) {
+        if (cfg_bool(value, has_value, &core->bare) < 0)
+            return error_set(err, 0, "workspace: %s line %d: bad boolean for core.bare", file,
+                             line);
+    } else if (strcmp(section, "extensions") == 0 && strcmp(key, "worktreeconfig") == 0) {
+        int b = 0;
+        if (cfg_bool(value, has_value, &b) < 0)
+            return error_set(err, 0,
+                             "workspace: %s line %d: bad boolean for "
+                             "extensions.worktreeConfig",
+                             file, line);
+        core->worktree_config = b;
+    }
+    return 0;
+}
+
 int ws_git_config_scan(const char *text, size_t len, const char *file, struct ws_git_core *core,
                        struct cordon_error *err)
 {
@@ -276,49 +439,7 @@ int ws_git_config_scan(const char *text, size_t len, const char *file, struct ws
         }
         int line = lx.line;
         if (c == '[') {
-            size_t n = 0;
-            subsection = false;
-            for (;;) {
-                c = cfg_next(&lx, &eof);
-                if (eof || c == '\n')
-                    goto bad;
-                if (c == ']')
-                    break;
-                if (isspace(c)) {
-                    /* [section "subsection"] */
-                    do
-                        c = cfg_next(&lx, &eof);
-                    while (!eof && c != '\n' && isspace(c));
-                    if (c != '"')
-                        goto bad;
-                    for (;;) {
-                        c = cfg_next(&lx, &eof);
-                        if (eof || c == '\n')
-                            goto bad;
-                        if (c == '"')
-                            break;
-                        if (c == '\\') {
-                            c = cfg_next(&lx, &eof);
-                            if (eof || c == '\n')
-                                goto bad;
-                        }
-                    }
-                    if (cfg_next(&lx, &eof) != ']')
-                        goto bad;
-                    subsection = true;
-                    break;
-                }
-                if (!cfg_keychar(c) && c != '.')
-                    goto bad;
-                if (c == '.')
-                    subsection = true; /* the old [section.subsection] form */
-                if (n + 1 >= sizeof(section))
-                    goto bad;
-                if (!subsection)
-                    section[n++] = (char)tolower(c);
-            }
-            section[n] = '\0';
-            if (n == 0)
+            if (scan_section_header(&lx, section, sizeof(section), &subsection) < 0)
                 goto bad;
             have_section = true;
             continue;
@@ -326,101 +447,23 @@ int ws_git_config_scan(const char *text, size_t len, const char *file, struct ws
         if (!isalpha(c) || !have_section)
             goto bad;
         char key[64];
-        size_t kn = 0;
-        key[kn++] = (char)tolower(c);
-        for (;;) {
-            c = cfg_next(&lx, &eof);
-            if (eof || !cfg_keychar(c))
-                break;
-            if (kn + 1 >= sizeof(key))
-                goto bad;
-            key[kn++] = (char)tolower(c);
-        }
-        key[kn] = '\0';
-        while (c == ' ' || c == '\t')
-            c = cfg_next(&lx, &eof);
+        if (scan_key(&lx, c, key, sizeof(key), &c) < 0)
+            goto bad;
         char value[PATH_MAX];
         size_t vn = 0;
         bool has_value = false, too_long = false;
+        value[0] = '\0';
         if (c != '\n') {
             if (c != '=')
                 goto bad;
             has_value = true;
-            bool quote = false, vcomment = false;
-            size_t spaces = 0;
-            for (;;) {
-                c = cfg_next(&lx, &eof);
-                if (c == '\n') {
-                    if (quote)
-                        goto bad;
-                    break;
-                }
-                if (vcomment)
-                    continue;
-                if (isspace(c) && !quote) {
-                    if (vn)
-                        spaces++;
-                    continue;
-                }
-                if (!quote && (c == ';' || c == '#')) {
-                    vcomment = true;
-                    continue;
-                }
-                for (; spaces; spaces--) {
-                    if (vn + 1 < sizeof(value))
-                        value[vn++] = ' ';
-                    else
-                        too_long = true;
-                }
-                if (c == '\\') {
-                    c = cfg_next(&lx, &eof);
-                    if (c == '\n') {
-                        if (eof)
-                            goto bad;
-                        continue; /* a continued line */
-                    }
-                    if (c == 't')
-                        c = '\t';
-                    else if (c == 'b')
-                        c = '\b';
-                    else if (c == 'n')
-                        c = '\n';
-                    else if (c != '\\' && c != '"')
-                        goto bad;
-                } else if (c == '"') {
-                    quote = !quote;
-                    continue;
-                }
-                if (vn + 1 < sizeof(value))
-                    value[vn++] = (char)c;
-                else
-                    too_long = true;
-            }
+            if (scan_value(&lx, value, sizeof(value), &vn, &too_long) < 0)
+                goto bad;
         }
-        value[vn] = '\0';
         if (subsection)
             continue;
-        bool is_core = strcmp(section, "core") == 0;
-        if (is_core && strcmp(key, "worktree") == 0) {
-            if (too_long)
-                return error_set(err, 0, "workspace: %s line %d: core.worktree is too long", file,
-                                 line);
-            core->worktree_set = true;
-            core->worktree_line = line;
-            memcpy(core->worktree, value, vn + 1);
-        } else if (is_core && strcmp(key, "bare") == 0) {
-            if (cfg_bool(value, has_value, &core->bare) < 0)
-                return error_set(err, 0, "workspace: %s line %d: bad boolean for core.bare", file,
-                                 line);
-        } else if (strcmp(section, "extensions") == 0 && strcmp(key, "worktreeconfig") == 0) {
-            int b = 0;
-            if (cfg_bool(value, has_value, &b) < 0)
-                return error_set(err, 0,
-                                 "workspace: %s line %d: bad boolean for "
-                                 "extensions.worktreeConfig",
-                                 file, line);
-            core->worktree_config = b;
-        }
+        if (apply_variable(section, key, value, vn, has_value, too_long, file, line, core, err) < 0)
+            return -1;
         continue;
     bad:
         return error_set(err, 0,
@@ -468,6 +511,19 @@ static int check_core_worktree(const struct ws_git_core *core, const char *file,
                      file, core->worktree, core->worktree_line, root);
 }
 
+/* GPATH/NAME's core settings, read into *core, with a core.worktree
+ * there refused unless it names root. */
+static int config_check(int gfd, const char *gpath, const char *name, const char *root,
+                        struct ws_git_core *core, struct cordon_error *err)
+{
+    *core = (struct ws_git_core){.bare = -1};
+    char file[PATH_MAX + 32];
+    ws_path_join(file, sizeof(file), gpath, name);
+    if (config_read(gfd, gpath, name, core, err) < 0)
+        return -1;
+    return check_core_worktree(core, file, gpath, root, err);
+}
+
 int ws_git_layout_set(struct ws_git_layout *out, const char *root, const char *git_dir,
                       const char *common_dir, struct cordon_error *err)
 {
@@ -504,19 +560,13 @@ static int examine_git_directory(const char *root, int rootfd, struct ws_git_lay
                          "look for a repository above it; refusing to guess the workspace: remove "
                          "it, or run git init",
                          gpath, problem);
-    struct ws_git_core core = {.bare = -1};
-    char file[PATH_MAX + 32];
-    ws_path_join(file, sizeof(file), gpath, "config");
-    if (config_read(gfd, gpath, "config", &core, err) < 0 ||
-        check_core_worktree(&core, file, gpath, root, err) < 0)
+    struct ws_git_core core;
+    if (config_check(gfd, gpath, "config", root, &core, err) < 0)
         return -1;
     /* config.worktree counts only with extensions.worktreeConfig; a
      * core.worktree there is refused either way, the cheaper rule to trust. */
     bool bare = core.bare == 1;
-    core = (struct ws_git_core){.bare = -1};
-    ws_path_join(file, sizeof(file), gpath, "config.worktree");
-    if (config_read(gfd, gpath, "config.worktree", &core, err) < 0 ||
-        check_core_worktree(&core, file, gpath, root, err) < 0)
+    if (config_check(gfd, gpath, "config.worktree", root, &core, err) < 0)
         return -1;
     if (bare || core.bare == 1)
         log_debug("workspace: %s says core.bare = true; the work tree is still %s (the "
@@ -547,6 +597,101 @@ static int read_path_file(int gfd, const char *gpath, const char *name, char **r
 }
 
 /* ROOT/.git is a file: a linked worktree, a submodule or a separate git dir. */
+/* A linked worktree: GIT_COMMON/worktrees/NAME, whose gitdir file names
+ * this .git file (dpath) back (git worktree add writes both). */
+static int examine_linked_worktree(const char *root, const char *dpath, const struct stat *dot_git,
+                                   const char *gpath, int gfd, const char *cpath,
+                                   struct ws_git_layout *out, struct cordon_error *err)
+{
+    _cleanup_close_ int cfd = open_dir_exact(cpath, err);
+    if (cfd < 0)
+        return -1;
+    char expect[PATH_MAX + 16];
+    ws_path_join(expect, sizeof(expect), cpath, "worktrees");
+    const char *slash = strrchr(gpath, '/');
+    if (!slash || (size_t)(slash - gpath) != strlen(expect) ||
+        strncmp(gpath, expect, strlen(expect)) != 0)
+        return error_set(err, 0,
+                         "workspace: %s names %s, whose commondir names %s, but a linked "
+                         "worktree's git directory lies in %s/; refusing: the layout could "
+                         "have been planted",
+                         dpath, gpath, cpath, expect);
+    if (entry_exists(cfd, "commondir"))
+        return error_set(err, 0,
+                         "workspace: the common directory %s of %s has a commondir file "
+                         "itself; refusing",
+                         cpath, dpath);
+    const char *problem = git_dir_problem(gfd, gpath, cfd);
+    if (problem)
+        return error_set(err, 0, "workspace: %s names %s, which is not a git directory (%s)", dpath,
+                         gpath, problem);
+    _cleanup_free_ char *back = NULL;
+    int r = read_path_file(gfd, gpath, "gitdir", &back, err);
+    if (r < 0)
+        return -1;
+    struct stat bst;
+    if (r == 0 || strcmp(back, dpath) != 0 || stat(back, &bst) < 0 ||
+        bst.st_dev != dot_git->st_dev || bst.st_ino != dot_git->st_ino)
+        return error_set(err, 0,
+                         "workspace: %s names the linked worktree git directory %s, but its "
+                         "gitdir file points at %s, not back at %s; refusing: the .git file "
+                         "could have been planted (if you moved the worktree, run git "
+                         "worktree repair in it)",
+                         dpath, gpath, back ? back : "nothing (no gitdir file)", dpath);
+    /* Linked worktrees ignore core.worktree in the common config unless
+     * extensions.worktreeConfig is on (git's setup.c); config.worktree
+     * is checked either way. */
+    struct ws_git_core core = {.bare = -1};
+    char file[PATH_MAX + 32];
+    ws_path_join(file, sizeof(file), cpath, "config");
+    if (config_read(cfd, cpath, "config", &core, err) < 0)
+        return -1;
+    if (core.worktree_config && check_core_worktree(&core, file, gpath, root, err) < 0)
+        return -1;
+    if (config_check(gfd, gpath, "config.worktree", root, &core, err) < 0)
+        return -1;
+    return ws_git_layout_set(out, root, gpath, cpath, err);
+}
+
+/* No commondir: a submodule's git directory (SUPER/.git/modules/...),
+ * which names its work tree back in core.worktree (git submodule sets it;
+ * old ones may lack it and are then accepted only under their
+ * superproject), or one made by --separate-git-dir, which has no such
+ * back-pointer until the user adds it. */
+static int examine_own_gitdir(const char *root, const char *dpath, const char *gpath, int gfd,
+                              struct ws_git_layout *out, struct cordon_error *err)
+{
+    const char *problem = git_dir_problem(gfd, gpath, gfd);
+    if (problem)
+        return error_set(err, 0, "workspace: %s names %s, which is not a git directory (%s)", dpath,
+                         gpath, problem);
+    struct ws_git_core core;
+    if (config_check(gfd, gpath, "config", root, &core, err) < 0)
+        return -1;
+    bool named_back = core.worktree_set;
+    if (config_check(gfd, gpath, "config.worktree", root, &core, err) < 0)
+        return -1;
+    named_back = named_back || core.worktree_set;
+    if (named_back)
+        return ws_git_layout_set(out, root, gpath, gpath, err);
+    for (const char *m = strstr(gpath, "/.git/modules/"); m; m = strstr(m + 1, "/.git/modules/")) {
+        char super[PATH_MAX];
+        snprintf(super, sizeof(super), "%.*s", (int)(m - gpath), gpath);
+        if (super[0] == '\0')
+            snprintf(super, sizeof(super), "/");
+        if (ws_path_under(root, super) && strcmp(root, super) != 0)
+            return ws_git_layout_set(out, root, gpath, gpath, err);
+    }
+    return error_set(err, 0,
+                     "workspace: %s names the git directory %s, which is neither a submodule's "
+                     "git directory (under its superproject's .git/modules/) nor names this work "
+                     "tree back (core.worktree); refusing: the .git file could have been planted "
+                     "to hand the sandbox another repository; if the layout is yours (git init "
+                     "--separate-git-dir), name the work tree in it: git --git-dir=%s config "
+                     "core.worktree %s",
+                     dpath, gpath, gpath, root);
+}
+
 static int examine_gitfile(const char *root, int rootfd, const struct stat *dot_git,
                            struct ws_git_layout *out, struct cordon_error *err)
 {
@@ -586,102 +731,9 @@ static int examine_gitfile(const char *root, int rootfd, const struct stat *dot_
     int has_common = read_path_file(gfd, gpath, "commondir", &cpath, err);
     if (has_common < 0)
         return -1;
-    if (has_common) {
-        /* A linked worktree: GIT_COMMON/worktrees/NAME, whose gitdir file
-         * names this .git file back (git worktree add writes both). */
-        _cleanup_close_ int cfd = open_dir_exact(cpath, err);
-        if (cfd < 0)
-            return -1;
-        char expect[PATH_MAX + 16];
-        ws_path_join(expect, sizeof(expect), cpath, "worktrees");
-        const char *slash = strrchr(gpath, '/');
-        if (!slash || (size_t)(slash - gpath) != strlen(expect) ||
-            strncmp(gpath, expect, strlen(expect)) != 0)
-            return error_set(err, 0,
-                             "workspace: %s names %s, whose commondir names %s, but a linked "
-                             "worktree's git directory lies in %s/; refusing: the layout could "
-                             "have been planted",
-                             dpath, gpath, cpath, expect);
-        if (entry_exists(cfd, "commondir"))
-            return error_set(err, 0,
-                             "workspace: the common directory %s of %s has a commondir file "
-                             "itself; refusing",
-                             cpath, dpath);
-        const char *problem = git_dir_problem(gfd, gpath, cfd);
-        if (problem)
-            return error_set(err, 0, "workspace: %s names %s, which is not a git directory (%s)",
-                             dpath, gpath, problem);
-        _cleanup_free_ char *back = NULL;
-        int r = read_path_file(gfd, gpath, "gitdir", &back, err);
-        if (r < 0)
-            return -1;
-        struct stat bst;
-        if (r == 0 || strcmp(back, dpath) != 0 || stat(back, &bst) < 0 ||
-            bst.st_dev != dot_git->st_dev || bst.st_ino != dot_git->st_ino)
-            return error_set(err, 0,
-                             "workspace: %s names the linked worktree git directory %s, but its "
-                             "gitdir file points at %s, not back at %s; refusing: the .git file "
-                             "could have been planted (if you moved the worktree, run git "
-                             "worktree repair in it)",
-                             dpath, gpath, back ? back : "nothing (no gitdir file)", dpath);
-        /* Linked worktrees ignore core.worktree in the common config unless
-         * extensions.worktreeConfig is on (git's setup.c); config.worktree
-         * is checked either way. */
-        struct ws_git_core core = {.bare = -1};
-        char file[PATH_MAX + 32];
-        ws_path_join(file, sizeof(file), cpath, "config");
-        if (config_read(cfd, cpath, "config", &core, err) < 0)
-            return -1;
-        if (core.worktree_config && check_core_worktree(&core, file, gpath, root, err) < 0)
-            return -1;
-        core = (struct ws_git_core){.bare = -1};
-        ws_path_join(file, sizeof(file), gpath, "config.worktree");
-        if (config_read(gfd, gpath, "config.worktree", &core, err) < 0 ||
-            check_core_worktree(&core, file, gpath, root, err) < 0)
-            return -1;
-        return ws_git_layout_set(out, root, gpath, cpath, err);
-    }
-
-    /* No commondir: a submodule's git directory (SUPER/.git/modules/...),
-     * which names its work tree back in core.worktree (git submodule sets
-     * it; old ones may lack it and are then accepted only under their
-     * superproject), or one made by --separate-git-dir, which has no such
-     * back-pointer until the user adds it. */
-    const char *problem = git_dir_problem(gfd, gpath, gfd);
-    if (problem)
-        return error_set(err, 0, "workspace: %s names %s, which is not a git directory (%s)", dpath,
-                         gpath, problem);
-    struct ws_git_core core = {.bare = -1};
-    char file[PATH_MAX + 32];
-    ws_path_join(file, sizeof(file), gpath, "config");
-    if (config_read(gfd, gpath, "config", &core, err) < 0 ||
-        check_core_worktree(&core, file, gpath, root, err) < 0)
-        return -1;
-    bool named_back = core.worktree_set;
-    core = (struct ws_git_core){.bare = -1};
-    ws_path_join(file, sizeof(file), gpath, "config.worktree");
-    if (config_read(gfd, gpath, "config.worktree", &core, err) < 0 ||
-        check_core_worktree(&core, file, gpath, root, err) < 0)
-        return -1;
-    named_back = named_back || core.worktree_set;
-    if (named_back)
-        return ws_git_layout_set(out, root, gpath, gpath, err);
-    for (const char *m = strstr(gpath, "/.git/modules/"); m; m = strstr(m + 1, "/.git/modules/")) {
-        char super[PATH_MAX];
-        snprintf(super, sizeof(super), "%.*s", (int)(m - gpath), gpath);
-        if (super[0] == '\0')
-            snprintf(super, sizeof(super), "/");
-        if (ws_path_under(root, super) && strcmp(root, super) != 0)
-            return ws_git_layout_set(out, root, gpath, gpath, err);
-    }
-    return error_set(err, 0,
-                     "workspace: %s names the git directory %s, which is neither a submodule's "
-                     "git directory (under its superproject's .git/modules/) nor names this work "
-                     "tree back (core.worktree); refusing: the .git file could have been planted "
-                     "to hand the sandbox another repository; if the layout is yours (git init "
-                     "--separate-git-dir), name the work tree in it: git --git-dir=%s config "
-                     "core.worktree %s",
-                     dpath, gpath, gpath, root);
+    if (has_common)
+        return examine_linked_worktree(root, dpath, dot_git, gpath, gfd, cpath, out, err);
+    return examine_own_gitdir(root, dpath, gpath, gfd, out, err);
 }
 
 static int examine_dot_git(const char *root, int rootfd, const struct stat *st,

@@ -233,20 +233,19 @@ static int expect_same(const char *what, const char *got, const char *want, cons
                      why, want);
 }
 
-int ws_git_from_env(const char *cwd, struct ws_git_layout *out, struct cordon_error *err)
-{
-    _cleanup_free_ char *env_dir = NULL, *env_tree = NULL, *env_common = NULL;
-    if (env_path("GIT_DIR", cwd, &env_dir, err) < 0 ||
-        env_path("GIT_WORK_TREE", cwd, &env_tree, err) < 0 ||
-        env_path("GIT_COMMON_DIR", cwd, &env_common, err) < 0)
-        return -1;
-    /* Without GIT_DIR, git discovers the git directory from the cwd as we
-     * do: the same checks apply, and git must agree with them. */
-    struct ws_git_layout walked = {0};
-    if (!env_dir && ws_git_discover(cwd, &walked, err) < 0)
-        return -1;
+/* What GIT_DIR, GIT_WORK_TREE and GIT_COMMON_DIR name (resolved), and
+ * what cordon's own discovery found when GIT_DIR is not set. */
+struct git_env {
+    char *dir, *tree, *common;
+    struct ws_git_layout walked;
+};
 
-    char out_buf[3 * PATH_MAX + 64], err_buf[2048];
+/* git rev-parse in cwd: 1 with *top, *gitdir and *common pointing into
+ * out_buf; 0 when cwd is in no repository; -1 with err. */
+static int rev_parse(const char *cwd, char *out_buf, size_t out_size, char **top, char **gitdir,
+                     char **common, struct cordon_error *err)
+{
+    char err_buf[2048];
     int status = 0;
     char *argv[] = {"git",
                     "--no-pager",
@@ -261,104 +260,133 @@ int ws_git_from_env(const char *cwd, struct ws_git_layout *out, struct cordon_er
                     "--absolute-git-dir",
                     "--git-common-dir",
                     NULL};
-    if (run_git(cwd, argv, false, out_buf, sizeof(out_buf), err_buf, sizeof(err_buf), &status,
-                err) < 0) {
-        ws_git_layout_free(&walked);
+    if (run_git(cwd, argv, false, out_buf, out_size, err_buf, sizeof(err_buf), &status, err) < 0)
         return -1;
-    }
-    if (status == -1 || (status != 0 && strstr(err_buf, "not a git repository"))) {
-        ws_git_layout_free(&walked);
+    if (status == -1 || (status != 0 && strstr(err_buf, "not a git repository")))
         return 0; /* the cwd is the workspace */
-    }
     if (status != 0) {
         char *nl = strchr(err_buf, '\n');
         if (nl)
             *nl = '\0';
-        ws_git_layout_free(&walked);
         return error_set(err, 0,
                          "workspace: git rev-parse failed in %s (exit %d): %s; refusing to guess "
                          "the workspace",
                          cwd, status, err_buf[0] ? err_buf : "no message");
     }
     char *save = NULL;
-    char *top = strtok_r(out_buf, "\n", &save);
-    char *gitdir = strtok_r(NULL, "\n", &save);
-    char *common = strtok_r(NULL, "\n", &save);
-    char common_abs[2 * PATH_MAX + 2];
-    _cleanup_free_ char *rtop = NULL, *rgit = NULL, *rcommon = NULL;
-    int rc = -1;
-    if (!top || !gitdir || !common) {
-        error_set(err, 0, "workspace: unexpected output from git rev-parse");
-        goto done;
-    }
-    /* --git-common-dir may be relative to the cwd. */
-    if (ws_path_resolve(cwd, common, common_abs, sizeof(common_abs)) < 0 ||
-        !(rtop = realpath(top, NULL)) || !(rgit = realpath(gitdir, NULL)) ||
-        !(rcommon = realpath(common_abs, NULL))) {
-        error_set(err, errno, "workspace: cannot resolve what git rev-parse reports");
-        goto done;
-    }
-    /* The work tree: GIT_WORK_TREE, else (GIT_DIR alone) the cwd, else the
-     * discovered root; never a core.worktree from repository config, which
-     * a sandbox could have written. */
-    if (env_tree) {
-        if (expect_same("work tree", rtop, env_tree, "GIT_WORK_TREE", err) < 0)
-            goto done;
-    } else if (env_dir) {
+    *top = strtok_r(out_buf, "\n", &save);
+    *gitdir = strtok_r(NULL, "\n", &save);
+    *common = strtok_r(NULL, "\n", &save);
+    if (!*top || !*gitdir || !*common)
+        return error_set(err, 0, "workspace: unexpected output from git rev-parse");
+    return 1;
+}
+
+/* The work tree: GIT_WORK_TREE, else (GIT_DIR alone) the cwd, else the
+ * discovered root; never a core.worktree from repository config, which a
+ * sandbox could have written. It must contain the cwd. */
+static int check_work_tree(const struct git_env *e, const char *cwd, const char *rtop,
+                           struct cordon_error *err)
+{
+    if (e->tree) {
+        if (expect_same("work tree", rtop, e->tree, "GIT_WORK_TREE", err) < 0)
+            return -1;
+    } else if (e->dir) {
         if (expect_same("work tree", rtop, cwd,
                         "with GIT_DIR set and no GIT_WORK_TREE (a core.worktree in the "
                         "repository's configuration is not honoured: set GIT_WORK_TREE) the work "
                         "tree must be the current directory, which",
                         err) < 0)
-            goto done;
-    } else if (!walked.root) {
-        error_set(err, 0,
-                  "workspace: git reports the work tree %s, but no .git entry lies above %s; set "
-                  "GIT_DIR too",
-                  rtop, cwd);
-        goto done;
+            return -1;
+    } else if (!e->walked.root) {
+        return error_set(err, 0,
+                         "workspace: git reports the work tree %s, but no .git entry lies above "
+                         "%s; set GIT_DIR too",
+                         rtop, cwd);
     }
-    if (!ws_path_under(cwd, rtop)) {
-        error_set(err, 0, "workspace: the work tree %s does not contain the current directory %s",
-                  rtop, cwd);
-        goto done;
-    }
-    if (env_dir) {
-        if (expect_same("git directory", rgit, env_dir, "GIT_DIR", err) < 0)
-            goto done;
-    } else if (expect_same("git directory", rgit, walked.git_dir,
+    if (!ws_path_under(cwd, rtop))
+        return error_set(err, 0,
+                         "workspace: the work tree %s does not contain the current directory %s",
+                         rtop, cwd);
+    return 0;
+}
+
+/* The git and common directories git reports against what the environment
+ * or discovery named. */
+static int check_git_dirs(const struct git_env *e, const char *rgit, const char *rcommon,
+                          struct cordon_error *err)
+{
+    if (e->dir) {
+        if (expect_same("git directory", rgit, e->dir, "GIT_DIR", err) < 0)
+            return -1;
+    } else if (expect_same("git directory", rgit, e->walked.git_dir,
                            "the .git entry cordon found names", err) < 0) {
-        goto done;
+        return -1;
     }
-    if (env_common) {
-        if (expect_same("common directory", rcommon, env_common, "GIT_COMMON_DIR", err) < 0)
-            goto done;
-    } else if (!env_dir) {
-        if (expect_same("common directory", rcommon, walked.common_dir,
-                        "the .git entry cordon found leads to", err) < 0)
-            goto done;
-    } else if (strcmp(rcommon, rgit) != 0) {
+    if (e->common)
+        return expect_same("common directory", rcommon, e->common, "GIT_COMMON_DIR", err);
+    if (!e->dir)
+        return expect_same("common directory", rcommon, e->walked.common_dir,
+                           "the .git entry cordon found leads to", err);
+    if (strcmp(rcommon, rgit) != 0) {
         /* GIT_DIR names a linked worktree's git directory: the same
          * structure as discovery requires. */
         char expect[PATH_MAX + 16];
         ws_path_join(expect, sizeof(expect), rcommon, "worktrees");
         const char *slash = strrchr(rgit, '/');
         if (!slash || (size_t)(slash - rgit) != strlen(expect) ||
-            strncmp(rgit, expect, strlen(expect)) != 0) {
-            error_set(err, 0,
-                      "workspace: git reports the common directory %s for GIT_DIR %s, which is "
-                      "not in its worktrees/; refusing",
-                      rcommon, rgit);
-            goto done;
-        }
+            strncmp(rgit, expect, strlen(expect)) != 0)
+            return error_set(err, 0,
+                             "workspace: git reports the common directory %s for GIT_DIR %s, "
+                             "which is not in its worktrees/; refusing",
+                             rcommon, rgit);
     }
-    rc = ws_git_layout_set(out,
-                           env_tree  ? env_tree
-                           : env_dir ? cwd
-                                     : walked.root,
-                           rgit, rcommon, err);
+    return 0;
+}
+
+/* What git reports, resolved and checked, into out. */
+static int layout_from_git(const struct git_env *e, const char *cwd, char *out_buf, size_t out_size,
+                           struct ws_git_layout *out, struct cordon_error *err)
+{
+    char *top = NULL, *gitdir = NULL, *common = NULL;
+    int found = rev_parse(cwd, out_buf, out_size, &top, &gitdir, &common, err);
+    if (found <= 0)
+        return found;
+    char common_abs[2 * PATH_MAX + 2];
+    _cleanup_free_ char *rtop = NULL, *rgit = NULL, *rcommon = NULL;
+    /* --git-common-dir may be relative to the cwd. */
+    if (ws_path_resolve(cwd, common, common_abs, sizeof(common_abs)) < 0 ||
+        !(rtop = realpath(top, NULL)) || !(rgit = realpath(gitdir, NULL)) ||
+        !(rcommon = realpath(common_abs, NULL)))
+        return error_set(err, errno, "workspace: cannot resolve what git rev-parse reports");
+    if (check_work_tree(e, cwd, rtop, err) < 0 || check_git_dirs(e, rgit, rcommon, err) < 0)
+        return -1;
+    return ws_git_layout_set(out,
+                             e->tree  ? e->tree
+                             : e->dir ? cwd
+                                      : e->walked.root,
+                             rgit, rcommon, err);
+}
+
+int ws_git_from_env(const char *cwd, struct ws_git_layout *out, struct cordon_error *err)
+{
+    struct git_env e = {0};
+    int rc = -1;
+    if (env_path("GIT_DIR", cwd, &e.dir, err) < 0 ||
+        env_path("GIT_WORK_TREE", cwd, &e.tree, err) < 0 ||
+        env_path("GIT_COMMON_DIR", cwd, &e.common, err) < 0)
+        goto done;
+    /* Without GIT_DIR, git discovers the git directory from the cwd as we
+     * do: the same checks apply, and git must agree with them. */
+    if (!e.dir && ws_git_discover(cwd, &e.walked, err) < 0)
+        goto done;
+    char out_buf[3 * PATH_MAX + 64];
+    rc = layout_from_git(&e, cwd, out_buf, sizeof(out_buf), out, err);
 done:
-    ws_git_layout_free(&walked);
+    ws_git_layout_free(&e.walked);
+    free(e.dir);
+    free(e.tree);
+    free(e.common);
     return rc;
 }
 

@@ -31,18 +31,43 @@ int fs_mkdir_p(const char *path, mode_t mode)
     return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+ssize_t fs_read_full(int fd, char *buf, size_t size)
+{
+    size_t len = 0;
+    while (len < size) {
+        ssize_t r = read(fd, buf + len, size - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    return (ssize_t)len;
+}
+
+DIR *fs_opendir_at(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return d;
+}
+
 static void remove_tree(int parent, const char *name, int depth)
 {
     if (unlinkat(parent, name, 0) == 0 || depth > 32)
         return;
-    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    DIR *d = fs_opendir_at(parent, name);
+    if (!d)
         return;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return;
-    }
     struct dirent *de;
     while ((de = readdir(d))) {
         if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)

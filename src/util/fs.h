@@ -1,6 +1,7 @@
 /* Small filesystem helpers. Any context except between clone() and exec. */
 #pragma once
 
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -12,6 +13,10 @@ int fs_mkdir_p(const char *path, mode_t mode);
  * non-blocking FD is full. 0, or -1 with errno. */
 int fs_write_all(int fd, const void *buf, size_t len);
 
+/* Reads until end of file or until SIZE bytes are in BUF, retrying after
+ * EINTR: how many were read, or -1 with errno. */
+ssize_t fs_read_full(int fd, char *buf, size_t size);
+
 /* openat2(2): FLAGS | O_CLOEXEC, resolved with RESOLVE (RESOLVE_BENEATH,
  * RESOLVE_NO_SYMLINKS ...). The fd, or -1 with errno. No allocation: safe
  * between clone() and exec. */
@@ -22,6 +27,11 @@ int fs_openat2(int dirfd, const char *path, int flags, unsigned long long resolv
  * directory) neither blocks nor is read: -1 with EINVAL. The fd is
  * blocking. */
 int fs_open_regular(int dirfd, const char *path, unsigned long long resolve);
+
+/* A directory stream over NAME below DIRFD (not through a symlink; "." is
+ * DIRFD itself, read from its start), its fd owned by the stream. NULL
+ * with errno. */
+DIR *fs_opendir_at(int dirfd, const char *name);
 
 /* rm -r of NAME under the directory PARENT, best effort: no symlink is
  * followed (a symlink is removed, not its target), at most 32 levels deep

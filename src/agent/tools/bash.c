@@ -348,16 +348,12 @@ int tool_bash_on_readable(struct tool_bash_call *call)
 static int text_result(struct tool_result *res, const char *text, size_t len, json_t *details,
                        bool is_error)
 {
-    tool_result_clear(res);
-    res->content = json_array();
-    json_t *part = json_pack("{s:s, s:s%}", "type", "text", "text", text, len);
-    if (!res->content || !part || json_array_append_new(res->content, part) < 0) {
+    if (is_error) {
         json_decref(details);
-        return -1;
+        details = json_object();
     }
-    res->details = is_error ? json_object() : details;
-    if (is_error)
-        json_decref(details);
+    if (tool_result_text_len(res, text, len, details) < 0)
+        return -1;
     res->is_error = is_error;
     return 0;
 }

@@ -199,77 +199,185 @@ static void out_line(struct out_buf *b, char sign, size_t width, size_t num, con
     out_add(b, text, text_len);
 }
 
+/* jsdiff's Myers search with its tie-breaking: the component chain of the
+ * shortest edit script (newest first), NULL when both are empty or out of
+ * memory. The components live in the arena. */
+static struct component *diff_components(struct arena *a, const struct line_tokens *o,
+                                         const struct line_tokens *n)
+{
+    long max_edit = (long)(o->count + n->count);
+    _cleanup_free_ struct path *best = calloc((size_t)(2 * max_edit + 3), sizeof(*best));
+    _cleanup_free_ bool *alive = calloc((size_t)(2 * max_edit + 3), sizeof(*alive));
+    if (!best || !alive)
+        return NULL;
+    long off = max_edit + 1;
+    best[off] = (struct path){-1, NULL};
+    alive[off] = true;
+    long new_pos = extract_common(a, &best[off], o, n, 0);
+    if (best[off].old_pos + 1 >= (long)o->count && new_pos + 1 >= (long)n->count)
+        return best[off].last;
+    long min_diag = LONG_MIN, max_diag = LONG_MAX;
+    for (long d = 1; d <= max_edit; d++) {
+        long lo = min_diag > -d ? min_diag : -d, hi = max_diag < d ? max_diag : d;
+        for (long k = lo; k <= hi; k += 2) {
+            struct path *remove = alive[off + k - 1] ? &best[off + k - 1] : NULL;
+            struct path *add = alive[off + k + 1] ? &best[off + k + 1] : NULL;
+            struct path remove_copy = remove ? *remove : (struct path){0};
+            if (remove)
+                alive[off + k - 1] = false;
+            bool can_add = false;
+            if (add) {
+                long add_new_pos = add->old_pos - k;
+                can_add = add_new_pos >= 0 && add_new_pos < (long)n->count;
+            }
+            bool can_remove = remove && remove_copy.old_pos + 1 < (long)o->count;
+            if (!can_add && !can_remove) {
+                alive[off + k] = false;
+                continue;
+            }
+            struct path base;
+            if (!can_remove || (can_add && remove_copy.old_pos < add->old_pos)) {
+                base.old_pos = add->old_pos;
+                base.last = add_to_path(a, add, 1);
+            } else {
+                base.old_pos = remove_copy.old_pos + 1;
+                base.last = add_to_path(a, &remove_copy, -1);
+            }
+            new_pos = extract_common(a, &base, o, n, k);
+            if (base.old_pos + 1 >= (long)o->count && new_pos + 1 >= (long)n->count)
+                return base.last;
+            best[off + k] = base;
+            alive[off + k] = true;
+            if (base.old_pos + 1 >= (long)o->count && k - 1 < max_diag)
+                max_diag = k - 1;
+            if (new_pos + 1 >= (long)n->count && k + 1 > min_diag)
+                min_diag = k + 1;
+        }
+    }
+    return NULL;
+}
+
+/* Where the rendering stands: the next line numbers and tokens of each
+ * side, the number column's width. */
+struct render {
+    struct out_buf out;
+    const struct line_tokens *o, *n;
+    size_t width, old_num, new_num, old_tok, new_tok;
+};
+
+/* Line j of a component's tokens, without its newline. */
+static size_t line_len(const struct line_tokens *src, size_t at)
+{
+    return src->len[at] - (src->start[at][src->len[at] - 1] == '\n');
+}
+
+static void render_context_line(struct render *r, const struct line_tokens *src, size_t at)
+{
+    out_line(&r->out, ' ', r->width, r->old_num++, src->start[at], line_len(src, at));
+    r->new_num++;
+}
+
+/* An added or removed component: every line, numbered on its side. */
+static void render_change(struct render *r, const struct component *c,
+                          const struct line_tokens *src, size_t first)
+{
+    for (size_t j = 0; j < c->count; j++) {
+        size_t at = first + j;
+        if (c->kind == 1)
+            out_line(&r->out, '+', r->width, r->new_num++, src->start[at], line_len(src, at));
+        else
+            out_line(&r->out, '-', r->width, r->old_num++, src->start[at], line_len(src, at));
+    }
+}
+
+/* A common component: up to 4 lines of context after the change before it
+ * and before the change after it, "..." for what is left out. */
+static void render_common(struct render *r, size_t nlines, const struct line_tokens *src,
+                          size_t first, bool last_was_change, bool next_change)
+{
+    const size_t context = 4;
+    size_t show_to = 0, gap_from = 0, gap_to = 0; /* [from, to) */
+    size_t tail_from = nlines;
+    if (last_was_change && next_change) {
+        if (nlines <= context * 2) {
+            show_to = nlines;
+        } else {
+            show_to = context;
+            gap_from = context;
+            gap_to = nlines - context;
+            tail_from = nlines - context;
+        }
+    } else if (last_was_change) {
+        show_to = nlines < context ? nlines : context;
+        gap_from = show_to;
+        gap_to = nlines;
+    } else if (next_change) {
+        gap_to = nlines > context ? nlines - context : 0;
+        tail_from = gap_to;
+    } else {
+        gap_to = nlines;
+    }
+    for (size_t j = 0; j < show_to; j++)
+        render_context_line(r, src, first + j);
+    if (gap_to > gap_from) {
+        if (last_was_change || next_change)
+            out_line(&r->out, ' ', r->width, 0, "...", 3);
+        r->old_num += gap_to - gap_from;
+        r->new_num += gap_to - gap_from;
+    }
+    if (last_was_change && next_change && nlines <= context * 2)
+        tail_from = nlines;
+    for (size_t j = tail_from; j < nlines && next_change; j++)
+        render_context_line(r, src, first + j);
+}
+
+static size_t count_lines(const char *text, size_t len)
+{
+    size_t lines = 1;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    return lines;
+}
+
+/* pi's numbered diff of the components (oldest first). */
+static void render_diff(struct render *r, struct component *const *list, size_t ncomp,
+                        size_t *first_changed_line)
+{
+    bool last_was_change = false;
+    out_add(&r->out, "", 0);
+    for (size_t i = 0; i < ncomp; i++) {
+        const struct component *c = list[i];
+        /* The lines of this part: its tokens without their newlines. */
+        const struct line_tokens *src = c->kind == -1 ? r->o : r->n;
+        size_t first = c->kind == -1 ? r->old_tok : r->new_tok;
+        if (c->kind != 1)
+            r->old_tok += c->count;
+        if (c->kind != -1)
+            r->new_tok += c->count;
+        if (c->kind != 0) {
+            if (!*first_changed_line)
+                *first_changed_line = r->new_num;
+            render_change(r, c, src, first);
+            last_was_change = true;
+            continue;
+        }
+        bool next_change = i + 1 < ncomp && list[i + 1]->kind != 0;
+        render_common(r, c->count, src, first, last_was_change, next_change);
+        last_was_change = false;
+    }
+}
+
 char *edit_diff_string(const char *old_text, size_t old_len, const char *new_text, size_t new_len,
                        size_t *first_changed_line)
 {
     struct line_tokens o = {0}, n = {0};
     struct arena a = {0};
     struct component **list = NULL;
-    struct out_buf out = {0};
+    struct render r = {.o = &o, .n = &n, .old_num = 1, .new_num = 1};
     *first_changed_line = 0;
     if (tokenize(old_text, old_len, &o) < 0 || tokenize(new_text, new_len, &n) < 0)
         goto done;
-
-    long max_edit = (long)(o.count + n.count);
-    struct path *best = calloc((size_t)(2 * max_edit + 3), sizeof(*best));
-    bool *alive = calloc((size_t)(2 * max_edit + 3), sizeof(*alive));
-    if (!best || !alive) {
-        free(best);
-        free(alive);
-        goto done;
-    }
-    long off = max_edit + 1;
-    struct component *result = NULL;
-    best[off] = (struct path){-1, NULL};
-    alive[off] = true;
-    long new_pos = extract_common(&a, &best[off], &o, &n, 0);
-    if (best[off].old_pos + 1 >= (long)o.count && new_pos + 1 >= (long)n.count) {
-        result = best[off].last;
-    } else {
-        long min_diag = LONG_MIN, max_diag = LONG_MAX;
-        for (long d = 1; d <= max_edit && !result; d++) {
-            long lo = min_diag > -d ? min_diag : -d, hi = max_diag < d ? max_diag : d;
-            for (long k = lo; k <= hi; k += 2) {
-                struct path *remove = alive[off + k - 1] ? &best[off + k - 1] : NULL;
-                struct path *add = alive[off + k + 1] ? &best[off + k + 1] : NULL;
-                struct path remove_copy = remove ? *remove : (struct path){0};
-                if (remove)
-                    alive[off + k - 1] = false;
-                bool can_add = false;
-                if (add) {
-                    long add_new_pos = add->old_pos - k;
-                    can_add = add_new_pos >= 0 && add_new_pos < (long)n.count;
-                }
-                bool can_remove = remove && remove_copy.old_pos + 1 < (long)o.count;
-                if (!can_add && !can_remove) {
-                    alive[off + k] = false;
-                    continue;
-                }
-                struct path base;
-                if (!can_remove || (can_add && remove_copy.old_pos < add->old_pos)) {
-                    base.old_pos = add->old_pos;
-                    base.last = add_to_path(&a, add, 1);
-                } else {
-                    base.old_pos = remove_copy.old_pos + 1;
-                    base.last = add_to_path(&a, &remove_copy, -1);
-                }
-                new_pos = extract_common(&a, &base, &o, &n, k);
-                if (base.old_pos + 1 >= (long)o.count && new_pos + 1 >= (long)n.count) {
-                    result = base.last;
-                    break;
-                }
-                best[off + k] = base;
-                alive[off + k] = true;
-                if (base.old_pos + 1 >= (long)o.count && k - 1 < max_diag)
-                    max_diag = k - 1;
-                if (new_pos + 1 >= (long)n.count && k + 1 > min_diag)
-                    min_diag = k + 1;
-            }
-        }
-    }
-    free(best);
-    free(alive);
-
+    struct component *result = diff_components(&a, &o, &n);
     size_t ncomp = 0;
     for (struct component *c = result; c; c = c->prev)
         ncomp++;
@@ -279,85 +387,10 @@ char *edit_diff_string(const char *old_text, size_t old_len, const char *new_tex
     size_t idx = ncomp;
     for (struct component *c = result; c; c = c->prev)
         list[--idx] = c;
-
-    size_t old_lines = 1, new_lines = 1;
-    for (size_t i = 0; i < old_len; i++)
-        old_lines += old_text[i] == '\n';
-    for (size_t i = 0; i < new_len; i++)
-        new_lines += new_text[i] == '\n';
+    size_t old_lines = count_lines(old_text, old_len), new_lines = count_lines(new_text, new_len);
     size_t max_line = old_lines > new_lines ? old_lines : new_lines;
-    size_t width = (size_t)snprintf(NULL, 0, "%zu", max_line);
-    const size_t context = 4;
-    size_t old_num = 1, new_num = 1, old_tok = 0, new_tok = 0;
-    bool last_was_change = false;
-    out_add(&out, "", 0);
-    for (size_t i = 0; i < ncomp; i++) {
-        struct component *c = list[i];
-        /* The lines of this part: its tokens without their newlines. */
-        const struct line_tokens *src = c->kind == -1 ? &o : &n;
-        size_t first = c->kind == -1 ? old_tok : new_tok;
-        if (c->kind != 1)
-            old_tok += c->count;
-        if (c->kind != -1)
-            new_tok += c->count;
-        size_t nlines = c->count;
-#define LINE_TEXT(j) src->start[first + (j)]
-#define LINE_LEN(j)                                                                                \
-    (src->len[first + (j)] - (src->start[first + (j)][src->len[first + (j)] - 1] == '\n'))
-        if (c->kind != 0) {
-            if (!*first_changed_line)
-                *first_changed_line = new_num;
-            for (size_t j = 0; j < nlines; j++) {
-                if (c->kind == 1)
-                    out_line(&out, '+', width, new_num++, LINE_TEXT(j), LINE_LEN(j));
-                else
-                    out_line(&out, '-', width, old_num++, LINE_TEXT(j), LINE_LEN(j));
-            }
-            last_was_change = true;
-            continue;
-        }
-        bool next_change = i + 1 < ncomp && list[i + 1]->kind != 0;
-        size_t show_from = 0, show_to = 0, gap_from = 0, gap_to = 0; /* [from, to) */
-        size_t tail_from = nlines;
-        if (last_was_change && next_change) {
-            if (nlines <= context * 2) {
-                show_to = nlines;
-            } else {
-                show_to = context;
-                gap_from = context;
-                gap_to = nlines - context;
-                tail_from = nlines - context;
-            }
-        } else if (last_was_change) {
-            show_to = nlines < context ? nlines : context;
-            gap_from = show_to;
-            gap_to = nlines;
-        } else if (next_change) {
-            gap_to = nlines > context ? nlines - context : 0;
-            tail_from = gap_to;
-        } else {
-            gap_to = nlines;
-        }
-        for (size_t j = show_from; j < show_to; j++) {
-            out_line(&out, ' ', width, old_num++, LINE_TEXT(j), LINE_LEN(j));
-            new_num++;
-        }
-        if (gap_to > gap_from) {
-            if (last_was_change || next_change)
-                out_line(&out, ' ', width, 0, "...", 3);
-            old_num += gap_to - gap_from;
-            new_num += gap_to - gap_from;
-        }
-        if (last_was_change && next_change && nlines <= context * 2)
-            tail_from = nlines;
-        for (size_t j = tail_from; j < nlines && (next_change); j++) {
-            out_line(&out, ' ', width, old_num++, LINE_TEXT(j), LINE_LEN(j));
-            new_num++;
-        }
-        last_was_change = false;
-#undef LINE_TEXT
-#undef LINE_LEN
-    }
+    r.width = (size_t)snprintf(NULL, 0, "%zu", max_line);
+    render_diff(&r, list, ncomp, first_changed_line);
 done:
     for (size_t i = 0; i < a.nblocks; i++)
         free(a.blocks[i]);
@@ -367,5 +400,5 @@ done:
     free(o.len);
     free(n.start);
     free(n.len);
-    return out.data;
+    return r.out.data;
 }

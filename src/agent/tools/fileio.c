@@ -97,6 +97,23 @@ static int write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
+/* fd is open for writing: a FIFO, device or other file that is not
+ * regular is written in place (truncated where it can be), as Node's
+ * writeFile does: 0, or -1 with errno. 1 (st filled) for a regular file,
+ * which is replaced instead. */
+static int write_in_place(int fd, struct stat *st, const char *data, size_t len,
+                          const char **syscall)
+{
+    if (fstat(fd, st) < 0)
+        return -1;
+    if (S_ISREG(st->st_mode))
+        return 1;
+    *syscall = "write";
+    if (ftruncate(fd, 0) < 0 && errno != EINVAL)
+        return -1;
+    return write_all(fd, data, len);
+}
+
 /* A temporary file beside name in dirfd: ".NAME.cordon-XXXXXX", created
  * exclusively (never through a symlink). */
 static int create_temp_at(int dirfd, const char *name, char *tmp, size_t tmp_size)
@@ -193,14 +210,9 @@ int tool_write_file(const char *path, const char *data, size_t len, const char *
     if (fd < 0)
         return -1;
     struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -1;
-    if (!S_ISREG(st.st_mode)) {
-        *syscall = "write";
-        if (ftruncate(fd, 0) < 0 && errno != EINVAL)
-            return -1;
-        return write_all(fd, data, len);
-    }
+    int in_place = write_in_place(fd, &st, data, len, syscall);
+    if (in_place != 1)
+        return in_place;
     _cleanup_free_ char *real = realpath(path, NULL);
     if (!real)
         return -1;
@@ -282,13 +294,8 @@ int tool_write_file_at(int dirfd, const char *name, const char *data, size_t len
     if (fd < 0)
         return -1;
     struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -1;
-    if (!S_ISREG(st.st_mode)) {
-        *syscall = "write";
-        if (ftruncate(fd, 0) < 0 && errno != EINVAL)
-            return -1;
-        return write_all(fd, data, len);
-    }
+    int in_place = write_in_place(fd, &st, data, len, syscall);
+    if (in_place != 1)
+        return in_place;
     return write_replace_at(dirfd, name, &st, data, len, syscall);
 }

@@ -182,22 +182,10 @@ static int relativize_output(const char *raw, size_t raw_len, const char *search
     return 0;
 }
 
-int tool_find(const struct tool_env *env, json_t *args, struct tool_result *res)
+/* fd's --max-results: 1 with *limit; 0 with res fd's error. */
+static int find_limit(double limit_value, const char *limit_text, size_t *limit,
+                      struct tool_result *res)
 {
-    const char *pattern = NULL, *path_arg = NULL;
-    double limit_value = FIND_DEFAULT_LIMIT;
-    if (tool_arg_string("find", args, "pattern", true, &pattern, NULL, res) < 0 ||
-        tool_arg_string("find", args, "path", false, &path_arg, NULL, res) < 0 ||
-        tool_arg_number("find", args, "limit", &limit_value, res) < 0)
-        return 0;
-
-    _cleanup_free_ char *search_path =
-        tool_resolve_path(path_arg && *path_arg ? path_arg : ".", env);
-    if (!search_path)
-        return tool_result_error(res, "out of memory");
-
-    char limit_text[64];
-    js_number_string(limit_value, limit_text, sizeof(limit_text));
     /* fd parses --max-results as an unsigned integer; "-5" reads as a flag. */
     if (limit_value < 0)
         return tool_result_error(res, "error: The argument '--max-results <count>' requires a "
@@ -208,64 +196,48 @@ int tool_find(const struct tool_env *env, json_t *args, struct tool_result *res)
                                  "error: Invalid value '%s' for '--max-results <count>': invalid "
                                  "digit found in string\n\nFor more information try '--help'",
                                  limit_text);
-    size_t limit = (size_t)limit_value;
+    *limit = (size_t)limit_value;
+    return 1;
+}
 
-    bool full_path = strchr(pattern, '/') != NULL;
-    _cleanup_free_ char *effective = NULL;
+/* The glob fd matches: a pattern with a '/' matches the full path, from
+ * any depth unless it is anchored. NULL when out of memory. */
+static char *find_effective_pattern(const char *pattern, bool full_path)
+{
+    char *effective = NULL;
     if (full_path && pattern[0] != '/' && strncmp(pattern, "**/", 3) != 0 &&
-        strcmp(pattern, "**") != 0) {
-        if (asprintf(&effective, "**/%s", pattern) < 0)
-            return tool_result_error(res, "out of memory");
-    } else {
-        effective = strdup(pattern);
-        if (!effective)
-            return tool_result_error(res, "out of memory");
-    }
+        strcmp(pattern, "**") != 0)
+        return asprintf(&effective, "**/%s", pattern) < 0 ? NULL : effective;
+    return strdup(pattern);
+}
 
-    /* An approved host call walks exactly the approved directory (pin.h). */
+/* The search directory: with an approved host call exactly the approved
+ * one (pin.h), its fd in *root_fd. 1, or 0 with res fd's error. */
+static int find_open_root(const struct tool_env *env, const char *search_path, int *root_fd,
+                          struct tool_result *res)
+{
     char why[2048];
     why[0] = '\0';
-    _cleanup_close_ int root_fd =
-        env->pin ? tool_pin_open(env->pin, search_path, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0, why,
-                                 sizeof(why))
-                 : -1;
-    if (env->pin && root_fd < 0 && why[0])
+    *root_fd = env->pin ? tool_pin_open(env->pin, search_path, O_RDONLY | O_DIRECTORY | O_NONBLOCK,
+                                        0, why, sizeof(why))
+                        : -1;
+    if (env->pin && *root_fd < 0 && why[0])
         return tool_result_error(res, "%s", why);
     struct stat st;
-    if ((env->pin ? root_fd < 0 || fstat(root_fd, &st) < 0 : stat(search_path, &st) < 0) ||
+    if ((env->pin ? *root_fd < 0 || fstat(*root_fd, &st) < 0 : stat(search_path, &st) < 0) ||
         !S_ISDIR(st.st_mode))
         return tool_result_error(res,
                                  "[fd error]: Search path '%s' is not a directory.\n[fd error]: "
                                  "No valid search paths given.",
                                  search_path);
+    return 1;
+}
 
-    unsigned flags = TOOL_GLOB_LITERAL_SEPARATOR;
-    if (!has_uppercase(effective))
-        flags |= TOOL_GLOB_CASE_INSENSITIVE;
-    struct cordon_error err = {0};
-    struct find_walk fw = {.full_path = full_path, .limit = limit};
-    if (tool_glob_compile(effective, strlen(effective), flags, &fw.glob, &err) < 0)
-        return tool_result_error(res, "[fd error]: error parsing glob '%s': %s", effective,
-                                 err.message);
-
-    struct walk_options options = {
-        .require_git = false,
-        .custom_ignore_name = ".fdignore",
-        .exclude_dot_git = true,
-        .have_root_fd = root_fd >= 0,
-        .root_fd = root_fd,
-        .visit = find_visit,
-        .ctx = &fw,
-    };
-    int r = walk_tree(search_path, &options, &err);
-    tool_glob_free(fw.glob);
-    _cleanup_free_ char *raw = fw.out;
-    size_t raw_len = fw.out_len;
-    if (r < 0)
-        return tool_result_error(res, "[fd error]: %s", err.message);
-    if (raw_len == 0)
-        return tool_result_text(res, "No files found matching pattern", NULL);
-
+/* pi's result: the paths relative to the search path, cut at the byte
+ * limit, with the notices of the limits reached. */
+static int find_report(const char *raw, size_t raw_len, const char *search_path, double limit_value,
+                       const char *limit_text, size_t limit, struct tool_result *res)
+{
     size_t text_len = 0;
     _cleanup_free_ char *text = utf8_sanitize(raw, raw_len, &text_len);
     if (!text)
@@ -310,4 +282,62 @@ int tool_find(const struct tool_env *env, json_t *args, struct tool_result *res)
     fclose(nf);
     _cleanup_free_ char *notice_text = notices;
     return tool_result_listing(res, t.content, t.content_len, notice_text, notices_len, details);
+}
+
+int tool_find(const struct tool_env *env, json_t *args, struct tool_result *res)
+{
+    const char *pattern = NULL, *path_arg = NULL;
+    double limit_value = FIND_DEFAULT_LIMIT;
+    if (tool_arg_string("find", args, "pattern", true, &pattern, NULL, res) < 0 ||
+        tool_arg_string("find", args, "path", false, &path_arg, NULL, res) < 0 ||
+        tool_arg_number("find", args, "limit", &limit_value, res) < 0)
+        return 0;
+
+    _cleanup_free_ char *search_path =
+        tool_resolve_path(path_arg && *path_arg ? path_arg : ".", env);
+    if (!search_path)
+        return tool_result_error(res, "out of memory");
+
+    char limit_text[64];
+    js_number_string(limit_value, limit_text, sizeof(limit_text));
+    size_t limit = 0;
+    if (find_limit(limit_value, limit_text, &limit, res) == 0)
+        return 0;
+
+    bool full_path = strchr(pattern, '/') != NULL;
+    _cleanup_free_ char *effective = find_effective_pattern(pattern, full_path);
+    if (!effective)
+        return tool_result_error(res, "out of memory");
+
+    _cleanup_close_ int root_fd = -1;
+    if (find_open_root(env, search_path, &root_fd, res) == 0)
+        return 0;
+
+    unsigned flags = TOOL_GLOB_LITERAL_SEPARATOR;
+    if (!has_uppercase(effective))
+        flags |= TOOL_GLOB_CASE_INSENSITIVE;
+    struct cordon_error err = {0};
+    struct find_walk fw = {.full_path = full_path, .limit = limit};
+    if (tool_glob_compile(effective, strlen(effective), flags, &fw.glob, &err) < 0)
+        return tool_result_error(res, "[fd error]: error parsing glob '%s': %s", effective,
+                                 err.message);
+
+    struct walk_options options = {
+        .require_git = false,
+        .custom_ignore_name = ".fdignore",
+        .exclude_dot_git = true,
+        .have_root_fd = root_fd >= 0,
+        .root_fd = root_fd,
+        .visit = find_visit,
+        .ctx = &fw,
+    };
+    int r = walk_tree(search_path, &options, &err);
+    tool_glob_free(fw.glob);
+    _cleanup_free_ char *raw = fw.out;
+    size_t raw_len = fw.out_len;
+    if (r < 0)
+        return tool_result_error(res, "[fd error]: %s", err.message);
+    if (raw_len == 0)
+        return tool_result_text(res, "No files found matching pattern", NULL);
+    return find_report(raw, raw_len, search_path, limit_value, limit_text, limit, res);
 }

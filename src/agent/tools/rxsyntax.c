@@ -312,6 +312,167 @@ struct group {
     size_t out_at; /* where it starts in the output */
 };
 
+/* The translation's state between tokens. */
+struct rx_scan {
+    struct rx r;
+    struct group *groups;
+    size_t ngroups;
+    bool atom;       /* something a repetition can apply to precedes */
+    bool quantified; /* ... and it already carries a quantifier */
+    bool lazy_done;  /* ... and its lazy '?' */
+    size_t atom_out; /* where that atom starts in the output */
+    bool assertion;  /* that atom is ^, $, \b ...: PCRE2 repeats none */
+};
+
+/* "(?" at at: a named group, or flags that set ("(?i)") or open a group
+ * ("(?i:"). */
+static char *rx_group_flags(struct rx_scan *s, size_t at, size_t out_before)
+{
+    struct rx *r = &s->r;
+    const char *p = r->p;
+    size_t j = at + 2;
+    if (p[j] == 'P' && p[j + 1] == '<') {
+        /* (?P<name>: the same in PCRE2. */
+        const char *gt = strchr(p + j, '>');
+        if (!gt)
+            return parse_error(p, at, at + 1, "unclosed group", false);
+        size_t end = (size_t)(gt - p) + 1;
+        emit(r, p + at, end - at);
+        r->pos = end;
+        s->groups[s->ngroups++] = (struct group){at, out_before};
+        return NULL;
+    }
+    /* Flags: "(?flags)" sets them and is nothing to repeat, "(?flags:"
+     * opens a group. PCRE2 has no 'u' flag (Unicode is always on here), so
+     * it is dropped. */
+    while (j < r->len && strchr("imsUux-", p[j]))
+        j++;
+    if (j >= r->len || (p[j] != ')' && p[j] != ':'))
+        return j >= r->len
+                   ? parse_error(p, at, at + 1, "unclosed group", false)
+                   : parse_error(p, j, j + char_len(p, j, r->len), "unrecognized flag", false);
+    emit(r, "(?", 2);
+    for (size_t k = at + 2; k < j; k++)
+        if (p[k] != 'u')
+            emit(r, p + k, 1);
+    emit(r, p + j, 1);
+    r->pos = j + 1;
+    if (p[j] == ':')
+        s->groups[s->ngroups++] = (struct group){at, out_before};
+    return NULL;
+}
+
+static char *rx_open_group(struct rx_scan *s, size_t at, size_t out_before)
+{
+    struct rx *r = &s->r;
+    const char *p = r->p;
+    if (strncmp(p + at, "(?=", 3) == 0 || strncmp(p + at, "(?!", 3) == 0)
+        return parse_error(p, at, at + 3,
+                           "look-around, including look-ahead and look-behind, is not supported",
+                           true);
+    if (strncmp(p + at, "(?<=", 4) == 0 || strncmp(p + at, "(?<!", 4) == 0)
+        return parse_error(p, at, at + 4,
+                           "look-around, including look-ahead and look-behind, is not supported",
+                           true);
+    if (s->ngroups == RX_MAX_GROUPS)
+        return parse_error(p, at, at + 1, "exceeds the nesting limit", false);
+    s->atom = false;
+    if (p[at + 1] == '?')
+        return rx_group_flags(s, at, out_before);
+    s->groups[s->ngroups++] = (struct group){at, out_before};
+    emit(r, "(", 1);
+    r->pos++;
+    return NULL;
+}
+
+static char *rx_close_group(struct rx_scan *s, size_t at)
+{
+    if (s->ngroups == 0)
+        return parse_error(s->r.p, at, at + 1, "unopened group", false);
+    s->ngroups--;
+    emit(&s->r, ")", 1);
+    s->r.pos++;
+    s->assertion = false;
+    s->atom = true;
+    s->quantified = false;
+    s->atom_out = s->groups[s->ngroups].out_at;
+    return NULL;
+}
+
+/* '*', '+', '?' or '{' at at: Rust repeats a repeated atom or an
+ * assertion, PCRE2 needs it wrapped in a group first. */
+static char *rx_repetition(struct rx_scan *s, size_t at, char c)
+{
+    struct rx *r = &s->r;
+    if (!s->atom)
+        return parse_error(r->p, at, at + 1, "repetition operator missing expression", false);
+    if (s->quantified && c == '?' && !s->lazy_done) {
+        emit(r, "?", 1);
+        r->pos++;
+        s->lazy_done = true;
+        return NULL;
+    }
+    if (s->quantified || s->assertion)
+        wrap_atom(r, s->atom_out);
+    s->assertion = false;
+    char *err = NULL;
+    if (c == '{') {
+        err = counted(r);
+    } else {
+        emit(r, r->p + at, 1);
+        r->pos++;
+    }
+    s->quantified = true;
+    s->lazy_done = false;
+    return err;
+}
+
+/* One token of the pattern at s->r.pos. */
+static char *rx_token(struct rx_scan *s)
+{
+    struct rx *r = &s->r;
+    const char *p = r->p;
+    size_t at = r->pos;
+    size_t out_before = r->out_len;
+    char c = p[at];
+    char *err = NULL;
+    switch (c) {
+    case '\\':
+        s->assertion = at + 1 < r->len && strchr("bBAz", p[at + 1]);
+        err = escape(r);
+        break;
+    case '[':
+        err = char_class(r);
+        s->assertion = false;
+        break;
+    case '(':
+        return rx_open_group(s, at, out_before);
+    case ')':
+        return rx_close_group(s, at);
+    case '|':
+        emit(r, "|", 1);
+        r->pos++;
+        s->atom = false;
+        return NULL;
+    case '*':
+    case '+':
+    case '?':
+    case '{':
+        return rx_repetition(s, at, c);
+    default: {
+        size_t n = char_len(p, at, r->len);
+        emit(r, p + at, n);
+        r->pos += n;
+        s->assertion = c == '^' || c == '$';
+    }
+    }
+    /* an escape, a class or a character: an atom to repeat */
+    s->atom = true;
+    s->quantified = false;
+    s->atom_out = out_before;
+    return err;
+}
+
 char *rx_check_rust_syntax(const char *pattern, int literal, char **pcre2_pattern)
 {
     *pcre2_pattern = NULL;
@@ -321,161 +482,22 @@ char *rx_check_rust_syntax(const char *pattern, int literal, char **pcre2_patter
         *pcre2_pattern = strdup(pattern);
         return *pcre2_pattern ? NULL : strdup("out of memory");
     }
-    struct rx r = {.p = pattern, .len = strlen(pattern)};
-    struct group *groups = malloc(RX_MAX_GROUPS * sizeof(*groups));
-    if (!groups)
+    struct rx_scan s = {.r = {.p = pattern, .len = strlen(pattern)}};
+    s.groups = malloc(RX_MAX_GROUPS * sizeof(*s.groups));
+    if (!s.groups)
         return strdup("out of memory");
-    size_t ngroups = 0;
-    bool atom = false;       /* something a repetition can apply to precedes */
-    bool quantified = false; /* ... and it already carries a quantifier */
-    bool lazy_done = false;  /* ... and its lazy '?' */
-    size_t atom_out = 0;     /* where that atom starts in the output */
-    bool assertion = false;  /* that atom is ^, $, \b ...: PCRE2 repeats none */
     char *err = NULL;
-    emit(&r, "", 0);
-    while (!err && r.pos < r.len) {
-        const char *p = r.p;
-        size_t at = r.pos;
-        size_t out_before = r.out_len;
-        char c = p[at];
-        switch (c) {
-        case '\\':
-            assertion = at + 1 < r.len && strchr("bBAz", p[at + 1]);
-            err = escape(&r);
-            atom = true;
-            quantified = false;
-            atom_out = out_before;
-            break;
-        case '[':
-            err = char_class(&r);
-            assertion = false;
-            atom = true;
-            quantified = false;
-            atom_out = out_before;
-            break;
-        case '(':
-            if (strncmp(p + at, "(?=", 3) == 0 || strncmp(p + at, "(?!", 3) == 0) {
-                err = parse_error(p, at, at + 3,
-                                  "look-around, including look-ahead and look-behind, is not "
-                                  "supported",
-                                  true);
-                break;
-            }
-            if (strncmp(p + at, "(?<=", 4) == 0 || strncmp(p + at, "(?<!", 4) == 0) {
-                err = parse_error(p, at, at + 4,
-                                  "look-around, including look-ahead and look-behind, is not "
-                                  "supported",
-                                  true);
-                break;
-            }
-            if (ngroups == RX_MAX_GROUPS) {
-                err = parse_error(p, at, at + 1, "exceeds the nesting limit", false);
-                break;
-            }
-            atom = false;
-            if (p[at + 1] == '?') {
-                size_t j = at + 2;
-                if (p[j] == 'P' && p[j + 1] == '<') {
-                    /* (?P<name>: the same in PCRE2. */
-                    const char *gt = strchr(p + j, '>');
-                    if (!gt) {
-                        err = parse_error(p, at, at + 1, "unclosed group", false);
-                        break;
-                    }
-                    size_t end = (size_t)(gt - p) + 1;
-                    emit(&r, p + at, end - at);
-                    r.pos = end;
-                    groups[ngroups++] = (struct group){at, out_before};
-                    break;
-                }
-                /* Flags: "(?flags)" sets them and is nothing to repeat,
-                 * "(?flags:" opens a group. PCRE2 has no 'u' flag (Unicode
-                 * is always on here), so it is dropped. */
-                while (j < r.len && strchr("imsUux-", p[j]))
-                    j++;
-                if (j >= r.len || (p[j] != ')' && p[j] != ':')) {
-                    err = j >= r.len ? parse_error(p, at, at + 1, "unclosed group", false)
-                                     : parse_error(p, j, j + char_len(p, j, r.len),
-                                                   "unrecognized flag", false);
-                    break;
-                }
-                emit(&r, "(?", 2);
-                for (size_t k = at + 2; k < j; k++)
-                    if (p[k] != 'u')
-                        emit(&r, p + k, 1);
-                emit(&r, p + j, 1);
-                r.pos = j + 1;
-                if (p[j] == ':')
-                    groups[ngroups++] = (struct group){at, out_before};
-                break;
-            }
-            groups[ngroups++] = (struct group){at, out_before};
-            emit(&r, "(", 1);
-            r.pos++;
-            break;
-        case ')':
-            if (ngroups == 0) {
-                err = parse_error(p, at, at + 1, "unopened group", false);
-                break;
-            }
-            ngroups--;
-            emit(&r, ")", 1);
-            r.pos++;
-            assertion = false;
-            atom = true;
-            quantified = false;
-            atom_out = groups[ngroups].out_at;
-            break;
-        case '|':
-            emit(&r, "|", 1);
-            r.pos++;
-            atom = false;
-            break;
-        case '*':
-        case '+':
-        case '?':
-        case '{':
-            if (!atom) {
-                err = parse_error(p, at, at + 1, "repetition operator missing expression", false);
-                break;
-            }
-            if (quantified && c == '?' && !lazy_done) {
-                emit(&r, "?", 1);
-                r.pos++;
-                lazy_done = true;
-                break;
-            }
-            if (quantified || assertion)
-                wrap_atom(&r, atom_out);
-            assertion = false;
-            if (c == '{') {
-                err = counted(&r);
-            } else {
-                emit(&r, p + at, 1);
-                r.pos++;
-            }
-            quantified = true;
-            lazy_done = false;
-            break;
-        default: {
-            size_t n = char_len(p, at, r.len);
-            emit(&r, p + at, n);
-            r.pos += n;
-            atom = true;
-            quantified = false;
-            assertion = c == '^' || c == '$';
-            atom_out = out_before;
-        }
-        }
-    }
-    if (!err && ngroups > 0)
-        err = parse_error(pattern, groups[ngroups - 1].at, groups[ngroups - 1].at + 1,
+    emit(&s.r, "", 0);
+    while (!err && s.r.pos < s.r.len)
+        err = rx_token(&s);
+    if (!err && s.ngroups > 0)
+        err = parse_error(pattern, s.groups[s.ngroups - 1].at, s.groups[s.ngroups - 1].at + 1,
                           "unclosed group", false);
-    free(groups);
-    if (err || r.failed) {
-        free(r.out);
+    free(s.groups);
+    if (err || s.r.failed) {
+        free(s.r.out);
         return err ? err : strdup("out of memory");
     }
-    *pcre2_pattern = r.out;
+    *pcre2_pattern = s.r.out;
     return NULL;
 }
