@@ -285,10 +285,9 @@ static int tls_setup(const struct net_policy *policy, struct proxy_config *cfg,
     if (!policy->tls_bundle) {
         if (policy->http_rule_count > 0)
             return error_set(err, ENOTSUP,
-                             "network.http_rules: TLS interception is available on the ns "
-                             "backend only so far");
+                             "network.http_rules: this backend offers no TLS interception");
         log_warn("network: [[secrets]] are put into plain http:// requests only on this backend "
-                 "(TLS interception is available on the ns backend only so far)");
+                 "(it offers no TLS interception)");
         return 0;
     }
     struct http_rule *rules = calloc(policy->http_rule_count + 1, sizeof(*rules));

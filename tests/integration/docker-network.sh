@@ -296,13 +296,14 @@ secrets_assert docker
 # ------------------------------------------------------------ HTTPS: TLS interception
 # The session bundle (the host's plus the session CA) is bound read-only
 # over the image's /etc/ssl/certs/ca-certificates.crt. Real clients: the
-# host's /usr mounted read-only over the image's (busybox has no curl,
-# Python, Node or git; /lib and /lib64 of the image lead into it).
+# host's /usr mounted read-only at /opt/host-usr (busybox has no curl,
+# Python, Node or git; cordon refuses a mount over /usr itself), where the
+# image's /usr, /lib and /lib64 lead.
 timg="$TEST_TMP/timg"
-mkdir -p "$timg/bin" "$timg/etc" "$timg/usr"
+mkdir -p "$timg/bin" "$timg/etc" "$timg/opt/host-usr"
 cp /bin/busybox "$timg/bin/" && cp /bin/bash-static "$timg/bin/bash"
 for c in $(/bin/busybox --list); do [ -e "$timg/bin/$c" ] || ln -s busybox "$timg/bin/$c"; done
-ln -s usr/lib "$timg/lib" && ln -s usr/lib64 "$timg/lib64"
+ln -s opt/host-usr "$timg/usr" && ln -s usr/lib "$timg/lib" && ln -s usr/lib64 "$timg/lib64"
 printf 'root:x:0:0:root:/root:/bin/sh\ncordon-test:x:%s:%s::/tmp:/bin/sh\n' \
     "$(id -u cordon-test 2>/dev/null || echo 1000)" "$(id -g cordon-test 2>/dev/null || echo 1000)" >"$timg/etc/passwd"
 tar -C "$timg" -cf "$TEST_TMP/timg.tar" . && docker import "$TEST_TMP/timg.tar" cordon-docker-tls >/dev/null
@@ -313,7 +314,7 @@ xdg_plain=$XDG_CONFIG_HOME
 export XDG_CONFIG_HOME="$TEST_TMP/xdg-tls"
 mkdir -p "$XDG_CONFIG_HOME/cordon"
 cp "$xdg_plain/cordon/config.toml" "$XDG_CONFIG_HOME/cordon/config.toml"
-printf '\n[[mounts]]\nhost_path = "/usr"\nguest_path = "/usr"\n' >>"$XDG_CONFIG_HOME/cordon/config.toml"
+printf '\n[[mounts]]\nhost_path = "/usr"\nguest_path = "/opt/host-usr"\n' >>"$XDG_CONFIG_HOME/cordon/config.toml"
 cordon_run "$ws" "${DT[@]}" --network allowlist --net-audit-log "$audit" "${tls_rules[@]}" -- \
     bash -c "$(secrets_tls_script)"
 secrets_tls_assert docker
@@ -370,7 +371,7 @@ header = "Authorization"
 
 [[mounts]]
 host_path = "/usr"
-guest_path = "/usr"
+guest_path = "/opt/host-usr"
 EOF2
     cp "$secret_hosts" "$uhome/hosts"
     chown -R cordon-test "$uhome" "$uws"
