@@ -142,6 +142,7 @@ secrets_tls_script() {
     cat <<EOF2
 echo "bundle-certs=\$(grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt) ssl=\$SSL_CERT_FILE node=\$NODE_EXTRA_CA_CERTS"
 touch /etc/ssl/certs/ca-certificates.crt 2>/dev/null && echo bundle-writable || echo bundle-readonly
+grep -rlsE "BEGIN (EC |)PRIVATE KEY" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr --exclude-dir=opt | grep -v "^\$PWD/" | head -3; echo keys-done
 echo "curl: \$(curl -sS -m 20 -H "Authorization: Bearer \$API_TOKEN" https://api.test:$tls_port/curl 2>&1)"
 python3 -c "
 import os, urllib.request
@@ -171,6 +172,8 @@ secrets_tls_assert() { # secrets_tls_assert TAG
     like "$1 https: the bundle inside is the host's plus the session CA, named by the variables" \
         "$out" "bundle-certs=$((n_host + 1)) ssl=/etc/ssl/certs/ca-certificates.crt node=/etc/ssl/certs/ca-certificates.crt"
     like "$1 https: the bundle is read-only inside" "$out" "bundle-readonly"
+    like "$1 https: no private key in any file inside (the CA's stays in the host's proxy)" "$out" \
+        $'bundle-readonly\nkeys-done'
     like "$1 https: curl: the bound host gets the real value" "$out" "curl: auth=ok ENV"
     like "$1 https: Python (urllib, system store): the value arrives" "$out" "py: auth=ok ENV"
     like "$1 https: Node (tls over CONNECT, NODE_EXTRA_CA_CERTS): the value arrives" "$out" "node: auth=ok ENV"
