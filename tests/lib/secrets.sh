@@ -50,7 +50,8 @@ EOF2
 # one request to the bound host, one leak attempt, then the sweep of every
 # process's environ and cmdline (and memory, with python3 and sweep.py in
 # the working directory) and of the files outside the read-only system
-# directories.
+# directories (/opt too: docker-network.sh's HTTPS image mounts the host's
+# /usr at /opt/host-usr).
 secrets_script() { # secrets_script FETCH
     local get
     if [ "$1" = curl ]; then
@@ -71,7 +72,7 @@ for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do
 done
 echo "proc-hits=\$hits"
 for d in /* /dev/shm; do
-    case \$d in /proc|/sys|/dev|/usr|/bin|/sbin|/lib|/lib32|/lib64|/libx32) continue;; esac
+    case \$d in /proc|/sys|/dev|/usr|/opt|/bin|/sbin|/lib|/lib32|/lib64|/libx32) continue;; esac
     grep -rlsF -f /dev/shm/.n "\$d" 2>/dev/null
 done | grep -v '^/dev/shm/.n\$' | head -3 >/dev/shm/.hits
 rm -f /dev/shm/.n; echo "file-hits=\$(wc -l </dev/shm/.hits)"; cat /dev/shm/.hits
