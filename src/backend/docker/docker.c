@@ -60,8 +60,8 @@ struct docker_state {
      * <dir>/proxy.sock, recorded in the launch's session when it has one */
     struct net_session own_net;
     struct net_session *net;
-    bool spawned;           /* the container may exist */
-    int agent_pidfd;        /* the container's PID 1, once asked for; else -1 */
+    bool spawned;    /* the container may exist */
+    int agent_pidfd; /* the container's PID 1, once asked for; else -1 */
     pid_t agent_pid;
     pid_t guard_pid; /* the socket guard (docs/sockets.md), or -1 */
 };

@@ -40,7 +40,8 @@ void vm_net_init(struct vm_net *n, const struct net_policy *policy)
         n->listen[i] = n->fds[i] = -1;
     n->proxy = policy->session ? policy->session : &n->own_proxy;
     net_session_init(n->proxy, policy);
-    n->n_out = policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy) ? VM_NET_OUT_PORTS : 0;
+    n->n_out =
+        policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy) ? VM_NET_OUT_PORTS : 0;
     n->n_in = policy->publish_count > 0 ? VM_NET_IN_PORTS : 0;
 }
 

@@ -879,8 +879,7 @@ static void net_ca_install(json_t *net)
     if (mount(tmp, bundle, NULL, MS_BIND, NULL) < 0 ||
         mount(NULL, bundle, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
             0)
-        guest_fail("network: binding the session CA's bundle over %s: %s", bundle,
-                   strerror(errno));
+        guest_fail("network: binding the session CA's bundle over %s: %s", bundle, strerror(errno));
     unlink(tmp);
 }
 
