@@ -71,6 +71,16 @@ enum backend_cap {
     /* The proxy's TLS interception reaches this sandbox: the session CA is
      * bound over the system bundle in its view (docs/network.md). */
     BACKEND_CAP_TLS_INTERCEPT = 1u << 10,
+    /* Deny mode's refusing proxy is reachable inside at 127.0.0.1:3128
+     * (ns through the namespace factory, vm through its forwarder's ports,
+     * docker through the proxy socket bound in): a client learns at once
+     * why it has no network (docs/denials.md). */
+    BACKEND_CAP_DENY_PROXY = 1u << 11,
+    /* With TLS_INTERCEPT: the session CA travels in the boot spec and the
+     * guest adds it to its own copy of the bundle (vm, whose shares are
+     * directories only); without it the host's bundle file is bound over
+     * NET_CA_BUNDLE as one of the sandbox's mounts (ns, docker). */
+    BACKEND_CAP_TLS_CA_IN_SPEC = 1u << 12,
 };
 
 struct backend_caps {

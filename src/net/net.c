@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -289,10 +290,9 @@ static int tls_setup(const struct net_policy *policy, struct proxy_config *cfg,
     if (!policy->tls_bundle) {
         if (policy->http_rule_count > 0)
             return error_set(err, ENOTSUP,
-                             "network.http_rules: TLS interception is available on the ns "
-                             "backend only so far");
+                             "network.http_rules: this backend offers no TLS interception");
         log_warn("network: [[secrets]] are put into plain http:// requests only on this backend "
-                 "(TLS interception is available on the ns backend only so far)");
+                 "(it offers no TLS interception)");
         return 0;
     }
     struct http_rule *rules = calloc(policy->http_rule_count + 1, sizeof(*rules));
@@ -683,6 +683,45 @@ static void stop_child(pid_t *pid)
     while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
         ;
     *pid = -1;
+}
+
+char *net_session_ca_pem(const struct net_policy *policy, struct cordon_error *err)
+{
+    /* The proxy appended "\n" and one PEM certificate (some 700 bytes)
+     * last: the tail of the file holds it whole. */
+    enum { TAIL = 8192 };
+    static const char begin[] = "-----BEGIN CERTIFICATE-----";
+    static const char end[] = "-----END CERTIFICATE-----";
+    if (!policy->tls_bundle) {
+        error_set(err, EINVAL, "TLS: no session bundle");
+        return NULL;
+    }
+    _cleanup_close_ int fd = open(policy->tls_bundle, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        error_set(err, errno, "TLS: %s", policy->tls_bundle);
+        return NULL;
+    }
+    off_t from = st.st_size > TAIL ? st.st_size - TAIL : 0;
+    _cleanup_free_ char *buf = malloc(TAIL + 1);
+    ssize_t n = buf ? pread(fd, buf, TAIL, from) : -1;
+    if (n < 0) {
+        error_set(err, buf ? errno : ENOMEM, "TLS: reading %s", policy->tls_bundle);
+        return NULL;
+    }
+    buf[n] = '\0';
+    char *last = NULL;
+    for (char *p = buf; (p = strstr(p, begin)); p++)
+        last = p;
+    char *stop = last ? strstr(last, end) : NULL;
+    if (!stop) {
+        error_set(err, ENOENT, "TLS: the session CA is not in %s", policy->tls_bundle);
+        return NULL;
+    }
+    char *pem = strndup(last, (size_t)(stop - last) + strlen(end));
+    if (!pem)
+        error_set(err, ENOMEM, "TLS");
+    return pem;
 }
 
 int net_start_proxy_on(struct net_session *s, int listener, struct cordon_error *err)

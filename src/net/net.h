@@ -78,6 +78,11 @@ struct net_policy {
     size_t http_rule_count;
     const char *ca_file;
     const char *tls_bundle;
+    /* Where a backend that starts the proxy itself (vm, docker) records
+     * it: the launch's session, which the supervisor reads for a tool
+     * result's refusal line and sends the user's allow rules on (set by
+     * launch; NULL: the backend keeps its own). */
+    struct net_session *session;
 };
 
 /* The system bundle as the sandbox sees it, with the session CA in. */
@@ -136,3 +141,7 @@ int net_start_proxy_unix(struct net_session *s, int listener, const char *publis
 int net_publish_listen(const struct net_publish *pub, struct cordon_error *err);
 /* Stops and reaps the helpers. */
 void net_session_stop(struct net_session *s);
+/* The session CA's certificate (PEM, malloc'd) once the proxy of a policy
+ * with tls_bundle is ready: the last certificate of that bundle, which the
+ * proxy appended (vm: the boot spec carries it to the guest). */
+char *net_session_ca_pem(const struct net_policy *policy, struct cordon_error *err);

@@ -268,8 +268,12 @@ static int launch_network(const struct launch_request *req, struct launch *l,
     net->audit_log = l->net_audit_log;
     net->hosts_file = req ? req->net_hosts_file : NULL;
     net->session_name = l->name;
-    /* ns: deny mode answers at once, through a proxy that refuses all. */
-    net->deny_reporter = backend_has(l->backend, BACKEND_CAP_NETNS_PROXY);
+    /* Deny mode answers at once, through a proxy that refuses all. */
+    net->deny_reporter = backend_has(l->backend, BACKEND_CAP_DENY_PROXY);
+    /* vm and docker start their proxy themselves, into this session: the
+     * one the supervisor drains for a tool result's line and sends the
+     * user's allow rules on. */
+    net->session = &l->net_session;
     if (cfg->network.http_rules.count > NET_MAX_HTTP_RULES)
         return error_set(err, E2BIG, "network.http_rules: more than %d entries",
                          NET_MAX_HTTP_RULES);
@@ -493,7 +497,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     if (l->net_audit_log && strncmp(l->backend_reason, "auto chose", 10) == 0)
         net_audit_write_backend(l->net_audit_log, l->name, cfg_enum_name(CFG_BACKEND, cfg->backend),
                                 l->backend_reason);
-    if (l->tls_bundle)
+    if (l->tls_bundle && !backend_has(l->backend, BACKEND_CAP_TLS_CA_IN_SPEC))
         l->mounts[l->nmounts++] = (struct ns_extra_mount){l->tls_bundle, NET_CA_BUNDLE, true};
     if (launch_etc_cache(l, err) < 0)
         goto fail;

@@ -44,9 +44,14 @@ const hosts = path.join(ws, "..", path.basename(ws) + ".hosts");
 fs.writeFileSync(hosts, "127.0.0.1 web.test\n");
 const curl = { command: `curl -sS -m 10 http://web.test:${port}/; echo curl=$?` };
 
+// CORDON_E2E_ARGS (a JSON array): options for another backend
+// (tests/integration/vm-network.sh, docker-network.sh), whose settings
+// may sit in the caller's environment (XDG_CONFIG_HOME).
+const extra = process.env.CORDON_E2E_ARGS ? JSON.parse(process.env.CORDON_E2E_ARGS) : [];
 async function connect(elicitation) {
     const transport = new StdioClientTransport({
-        command: cordon, args: ["mcp", "--net-hosts-file", hosts], cwd: ws, stderr: "pipe" });
+        command: cordon, args: ["mcp", ...extra, "--net-hosts-file", hosts], cwd: ws, stderr: "pipe",
+        ...(extra.length ? { env: process.env } : {}) });
     transport.stderr?.on("data", () => {});
     const client = new Client({ name: "cordon-e2e-net", version: "1.0.0" },
                               { capabilities: elicitation ? { elicitation: {} } : {} });

@@ -295,4 +295,99 @@ secrets_setup
 cordon_run "$ws" "${D[@]}" --network allowlist "${secret_rules[@]}" -- bash -c "$(secrets_script wget)"
 secrets_assert docker
 
+# ------------------------------------------------------------ HTTPS: TLS interception
+# The session bundle (the host's plus the session CA) is bound read-only
+# over the image's /etc/ssl/certs/ca-certificates.crt. Real clients: the
+# host's /usr mounted read-only at /opt/host-usr (busybox has no curl,
+# Python, Node or git; cordon refuses a mount over /usr itself), where the
+# image's /usr, /lib and /lib64 lead.
+timg="$TEST_TMP/timg"
+mkdir -p "$timg/bin" "$timg/etc" "$timg/opt/host-usr"
+cp /bin/busybox "$timg/bin/" && cp /bin/bash-static "$timg/bin/bash"
+for c in $(/bin/busybox --list); do [ -e "$timg/bin/$c" ] || ln -s busybox "$timg/bin/$c"; done
+ln -s opt/host-usr "$timg/usr" && ln -s usr/lib "$timg/lib" && ln -s usr/lib64 "$timg/lib64"
+printf 'root:x:0:0:root:/root:/bin/sh\ncordon-test:x:%s:%s::/tmp:/bin/sh\n' \
+    "$(id -u cordon-test 2>/dev/null || echo 1000)" "$(id -g cordon-test 2>/dev/null || echo 1000)" >"$timg/etc/passwd"
+tar -C "$timg" -cf "$TEST_TMP/timg.tar" . && docker import "$TEST_TMP/timg.tar" cordon-docker-tls >/dev/null
+DT=(--backend docker --set "docker.host=$host_sock" --set docker.image=cordon-docker-tls)
+secrets_tls_setup
+# The image with /usr mounted only: busybox's image keeps its own.
+xdg_plain=$XDG_CONFIG_HOME
+export XDG_CONFIG_HOME="$TEST_TMP/xdg-tls"
+mkdir -p "$XDG_CONFIG_HOME/cordon"
+cp "$xdg_plain/cordon/config.toml" "$XDG_CONFIG_HOME/cordon/config.toml"
+printf '\n[[mounts]]\nhost_path = "/usr"\nguest_path = "/opt/host-usr"\n' >>"$XDG_CONFIG_HOME/cordon/config.toml"
+cordon_run "$ws" "${DT[@]}" --network allowlist --net-audit-log "$audit" "${tls_rules[@]}" -- \
+    bash -c "$(secrets_tls_script)"
+secrets_tls_assert docker
+like "docker https: the audit log records the interception" "$(cat "$audit")" \
+    '"host":"api.test".*"decision":"allow".*TLS intercepted'
+is "docker https: no container left" "$(ncontainers)" 0
+
+# ------------------------------------------------------------ deny mode answers at once
+t0=$(date +%s%N)
+cordon_run "$ws" "${DT[@]}" -- bash -c "curl -sS -m 20 http://web.test:$HTTP/; echo curl=\$?"
+diag "docker deny-mode refusal, start included: $((($(date +%s%N) - t0) / 1000000)) ms"
+like "docker deny: curl through the variables gets 403 with the reason and the way out" "$out" \
+    'cordon: network: denied: network.mode is "deny" \(this sandbox has no network\); a host is allowed with network.mode = "allowlist" and network.allow_hosts = \["web.test"\] \(cordon --network allowlist --allow-host web.test\)'
+like "docker deny: ... at once (curl exits 0, no retry on a missing route)" "$out" "curl=0"
+like "docker deny: cordon's stderr says it too" "$out" "web.test:$HTTP refused: denied: network.mode is \"deny\""
+unlike "docker deny: nothing connected" "$out" "hello-from"
+XDG_CONFIG_HOME=$xdg_plain cordon_run "$ws" "${D[@]}" -- bash -c "wget -q -O - http://web.test:$HTTP/ 2>&1; echo wget=\$?"
+like "docker deny: busybox wget sees the 403 too" "$out" "403 Forbidden"
+
+# ------------------------------------------------------------ the tool result's line
+tout=$(cd "$ws" && PWD="$ws" "$CORDON" tool "${DT[@]}" --net-hosts-file "$hosts" bash \
+    "{\"command\":\"curl -sS -m 20 http://web.test:$HTTP/ -o /dev/null; echo curl=\$?\"}" 2>/dev/null </dev/null)
+last=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); print("".join(c.get("text","") for c in r["content"]).rstrip().splitlines()[-1])' "$tout" 2>&1)
+is "docker tool, deny: the result ends with cordon's line: destination, rule, configuration" "$last" \
+    "[cordon] network: web.test:$HTTP refused: network.mode is \"deny\" (this sandbox has no network). To allow it: network.mode = \"allowlist\" and network.allow_hosts = [\"web.test\"] (cordon --network allowlist --allow-host web.test)"
+
+# ------------------------------------------------------------ the allow dialog (MCP elicitation)
+if command -v node >/dev/null && [ -d "$CORDON_SRC/tests/pi/node_modules/@modelcontextprotocol/sdk" ]; then
+    e2e=$(CORDON_E2E_ARGS="[\"--backend\",\"docker\",\"--set\",\"docker.host=$host_sock\",\"--set\",\"docker.image=cordon-docker-tls\"]" \
+        node "$CORDON_SRC/tests/e2e/mcp-network.mjs" 2>&1)
+    like "docker mcp: the user allowed a refused destination for the session (official SDK client)" \
+        "$e2e" "ok [0-9]+ - the next call reaches the allowed destination, with no cordon line"
+    unlike "docker mcp: every step of the dialog passed" "$e2e" "not ok"
+else
+    skip "docker mcp: the allow dialog" "node or @modelcontextprotocol/sdk is missing (scripts/bootstrap.sh --test)"
+fi
+
+# ------------------------------------------------------------ HTTPS as an unprivileged user
+if id cordon-test >/dev/null 2>&1; then
+    uhome=$(mktemp -d /tmp/cordon-dnt.XXXXXX)
+    uws=$(mktemp -d /tmp/cordon-dnt-ws.XXXXXX)
+    cleanup_dirs+=("$uhome" "$uws")
+    mkdir -p "$uhome/.config/cordon"
+    cp "$tls_ca" "$uhome/ca.pem"
+    cat >"$uhome/.config/cordon/config.toml" <<EOF2
+[network]
+ca_file = "$uhome/ca.pem"
+
+[[secrets]]
+name = "API_TOKEN"
+from = "env:HOST_API_TOKEN"
+hosts = ["api.test"]
+header = "Authorization"
+
+[[mounts]]
+host_path = "/usr"
+guest_path = "/opt/host-usr"
+EOF2
+    cp "$secret_hosts" "$uhome/hosts"
+    chown -R cordon-test "$uhome" "$uws"
+    chown cordon-test "$hd/sock"
+    out=$(cd "$uws" && runuser -u cordon-test -- env -u XDG_CONFIG_HOME -u XDG_RUNTIME_DIR PWD="$uws" \
+        HOME="$uhome" HOST_API_TOKEN="$env_value" CORDON_TEST_AGENT="$CORDON_TEST_AGENT" "$ucordon" run \
+        "${DT[@]}" --network allowlist --net-hosts-file "$uhome/hosts" --allow-host api.test \
+        --allow-host "127.0.0.1:$tls_port" -- bash -c \
+        'id -u; curl -sS -m 20 -H "Authorization: Bearer $API_TOKEN" https://api.test:'"$tls_port"'/user 2>&1' 2>&1 </dev/null)
+    chown root "$hd/sock"
+    like "unprivileged https: the user's uid inside" "$out" "^$(id -u cordon-test)"
+    like "unprivileged https: the bound host gets the real value through the interception" "$out" "auth=ok ENV"
+else
+    skip "unprivileged: HTTPS" "no cordon-test user"
+fi
+
 tap_done

@@ -169,7 +169,46 @@ vm_run --network allowlist "${secret_rules[@]}" -- bash -c "$(secrets_script cur
 secrets_assert vm
 like "vm: the memory sweep read the guest's processes" "$out" "scanned-bytes [1-9][0-9]{5,}"
 like "vm: no value in any process's memory in the guest" "$out" "found: nothing"
+
+# ------------------------------------------------- HTTPS: TLS interception
+# The session CA reaches the guest in its boot spec; the guest's bundle is
+# the host's plus that CA. Real clients (curl, Python, Node, git) against
+# an HTTPS server with its own CA; the same sweep.
+secrets_tls_setup
+vm_run --network allowlist --net-audit-log "$audit" "${tls_rules[@]}" -- bash -c "$(secrets_tls_script)"
+secrets_tls_assert vm
+like "vm https: no value in any process's memory in the guest" "$out" "found: nothing"
+like "vm https: the audit log records the interception" "$(cat "$audit" 2>/dev/null)" \
+    '"host":"api.test".*"decision":"allow".*TLS intercepted'
 rm -f "$ws/sweep.py"
 unset XDG_CONFIG_HOME HOST_API_TOKEN
+
+# ------------------------------------------------- deny mode answers at once
+t0=$(date +%s%N)
+vm_run -- bash -c "curl -sS -m 20 http://web.test:$HTTP/; echo curl=\$?"
+diag "vm deny-mode refusal, boot included: $((($(date +%s%N) - t0) / 1000000)) ms"
+like "vm deny: curl through the variables gets 403 with the reason and the way out" "$out" \
+    'cordon: network: denied: network.mode is "deny" \(this sandbox has no network\); a host is allowed with network.mode = "allowlist" and network.allow_hosts = \["web.test"\] \(cordon --network allowlist --allow-host web.test\)'
+like "vm deny: ... and curl exits 0 at once (no retry on a missing route)" "$out" "curl=0"
+like "vm deny: cordon's stderr says it too" "$out" "web.test:$HTTP refused: denied: network.mode is \"deny\""
+unlike "vm deny: nothing connected" "$out" "hello-from"
+
+# ------------------------------------------------- the tool result's line
+out=$(cd "$ws" && PWD="$ws" "$CORDON" tool --backend vm --net-hosts-file "$hosts" bash \
+    "{\"command\":\"curl -sS -m 20 http://web.test:$HTTP/ -o /dev/null; echo curl=\$?\"}" 2>/dev/null </dev/null)
+last=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); print("".join(c.get("text","") for c in r["content"]).rstrip().splitlines()[-1])' "$out" 2>&1)
+is "vm tool, deny: the result ends with cordon's line: destination, rule, configuration" "$last" \
+    "[cordon] network: web.test:$HTTP refused: network.mode is \"deny\" (this sandbox has no network). To allow it: network.mode = \"allowlist\" and network.allow_hosts = [\"web.test\"] (cordon --network allowlist --allow-host web.test)"
+
+# ------------------------------------------------- the allow dialog (MCP elicitation)
+# tests/e2e/mcp-network.mjs with the official SDK client, on the vm backend.
+if command -v node >/dev/null && [ -d "$CORDON_SRC/tests/pi/node_modules/@modelcontextprotocol/sdk" ]; then
+    e2e=$(CORDON_E2E_ARGS='["--backend","vm"]' node "$CORDON_SRC/tests/e2e/mcp-network.mjs" 2>&1)
+    like "vm mcp: the user allowed a refused destination for the session (official SDK client)" \
+        "$e2e" "ok [0-9]+ - the next call reaches the allowed destination, with no cordon line"
+    unlike "vm mcp: every step of the dialog passed" "$e2e" "not ok"
+else
+    skip "vm mcp: the allow dialog" "node or @modelcontextprotocol/sdk is missing (scripts/bootstrap.sh --test)"
+fi
 
 tap_done

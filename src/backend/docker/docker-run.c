@@ -242,9 +242,14 @@ int docker_confine_argv(const struct launch *l, struct docker_args *a, struct co
 
 /* The agent's network forwarder (agent/docker-net.c), before --confine:
  * only the container's PID 1 runs it, never a `docker exec` of the agent. */
+bool docker_net_has_proxy(const struct net_policy *policy)
+{
+    return policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy);
+}
+
 static int docker_net_args(const struct launch *l, struct docker_args *a)
 {
-    if (l->net.mode == NET_MODE_ALLOWLIST &&
+    if (docker_net_has_proxy(&l->net) &&
         (docker_args_add(a, "--proxy-socket") < 0 || docker_args_add(a, DOCKER_PROXY_PATH) < 0))
         return -1;
     if (l->net.publish_count > 0 &&
@@ -425,7 +430,7 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     if (check_host_path(l->agent_path, "the agent", err) < 0 ||
         bind_add(b, l->agent_path, DOCKER_AGENT_PATH, true, err) < 0)
         goto out;
-    if (l->net.mode == NET_MODE_ALLOWLIST) {
+    if (docker_net_has_proxy(&l->net)) {
         char sock[PATH_MAX];
         snprintf(sock, sizeof(sock), "%s/" DOCKER_PROXY_SOCKET, state_dir);
         if (check_host_path(sock, "the proxy socket", err) < 0 ||

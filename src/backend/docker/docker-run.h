@@ -37,11 +37,15 @@ int docker_args_add(struct docker_args *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void docker_args_free(struct docker_args *a);
 
+/* Whether the container gets the proxy socket: allowlist mode, and deny
+ * mode's refusing proxy (net_deny_reporter). */
+bool docker_net_has_proxy(const struct net_policy *policy);
+
 /* `CLI run -i --rm ... IMAGE --confine ... -- AGENT_ARGV[1..]` for the
  * session called name, its env file in state_dir; serve: the agent's
  * "serve" gets "--stdio". Every host path is checked (no symlink on the
  * way) right before; a protected path reached through one refuses.
- * Allowlist mode: state_dir/DOCKER_PROXY_SOCKET must exist (the proxy's);
+ * With docker_net_has_proxy: state_dir/DOCKER_PROXY_SOCKET must exist (the proxy's);
  * published ports: state_dir/DOCKER_PUBLISH_DIR. */
 int docker_run_argv(const struct launch *l, const char *cli, const char *name,
                     const char *state_dir, char *const *agent_argv, bool serve,

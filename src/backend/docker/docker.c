@@ -56,9 +56,12 @@ struct docker_state {
     char *envp[5];
     char name_arg[160];
     char *rm_argv[6];
-    struct net_session net; /* allowlist: the proxy on <dir>/proxy.sock */
-    bool spawned;           /* the container may exist */
-    int agent_pidfd;        /* the container's PID 1, once asked for; else -1 */
+    /* allowlist (and deny mode's refusing proxy): the proxy on
+     * <dir>/proxy.sock, recorded in the launch's session when it has one */
+    struct net_session own_net;
+    struct net_session *net;
+    bool spawned;    /* the container may exist */
+    int agent_pidfd; /* the container's PID 1, once asked for; else -1 */
     pid_t agent_pid;
     pid_t guard_pid; /* the socket guard (docs/sockets.md), or -1 */
 };
@@ -641,14 +644,15 @@ int docker_check_host(const struct cordon_config *cfg, const char **stage, struc
  * listens on the host and connects to the forwarder's sockets in pub/. */
 static int start_proxy(const struct launch *l, struct docker_state *st, struct cordon_error *err)
 {
-    net_session_init(&st->net, &l->net);
+    st->net = l->net.session ? l->net.session : &st->own_net;
+    net_session_init(st->net, &l->net);
     char pub[PATH_MAX + 8];
     snprintf(pub, sizeof(pub), "%s/" DOCKER_PUBLISH_DIR, st->dir);
     if (l->net.publish_count > 0 && mkdir(pub, 0700) < 0 && errno != EEXIST)
         return error_set(err, errno, "docker: creating %s", pub);
     const char *publish_dir = l->net.publish_count > 0 ? pub : NULL;
-    if (l->net.mode != NET_MODE_ALLOWLIST)
-        return publish_dir ? net_start_proxy_unix(&st->net, -1, publish_dir, err) : 0;
+    if (!docker_net_has_proxy(&l->net))
+        return publish_dir ? net_start_proxy_unix(st->net, -1, publish_dir, err) : 0;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/" DOCKER_PROXY_SOCKET, st->dir) >=
         (int)sizeof(sa.sun_path))
@@ -664,7 +668,7 @@ static int start_proxy(const struct launch *l, struct docker_state *st, struct c
     umask(old);
     if (rc < 0 || listen(fd, 128) < 0)
         return error_set(err, errno, "docker: listening on %s", sa.sun_path);
-    return net_start_proxy_unix(&st->net, fd, publish_dir, err);
+    return net_start_proxy_unix(st->net, fd, publish_dir, err);
 }
 
 int docker_sandbox_start(const struct launch *l, char *const *agent_argv, bool serve,
@@ -775,8 +779,8 @@ static void docker_stop(struct sandbox *sb)
     }
     if (st)
         sock_guard_stop(st->guard_pid);
-    if (st && st->net.policy)
-        net_session_stop(&st->net);
+    if (st && st->net && st->net->policy)
+        net_session_stop(st->net);
     if (st && st->agent_pidfd >= 0)
         close(st->agent_pidfd);
     free(st);
@@ -918,7 +922,8 @@ static void docker_orphan_teardown(const struct sandbox *sb, int state_dir_fd)
 const struct backend_ops docker_backend_ops = {
     .name = "docker",
     .caps = {.flags = BACKEND_CAP_PUBLISH_PORTS | BACKEND_CAP_HOST_USERNS | BACKEND_CAP_OUTER_TTY |
-                      BACKEND_CAP_REVIEW,
+                      BACKEND_CAP_REVIEW |
+                      BACKEND_CAP_TLS_INTERCEPT | BACKEND_CAP_DENY_PROXY,
              .host_side = "agent"},
     .probe = docker_probe,
     .check_launch = docker_check_launch,

@@ -38,8 +38,10 @@ void vm_net_init(struct vm_net *n, const struct net_policy *policy)
     *n = (struct vm_net){.policy = policy, .passt_qemu_fd = -1, .passt_pid = -1, .relay_pid = -1};
     for (size_t i = 0; i < VMUX_MAX_PORTS; i++)
         n->listen[i] = n->fds[i] = -1;
-    net_session_init(&n->proxy, policy);
-    n->n_out = policy->mode == NET_MODE_ALLOWLIST ? VM_NET_OUT_PORTS : 0;
+    n->proxy = policy->session ? policy->session : &n->own_proxy;
+    net_session_init(n->proxy, policy);
+    n->n_out =
+        policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy) ? VM_NET_OUT_PORTS : 0;
     n->n_in = policy->publish_count > 0 ? VM_NET_IN_PORTS : 0;
 }
 
@@ -166,6 +168,26 @@ static int start_passt(struct vm_net *n, const char *dir, struct cordon_error *e
     return 0;
 }
 
+/* The proxy, before the guest boots: with TLS interception it makes the
+ * session CA, which the boot spec carries (the guest's bundle must hold
+ * it before anything runs there). */
+static int start_proxy(struct vm_net *n, const char *dir, struct cordon_error *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/" PROXY_SOCKET, dir);
+    _cleanup_close_ int listener = unix_listen(path, err);
+    /* The proxy's loop accepts until EAGAIN. */
+    if (listener < 0 || fcntl(listener, F_SETFL, O_NONBLOCK) < 0 ||
+        net_start_proxy_on(n->proxy, listener, err) < 0)
+        return err->message[0] ? -1 : error_set(err, errno, "vm: proxy listener");
+    if (n->policy->tls_bundle && net_policy_intercepts(n->policy)) {
+        n->ca_pem = net_session_ca_pem(n->policy, err);
+        if (!n->ca_pem)
+            return error_prefix(err, "network");
+    }
+    return 0;
+}
+
 int vm_net_prepare(struct vm_net *n, const char *dir, struct cordon_error *err)
 {
     for (size_t i = 0; i < n->n_out + n->n_in; i++) {
@@ -177,6 +199,8 @@ int vm_net_prepare(struct vm_net *n, const char *dir, struct cordon_error *err)
             return -1;
     }
     if (n->policy->mode == NET_MODE_OPEN && start_passt(n, dir, err) < 0)
+        return -1;
+    if (n->n_out > 0 && start_proxy(n, dir, err) < 0)
         return -1;
     return 0;
 }
@@ -199,11 +223,16 @@ int vm_net_accept(struct vm_net *n, long long deadline_ms, struct cordon_error *
 
 json_t *vm_net_spec(const struct vm_net *n)
 {
-    if (n->policy->mode == NET_MODE_DENY && n->n_in == 0)
+    if (n->policy->mode == NET_MODE_DENY && n->n_out + n->n_in == 0)
         return NULL;
     json_t *spec = json_pack("{s:s,s:I,s:I,s:I}", "mode", net_mode_name(n->policy->mode), "out",
                              (json_int_t)n->n_out, "in", (json_int_t)n->n_in, "proxy_port",
                              (json_int_t)NET_PROXY_PORT);
+    /* The guest binds its bundle with this CA over ca_bundle. */
+    if (spec && n->ca_pem) {
+        json_object_set_new(spec, "ca", json_string(n->ca_pem));
+        json_object_set_new(spec, "ca_bundle", json_string(NET_CA_BUNDLE));
+    }
     if (spec && n->policy->mode == NET_MODE_OPEN) {
         json_object_set_new(spec, "addr", json_string(n->addr));
         json_object_set_new(spec, "gw", json_string(n->gw));
@@ -314,15 +343,6 @@ static int start_relay(struct vm_net *n, const char *dir, struct cordon_error *e
 
 int vm_net_start(struct vm_net *n, const char *dir, struct cordon_error *err)
 {
-    if (n->n_out > 0) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof(path), "%s/" PROXY_SOCKET, dir);
-        _cleanup_close_ int listener = unix_listen(path, err);
-        /* The proxy's loop accepts until EAGAIN. */
-        if (listener < 0 || fcntl(listener, F_SETFL, O_NONBLOCK) < 0 ||
-            net_start_proxy_on(&n->proxy, listener, err) < 0)
-            return err->message[0] ? -1 : error_set(err, errno, "vm: proxy listener");
-    }
     if (n->n_out + n->n_in > 0 && start_relay(n, dir, err) < 0)
         return -1;
     log_debug("vm: network %s mode%s", net_mode_name(n->policy->mode),
@@ -344,7 +364,10 @@ void vm_net_stop(struct vm_net *n)
 {
     reap(&n->relay_pid);
     reap(&n->passt_pid);
-    net_session_stop(&n->proxy);
+    if (n->proxy)
+        net_session_stop(n->proxy);
+    free(n->ca_pem);
+    n->ca_pem = NULL;
     for (size_t i = 0; i < VMUX_MAX_PORTS; i++) {
         if (n->listen[i] >= 0)
             close(n->listen[i]);

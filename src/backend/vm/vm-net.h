@@ -6,7 +6,9 @@
  *   allowlist: still no network device; the guest's 127.0.0.1:3128 is a
  *     forwarder that carries each connection over a virtio-serial port
  *     ("cordon.out.N") to a relay on the host, which hands it to cordon's
- *     checking proxy (the ns backend's, same audit log);
+ *     checking proxy (the ns backend's, same audit log, TLS interception
+ *     with the session CA the boot spec carries); deny mode's refusing
+ *     proxy is reached the same way;
  *   published ports (any mode): host listeners whose connections travel
  *     the other way over "cordon.in.N" ports to the guest's 127.0.0.1:PORT.
  * Host context (supervisor and its children). */
@@ -30,13 +32,21 @@ struct vm_net {
     int fds[VMUX_MAX_PORTS];
     int passt_qemu_fd; /* open mode: QEMU's end of the socketpair to passt */
     pid_t passt_pid, relay_pid;
-    struct net_session proxy;
+    /* The proxy's record: the launch's session (policy->session), which
+     * the supervisor drains for a tool result's refusal line, else own. */
+    struct net_session own_proxy;
+    struct net_session *proxy;
+    /* TLS interception: the session CA's certificate for the boot spec
+     * (the guest adds it to its bundle), or NULL. */
+    char *ca_pem;
     char addr[16], gw[16]; /* open mode: the guest's IPv4 address and gateway */
     int prefix;
 };
 
 void vm_net_init(struct vm_net *n, const struct net_policy *policy);
-/* Before QEMU starts: the chardev listeners in DIR, and passt (open mode). */
+/* Before QEMU starts: the chardev listeners in DIR, passt (open mode) and
+ * the proxy (allowlist, deny mode's refusing one), whose session CA the
+ * boot spec then carries. */
 int vm_net_prepare(struct vm_net *n, const char *dir, struct cordon_error *err);
 /* QEMU's chardev id and the guest's port name of port I. */
 void vm_net_port_names(const struct vm_net *n, size_t i, char *id, size_t idsize, char *name,
@@ -45,7 +55,7 @@ void vm_net_port_names(const struct vm_net *n, size_t i, char *id, size_t idsize
 int vm_net_accept(struct vm_net *n, long long deadline_ms, struct cordon_error *err);
 /* The boot spec's "net" object (NULL in plain deny mode). */
 json_t *vm_net_spec(const struct vm_net *n);
-/* After the guest booted: the proxy (allowlist) and the port relay. */
+/* After the guest booted: the port relay. */
 int vm_net_start(struct vm_net *n, const char *dir, struct cordon_error *err);
 /* Stops and reaps passt, the relay and the proxy; closes everything. */
 void vm_net_stop(struct vm_net *n);

@@ -845,6 +845,44 @@ static void net_forwarder_start(json_t *net)
     _exit(0);
 }
 
+/* TLS interception (docs/network.md): the bundle the guest's clients
+ * trust is the host's (from the /etc share) plus the session CA of the
+ * boot spec, written to /run by init and bound read-only over it; the
+ * name on /run goes again, so only the read-only bind reaches the file.
+ * The CA's key stays in the host's proxy. */
+static void net_ca_install(json_t *net)
+{
+    const char *ca = json_string_value(json_object_get(net, "ca"));
+    const char *bundle = json_string_value(json_object_get(net, "ca_bundle"));
+    if (!ca)
+        return;
+    if (!bundle || bundle[0] != '/' || strlen(ca) > 16384)
+        guest_fail("network: bad session CA in the boot spec");
+    static const char tmp[] = "/run/cordon/ca-bundle.pem";
+    if (fs_mkdir_p("/run/cordon", 0755) < 0)
+        guest_fail("mkdir /run/cordon: %s", strerror(errno));
+    _cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    _cleanup_close_ int in = open(bundle, O_RDONLY | O_CLOEXEC);
+    if (out < 0)
+        guest_fail("network: %s: %s", tmp, strerror(errno));
+    if (in < 0)
+        guest_fail("network: TLS interception: the guest's %s: %s", bundle, strerror(errno));
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof(buf))) > 0) {
+        if (fs_write_all(out, buf, (size_t)n) < 0)
+            guest_fail("network: writing %s: %s", tmp, strerror(errno));
+    }
+    if (n < 0 || fs_write_all(out, "\n", 1) < 0 || fs_write_all(out, ca, strlen(ca)) < 0 ||
+        fs_write_all(out, "\n", 1) < 0)
+        guest_fail("network: writing %s: %s", tmp, strerror(errno));
+    if (mount(tmp, bundle, NULL, MS_BIND, NULL) < 0 ||
+        mount(NULL, bundle, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
+            0)
+        guest_fail("network: binding the session CA's bundle over %s: %s", bundle, strerror(errno));
+    unlink(tmp);
+}
+
 static void net_setup(json_t *net)
 {
     if (!net)
@@ -852,6 +890,7 @@ static void net_setup(json_t *net)
     const char *mode = json_string_value(json_object_get(net, "mode"));
     if (mode && strcmp(mode, "open") == 0)
         net_interface_up(net);
+    net_ca_install(net);
     net_forwarder_start(net);
 }
 

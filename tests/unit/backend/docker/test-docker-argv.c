@@ -64,6 +64,14 @@ int main(void)
     int guard = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (guard < 0 || bind(guard, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(guard, 1) < 0)
         tap_bail("guard socket");
+    /* So is deny mode's refusing proxy's socket (docker.c start_proxy). */
+    struct sockaddr_un pa = {.sun_family = AF_UNIX};
+    if ((size_t)snprintf(pa.sun_path, sizeof(pa.sun_path), "%.80s/" DOCKER_PROXY_SOCKET, state) >=
+        sizeof(pa.sun_path))
+        tap_bail("socket path too long");
+    int proxy = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (proxy < 0 || bind(proxy, (struct sockaddr *)&pa, sizeof(pa)) < 0 || listen(proxy, 1) < 0)
+        tap_bail("proxy socket");
     snprintf(cmd, sizeof(cmd), "git init -q '%s'", ws);
     if (system(cmd) != 0 || chdir(ws) < 0)
         tap_bail("git init");
@@ -91,6 +99,15 @@ int main(void)
         ok(has_pair(&a, "--security-opt", "no-new-privileges"), "no new privileges");
         ok(find(&a, "--read-only") > 0, "the image's root is read-only");
         is_str(after(&a, "--network"), "none", "deny mode: no network at all");
+        char proxy_mount[600];
+        snprintf(proxy_mount, sizeof(proxy_mount),
+                 "type=bind,source=%s/" DOCKER_PROXY_SOCKET ",target=" DOCKER_PROXY_PATH
+                 ",readonly",
+                 state);
+        ok(has_pair(&a, "--mount", proxy_mount),
+           "deny mode: the refusing proxy's socket is bound in, read-only");
+        is_str(after(&a, "--proxy-socket"), DOCKER_PROXY_PATH,
+               "... and the forwarder serves it on 127.0.0.1:3128");
         is_str(after(&a, "--memory"), "512m", "limits.memory_mib becomes --memory");
         is_str(after(&a, "--pids-limit"), "100", "limits.pids becomes --pids-limit");
         is_str(after(&a, "--cpus"), "1.5", "limits.cpus becomes --cpus");
@@ -174,6 +191,7 @@ int main(void)
     l.spec.review_dir = NULL;
     launch_free(&l);
     close(guard);
+    close(proxy);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
     if (system(cmd) != 0)
         tap_diag("could not remove %s", root);
