@@ -922,8 +922,7 @@ static void docker_orphan_teardown(const struct sandbox *sb, int state_dir_fd)
 const struct backend_ops docker_backend_ops = {
     .name = "docker",
     .caps = {.flags = BACKEND_CAP_PUBLISH_PORTS | BACKEND_CAP_HOST_USERNS | BACKEND_CAP_OUTER_TTY |
-                      BACKEND_CAP_REVIEW |
-                      BACKEND_CAP_TLS_INTERCEPT | BACKEND_CAP_DENY_PROXY,
+                      BACKEND_CAP_REVIEW | BACKEND_CAP_TLS_INTERCEPT | BACKEND_CAP_DENY_PROXY,
              .host_side = "agent"},
     .probe = docker_probe,
     .check_launch = docker_check_launch,
