@@ -466,6 +466,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
         .netc_extra = cfg->etc.extra.count,
         .on_namespaces_ready = net_on_namespaces_ready,
         .on_namespaces_ready_ctx = &l->net_session,
+        .on_before_exec = net_wait_ready,
         .sockets_allow = (const char *const *)cfg->sockets.allow.items,
         .nsockets_allow = cfg->sockets.allow.count,
     };
