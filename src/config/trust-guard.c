@@ -427,9 +427,13 @@ static int settle_dead(int dirfd, const char *dir, const char *key, const char *
     if (!d)
         return error_set(err, errno, "trust guard %s", dir);
     int ret = 0;
+    size_t windows = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         bool alive;
+        long long window_start, window_end;
+        if (parse_window(e->d_name, key, &window_start, &window_end))
+            windows++;
         if (!parse_pending(e->d_name, key, &alive) || alive)
             continue;
         char start[TRUST_GUARD_HASH_SIZE];
@@ -441,9 +445,10 @@ static int settle_dead(int dirfd, const char *dir, const char *key, const char *
             ret = -1;
             break;
         }
+        windows++;
     }
     closedir(d);
-    if (ret == 0)
+    if (ret == 0 && windows >= GUARD_WINDOWS_FOLD)
         ret = fold_windows(dirfd, dir, key, err);
     return ret;
 }
