@@ -700,11 +700,11 @@ int net_wait_ready(void *ctx, struct cordon_error *err)
     return 0;
 }
 
-static void stop_child(pid_t *pid)
+static void stop_child(pid_t *pid, int sig)
 {
     if (*pid <= 0)
         return;
-    kill(*pid, SIGTERM);
+    kill(*pid, sig);
     while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
         ;
     *pid = -1;
@@ -728,6 +728,11 @@ void net_session_stop(struct net_session *s)
         close(s->report_fd);
         s->report_fd = -1;
     }
-    stop_child(&s->proxy_pid);
-    stop_child(&s->pasta_pid);
+    /* The proxy gets SIGKILL: it keeps nothing to flush (its records are
+     * written as they happen), and its namespace factory and resolvers die
+     * with it (their parent-death signal), so the session's end waits for
+     * one exit instead of the proxy's handler, its kill of the factory and
+     * that reap in turn. */
+    stop_child(&s->proxy_pid, SIGKILL);
+    stop_child(&s->pasta_pid, SIGTERM);
 }
