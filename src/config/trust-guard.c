@@ -276,7 +276,7 @@ static int fold_windows(int dirfd, const char *dir, const char *key, struct cord
     }
     /* The names folded: the ones written to .sessions and synced are the
      * ones removed (a session ending meanwhile adds one after the scan). */
-    char (*folded)[sizeof(e->d_name)] = calloc(count, sizeof(*folded));
+    char(*folded)[sizeof(e->d_name)] = calloc(count, sizeof(*folded));
     if (!folded) {
         closedir(d);
         return error_set(err, ENOMEM, "trust guard");

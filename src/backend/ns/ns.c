@@ -408,7 +408,8 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
          * starts while the child execs. */
         struct guard_fds fds = {-1, -1, -1};
         if (take_guard_fds(sb, &child_err, &fds, err) < 0 ||
-            (spec->on_before_exec && spec->on_before_exec(spec->on_namespaces_ready_ctx, err) < 0)) {
+            (spec->on_before_exec &&
+             spec->on_before_exec(spec->on_namespaces_ready_ctx, err) < 0)) {
             guard_fds_close(&fds);
             goto fail_child;
         }

@@ -323,8 +323,8 @@ static void test_grep_rare_byte(void)
     put("rare/d.txt", "Copyright Joyen\nopyright Joyent\nCopyright  Joyent\n");
     const char *want = "a.txt:1: Copyright Joyent\nb.txt:202: Copyright Joyent\n"
                        "c.txt:8001: Copyright Joyent";
-    char *out = run("grep", "{\"pattern\":\"Copyright Joyent\",\"path\":\"rare\",\"literal\":true}",
-                    NULL);
+    char *out =
+        run("grep", "{\"pattern\":\"Copyright Joyent\",\"path\":\"rare\",\"literal\":true}", NULL);
     is_str(out, want, "a literal at a file's first and last byte, after 20,000 false candidates");
     free(out);
     out = run("grep", "{\"pattern\":\"Copyright Joy\\\\w+t\",\"path\":\"rare\"}", NULL);
