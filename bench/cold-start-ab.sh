@@ -22,11 +22,18 @@ bw=(--unshare-user --unshare-pid --unshare-net --unshare-ipc --unshare-uts
     --bind "$ws" "$ws" --proc /proc --dev /dev --chdir "$ws")
 now_us() { local t=${EPOCHREALTIME/./}; echo $((10#$t)); }
 declare -a ta tb tw
+# The order turns every round (A B bwrap, B bwrap A, bwrap A B): whatever
+# one start leaves running for a moment (an exiting helper) slows the next
+# one, and a fixed order charged that to one side (the second build was
+# 15-20% slower in either order on the loaded machine).
 for ((i = 0; i < runs; i++)); do
-    t0=$(now_us); "$a" run -- /bin/true; t1=$(now_us)
-    "$b" run -- /bin/true; t2=$(now_us)
-    bwrap "${bw[@]}" /bin/true; t3=$(now_us)
-    ta+=($((t1 - t0))); tb+=($((t2 - t1))); tw+=($((t3 - t2)))
+    for ((k = 0; k < 3; k++)); do
+        case $(((i + k) % 3)) in
+        0) t0=$(now_us); "$a" run -- /bin/true; ta+=($(($(now_us) - t0))) ;;
+        1) t0=$(now_us); "$b" run -- /bin/true; tb+=($(($(now_us) - t0))) ;;
+        2) t0=$(now_us); bwrap "${bw[@]}" /bin/true; tw+=($(($(now_us) - t0))) ;;
+        esac
+    done
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {printf "%d\n", (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 ma=$(median "${ta[@]}"); mb=$(median "${tb[@]}"); mw=$(median "${tw[@]}")

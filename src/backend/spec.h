@@ -71,6 +71,11 @@ struct ns_spec {
      * sandbox's network namespace, starting pasta). May be NULL. */
     int (*on_namespaces_ready)(pid_t pid, void *ctx, struct cordon_error *err);
     void *on_namespaces_ready_ctx;
+    /* Called on the host (with on_namespaces_ready_ctx) after the child has
+     * built the view and before it may exec: waits for what
+     * on_namespaces_ready started without waiting (the proxy's listeners
+     * inside). A failure stops the start. May be NULL. */
+    int (*on_before_exec)(void *ctx, struct cordon_error *err);
     /* sockets.allow: workspace-relative unix sockets the sandbox may
      * connect to although no socket of its own is bound there
      * (nsockets_allow entries; docs/sockets.md). */

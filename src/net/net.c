@@ -603,8 +603,10 @@ fail:
     _exit(1);
 }
 
-static int start_proxy(struct net_session *s, pid_t sandbox_pid, int listener,
-                       const char *publish_dir, struct cordon_error *err)
+/* Forks the proxy; its readiness is read by proxy_wait_ready (the caller
+ * may do other work while it readies itself). */
+static int start_proxy_fork(struct net_session *s, pid_t sandbox_pid, int listener,
+                            const char *publish_dir, struct cordon_error *err)
 {
     /* Readiness, then refusal reports (net/denial.h): one record per
      * packet. */
@@ -636,24 +638,39 @@ static int start_proxy(struct net_session *s, pid_t sandbox_pid, int listener,
     }
     close(pipefd[1]);
     s->proxy_pid = pid;
+    s->report_fd = pipefd[0];
+    s->starting = true;
+    return 0;
+}
+
+/* Reads the forked proxy's readiness: an empty error, or what failed. */
+static int proxy_wait_ready(struct net_session *s, struct cordon_error *err)
+{
+    if (!s->starting)
+        return 0;
+    s->starting = false;
     struct cordon_error child_err;
     ssize_t n;
     do {
-        n = read(pipefd[0], &child_err, sizeof(child_err));
+        n = read(s->report_fd, &child_err, sizeof(child_err));
     } while (n < 0 && errno == EINTR);
-    if (n == (ssize_t)sizeof(child_err) && !child_err.message[0]) {
-        s->report_fd = pipefd[0];
+    if (n == (ssize_t)sizeof(child_err) && !child_err.message[0])
         return 0;
-    }
-    close(pipefd[0]);
+    close(s->report_fd);
+    s->report_fd = -1;
     if (n != (ssize_t)sizeof(child_err))
         return error_set(err, n < 0 ? errno : EPROTO, "network: the proxy died while starting");
     child_err.message[sizeof(child_err.message) - 1] = '\0';
-    if (child_err.message[0]) {
-        *err = child_err;
+    *err = child_err;
+    return -1;
+}
+
+static int start_proxy(struct net_session *s, pid_t sandbox_pid, int listener,
+                       const char *publish_dir, struct cordon_error *err)
+{
+    if (start_proxy_fork(s, sandbox_pid, listener, publish_dir, err) < 0)
         return -1;
-    }
-    return 0;
+    return proxy_wait_ready(s, err);
 }
 
 int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *err)
@@ -664,7 +681,10 @@ int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *e
         goto fail;
     if (policy->mode != NET_MODE_DENY || policy->publish_count > 0 ||
         policy->host_service_count > 0 || net_deny_reporter(policy)) {
-        if (start_proxy(s, sandbox_pid, -1, NULL, err) < 0)
+        /* Not waited for here: the proxy readies itself (its namespace
+         * factory, its listeners inside) while the sandbox's child builds
+         * its view; net_wait_ready waits before the command may run. */
+        if (start_proxy_fork(s, sandbox_pid, -1, NULL, err) < 0)
             goto fail;
     }
     log_debug("network: %s mode%s", net_mode_name(policy->mode),
@@ -675,11 +695,21 @@ fail:
     return -1;
 }
 
-static void stop_child(pid_t *pid)
+int net_wait_ready(void *ctx, struct cordon_error *err)
+{
+    struct net_session *s = ctx;
+    if (proxy_wait_ready(s, err) < 0) {
+        net_session_stop(s);
+        return -1;
+    }
+    return 0;
+}
+
+static void stop_child(pid_t *pid, int sig)
 {
     if (*pid <= 0)
         return;
-    kill(*pid, SIGTERM);
+    kill(*pid, sig);
     while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
         ;
     *pid = -1;
@@ -737,10 +767,16 @@ int net_start_proxy_unix(struct net_session *s, int listener, const char *publis
 
 void net_session_stop(struct net_session *s)
 {
+    s->starting = false;
     if (s->report_fd >= 0) {
         close(s->report_fd);
         s->report_fd = -1;
     }
-    stop_child(&s->proxy_pid);
-    stop_child(&s->pasta_pid);
+    /* The proxy gets SIGKILL: it keeps nothing to flush (its records are
+     * written as they happen), and its namespace factory and resolvers die
+     * with it (their parent-death signal), so the session's end waits for
+     * one exit instead of the proxy's handler, its kill of the factory and
+     * that reap in turn. */
+    stop_child(&s->proxy_pid, SIGKILL);
+    stop_child(&s->pasta_pid, SIGTERM);
 }

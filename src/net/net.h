@@ -100,6 +100,9 @@ struct net_session {
     /* The proxy's end of its readiness socket, which then carries its
      * refusal reports (net/denial.h); -1 without a proxy. */
     int report_fd;
+    /* The proxy is forked but its readiness not read yet (report_fd is
+     * then its readiness socket): net_wait_ready reads it. */
+    bool starting;
 };
 
 /* Parses "deny", "allowlist", "open". */
@@ -124,8 +127,13 @@ int net_env_add(const struct net_policy *policy, char ***envp, struct cordon_err
 
 void net_session_init(struct net_session *s, const struct net_policy *policy);
 /* The ns backend's on_namespaces_ready hook (ctx: struct net_session *):
- * starts pasta and the proxy and returns once they are ready. */
+ * starts pasta and forks the proxy, which readies itself while the
+ * sandbox's child builds its view; returns without waiting for the proxy. */
 int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *err);
+/* The ns backend's on_before_exec hook (ctx: struct net_session *): waits
+ * for the proxy forked by net_on_namespaces_ready to be ready (its
+ * listeners inside the sandbox exist), before the command may run. */
+int net_wait_ready(void *ctx, struct cordon_error *err);
 /* The vm backend's proxy: the same process and checks, accepting on
  * LISTENER (a listening socket on the host; the guest reaches it through
  * the vm's port relay). Returns once it is ready. */

@@ -445,6 +445,7 @@ static void launch_fill_spec(struct launch *l)
         .ssh_proxied = net_ssh_proxied(&l->net),
         .on_namespaces_ready = net_on_namespaces_ready,
         .on_namespaces_ready_ctx = &l->net_session,
+        .on_before_exec = net_wait_ready,
         .sockets_allow = (const char *const *)cfg->sockets.allow.items,
         .nsockets_allow = cfg->sockets.allow.count,
     };

@@ -197,6 +197,20 @@ cordon_run "$ws" --network allowlist --allow-host 'a.*.test' -- true
 is "allowlist: a bad pattern stops the start" "$rc" 125
 like "allowlist: the error names the key and the pattern" "$out" 'network.allow_hosts: "a\.\*\.test" not a host name'
 
+# The proxy readies itself while the sandbox's view is built and is waited
+# for before the command may exec: one that cannot start (deny mode's
+# refusing proxy, its audit log in a missing directory) still stops the
+# start, and nothing ran inside.
+rm -f "$ws/ran-marker"
+cordon_run "$ws" --net-audit-log "$TEST_TMP/no-such-dir/audit.jsonl" -- sh -c 'echo ran > ran-marker'
+is "deny: a proxy that cannot start stops the start" "$rc" 125
+like "deny: the error names the audit log" "$out" "network: audit log $TEST_TMP/no-such-dir/audit.jsonl"
+if [ ! -e "$ws/ran-marker" ]; then
+    pass "deny: the command never ran"
+else
+    fail "deny: the command never ran" "$(cat "$ws/ran-marker")"
+fi
+
 # The proxy and its namespace socket factory die with the session, also
 # when the supervisor is killed with SIGKILL.
 (cd "$ws" && exec "$CORDON" run --network allowlist --allow-host x.test -- sleep 30 >/dev/null 2>&1) &

@@ -220,30 +220,55 @@ void ns_probe_report(void)
                   strerrorname_np(-abi) ? strerrorname_np(-abi) : "unknown");
 }
 
-/* Host: takes the listener and the sock_diag socket out of the child and
- * starts the socket guard with them (sock-guard.h). */
-static int start_sock_guard(const struct ns_spec *spec, struct ns_sandbox *sb, const void *msg,
-                            struct cordon_error *err)
+/* Host: the listener and the sock_diag socket taken out of the child
+ * (before its go: it closes them then), and the sandbox's user namespace. */
+struct guard_fds {
+    int listener, diag, userns;
+};
+
+static void guard_fds_close(struct guard_fds *g)
+{
+    if (g->listener >= 0)
+        close(g->listener);
+    if (g->diag >= 0)
+        close(g->diag);
+    if (g->userns >= 0)
+        close(g->userns);
+    *g = (struct guard_fds){-1, -1, -1};
+}
+
+static int take_guard_fds(struct ns_sandbox *sb, const void *msg, struct guard_fds *g,
+                          struct cordon_error *err)
 {
     struct ns_guard_fds fds;
     memcpy(&fds, msg, sizeof(fds));
     if (fds.magic != NS_GUARD_FDS_MAGIC)
         return error_set(err, EPROTO, "sandbox setup: a garbled message from the child");
-    _cleanup_close_ int listener = (int)syscall(SYS_pidfd_getfd, sb->pidfd, fds.listener_fd, 0);
-    if (listener < 0)
+    g->listener = (int)syscall(SYS_pidfd_getfd, sb->pidfd, fds.listener_fd, 0);
+    if (g->listener < 0)
         return error_set(err, errno, "socket guard: taking the seccomp listener (pidfd_getfd)");
-    _cleanup_close_ int diag = (int)syscall(SYS_pidfd_getfd, sb->pidfd, fds.diag_fd, 0);
-    if (diag < 0)
+    g->diag = (int)syscall(SYS_pidfd_getfd, sb->pidfd, fds.diag_fd, 0);
+    if (g->diag < 0)
         return error_set(err, errno, "socket guard: taking the sock_diag socket (pidfd_getfd)");
-    size_t nallow = spec->sockets_allow ? spec->nsockets_allow : 0;
     char userns_path[64];
     snprintf(userns_path, sizeof(userns_path), "/proc/%d/ns/user", sb->pid);
-    _cleanup_close_ int userns = open(userns_path, O_RDONLY | O_CLOEXEC);
-    if (userns < 0)
+    g->userns = open(userns_path, O_RDONLY | O_CLOEXEC);
+    if (g->userns < 0)
         return error_set(err, errno, "socket guard: %s", userns_path);
-    struct sock_guard_spec g = {.listener_fd = listener,
-                                .diag_fd = diag,
-                                .userns_fd = userns,
+    return 0;
+}
+
+/* Host: starts the socket guard (sock-guard.h) on the taken fds. The child
+ * may already run under the filter: until the guard reads the listener,
+ * the sandbox's socket calls wait in the kernel, and if the guard cannot
+ * start, the sandbox is killed (the caller's failure path). */
+static int start_sock_guard(const struct ns_spec *spec, struct ns_sandbox *sb,
+                            const struct guard_fds *fds, struct cordon_error *err)
+{
+    size_t nallow = spec->sockets_allow ? spec->nsockets_allow : 0;
+    struct sock_guard_spec g = {.listener_fd = fds->listener,
+                                .diag_fd = fds->diag,
+                                .userns_fd = fds->userns,
                                 .pid1 = sb->pid,
                                 .workspace = spec->workspace,
                                 .allow = spec->sockets_allow,
@@ -364,6 +389,11 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     if (spec->on_namespaces_ready &&
         spec->on_namespaces_ready(pid, spec->on_namespaces_ready_ctx, err) < 0)
         goto fail_child;
+#if CORDON_UNSAFE_NO_SECCOMP
+    /* No guard step: the child execs after the go. */
+    if (spec->on_before_exec && spec->on_before_exec(spec->on_namespaces_ready_ctx, err) < 0)
+        goto fail_child;
+#endif
     long long t4 = log_now_us();
     if (child_alive)
         send(sync[0], "g", 1, MSG_NOSIGNAL);
@@ -373,9 +403,21 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
         n = read(sync[0], &child_err, sizeof(child_err));
     } while (n < 0 && errno == EINTR);
     if (n == (ssize_t)sizeof(struct ns_guard_fds)) {
-        if (start_sock_guard(spec, sb, &child_err, err) < 0)
+        /* The guard's fds out of the child, what the network hook started
+         * ready (the proxy's listeners inside), then the go; the guard
+         * starts while the child execs. */
+        struct guard_fds fds = {-1, -1, -1};
+        if (take_guard_fds(sb, &child_err, &fds, err) < 0 ||
+            (spec->on_before_exec &&
+             spec->on_before_exec(spec->on_namespaces_ready_ctx, err) < 0)) {
+            guard_fds_close(&fds);
             goto fail_child;
+        }
         send(sync[0], "s", 1, MSG_NOSIGNAL);
+        int guard_rc = start_sock_guard(spec, sb, &fds, err);
+        guard_fds_close(&fds);
+        if (guard_rc < 0)
+            goto fail_child;
         do {
             n = read(sync[0], &child_err, sizeof(child_err));
         } while (n < 0 && errno == EINTR);

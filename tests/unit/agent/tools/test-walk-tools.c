@@ -303,6 +303,35 @@ static void test_grep_prefilter(void)
     free(want.data);
 }
 
+/* The prefilter's needle search (memchr on the needle's rarest byte, memmem
+ * once that byte turns out common): a needle at the first and the last
+ * byte of a file, after many false candidates, and a near miss. */
+static void test_grep_rare_byte(void)
+{
+    put("rare/a.txt", "Copyright Joyent");
+    size_t n = 40000;
+    char *text = malloc(n + 64);
+    for (size_t i = 0; i < n; i += 2)
+        memcpy(text + i, i % 200 == 198 ? "J\n" : "J ", 2);
+    snprintf(text + n, 64, "\nCopyright Joyent\n");
+    put("rare/b.txt", text);
+    for (size_t i = 0; i < n; i += 5)
+        memcpy(text + i, "JJJJ\n", 5);
+    snprintf(text + n, 64, "Copyright Joyent");
+    put("rare/c.txt", text);
+    free(text);
+    put("rare/d.txt", "Copyright Joyen\nopyright Joyent\nCopyright  Joyent\n");
+    const char *want = "a.txt:1: Copyright Joyent\nb.txt:202: Copyright Joyent\n"
+                       "c.txt:8001: Copyright Joyent";
+    char *out =
+        run("grep", "{\"pattern\":\"Copyright Joyent\",\"path\":\"rare\",\"literal\":true}", NULL);
+    is_str(out, want, "a literal at a file's first and last byte, after 20,000 false candidates");
+    free(out);
+    out = run("grep", "{\"pattern\":\"Copyright Joy\\\\w+t\",\"path\":\"rare\"}", NULL);
+    is_str(out, want, "the same as a regex with a leading literal run");
+    free(out);
+}
+
 int main(void)
 {
     snprintf(root, sizeof(root), "/tmp/cordon-walk-XXXXXX");
@@ -312,6 +341,7 @@ int main(void)
     test_robustness();
     test_ignore_fast_paths();
     test_grep_prefilter();
+    test_grep_rare_byte();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
     if (system(cmd) != 0)
