@@ -53,6 +53,23 @@ int relay_signals_open(bool resize)
     return signalfd(-1, &mask, SFD_CLOEXEC);
 }
 
+struct relay_spec relay_spec_init(const struct relay_ops *ops, void *ctx, struct sandbox *sb,
+                                  struct launch *l, struct lifecycle *lc, bool shell, int sigfd)
+{
+    return (struct relay_spec){.ops = ops,
+                               .ctx = ctx,
+                               .sb = sb,
+                               .l = l,
+                               .lc = lc,
+                               .shell = shell,
+                               .sigfd = sigfd,
+                               .input = -1,
+                               .output = -1,
+                               .errors = -1,
+                               .channel = -1,
+                               .verify = {.agent_pidfd = -1}};
+}
+
 int relay_exit_status(const siginfo_t *si)
 {
     if (si->si_code == CLD_EXITED)

@@ -61,6 +61,10 @@ struct relay_spec {
  * signalfd for them, or -1. Called before the sandbox starts, so that none
  * is lost or kills the supervisor between its start and the relay. */
 int relay_signals_open(bool resize);
+/* A spec of the session's facts with nothing relayed (fds -1, no verify
+ * server): the backend sets what it has. */
+struct relay_spec relay_spec_init(const struct relay_ops *ops, void *ctx, struct sandbox *sb,
+                                  struct launch *l, struct lifecycle *lc, bool shell, int sigfd);
 /* Opens the verify server (a warning when it cannot: the session runs
  * without) and relays until the command ended; returns its exit status. */
 int relay_run(const struct relay_spec *spec);

@@ -115,9 +115,9 @@ static bool audit_refused(struct verify_server *vs, uint64_t conn)
                             why);
         return true;
     }
-    if (vs->spec.init_name && vs->gone) {
+    if (vs->spec.ops->init_name && vs->gone) {
         control_reply_error(vs->ctl, conn, "%s does not answer (its channel is closed)",
-                            vs->spec.init_name);
+                            vs->spec.ops->init_name);
         return true;
     }
     return false;
@@ -138,7 +138,7 @@ static void audit_start(struct verify_server *vs, uint64_t conn)
                               .agent_pidfd = agent,
                               .state_dir = vs->spec.state_dir,
                               .pid1_comm = "cordon-init",
-                              .probe_via = vs->spec.probe_via};
+                              .probe_via = vs->spec.ops->probe_via};
     _cleanup_free_ char *request = NULL;
     struct verify_run *run = NULL;
     if (verify_prepare_target(&t, &run, &request, &err) < 0) {
@@ -159,8 +159,8 @@ static void audit_start(struct verify_server *vs, uint64_t conn)
         audit_end(vs);
         return;
     }
-    if (vs->run && vs->spec.deadline_ms > 0)
-        vs->deadline_ms = clock_now_ms() + vs->spec.deadline_ms;
+    if (vs->run && vs->spec.ops->deadline_ms > 0)
+        vs->deadline_ms = clock_now_ms() + vs->spec.ops->deadline_ms;
 }
 
 static void on_request(void *ctx, uint64_t conn, const char *op)
@@ -179,7 +179,8 @@ static void audit_overdue(struct verify_server *vs)
     }
     char why[128];
     snprintf(why, sizeof(why), "%s did not answer within %d s",
-             vs->spec.init_name ? vs->spec.init_name : "the probe", vs->spec.deadline_ms / 1000);
+             vs->spec.ops->init_name ? vs->spec.ops->init_name : "the probe",
+             vs->spec.ops->deadline_ms / 1000);
     verify_server_fail(vs, why);
 }
 

@@ -26,8 +26,12 @@
 
 struct verify_server;
 
-/* How the backend's probe travels. ctx is verify_server_spec.ctx. */
+/* The backend's facts: how its probe travels (ctx is
+ * verify_server_spec.ctx) and what the answers name. */
 struct verify_server_ops {
+    const char *probe_via; /* "the probe, a child of the sandbox's init" */
+    const char *init_name; /* "the guest's init"; NULL: no channel to it */
+    int deadline_ms;       /* from the request sent; 0: none */
     /* Sends the probe's request (len <= INIT_PROBE_REQUEST_MAX bytes) to
      * the sandbox. <0 with err: the audit is answered err's message. */
     int (*start)(struct verify_server *vs, void *ctx, const char *request, size_t len,
@@ -55,9 +59,6 @@ struct verify_server_spec {
     int state_dir_fd;         /* where the control socket is bound */
     bool shell;               /* "shell" or "run" in "status" */
     int agent_pidfd;          /* -1: given later, verify_server_set_agent() */
-    const char *probe_via;    /* "the probe, a child of the sandbox's init" */
-    const char *init_name;    /* "the guest's init"; NULL: no channel to it */
-    int deadline_ms;          /* from the request sent; 0: none */
     const struct verify_server_ops *ops;
     void *ctx;
 };

@@ -173,9 +173,12 @@ static void probe_overdue(struct verify_server *vs, void *ctx)
     probe_finish(ctx, vs, true);
 }
 
-const struct verify_server_ops docker_verify_ops = {.start = probe_start,
-                                                    .end = probe_end,
-                                                    .poll = probe_poll,
-                                                    .handle = probe_handle,
-                                                    .overdue = probe_overdue,
-                                                    .agent_pidfd = probe_agent_pidfd};
+const struct verify_server_ops docker_verify_ops = {
+    .probe_via = "the probe, `docker exec` of the agent in the container",
+    .deadline_ms = INIT_PROBE_TIMEOUT_MS, /* the probe is killed then: its end says "timeout" */
+    .start = probe_start,
+    .end = probe_end,
+    .poll = probe_poll,
+    .handle = probe_handle,
+    .overdue = probe_overdue,
+    .agent_pidfd = probe_agent_pidfd};

@@ -124,24 +124,10 @@ int docker_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool s
     }
     struct docker_relay d = {.sb = &sb};
     struct docker_probe probe = DOCKER_PROBE_INIT(l, &sb);
-    struct relay_spec spec = {
-        .ops = &docker_relay_ops,
-        .ctx = &d,
-        .sb = &sb,
-        .l = l,
-        .lc = lc,
-        .shell = shell,
-        .sigfd = sigfd,
-        .input = master,
-        .output = master,
-        .errors = -1,
-        .channel = -1,
-        .verify = {.agent_pidfd = -1,
-                   .probe_via = "the probe, `docker exec` of the agent in the container",
-                   .deadline_ms = INIT_PROBE_TIMEOUT_MS,
-                   .ops = &docker_verify_ops,
-                   .ctx = &probe},
-    };
+    struct relay_spec spec = relay_spec_init(&docker_relay_ops, &d, &sb, l, lc, shell, sigfd);
+    spec.input = spec.output = master; /* the host pty's, or -1 */
+    spec.verify.ops = &docker_verify_ops;
+    spec.verify.ctx = &probe;
     int status = relay_run(&spec);
     ops->stop(&sb);
     term_raw_restore(&term);

@@ -86,7 +86,11 @@ static int probe_start(struct verify_server *vs, void *ctx, const char *request,
     return 0;
 }
 
-static const struct verify_server_ops ns_verify_ops = {.start = probe_start};
+static const struct verify_server_ops ns_verify_ops = {
+    .probe_via = "the probe, a child of the sandbox's init",
+    .init_name = "the sandbox's init",
+    .deadline_ms = INIT_PROBE_TIMEOUT_MS + VERIFY_SERVER_GRACE_MS,
+    .start = probe_start};
 
 /* A frame from init; false when the channel is gone. */
 static bool chan_frame(struct ns_relay *s, struct verify_server *vs)
@@ -225,25 +229,12 @@ int ns_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell
         }
     }
     s.chan = TAKE_FD(control[0]);
-    struct relay_spec spec = {
-        .ops = &ns_relay_ops,
-        .ctx = &s,
-        .sb = &wrap,
-        .l = l,
-        .lc = lc,
-        .shell = shell,
-        .sigfd = sigfd,
-        .input = s.master,
-        .output = s.master,
-        .errors = -1,
-        .channel = s.chan,
-        .verify = {.agent_pidfd = -1,
-                   .probe_via = "the probe, a child of the sandbox's init",
-                   .init_name = "the sandbox's init",
-                   .deadline_ms = INIT_PROBE_TIMEOUT_MS + VERIFY_SERVER_GRACE_MS,
-                   .ops = &ns_verify_ops,
-                   .ctx = &s},
-    };
+    struct relay_spec spec = relay_spec_init(&ns_relay_ops, &s, &wrap, l, lc, shell, sigfd);
+    spec.input = spec.output = s.master;
+    spec.channel = s.chan;
+    /* The host-side evidence is the probe's own, sent by init ('S'). */
+    spec.verify.ops = &ns_verify_ops;
+    spec.verify.ctx = &s;
     int status = relay_run(&spec);
     if (s.chan >= 0)
         close(s.chan);

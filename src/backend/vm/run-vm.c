@@ -82,7 +82,12 @@ static void probe_end(struct verify_server *vs, void *ctx)
     vm_probe_answer_clear(&v->answer);
 }
 
-static const struct verify_server_ops vm_verify_ops = {.start = probe_start, .end = probe_end};
+static const struct verify_server_ops vm_verify_ops = {
+    .probe_via = "the probe, a child of the guest's init",
+    .init_name = "the guest's init",
+    .deadline_ms = INIT_PROBE_TIMEOUT_MS + VERIFY_SERVER_GRACE_MS,
+    .start = probe_start,
+    .end = probe_end};
 
 /* A frame from the guest (untrusted): true when it was the probe's
  * (consumed here, whether or not it matched the audit in flight). */
@@ -224,27 +229,15 @@ int vm_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell
         .sb = &sb, .channel = sb.channel_fd, .pty = l->pty, .term = &term, .status = -1};
     /* `cordon verify NAME`: the host-side evidence is QEMU's, as for a vm
      * `cordon mcp` session; the probe is the guest init's child. */
-    struct relay_spec spec = {
-        .ops = &vm_relay_ops,
-        .ctx = &v,
-        .sb = &sb,
-        .l = l,
-        .lc = lc,
-        .shell = shell,
-        .sigfd = sigfd,
-        .input = vm_sandbox_console_fd(&sb),
-        .input_gated = true, /* until the guest's console is raw */
-        .output = vm_sandbox_console_fd(&sb),
-        .errors = vm_sandbox_stderr_fd(&sb),
-        .channel = sb.channel_fd,
-        .exit_grace_ms = VM_POWEROFF_GRACE_MS,
-        .verify = {.agent_pidfd = sb.pidfd,
-                   .probe_via = "the probe, a child of the guest's init",
-                   .init_name = "the guest's init",
-                   .deadline_ms = INIT_PROBE_TIMEOUT_MS + VERIFY_SERVER_GRACE_MS,
-                   .ops = &vm_verify_ops,
-                   .ctx = &v},
-    };
+    struct relay_spec spec = relay_spec_init(&vm_relay_ops, &v, &sb, l, lc, shell, sigfd);
+    spec.input = spec.output = vm_sandbox_console_fd(&sb);
+    spec.input_gated = true; /* until the guest's console is raw */
+    spec.errors = vm_sandbox_stderr_fd(&sb);
+    spec.channel = sb.channel_fd;
+    spec.exit_grace_ms = VM_POWEROFF_GRACE_MS;
+    spec.verify.agent_pidfd = sb.pidfd;
+    spec.verify.ops = &vm_verify_ops;
+    spec.verify.ctx = &v;
     /* Raw from here: the guest's line discipline handles the keys (^C is a
      * byte for the pty, which signals the foreground job). Every return of
      * the relay comes back here: the signals it handles are blocked. */

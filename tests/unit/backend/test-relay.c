@@ -128,16 +128,7 @@ static struct sandbox holder(int (*fn)(void *), void *arg)
 static struct relay_spec spec_for(struct sandbox *sb, struct seen *s, int sigfd)
 {
     s->child = sb->pid;
-    return (struct relay_spec){.ops = &ops,
-                               .ctx = s,
-                               .sb = sb,
-                               .l = &launch,
-                               .lc = &lifecycle,
-                               .sigfd = sigfd,
-                               .input = -1,
-                               .output = -1,
-                               .errors = -1,
-                               .channel = -1};
+    return relay_spec_init(&ops, s, sb, &launch, &lifecycle, false, sigfd);
 }
 
 /* Runs the relay with fd (0, 1 or 2) put over by over (-1: unchanged). */
@@ -375,12 +366,12 @@ static void test_verify_server(int sigfd)
     struct relay_spec spec = spec_for(&sb, &s, sigfd);
     spec.shell = true;
     spec.channel = chan[0];
-    static const struct verify_server_ops vops = {.start = no_start, .agent_pidfd = no_agent};
-    spec.verify = (struct verify_server_spec){.agent_pidfd = -1,
-                                              .probe_via = "the test's probe",
-                                              .init_name = "the test's init",
-                                              .deadline_ms = 1000,
-                                              .ops = &vops};
+    static const struct verify_server_ops vops = {.probe_via = "the test's probe",
+                                                  .init_name = "the test's init",
+                                                  .deadline_ms = 1000,
+                                                  .start = no_start,
+                                                  .agent_pidfd = no_agent};
+    spec.verify.ops = &vops;
     int status = relay_run(&spec);
     is_int(status, 3, "the holder ended when the client was done");
     reap(&client);
