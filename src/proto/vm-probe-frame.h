@@ -1,6 +1,6 @@
 /* The frames of `cordon verify NAME`'s probe on the channel of a vm
  * `cordon run`/`cordon shell` session (docs/verify.md), built and checked
- * here for both ends: the supervisor (cli/run-vm-verify.c) and the guest's
+ * here for both ends: the supervisor (backend/vm/run-vm.c) and the guest's
  * init (agent/vm-probe.c). Any context. Each end treats what it reads as
  * untrusted: types, ids and sizes are checked before anything is used.
  *   host -> guest: {"t":"probe","id":N,"request":TEXT}

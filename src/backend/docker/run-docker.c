@@ -12,6 +12,8 @@
 #include "backend/docker/docker.h"
 #include "supervisor/lifecycle.h"
 #include "backend/docker/run-docker-verify.h"
+#include "backend/relay.h"
+#include "proto/init-channel.h"
 #include "util/term.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -42,47 +44,46 @@ static int host_pty(int *slave, struct cordon_error *err)
     return TAKE_FD(master);
 }
 
-/* The CLI ended: its status (the container's, or 128 + the signal that
- * killed the CLI itself, when the container may still run and is removed),
- * told to verify, then what the host pty still holds. CORDON_EXIT_FAILURE
- * when it cannot be reaped. */
-static int cli_reap(struct sandbox *sb, struct docker_verify *ver, int master, char *buf,
-                    size_t size)
+struct docker_relay {
+    struct sandbox *sb;
+};
+
+static void docker_signal(struct relay *r, void *ctx, const struct signalfd_siginfo *si)
 {
-    int status = CORDON_EXIT_FAILURE;
-    siginfo_t si = {0};
-    if (waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED) == 0) {
-        status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
-        sb->pid = -1; /* reaped */
-        /* The CLI itself was killed (it exits with the container's
-         * status otherwise): the container may still run. */
-        if (si.si_code != CLD_EXITED && docker_sandbox_rm_argv(sb))
-            docker_remove_container(docker_sandbox_rm_argv(sb), docker_sandbox_rm_envp(sb), 10000);
-    }
-    docker_verify_exited(ver, status);
-    /* Drain what the host pty still holds: the CLI is gone, so EIO (no
-     * slave left) ends it. */
-    while (master >= 0) {
-        struct pollfd d = {master, POLLIN, 0};
-        if (poll(&d, 1, 50) <= 0)
-            break;
-        ssize_t n = read(master, buf, size);
-        if (n <= 0)
-            break;
-        fs_write_all(1, buf, (size_t)n);
-    }
-    return status;
+    (void)r;
+    struct docker_relay *d = ctx;
+    /* The CLI shares cordon's process group (it reads the terminal): a
+     * signal from the terminal reached it already; one sent to cordon alone
+     * is passed on (the CLI proxies it to the container). */
+    if (si->ssi_signo != SIGPIPE && si->ssi_code != SI_KERNEL)
+        kill(d->sb->pid, (int)si->ssi_signo);
 }
+
+/* The CLI ended: its status (the container's, or 128 + the signal that
+ * killed the CLI itself, when the container may still run and is
+ * removed). The relay then drains what the host pty still holds: the CLI
+ * is gone, so EIO (no slave left) ends it. */
+static int docker_exited(struct relay *r, void *ctx)
+{
+    struct docker_relay *d = ctx;
+    siginfo_t si;
+    if (relay_reap(r, &si) < 0)
+        return CORDON_EXIT_FAILURE;
+    d->sb->pid = -1; /* reaped */
+    /* The CLI itself was killed (it exits with the container's status
+     * otherwise): the container may still run. */
+    if (si.si_code != CLD_EXITED && docker_sandbox_rm_argv(d->sb))
+        docker_remove_container(docker_sandbox_rm_argv(d->sb), docker_sandbox_rm_envp(d->sb),
+                                10000);
+    return relay_exit_status(&si);
+}
+
+static const struct relay_ops docker_relay_ops = {.signal = docker_signal, .exited = docker_exited};
 
 int docker_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
 {
     const struct backend_ops *ops = &docker_backend_ops;
-    sigset_t mask;
-    sigemptyset(&mask);
-    backend_relayed_signals(&mask);
-    sigaddset(&mask, SIGPIPE);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    _cleanup_close_ int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    _cleanup_close_ int sigfd = relay_signals_open(false);
 
     struct cordon_error err = {0};
     /* The terminal as it was, put back on every way out below. */
@@ -121,61 +122,13 @@ int docker_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool s
         term_raw_restore(&term);
         return CORDON_EXIT_FAILURE;
     }
-    /* After the lock and the container: `cordon verify NAME` reaches this
-     * session through it. */
-    struct docker_verify *ver = NULL;
-    if (docker_verify_open(l, lc, &sb, shell, &ver, &err) < 0) {
-        ver = NULL;
-        log_warn("%s: `cordon verify %s` will not reach this session", err.message, l->name);
-    }
-    int status = CORDON_EXIT_FAILURE;
-    bool stdin_open = master >= 0, master_open = master >= 0;
-    char buf[16384];
-    for (;;) {
-        struct pollfd p[4 + DOCKER_VERIFY_NFDS] = {{sigfd, POLLIN, 0},
-                                                   {sb.pidfd, POLLIN, 0},
-                                                   {master_open ? master : -1, POLLIN, 0},
-                                                   {stdin_open ? 0 : -1, POLLIN, 0}};
-        docker_verify_poll(ver, p + 4);
-        if (poll(p, ARRAY_SIZE(p), gitguard_poll_timeout(l->git, docker_verify_timeout_ms(ver))) <
-            0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        gitguard_sync_if_due(l->git);
-        docker_verify_handle(ver, p + 4);
-        if (p[0].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            /* The CLI shares cordon's process group (it reads the terminal):
-             * a signal from the terminal reached it already; one sent to
-             * cordon alone is passed on (the CLI proxies it to the
-             * container). */
-            if (read(sigfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGPIPE &&
-                si.ssi_code != SI_KERNEL)
-                kill(sb.pid, (int)si.ssi_signo);
-        }
-        if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n = read(master, buf, sizeof(buf));
-            if (n > 0)
-                fs_write_all(1, buf, (size_t)n);
-            else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-                master_open = false; /* EIO: the CLI closed its end */
-        }
-        if (p[3].revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n = read(0, buf, sizeof(buf));
-            if (n > 0)
-                fs_write_all(master, buf, (size_t)n);
-            else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-                stdin_open = false;
-        }
-        if (p[1].revents & POLLIN) {
-            status = cli_reap(&sb, ver, master, buf, sizeof(buf));
-            break;
-        }
-    }
-    /* The socket goes with the sandbox it speaks for. */
-    docker_verify_close(ver);
+    struct docker_relay d = {.sb = &sb};
+    struct docker_probe probe = DOCKER_PROBE_INIT(l, &sb);
+    struct relay_spec spec = relay_spec_init(&docker_relay_ops, &d, &sb, l, lc, shell, sigfd);
+    spec.input = spec.output = master; /* the host pty's, or -1 */
+    spec.verify.ops = &docker_verify_ops;
+    spec.verify.ctx = &probe;
+    int status = relay_run(&spec);
     ops->stop(&sb);
     term_raw_restore(&term);
     return status;

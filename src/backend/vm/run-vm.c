@@ -5,12 +5,17 @@
  * back. With a pty (`cordon shell` on a terminal, `--pty`) the command has a
  * terminal of the guest's (agent/vm-pty.c): the host's terminal is raw while
  * the relay runs, its size goes in the boot spec and in "resize" frames, and
- * all the command's output comes back on the console. Host context,
- * unprivileged supervisor, one poll loop. */
+ * all the command's output comes back on the console. The loop is the
+ * shared relay's (backend/relay.h); `cordon verify NAME`'s probe travels as
+ * frames on the channel (proto/vm-probe-frame.h) to the guest's init.
+ * Everything the guest sends is untrusted. Host context, unprivileged
+ * supervisor. */
 #include "backend/backend.h"
 #include "proto/vm-frame.h"
 #include "backend/vm/vm.h"
-#include "backend/vm/run-vm-verify.h"
+#include "backend/relay.h"
+#include "proto/init-channel.h"
+#include "proto/vm-probe-frame.h"
 #include "supervisor/lifecycle.h"
 #include "util/term.h"
 #include "util/cleanup.h"
@@ -32,18 +37,6 @@
 /* After the guest reported its exit, QEMU gets this long to power off. */
 #define VM_POWEROFF_GRACE_MS 5000
 
-/* Copies what is readable now; returns false at EOF or error. */
-static bool pump(int from, int to)
-{
-    char buf[16384];
-    ssize_t n = read(from, buf, sizeof(buf));
-    if (n > 0) {
-        fs_write_all(to, buf, (size_t)n);
-        return true;
-    }
-    return n < 0 && (errno == EINTR || errno == EAGAIN);
-}
-
 static void send_message(int channel, json_t *m)
 {
     if (m && vm_frame_write(channel, m) < 0)
@@ -51,167 +44,169 @@ static void send_message(int channel, json_t *m)
     json_decref(m);
 }
 
-struct relay {
+struct vm_relay {
     struct sandbox *sb;
-    int sigfd;
-    int console, errport, channel;
-    bool stdin_open;
-    bool pty;               /* the command has a terminal in the guest */
-    struct term_raw *term;  /* the host's, raw while the command runs */
-    bool stdin_ready;       /* the guest's console is raw: input may flow */
-    json_int_t stdin_bytes; /* written to the console so far */
-    int status;             /* -1 until the guest reports */
-    /* The session's control socket and its audit in flight, or NULL. */
-    struct vm_verify *verify;
-    struct gitguard *git; /* the session's git metadata, synced while it runs */
+    int channel;
+    bool pty;              /* the command has a terminal in the guest */
+    struct term_raw *term; /* the host's, raw while the command runs */
+    int status;            /* -1 until the guest reports */
+    /* `cordon verify NAME`'s probe: the last request's id (the guest
+     * echoes it) and its answer as it comes. */
+    json_int_t probe_id;
+    struct vm_probe_answer answer;
 };
 
-/* Drains the output streams once QEMU is gone (EOF ends each). */
-static void drain(struct relay *r)
+/* The probe's request to the guest's init (verify-server.h). */
+static int probe_start(struct verify_server *vs, void *ctx, const char *request, size_t len,
+                       struct cordon_error *err)
 {
-    fcntl(r->console, F_SETFL, O_NONBLOCK);
-    fcntl(r->errport, F_SETFL, O_NONBLOCK);
-    while (pump(r->console, 1)) {
-        struct pollfd p = {r->console, POLLIN, 0};
-        if (poll(&p, 1, 20) <= 0)
-            break;
-    }
-    while (pump(r->errport, 2)) {
-        struct pollfd p = {r->errport, POLLIN, 0};
-        if (poll(&p, 1, 20) <= 0)
-            break;
-    }
+    (void)vs;
+    (void)len;
+    struct vm_relay *v = ctx;
+    v->probe_id++;
+    json_t *m = vm_probe_request_new(v->probe_id, request);
+    /* The guest reads its channel from a loop that never blocks on the
+     * probe: a write that fails means the guest is gone. */
+    int rc = m ? vm_frame_write(v->channel, m) : -1;
+    json_decref(m);
+    if (rc < 0)
+        return error_set(err, 0, "the guest's init does not take the probe's request");
+    vm_probe_answer_start(&v->answer, v->probe_id);
+    return 0;
+}
+
+static void probe_end(struct verify_server *vs, void *ctx)
+{
+    (void)vs;
+    struct vm_relay *v = ctx;
+    vm_probe_answer_clear(&v->answer);
+}
+
+static const struct verify_server_ops vm_verify_ops = {
+    .probe_via = "the probe, a child of the guest's init",
+    .init_name = "the guest's init",
+    .deadline_ms = INIT_PROBE_TIMEOUT_MS + VERIFY_SERVER_GRACE_MS,
+    .start = probe_start,
+    .end = probe_end};
+
+/* A frame from the guest (untrusted): true when it was the probe's
+ * (consumed here, whether or not it matched the audit in flight). */
+static bool probe_frame(struct vm_relay *v, struct verify_server *vs, const json_t *m)
+{
+    struct vm_probe_answer idle = {0};
+    enum vm_probe_frame kind = vm_probe_answer_take(verify_server_busy(vs) ? &v->answer : &idle, m);
+    if (kind != VM_PROBE_FRAME_END)
+        return kind != VM_PROBE_FRAME_OTHER;
+    /* The guest says so itself when it cut the output; one that sent more
+     * than it may has its excess dropped here, and that is said too. */
+    char end[VM_PROBE_END_MAX + 64];
+    snprintf(end, sizeof(end), "%s%s", v->answer.end,
+             v->answer.output_cut ? " (more output than the guest may send: dropped)" : "");
+    verify_server_answer(vs, v->answer.output, end);
+    return true;
 }
 
 /* The host terminal's new size (SIGWINCH) for the guest's pty. */
-static void send_resize(struct relay *r)
+static void send_resize(struct vm_relay *v)
 {
     unsigned short rows, cols;
-    if (!r->pty || r->channel < 0 || !term_size(0, &rows, &cols))
+    if (!v->pty || v->channel < 0 || !term_size(0, &rows, &cols))
         return;
     json_t *m = vm_frame_winsize_pack(rows, cols);
     if (m)
         json_object_set_new(m, "t", json_string("resize"));
-    send_message(r->channel, m);
+    send_message(v->channel, m);
 }
 
-static int relay_loop(struct relay *r)
+static void vm_resize(struct relay *r, void *ctx)
 {
-    long long reported_at = 0;
-    for (;;) {
-        struct pollfd p[7] = {
-            {r->sigfd, POLLIN, 0},
-            {r->sb->pidfd, POLLIN, 0},
-            {r->stdin_open && r->stdin_ready ? 0 : -1, POLLIN, 0},
-            {r->console, POLLIN, 0},
-            {r->errport, POLLIN, 0},
-            {r->status < 0 ? r->channel : -1, POLLIN, 0},
-            {vm_verify_fd(r->verify), POLLIN, 0},
-        };
-        int timeout = vm_verify_timeout_ms(r->verify);
-        if (r->status >= 0) {
-            long long left = reported_at + VM_POWEROFF_GRACE_MS - clock_now_ms();
-            if (left <= 0) {
-                log_debug("vm: the guest did not power off; stopping QEMU");
-                return r->status;
-            }
-            if (timeout < 0 || left < timeout)
-                timeout = (int)left;
-        }
-        if (poll(p, 7, gitguard_poll_timeout(r->git, timeout)) < 0) {
-            if (errno == EINTR)
-                continue;
-            return CORDON_EXIT_FAILURE;
-        }
-        gitguard_sync_if_due(r->git);
-        if (p[6].revents & POLLIN)
-            vm_verify_dispatch(r->verify);
-        vm_verify_tick(r->verify);
-        if (p[0].revents & POLLIN) {
-            struct signalfd_siginfo si = {0};
-            if (read(r->sigfd, &si, sizeof(si)) != sizeof(si))
-                si.ssi_signo = 0;
-            if (si.ssi_signo == SIGWINCH)
-                send_resize(r);
-            else if (si.ssi_signo != 0 && si.ssi_signo != SIGPIPE)
-                send_message(r->channel,
-                             json_pack("{s:s,s:i}", "t", "signal", "signal", (int)si.ssi_signo));
-        }
-        if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
-            char buf[16384];
-            ssize_t n = read(0, buf, sizeof(buf));
-            if (n > 0) {
-                fs_write_all(r->console, buf, (size_t)n);
-                r->stdin_bytes += (json_int_t)n;
-            } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-                r->stdin_open = false;
-                /* The count lets the guest wait for input still in flight
-                 * on the console port (another port than the channel). A
-                 * terminal's input has no end (as on the ns backend). */
-                if (!r->pty)
-                    send_message(r->channel,
-                                 json_pack("{s:s,s:I}", "t", "stdin-eof", "bytes", r->stdin_bytes));
-            }
-        }
-        if (p[3].revents & (POLLIN | POLLHUP | POLLERR))
-            pump(r->console, 1);
-        if (p[4].revents & (POLLIN | POLLHUP | POLLERR))
-            pump(r->errport, 2);
-        if (p[5].revents & (POLLIN | POLLHUP | POLLERR)) {
-            json_t *m = vm_frame_read(r->channel, 2000);
-            const char *t = json_string_value(json_object_get(m, "t"));
-            if (vm_verify_frame(r->verify, m)) {
-                /* the probe's answer (cordon verify NAME) */
-            } else if (t && strcmp(t, "stdin-ready") == 0) {
-                r->stdin_ready = true;
-            } else if (t && strcmp(t, "exit") == 0) {
-                /* The command is gone: what is printed from here (the
-                 * guest's last output, --debug lines) reads as cooked. */
-                term_raw_restore(r->term);
-                r->status = (int)json_integer_value(json_object_get(m, "status"));
-                json_t *d = json_object_get(m, "docker");
-                const char *state = json_string_value(json_object_get(d, "state"));
-                const char *reason = json_string_value(json_object_get(d, "reason"));
-                if (state)
-                    log_debug("vm: docker at exit: %s%s%s", state, reason && reason[0] ? ": " : "",
-                              reason ? reason : "");
-                reported_at = clock_now_ms();
-                vm_verify_exited(r->verify, r->status);
-            } else if (t && strcmp(t, "error") == 0) {
-                term_raw_restore(r->term);
-                log_error("vm: %s", json_string_value(json_object_get(m, "message")));
-                r->status = CORDON_EXIT_FAILURE;
-                reported_at = clock_now_ms();
-                vm_verify_gone(r->verify, "the guest's init failed");
-            } else if (!m) {
-                r->channel = -1; /* closed: QEMU is going */
-                vm_verify_gone(r->verify, "the guest closed its channel");
-            }
-            json_decref(m);
-        }
-        if (p[1].revents & POLLIN) {
-            term_raw_restore(r->term);
-            drain(r);
-            vm_verify_gone(r->verify, "the guest stopped");
-            if (r->status < 0) {
-                log_error("vm: the guest stopped without reporting an exit status");
-                return CORDON_EXIT_FAILURE;
-            }
-            return r->status;
-        }
-    }
+    (void)r;
+    send_resize(ctx);
 }
+
+static void vm_signal(struct relay *r, void *ctx, const struct signalfd_siginfo *si)
+{
+    (void)r;
+    struct vm_relay *v = ctx;
+    if (si->ssi_signo != SIGPIPE)
+        send_message(v->channel,
+                     json_pack("{s:s,s:i}", "t", "signal", "signal", (int)si->ssi_signo));
+}
+
+static void vm_stdin_eof(struct relay *r, void *ctx, uint64_t bytes)
+{
+    (void)r;
+    struct vm_relay *v = ctx;
+    /* The count lets the guest wait for input still in flight on the
+     * console port (another port than the channel). A terminal's input has
+     * no end (as on the ns backend). */
+    if (!v->pty)
+        send_message(v->channel,
+                     json_pack("{s:s,s:I}", "t", "stdin-eof", "bytes", (json_int_t)bytes));
+}
+
+static bool vm_channel(struct relay *r, void *ctx)
+{
+    struct vm_relay *v = ctx;
+    struct verify_server *vs = relay_verify(r);
+    json_t *m = vm_frame_read(v->channel, 2000);
+    const char *t = json_string_value(json_object_get(m, "t"));
+    bool open = true;
+    if (probe_frame(v, vs, m)) {
+        /* the probe's answer (cordon verify NAME) */
+    } else if (t && strcmp(t, "stdin-ready") == 0) {
+        relay_input_ready(r);
+    } else if (t && strcmp(t, "exit") == 0) {
+        /* The command is gone: what is printed from here (the guest's last
+         * output, --debug lines) reads as cooked. */
+        term_raw_restore(v->term);
+        v->status = (int)json_integer_value(json_object_get(m, "status"));
+        json_t *d = json_object_get(m, "docker");
+        const char *state = json_string_value(json_object_get(d, "state"));
+        const char *reason = json_string_value(json_object_get(d, "reason"));
+        if (state)
+            log_debug("vm: docker at exit: %s%s%s", state, reason && reason[0] ? ": " : "",
+                      reason ? reason : "");
+        relay_exit_reported(r, v->status);
+        verify_server_exited(vs, v->status);
+    } else if (t && strcmp(t, "error") == 0) {
+        term_raw_restore(v->term);
+        log_error("vm: %s", json_string_value(json_object_get(m, "message")));
+        v->status = CORDON_EXIT_FAILURE;
+        relay_exit_reported(r, v->status);
+        verify_server_gone(vs, "the guest's init failed");
+    } else if (!m) {
+        v->channel = -1; /* closed: QEMU is going */
+        verify_server_gone(vs, "the guest closed its channel");
+        open = false;
+    }
+    json_decref(m);
+    return open;
+}
+
+/* QEMU is gone; the relay drains the console and the stderr port after. */
+static int vm_exited(struct relay *r, void *ctx)
+{
+    struct vm_relay *v = ctx;
+    term_raw_restore(v->term);
+    verify_server_gone(relay_verify(r), "the guest stopped");
+    if (v->status < 0) {
+        log_error("vm: the guest stopped without reporting an exit status");
+        return CORDON_EXIT_FAILURE;
+    }
+    return v->status;
+}
+
+static const struct relay_ops vm_relay_ops = {.signal = vm_signal,
+                                              .resize = vm_resize,
+                                              .stdin_eof = vm_stdin_eof,
+                                              .channel = vm_channel,
+                                              .exited = vm_exited};
 
 int vm_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
 {
     const struct backend_ops *ops = &vm_backend_ops;
-    sigset_t mask;
-    sigemptyset(&mask);
-    backend_relayed_signals(&mask);
-    sigaddset(&mask, SIGPIPE);
-    sigaddset(&mask, SIGWINCH);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    _cleanup_close_ int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    _cleanup_close_ int sigfd = relay_signals_open(true);
 
     struct cordon_error err = {0};
     struct sandbox sb;
@@ -222,45 +217,37 @@ int vm_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell
         return CORDON_EXIT_FAILURE;
     }
     log_debug("vm: booted in %lld ms: %s", clock_now_ms() - t0, sb.description);
-    /* `cordon verify NAME` reaches this session through its control
-     * socket (run-vm-verify.c), which the relay loop serves: the audit's
-     * probe is run by the guest's init. */
-    struct vm_verify *verify = NULL;
-    if (vm_verify_open(l, lc, &sb, sb.channel_fd, shell, &verify, &err) < 0)
-        log_warn("%s: `cordon verify %s` will not reach this session", err.message, l->name);
     /* A cordon killed with SIGKILL: the watchdog kills QEMU and removes
      * the state. */
     if (lifecycle_started(lc, l, &sb, &err) < 0) {
         log_error("%s", err.message);
-        vm_verify_close(verify);
         ops->stop(&sb);
         return CORDON_EXIT_FAILURE;
     }
     struct term_raw term = {.active = false};
-    struct relay r = {
-        .git = lc->git,
-        .sb = &sb,
-        .sigfd = sigfd,
-        .console = vm_sandbox_console_fd(&sb),
-        .errport = vm_sandbox_stderr_fd(&sb),
-        .channel = sb.channel_fd,
-        .stdin_open = true,
-        .pty = l->pty,
-        .term = &term,
-        .status = -1,
-        .verify = verify,
-    };
+    struct vm_relay v = {
+        .sb = &sb, .channel = sb.channel_fd, .pty = l->pty, .term = &term, .status = -1};
+    /* `cordon verify NAME`: the host-side evidence is QEMU's, as for a vm
+     * `cordon mcp` session; the probe is the guest init's child. */
+    struct relay_spec spec = relay_spec_init(&vm_relay_ops, &v, &sb, l, lc, shell, sigfd);
+    spec.input = spec.output = vm_sandbox_console_fd(&sb);
+    spec.input_gated = true; /* until the guest's console is raw */
+    spec.errors = vm_sandbox_stderr_fd(&sb);
+    spec.channel = sb.channel_fd;
+    spec.exit_grace_ms = VM_POWEROFF_GRACE_MS;
+    spec.verify.agent_pidfd = sb.pidfd;
+    spec.verify.ops = &vm_verify_ops;
+    spec.verify.ctx = &v;
     /* Raw from here: the guest's line discipline handles the keys (^C is a
      * byte for the pty, which signals the foreground job). Every return of
-     * the loop comes back here: the signals it handles are blocked. */
+     * the relay comes back here: the signals it handles are blocked. */
     if (l->pty)
         term_raw_enter(&term, 0);
     /* A resize during the boot is not in the spec: send the size now. */
-    send_resize(&r);
-    int status = relay_loop(&r);
+    send_resize(&v);
+    int status = relay_run(&spec);
     term_raw_restore(&term);
     ops->stop(&sb);
-    /* The socket goes with the sandbox it speaks for. */
-    vm_verify_close(verify);
+    vm_probe_answer_clear(&v.answer);
     return status;
 }
