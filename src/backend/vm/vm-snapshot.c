@@ -167,8 +167,7 @@ int vm_snapshot_open(const char *path, uint64_t key, struct cordon_error *err)
         return error_set(err, errno, "vm: snapshot %s", path);
     if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
         bad = "not a regular file of this user with mode 0600";
-    else if (st.st_size <= VM_SNAPSHOT_HEADER ||
-             pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+    else if (st.st_size <= VM_SNAPSHOT_HEADER || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
         bad = "shorter than its header";
     else if (memcmp(h.magic, VM_SNAPSHOT_MAGIC, sizeof(VM_SNAPSHOT_MAGIC)) != 0)
         bad = "no snapshot header (an interrupted save?)";
@@ -326,8 +325,8 @@ static json_t *qmp_run(struct qmp *q, const char *cmd, int pass_fd, struct cordo
         return NULL;
     json_t *ret = json_object_get(answer, "return");
     if (!ret) {
-        const char *desc = json_string_value(
-            json_object_get(json_object_get(answer, "error"), "desc"));
+        const char *desc =
+            json_string_value(json_object_get(json_object_get(answer, "error"), "desc"));
         error_set(err, EIO, "vm: QMP: %.60s: %s", cmd, desc ? desc : "error");
         json_decref(answer);
         return NULL;
@@ -407,20 +406,17 @@ int vm_snapshot_save(int qmp_fd, const char *path, uint64_t key, long long deadl
                "{\"execute\":\"migrate-set-parameters\",\"arguments\":"
                "{\"max-bandwidth\":1099511627776}}\n",
                -1, err) < 0 ||
-        qmp_do(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}\n", fd,
-               err) < 0)
+        qmp_do(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}\n", fd, err) < 0)
         goto out;
     /* From here the guest may end stopped (a completed migration leaves it
      * so): "cont" below in every case. */
     stopped = true;
-    if (qmp_do(q, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}\n", -1,
-               err) < 0 ||
+    if (qmp_do(q, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}\n", -1, err) < 0 ||
         qmp_migrate_wait(q, err) < 0)
         goto out;
     struct stat st;
-    struct snapshot_header h = {.version = VM_SNAPSHOT_VERSION,
-                                .header_size = VM_SNAPSHOT_HEADER,
-                                .key = key};
+    struct snapshot_header h = {
+        .version = VM_SNAPSHOT_VERSION, .header_size = VM_SNAPSHOT_HEADER, .key = key};
     memcpy(h.magic, VM_SNAPSHOT_MAGIC, sizeof(VM_SNAPSHOT_MAGIC));
     if (fstat(fd, &st) < 0 || st.st_size <= VM_SNAPSHOT_HEADER) {
         error_set(err, errno ? errno : EIO, "vm: saving the guest: %s is empty", tmp);

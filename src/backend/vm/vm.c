@@ -67,10 +67,10 @@ struct vm_state {
      * guest is, its key, and how this session's guest started. */
     char snap_path[PATH_MAX];
     uint64_t snap_key;
-    bool snap_usable;  /* a configuration a snapshot can be taken of */
-    bool snap_broke;   /* the last boot failed in its snapshot save */
-    bool restored;     /* this guest was restored, not booted */
-    int qmp_listen;    /* QMP's listener while saving, else -1 */
+    bool snap_usable; /* a configuration a snapshot can be taken of */
+    bool snap_broke;  /* the last boot failed in its snapshot save */
+    bool restored;    /* this guest was restored, not booted */
+    int qmp_listen;   /* QMP's listener while saving, else -1 */
 };
 
 /* How one boot attempt starts the guest. */
@@ -537,8 +537,9 @@ static int spec_add_fresh(json_t *spec, struct cordon_error *err)
     clock_gettime(CLOCK_REALTIME, &now);
     json_object_set_new(spec, "seed", json_string(hex));
     explicit_bzero(hex, sizeof(hex));
-    json_object_set_new(spec, "clock", json_pack("{s:I,s:I}", "sec", (json_int_t)now.tv_sec,
-                                                 "nsec", (json_int_t)now.tv_nsec));
+    json_object_set_new(
+        spec, "clock",
+        json_pack("{s:I,s:I}", "sec", (json_int_t)now.tv_sec, "nsec", (json_int_t)now.tv_nsec));
     return 0;
 }
 
@@ -588,8 +589,8 @@ static int park_and_save(struct vm_state *st, int pidfd, long long deadline,
     if (rc < 0)
         log_debug("vm: snapshot not saved: %s", serr.message);
     else
-        log_debug("vm: snapshot saved to %s in %lld ms (guest parked after %lld ms)",
-                  st->snap_path, clock_now_ms() - t1, t1 - t0);
+        log_debug("vm: snapshot saved to %s in %lld ms (guest parked after %lld ms)", st->snap_path,
+                  clock_now_ms() - t1, t1 - t0);
     return 0;
 }
 
@@ -654,13 +655,17 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         timeout += strcmp(st->accel, "kvm") == 0 ? 30000 : 120000;
     long long deadline = clock_now_ms() + timeout;
     json_t *spec = NULL, *reply = NULL;
+    long long t_spawned = clock_now_ms();
     if (!st->etc_filled) {
         if (etc_fill(st->dir, &l->cfg.etc.extra, err) < 0)
             goto fail;
         st->etc_filled = true;
     }
+    long long t_etc = clock_now_ms();
     if (accept_all(st, pidfd, deadline, err) < 0 || vm_net_accept(&st->net, deadline, err) < 0)
         goto fail;
+    log_debug("vm: /etc copied in %lld ms; QEMU's ports connected %lld ms after its start",
+              t_etc - t_spawned, clock_now_ms() - t_spawned);
     if (mode == BOOT_SAVE && park_and_save(st, pidfd, deadline, err) < 0)
         goto fail;
     spec = boot_spec(l, agent_argv, shares, nshares);
@@ -675,6 +680,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         error_set(err, errno, "vm: sending the boot spec");
         goto fail;
     }
+    long long t_spec = clock_now_ms();
     long long left = deadline - clock_now_ms();
     reply = vm_frame_read(st->fds[SOCK_CHANNEL], left > 0 ? (int)left : 0);
     if (!reply) {
@@ -688,6 +694,9 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     }
     const char *t = json_string_value(json_object_get(reply, "t"));
     if (t && strcmp(t, "booted") == 0) {
+        log_debug("vm: boot spec sent %lld ms after QEMU's start, the guest's view built %lld ms "
+                  "later",
+                  t_spec - t_spawned, clock_now_ms() - t_spec);
         snprintf(sb->description, sizeof(sb->description),
                  "vm (%s, %ld vCPU, %ld MiB, kernel %s%s)", st->accel,
                  vm_qemu_cpus(&l->limits, st->accel), vm_qemu_memory_mib(&l->limits),
@@ -770,8 +779,8 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
     const struct vm_qemu_input in = qemu_input(l, k, initrd, st, shares, n);
     st->snap_key = vm_snapshot_key(&in, st->qemu);
     struct cordon_error serr;
-    if (vm_snapshot_path(k->cache_dir, st->snap_key, st->snap_path, sizeof(st->snap_path),
-                         &serr) < 0) {
+    if (vm_snapshot_path(k->cache_dir, st->snap_key, st->snap_path, sizeof(st->snap_path), &serr) <
+        0) {
         log_debug("vm: no snapshot: %s", serr.message);
         return boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
     }

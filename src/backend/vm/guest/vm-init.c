@@ -954,9 +954,9 @@ static void fresh_start(json_t *spec)
     id[8] = (unsigned char)((id[8] & 0x3f) | 0x80);
     char text[40];
     snprintf(text, sizeof(text),
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", id[0],
-             id[1], id[2], id[3], id[4], id[5], id[6], id[7], id[8], id[9], id[10], id[11], id[12],
-             id[13], id[14], id[15]);
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", id[0], id[1],
+             id[2], id[3], id[4], id[5], id[6], id[7], id[8], id[9], id[10], id[11], id[12], id[13],
+             id[14], id[15]);
     /* In /run, the session's fresh tmpfs; root's and read-only to all. */
     const char *file = "/run/cordon-boot_id";
     _cleanup_close_ int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
