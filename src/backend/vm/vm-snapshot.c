@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #define VM_SNAPSHOT_HEADER  4096
-#define VM_SNAPSHOT_VERSION 1
+#define VM_SNAPSHOT_VERSION 2
 #define VM_SNAPSHOT_MAGIC   "cordon-vm-snapshot\n"
 #define QMP_LINE_MAX        65536
 /* Snapshots kept per cache (one per configuration in use: a rebuilt agent
@@ -49,8 +49,9 @@ struct snapshot_header {
  * a stream QEMU parses but whose RAM pages are wrong would boot a guest
  * that hangs or misbehaves. Not a MAC: the file is this user's own, 0600,
  * in this user's cache; whoever can write it runs as the user already.
- * 64-bit words multiplied and rotated (~40 ms for 200 MB here), the tail
- * bytewise. */
+ * Four lanes of 64-bit words, each multiplied and shifted (independent
+ * lanes let the CPU overlap the multiplies: ~25 ms for 200 MB here), the
+ * tail bytewise. */
 static int payload_sum(int fd, uint64_t offset, uint64_t len, uint64_t *out)
 {
     void *map = mmap(NULL, (size_t)(offset + len), PROT_READ, MAP_PRIVATE, fd, 0);
@@ -58,15 +59,21 @@ static int payload_sum(int fd, uint64_t offset, uint64_t len, uint64_t *out)
         return -1;
     madvise(map, (size_t)(offset + len), MADV_SEQUENTIAL);
     const unsigned char *p = (const unsigned char *)map + offset;
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ len;
-    size_t words = (size_t)(len / 8);
-    for (size_t i = 0; i < words; i++) {
-        uint64_t w;
-        memcpy(&w, p + 8 * i, 8);
-        h = ((h ^ w) * 0xff51afd7ed558ccdULL);
-        h ^= h >> 29;
+    uint64_t lane[4] = {0x9e3779b97f4a7c15ULL ^ len, 0xc2b2ae3d27d4eb4fULL, 0x165667b19e3779f9ULL,
+                        0x27d4eb2f165667c5ULL};
+    size_t blocks = (size_t)(len / 32);
+    for (size_t i = 0; i < blocks; i++) {
+        for (int k = 0; k < 4; k++) {
+            uint64_t w;
+            memcpy(&w, p + 32 * i + 8 * (size_t)k, 8);
+            lane[k] = (lane[k] ^ w) * 0xff51afd7ed558ccdULL;
+            lane[k] ^= lane[k] >> 29;
+        }
     }
-    for (size_t i = words * 8; i < len; i++)
+    uint64_t h = lane[0];
+    for (int k = 1; k < 4; k++)
+        h = (h ^ lane[k]) * 0xc4ceb9fe1a85ec53ULL;
+    for (size_t i = blocks * 32; i < len; i++)
         h = (h ^ p[i]) * 1099511628211ULL;
     munmap(map, (size_t)(offset + len));
     *out = h;
