@@ -50,8 +50,8 @@ struct snapshot_header {
  * that hangs or misbehaves. Not a MAC: the file is this user's own, 0600,
  * in this user's cache; whoever can write it runs as the user already.
  * Four lanes of 64-bit words, each multiplied and shifted (independent
- * lanes let the CPU overlap the multiplies: ~25 ms for 200 MB here), the
- * tail bytewise. */
+ * lanes let the CPU overlap the multiplies), the tail bytewise: ~1 GB/s
+ * on this loaded machine, 0.1-0.2 s of a restore. */
 static int payload_sum(int fd, uint64_t offset, uint64_t len, uint64_t *out)
 {
     void *map = mmap(NULL, (size_t)(offset + len), PROT_READ, MAP_PRIVATE, fd, 0);
