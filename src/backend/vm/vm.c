@@ -69,7 +69,6 @@ struct vm_state {
     uint64_t snap_key;
     bool snap_usable; /* a configuration a snapshot can be taken of */
     bool snap_broke;  /* the last boot failed in its snapshot save */
-    bool restored;    /* this guest was restored, not booted */
     int qmp_listen;   /* QMP's listener while saving, else -1 */
 };
 
@@ -546,14 +545,14 @@ static int spec_add_fresh(json_t *spec, struct cordon_error *err)
 /* BOOT_SAVE: QEMU's monitor connects, the guest is asked to park (its
  * init answers before it has read a boot spec, mounted a share or started
  * anything: nothing of a session exists yet), QEMU saves it and lets it
- * continue. A failed save costs only the snapshot; -1 when the guest may
- * be left unusable (st->snap_broke then says the snapshot was to blame). */
+ * continue. A failed save costs only the snapshot; -1 when the guest did
+ * not park (as a normal boot would fail) or may be left stopped
+ * (st->snap_broke: a normal boot is tried next). */
 static int park_and_save(struct vm_state *st, int pidfd, long long deadline,
                          struct cordon_error *err)
 {
     long long t0 = clock_now_ms();
     _cleanup_close_ int qmp = -1;
-    st->snap_broke = true;
     struct pollfd p[2] = {{st->qmp_listen, POLLIN, 0}, {pidfd, POLLIN, 0}};
     long long left = deadline - clock_now_ms();
     int r;
@@ -582,10 +581,12 @@ static int park_and_save(struct vm_state *st, int pidfd, long long deadline,
     struct cordon_error serr;
     int rc = vm_snapshot_save(qmp, st->snap_path, st->snap_key, deadline, &serr);
     if (rc == -2) {
+        /* Only here is the snapshot to blame: a guest that did not park
+         * would not have read a boot spec either. */
+        st->snap_broke = true;
         *err = serr;
         return -1;
     }
-    st->snap_broke = false;
     if (rc < 0)
         log_debug("vm: snapshot not saved: %s", serr.message);
     else
@@ -773,7 +774,6 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
                       const char *initrd, struct vm_state *st, const struct vm_share *shares,
                       size_t n, struct sandbox *sb, struct cordon_error *err)
 {
-    st->restored = false;
     if (!st->snap_usable)
         return boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
     const struct vm_qemu_input in = qemu_input(l, k, initrd, st, shares, n);
@@ -790,7 +790,6 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
         int rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_RESTORE, fd, sb, err);
         close(fd);
         if (rc == 0) {
-            st->restored = true;
             log_debug("vm: restored from %s in %lld ms", st->snap_path, clock_now_ms() - t0);
             return 0;
         }
