@@ -781,7 +781,7 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
     struct cordon_error serr;
     if (vm_snapshot_path(k->cache_dir, st->snap_key, st->snap_path, sizeof(st->snap_path), &serr) <
         0) {
-        log_debug("vm: no snapshot: %s", serr.message);
+        log_debug("%s: no snapshot", serr.message);
         return boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
     }
     int fd = vm_snapshot_open(st->snap_path, st->snap_key, &serr);
@@ -796,7 +796,7 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
         log_debug("vm: restoring %s failed (%s); booting normally", st->snap_path, err->message);
         vm_snapshot_discard(st->snap_path);
     } else {
-        log_debug("vm: %s; booting normally and saving one", serr.message);
+        log_debug("%s; booting normally and saving one", serr.message);
     }
     int rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_SAVE, -1, sb, err);
     if (rc < 0 && st->snap_broke) {
