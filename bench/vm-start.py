@@ -65,6 +65,7 @@ def main():
         f.write("hello\n")
     backends = os.environ.get("BENCH_BACKENDS", "ns vm-cold vm").split()
     results = {b: ([], [], []) for b in backends}
+    inside = {b: [] for b in backends}
     for backend in backends:
         # One warm-up: the vm backend builds and caches its initramfs,
         # learns which accelerator works and saves its snapshot on the first
@@ -91,16 +92,26 @@ def main():
                 t = time.monotonic()
                 m.call("bash", {"command": "true"})
                 per_bash.append((time.monotonic() - t) * 1000)
+            # Where a bash call goes: the same spawn timed inside the
+            # sandbox (no channel, no agent), per spawn.
+            r = m.call("bash", {"command": "TIMEFORMAT=%R; { time (for i in 1 2 3 4 5 6 7 8 9 10;"
+                                           " do bash -c true; done); } 2>&1"})
+            text = "".join(c.get("text", "") for c in r["result"].get("content", []))
+            try:
+                inside[backend].append(float(text.strip().split()[-1]) * 100)
+            except (ValueError, IndexError):
+                pass
             m.close()
     load = open("/proc/loadavg").read().split()[0]
     print(f"cordon mcp: spawn to first tool result, then per-call latency "
           f"({os.cpu_count()} host CPUs, load {load}; {runs} runs, {calls} calls of each per run)")
     print(f"{'':7}  {'first result: min':>18} {'median':>10} {'max':>10}   "
-          f"{'read median':>11} {'bash true median':>16}")
+          f"{'read median':>11} {'bash true median':>16} {'inside: bash -c true':>20}")
     for backend, (first, rd, bs) in results.items():
         print(f"{backend:7}  {ms(min(first)):>18} {ms(statistics.median(first)):>10} "
               f"{ms(max(first)):>10}   {ms(statistics.median(rd)):>11} "
-              f"{ms(statistics.median(bs)):>16}")
+              f"{ms(statistics.median(bs)):>16} "
+              f"{ms(statistics.median(inside[backend])) if inside[backend] else '?':>20}")
 
 
 if __name__ == "__main__":
