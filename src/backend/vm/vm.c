@@ -51,7 +51,6 @@
  * time is taken as KVM failing on this host. */
 #define KVM_BOOT_TIMEOUT_MS 8000
 #define TCG_BOOT_TIMEOUT_MS 60000
-#define RESTORE_TIMEOUT_MS  20000
 
 struct vm_state {
     char dir[256];          /* the session's state directory (socket paths must fit 108 bytes) */
@@ -646,10 +645,6 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     sb->pidfd = pidfd;
 
     long long timeout = strcmp(st->accel, "kvm") == 0 ? KVM_BOOT_TIMEOUT_MS : TCG_BOOT_TIMEOUT_MS;
-    /* A restore takes well under a second; one that has not answered by
-     * then is taken as broken and the guest booted normally. */
-    if (mode == BOOT_RESTORE)
-        timeout = RESTORE_TIMEOUT_MS;
     /* docker.mode = "require": the guest answers once its daemon is verified
      * (10 s under TCG on an idle host, a first boot formats its disk). */
     if (st->docker.start && st->docker.mode == CFG_DOCKER_REQUIRE)
