@@ -204,6 +204,19 @@ int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
         arg_add(b, "virtio-9p-device,fsdev=fs%zu,mount_tag=s%zu", i, i);
     }
     add_docker_disk(b, in->docker_disk);
+    /* Neither is part of the saved state: the monitor is the supervisor's
+     * only (a socket it listens on, closed after the save), and the
+     * restoring QEMU reads the stream from an fd it inherits. */
+    if (in->qmp) {
+        arg_add(b, "-chardev");
+        arg_add(b, "socket,id=qmp,path=%s/qmp,server=off", in->dir);
+        arg_add(b, "-mon");
+        arg_add(b, "chardev=qmp,mode=control");
+    }
+    if (in->incoming) {
+        arg_add(b, "-incoming");
+        arg_add(b, "fd:%d", 5 /* VM_SNAPSHOT_QEMU_FD */);
+    }
     b->args[b->n] = NULL;
     return b->failed ? -1 : 0;
 }

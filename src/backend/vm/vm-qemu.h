@@ -40,6 +40,8 @@ struct vm_qemu_input {
     const struct vm_share *shares;
     size_t nshares;
     const char *docker_disk; /* the Docker daemon's disk image, or NULL */
+    bool qmp;                /* a QMP monitor on <dir>/qmp (saving a snapshot, vm-snapshot.c) */
+    bool incoming;           /* restore from the saved state on VM_SNAPSHOT_QEMU_FD */
 };
 
 struct vm_qemu_argv {

@@ -17,6 +17,7 @@
 #include "backend/vm/vm-net.h"
 #include "backend/vm/vm-log.h"
 #include "backend/vm/vm-qemu.h"
+#include "backend/vm/vm-snapshot.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
@@ -37,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -59,6 +61,21 @@ struct vm_state {
     struct vm_bind *protect; /* QEMU's binds (vm-protect.c), or NULL */
     bool etc_filled;         /* etc_fill() done (once, even across a KVM retry) */
     struct vm_net net;       /* network mode, port relay, passt */
+    char qemu[PATH_MAX];     /* the QEMU binary found in PATH */
+    /* Snapshot restore (vm-snapshot.c): where this configuration's saved
+     * guest is, its key, and how this session's guest started. */
+    char snap_path[PATH_MAX];
+    uint64_t snap_key;
+    bool snap_usable; /* a configuration a snapshot can be taken of */
+    bool snap_broke;  /* the last boot failed in its snapshot save */
+    int qmp_listen;   /* QMP's listener while saving, else -1 */
+};
+
+/* How one boot attempt starts the guest. */
+enum boot_mode {
+    BOOT_PLAIN,   /* a normal boot */
+    BOOT_SAVE,    /* a normal boot that saves the parked guest first */
+    BOOT_RESTORE, /* QEMU restores the saved guest (-incoming) */
 };
 
 /* ---- the state directory ---- */
@@ -283,7 +300,7 @@ static int listen_at(const char *dir, const char *name, struct cordon_error *err
 
 /* ---- QEMU ---- */
 
-static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd,
+static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd, int incoming_fd,
                         const struct vm_bind *protect, int *pidfd_out, struct cordon_error *err)
 {
     /* The guest's serial console and QEMU's own output, each capped. */
@@ -314,7 +331,9 @@ static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd,
          * source that happens to sit on another's target. */
         int console_high = fcntl(consolefd, F_DUPFD_CLOEXEC, 64);
         int net_high = net_fd >= 0 ? fcntl(net_fd, F_DUPFD_CLOEXEC, 64) : -1;
-        if (console_high < 0 || (net_fd >= 0 && net_high < 0))
+        int incoming_high = incoming_fd >= 0 ? fcntl(incoming_fd, F_DUPFD_CLOEXEC, 64) : -1;
+        if (console_high < 0 || (net_fd >= 0 && net_high < 0) ||
+            (incoming_fd >= 0 && incoming_high < 0))
             _exit(127);
         dup2(null, 0);
         dup2(logfd, 1);
@@ -322,6 +341,8 @@ static pid_t spawn_qemu(char *const *argv, const char *dir, int net_fd,
         if (net_high >= 0 && dup2(net_high, VM_QEMU_NET_FD) < 0)
             _exit(127);
         if (dup2(console_high, VM_QEMU_CONSOLE_FD) < 0)
+            _exit(127);
+        if (incoming_high >= 0 && dup2(incoming_high, VM_SNAPSHOT_QEMU_FD) < 0)
             _exit(127);
         if (vm_protect_apply(protect) < 0) {
             dprintf(2, "cordon: protecting paths for QEMU: %s\n", strerror(errno));
@@ -514,11 +535,93 @@ static struct vm_qemu_input qemu_input(const struct launch *l, const struct vm_k
     };
 }
 
+/* What makes a restored guest as fresh as a booted one (vm-init.c
+ * fresh_start): seed material for its RNG and the host's clock, in every
+ * boot spec. */
+static int spec_add_fresh(json_t *spec, struct cordon_error *err)
+{
+    unsigned char seed[64];
+    char hex[sizeof(seed) * 2 + 1];
+    if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+        return error_set(err, errno, "vm: random seed for the guest");
+    for (size_t i = 0; i < sizeof(seed); i++)
+        snprintf(hex + 2 * i, 3, "%02x", seed[i]);
+    explicit_bzero(seed, sizeof(seed));
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    json_object_set_new(spec, "seed", json_string(hex));
+    explicit_bzero(hex, sizeof(hex));
+    json_object_set_new(
+        spec, "clock",
+        json_pack("{s:I,s:I}", "sec", (json_int_t)now.tv_sec, "nsec", (json_int_t)now.tv_nsec));
+    return 0;
+}
+
+/* BOOT_SAVE: QEMU's monitor connects, the guest is asked to park (its
+ * init answers before it has read a boot spec, mounted a share or started
+ * anything: nothing of a session exists yet), QEMU saves it and lets it
+ * continue. A failed save costs only the snapshot; -1 when the guest did
+ * not park (as a normal boot would fail) or may be left stopped
+ * (st->snap_broke: a normal boot is tried next). */
+static int park_and_save(struct vm_state *st, int pidfd, long long deadline,
+                         struct cordon_error *err)
+{
+    long long t0 = clock_now_ms();
+    _cleanup_close_ int qmp = -1;
+    struct pollfd p[2] = {{st->qmp_listen, POLLIN, 0}, {pidfd, POLLIN, 0}};
+    long long left = deadline - clock_now_ms();
+    int r;
+    while ((r = poll(p, 2, left > 0 ? (int)left : 0)) < 0 && errno == EINTR)
+        ;
+    if (r <= 0 || p[1].revents || (qmp = accept4(st->qmp_listen, NULL, NULL, SOCK_CLOEXEC)) < 0)
+        return error_set(err, r < 0 ? errno : 0, "vm: QEMU's monitor did not connect");
+    close(st->qmp_listen);
+    st->qmp_listen = -1;
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/qmp", st->dir);
+    unlink(path);
+    json_t *park = json_pack("{s:s}", "t", "park");
+    int w = park ? vm_frame_write(st->fds[SOCK_CHANNEL], park) : -1;
+    json_decref(park);
+    if (w < 0)
+        return error_set(err, errno, "vm: asking the guest to park");
+    left = deadline - clock_now_ms();
+    json_t *reply = vm_frame_read(st->fds[SOCK_CHANNEL], left > 0 ? (int)left : 0);
+    const char *t = json_string_value(json_object_get(reply, "t"));
+    bool parked = t && strcmp(t, "parked") == 0;
+    json_decref(reply);
+    if (!parked)
+        return error_set(err, errno, "vm: the guest did not park for its snapshot");
+    long long t1 = clock_now_ms();
+    struct cordon_error serr;
+    int rc = vm_snapshot_save(qmp, st->snap_path, st->snap_key, deadline, &serr);
+    if (rc == -2) {
+        /* Only here is the snapshot to blame: a guest that did not park
+         * would not have read a boot spec either. */
+        st->snap_broke = true;
+        *err = serr;
+        return -1;
+    }
+    if (rc < 0)
+        log_debug("vm: snapshot not saved: %s", serr.message);
+    else
+        log_debug("vm: snapshot saved to %s in %lld ms (guest parked after %lld ms)", st->snap_path,
+                  clock_now_ms() - t1, t1 - t0);
+    return 0;
+}
+
 /* One boot attempt with st->accel. On failure QEMU is gone again. */
 static int boot_once(const struct launch *l, char *const *agent_argv, const struct vm_kernel *k,
                      const char *initrd, struct vm_state *st, const struct vm_share *shares,
-                     size_t nshares, struct sandbox *sb, struct cordon_error *err)
+                     size_t nshares, enum boot_mode mode, int snap_fd, struct sandbox *sb,
+                     struct cordon_error *err)
 {
+    st->snap_broke = false;
+    if (mode == BOOT_SAVE) {
+        st->qmp_listen = listen_at(st->dir, "qmp", err);
+        if (st->qmp_listen < 0)
+            return -1;
+    }
     for (int i = 0; i < SOCK_COUNT; i++) {
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/%s", st->dir, vm_sock_names[i]);
@@ -534,7 +637,9 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         return -1;
     }
     struct vm_qemu_argv b = {0};
-    const struct vm_qemu_input in = qemu_input(l, k, initrd, st, shares, nshares);
+    struct vm_qemu_input in = qemu_input(l, k, initrd, st, shares, nshares);
+    in.qmp = mode == BOOT_SAVE;
+    in.incoming = mode == BOOT_RESTORE;
     if (vm_qemu_argv_build(&in, &b) < 0) {
         vm_qemu_argv_free(&b);
         return error_set(err, E2BIG, "vm: QEMU command line");
@@ -547,7 +652,8 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         log_debug("vm: %s", line);
     }
     int pidfd = -1;
-    pid_t pid = spawn_qemu(b.args, st->dir, st->net.passt_qemu_fd, st->protect, &pidfd, err);
+    pid_t pid = spawn_qemu(b.args, st->dir, st->net.passt_qemu_fd,
+                           mode == BOOT_RESTORE ? snap_fd : -1, st->protect, &pidfd, err);
     vm_qemu_argv_free(&b);
     if (pid < 0)
         return -1;
@@ -561,14 +667,22 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         timeout += strcmp(st->accel, "kvm") == 0 ? 30000 : 120000;
     long long deadline = clock_now_ms() + timeout;
     json_t *spec = NULL, *reply = NULL;
+    long long t_spawned = clock_now_ms();
     if (!st->etc_filled) {
         if (etc_fill(st->dir, &l->cfg.etc.extra, net_ssh_proxied(&l->net), err) < 0)
             goto fail;
         st->etc_filled = true;
     }
+    long long t_etc = clock_now_ms();
     if (accept_all(st, pidfd, deadline, err) < 0 || vm_net_accept(&st->net, deadline, err) < 0)
         goto fail;
+    log_debug("vm: /etc copied in %lld ms; QEMU's ports connected %lld ms after its start",
+              t_etc - t_spawned, clock_now_ms() - t_spawned);
+    if (mode == BOOT_SAVE && park_and_save(st, pidfd, deadline, err) < 0)
+        goto fail;
     spec = boot_spec(l, agent_argv, shares, nshares);
+    if (spec && spec_add_fresh(spec, err) < 0)
+        goto fail;
     json_t *net = vm_net_spec(&st->net);
     if (spec && net)
         json_object_set_new(spec, "net", net);
@@ -578,6 +692,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         error_set(err, errno, "vm: sending the boot spec");
         goto fail;
     }
+    long long t_spec = clock_now_ms();
     long long left = deadline - clock_now_ms();
     reply = vm_frame_read(st->fds[SOCK_CHANNEL], left > 0 ? (int)left : 0);
     if (!reply) {
@@ -591,11 +706,16 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     }
     const char *t = json_string_value(json_object_get(reply, "t"));
     if (t && strcmp(t, "booted") == 0) {
-        snprintf(sb->description, sizeof(sb->description), "vm (%s, %ld vCPU, %ld MiB, kernel %s)",
-                 st->accel, vm_qemu_cpus(&l->limits, st->accel), vm_qemu_memory_mib(&l->limits),
+        log_debug("vm: boot spec sent %lld ms after QEMU's start, the guest's view built %lld ms "
+                  "later",
+                  t_spec - t_spawned, clock_now_ms() - t_spec);
+        snprintf(sb->description, sizeof(sb->description),
+                 "vm (%s, %ld vCPU, %ld MiB, kernel %s%s)", st->accel,
+                 vm_qemu_cpus(&l->limits, st->accel), vm_qemu_memory_mib(&l->limits),
                  json_string_value(json_object_get(reply, "kernel"))
                      ? json_string_value(json_object_get(reply, "kernel"))
-                     : "?");
+                     : "?",
+                 mode == BOOT_RESTORE ? ", restored from a snapshot" : "");
         json_t *docker = json_object_get(reply, "docker");
         if (docker)
             log_debug("vm: docker: %s (%s)", json_string_value(json_object_get(docker, "state")),
@@ -612,6 +732,10 @@ fail:
     kill_qemu(sb);
     state_close(st);
     vm_net_stop(&st->net);
+    if (st->qmp_listen >= 0) {
+        close(st->qmp_listen);
+        st->qmp_listen = -1;
+    }
     /* What QEMU and the guest's console said last, for the user. */
     static const char *const logs[][2] = {{"qemu.log", "QEMU"}, {"console.log", "guest console"}};
     for (size_t i = 0; i < ARRAY_SIZE(logs); i++) {
@@ -626,7 +750,7 @@ fail:
     return -1;
 }
 
-static int qemu_find(struct cordon_error *err)
+static int qemu_locate(char *out, size_t size, struct cordon_error *err)
 {
     const char *path = getenv("PATH");
     if (!path)
@@ -636,19 +760,69 @@ static int qemu_find(struct cordon_error *err)
     for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
         char bin[PATH_MAX];
         if (snprintf(bin, sizeof(bin), "%s/" QEMU_BINARY, d) < (int)sizeof(bin) &&
-            access(bin, X_OK) == 0)
+            access(bin, X_OK) == 0) {
+            snprintf(out, size, "%s", bin);
             return 0;
+        }
     }
     error_set(err, ENOENT,
               "vm: " QEMU_BINARY " not found in PATH (Debian: apt-get install qemu-system-x86)");
     return error_hint_doctor(err);
 }
 
+static int qemu_find(struct cordon_error *err)
+{
+    char bin[PATH_MAX];
+    return qemu_locate(bin, sizeof(bin), err);
+}
+
+/* The boots of one accelerator: from the snapshot when there is a valid
+ * one; else a boot that saves one (the first session of a configuration
+ * pays the save, ~0.1-0.3 s here, once); a restore that fails discards the
+ * snapshot and boots normally, and so does a save that broke the boot.
+ * Both fallbacks start the same guest with the same configuration. */
+static int boot_accel(const struct launch *l, char *const *agent_argv, const struct vm_kernel *k,
+                      const char *initrd, struct vm_state *st, const struct vm_share *shares,
+                      size_t n, struct sandbox *sb, struct cordon_error *err)
+{
+    if (!st->snap_usable)
+        return boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
+    const struct vm_qemu_input in = qemu_input(l, k, initrd, st, shares, n);
+    st->snap_key = vm_snapshot_key(&in, st->qemu);
+    struct cordon_error serr;
+    if (vm_snapshot_path(k->cache_dir, st->snap_key, st->snap_path, sizeof(st->snap_path), &serr) <
+        0) {
+        log_debug("%s: no snapshot", serr.message);
+        return boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
+    }
+    int fd = vm_snapshot_open(st->snap_path, st->snap_key, &serr);
+    if (fd >= 0) {
+        long long t0 = clock_now_ms();
+        int rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_RESTORE, fd, sb, err);
+        close(fd);
+        if (rc == 0) {
+            log_debug("vm: restored from %s in %lld ms", st->snap_path, clock_now_ms() - t0);
+            return 0;
+        }
+        log_debug("vm: restoring %s failed (%s); booting normally", st->snap_path, err->message);
+        vm_snapshot_discard(st->snap_path);
+    } else {
+        log_debug("%s; booting normally and saving one", serr.message);
+    }
+    int rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_SAVE, -1, sb, err);
+    if (rc < 0 && st->snap_broke) {
+        log_debug("vm: saving the snapshot broke the boot (%s); booting without", err->message);
+        rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
+    }
+    return rc;
+}
+
 int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct sandbox *sb,
                      struct cordon_error *err)
 {
     *sb = (struct sandbox){.ops = &vm_backend_ops, .pid = -1, .pidfd = -1, .channel_fd = -1};
-    if (qemu_find(err) < 0)
+    char qemu[PATH_MAX];
+    if (qemu_locate(qemu, sizeof(qemu), err) < 0)
         return -1;
     struct vm_kernel k;
     if (vm_kernel_find(&k, true, err) < 0)
@@ -661,6 +835,8 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
         return error_set(err, ENOMEM, "vm");
     for (int i = 0; i < SOCK_COUNT; i++)
         st->fds[i] = st->listen[i] = -1;
+    st->qmp_listen = -1;
+    snprintf(st->qemu, sizeof(st->qemu), "%s", qemu);
     vm_net_init(&st->net, &l->net);
     sb->priv = st;
     if (state_dir_make(l->name, st->dir, sizeof(st->dir), err) < 0) {
@@ -673,6 +849,13 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
         vm_protect_plan(l, st->docker.start, &st->protect, err) < 0)
         return -1;
     log_debug("vm: docker: %s", st->docker.reason);
+    /* No snapshot of a guest with a network device: open mode's
+     * virtio-net talks to a passt started per session (its link state and
+     * the guest's view of it would be the saved session's). */
+    st->snap_usable = vm_snapshot_enabled() && l->net.mode != NET_MODE_OPEN;
+    if (!st->snap_usable)
+        log_debug("vm: no snapshot for this session (%s)",
+                  !vm_snapshot_enabled() ? "CORDON_VM_SNAPSHOT=0" : "network mode open");
 
     char etc[PATH_MAX];
     snprintf(etc, sizeof(etc), "%s/etc", st->dir);
@@ -719,7 +902,7 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
         log_warn("vm: running under TCG (emulated, slower): %s; run `cordon doctor`", accel_why);
     else
         log_debug("vm: using %s: %s", st->accel, accel_why);
-    int rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, err);
+    int rc = boot_accel(l, agent_argv, &k, initrd, st, shares, n, sb, err);
     if (rc < 0 && strcmp(st->accel, "kvm") == 0) {
         /* Whatever failed under KVM (this host's paravirtual KVM makes QEMU
          * abort at its first vCPU register write) is retried under TCG; KVM
@@ -730,7 +913,7 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
                  "retry KVM)",
                  kvm_err.message);
         snprintf(st->accel, sizeof(st->accel), "tcg");
-        rc = boot_once(l, agent_argv, &k, initrd, st, shares, n, sb, err);
+        rc = boot_accel(l, agent_argv, &k, initrd, st, shares, n, sb, err);
         if (rc == 0)
             vm_accel_mark_kvm_broken(&k, kvm_err.message);
     }

@@ -1,0 +1,464 @@
+/* Saving and restoring a parked guest (vm-snapshot.h). The file is this
+ * uid's, 0600, in the kernel's cache: a header written last (magic, format
+ * version, key, payload size), so a crash mid-save leaves a file that does
+ * not verify, then QEMU's migration stream from offset VM_SNAPSHOT_HEADER.
+ * The stream itself is checked by QEMU on load (section names, sizes, the
+ * device set); one that fails to load is removed and the guest booted
+ * normally. The monitor is spoken to only while saving, over a socket only
+ * the supervisor holds. Host context (supervisor). */
+#include "backend/vm/vm-snapshot.h"
+#include "util/cleanup.h"
+#include "util/clock.h"
+#include "util/fs.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define VM_SNAPSHOT_HEADER  4096
+#define VM_SNAPSHOT_VERSION 2
+#define VM_SNAPSHOT_MAGIC   "cordon-vm-snapshot\n"
+#define QMP_LINE_MAX        65536
+/* Snapshots kept per cache (one per configuration in use: a rebuilt agent
+ * or kernel makes a new one; the least recently used go). */
+#define VM_SNAPSHOTS_KEPT 4
+
+struct snapshot_header {
+    char magic[24];
+    uint32_t version;
+    uint32_t header_size;
+    uint64_t key;
+    uint64_t payload;
+    uint64_t sum; /* payload_sum() of the stream */
+};
+
+/* A checksum of the migration stream that catches a damaged file (a bit
+ * flipped on disk, a partial copy) before QEMU loads guest memory from it:
+ * a stream QEMU parses but whose RAM pages are wrong would boot a guest
+ * that hangs or misbehaves. Not a MAC: the file is this user's own, 0600,
+ * in this user's cache; whoever can write it runs as the user already.
+ * Four lanes of 64-bit words, each multiplied and shifted (independent
+ * lanes let the CPU overlap the multiplies), the tail bytewise: ~1 GB/s
+ * on this loaded machine, 0.1-0.2 s of a restore. */
+static int payload_sum(int fd, uint64_t offset, uint64_t len, uint64_t *out)
+{
+    void *map = mmap(NULL, (size_t)(offset + len), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED)
+        return -1;
+    madvise(map, (size_t)(offset + len), MADV_SEQUENTIAL);
+    const unsigned char *p = (const unsigned char *)map + offset;
+    uint64_t lane[4] = {0x9e3779b97f4a7c15ULL ^ len, 0xc2b2ae3d27d4eb4fULL, 0x165667b19e3779f9ULL,
+                        0x27d4eb2f165667c5ULL};
+    size_t blocks = (size_t)(len / 32);
+    for (size_t i = 0; i < blocks; i++) {
+        for (int k = 0; k < 4; k++) {
+            uint64_t w;
+            memcpy(&w, p + 32 * i + 8 * (size_t)k, 8);
+            lane[k] = (lane[k] ^ w) * 0xff51afd7ed558ccdULL;
+            lane[k] ^= lane[k] >> 29;
+        }
+    }
+    uint64_t h = lane[0];
+    for (int k = 1; k < 4; k++)
+        h = (h ^ lane[k]) * 0xc4ceb9fe1a85ec53ULL;
+    for (size_t i = blocks * 32; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    munmap(map, (size_t)(offset + len));
+    *out = h;
+    return 0;
+}
+
+bool vm_snapshot_enabled(void)
+{
+    const char *e = getenv("CORDON_VM_SNAPSHOT");
+    return !e || strcmp(e, "0") != 0;
+}
+
+static void key_mix(uint64_t *key, const void *data, size_t len)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < len; i++) {
+        *key ^= b[i];
+        *key *= 1099511628211ULL;
+    }
+}
+
+static void key_mix_file(uint64_t *key, const char *path)
+{
+    struct stat st;
+    key_mix(key, path, strlen(path) + 1);
+    if (stat(path, &st) == 0) {
+        key_mix(key, &st.st_size, sizeof(st.st_size));
+        key_mix(key, &st.st_mtim, sizeof(st.st_mtim));
+        key_mix(key, &st.st_ino, sizeof(st.st_ino));
+        key_mix(key, &st.st_dev, sizeof(st.st_dev));
+    }
+}
+
+uint64_t vm_snapshot_key(const struct vm_qemu_input *in, const char *qemu_path)
+{
+    /* The session's paths are host-side only (QEMU opens them; the guest
+     * sees mount tags), and the TSC rate is what the saved kernel was told
+     * at its boot: none of them is in the saved state. */
+    struct vm_share canon[VM_MAX_SHARES];
+    for (size_t i = 0; i < in->nshares && i < VM_MAX_SHARES; i++)
+        canon[i] = (struct vm_share){"/-", in->shares[i].guest, false};
+    struct vm_qemu_input c = *in;
+    c.dir = "/-";
+    c.shares = canon;
+    c.tsc_khz = 0;
+    c.qmp = false;
+    c.incoming = false;
+    /* The Docker disk is per session; its size is what the saved guest's
+     * driver read at its probe (its cached blocks are dropped after a
+     * restore, vm-init.c fresh_start). */
+    c.docker_disk = in->docker_disk && in->docker_disk[0] ? "/-" : NULL;
+    uint64_t key = 14695981039346656037ULL;
+    int version = VM_SNAPSHOT_VERSION;
+    key_mix(&key, &version, sizeof(version));
+    struct vm_qemu_argv b = {0};
+    if (vm_qemu_argv_build(&c, &b) == 0)
+        for (size_t i = 0; i < b.n; i++)
+            key_mix(&key, b.args[i], strlen(b.args[i]) + 1);
+    else
+        key_mix(&key, "unbuildable", 11);
+    vm_qemu_argv_free(&b);
+    key_mix_file(&key, qemu_path);
+    key_mix_file(&key, in->vmlinuz);
+    key_mix_file(&key, in->initrd);
+    struct stat st;
+    if (c.docker_disk && stat(in->docker_disk, &st) == 0)
+        key_mix(&key, &st.st_size, sizeof(st.st_size));
+    return key;
+}
+
+int vm_snapshot_path(const char *cache_dir, uint64_t key, char *out, size_t size,
+                     struct cordon_error *err)
+{
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof(dir), "%s/snapshots", cache_dir) >= (int)sizeof(dir) ||
+        snprintf(out, size, "%s/vm-%016llx.snap", dir, (unsigned long long)key) >= (int)size)
+        return error_set(err, ENAMETOOLONG, "vm: snapshot path in %s", cache_dir);
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return error_set(err, errno, "vm: creating %s", dir);
+    return 0;
+}
+
+void vm_snapshot_discard(const char *path)
+{
+    if (unlink(path) == 0)
+        log_debug("vm: snapshot %s removed", path);
+}
+
+int vm_snapshot_open(const char *path, uint64_t key, struct cordon_error *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return error_set(err, errno, "vm: snapshot %s", path);
+    struct stat st;
+    struct snapshot_header h = {0};
+    const char *bad = NULL;
+    if (fstat(fd, &st) < 0)
+        return error_set(err, errno, "vm: snapshot %s", path);
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+        bad = "not a regular file of this user with mode 0600";
+    else if (st.st_size <= VM_SNAPSHOT_HEADER || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+        bad = "shorter than its header";
+    else if (memcmp(h.magic, VM_SNAPSHOT_MAGIC, sizeof(VM_SNAPSHOT_MAGIC)) != 0)
+        bad = "no snapshot header (an interrupted save?)";
+    else if (h.version != VM_SNAPSHOT_VERSION || h.header_size != VM_SNAPSHOT_HEADER)
+        bad = "another format version";
+    else if (h.key != key)
+        bad = "saved for another configuration";
+    else if (h.payload != (uint64_t)st.st_size - VM_SNAPSHOT_HEADER)
+        bad = "truncated or extended after its save";
+    else {
+        uint64_t sum = 0;
+        if (payload_sum(fd, VM_SNAPSHOT_HEADER, h.payload, &sum) < 0)
+            return error_set(err, errno, "vm: snapshot %s: reading", path);
+        if (sum != h.sum)
+            bad = "its content does not match its checksum (damaged)";
+    }
+    if (bad) {
+        /* Only a file of ours is removed; anything else is left alone and
+         * ignored. */
+        if (S_ISREG(st.st_mode) && st.st_uid == geteuid())
+            vm_snapshot_discard(path);
+        return error_set(err, EINVAL, "vm: snapshot %s: %s", path, bad);
+    }
+    if (lseek(fd, VM_SNAPSHOT_HEADER, SEEK_SET) != VM_SNAPSHOT_HEADER)
+        return error_set(err, errno, "vm: snapshot %s", path);
+    /* Its mtime says when it was last used (snapshots_prune). */
+    futimens(fd, NULL);
+    return TAKE_FD(fd);
+}
+
+struct snapshot_entry {
+    char name[64];
+    struct timespec mtime;
+};
+
+static int entry_newer_first(const void *a, const void *b)
+{
+    const struct timespec *x = &((const struct snapshot_entry *)a)->mtime;
+    const struct timespec *y = &((const struct snapshot_entry *)b)->mtime;
+    if (x->tv_sec != y->tv_sec)
+        return x->tv_sec < y->tv_sec ? 1 : -1;
+    return (x->tv_nsec < y->tv_nsec) - (x->tv_nsec > y->tv_nsec);
+}
+
+/* All but the VM_SNAPSHOTS_KEPT most recently used snapshots in dir go
+ * (of the first 64 seen), and temp files of a save that died. */
+static void snapshots_prune(const char *dir)
+{
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int dup = dfd >= 0 ? fcntl(dfd, F_DUPFD_CLOEXEC, 3) : -1;
+    _cleanup_closedir_ DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
+    if (!d) {
+        if (dup >= 0)
+            close(dup);
+        return;
+    }
+    struct snapshot_entry found[64];
+    size_t n = 0;
+    for (struct dirent *de; (de = readdir(d)) && n < ARRAY_SIZE(found);) {
+        struct stat st;
+        size_t len = strlen(de->d_name);
+        if (strncmp(de->d_name, "vm-", 3) != 0 || len >= sizeof(found[0].name) ||
+            fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (strstr(de->d_name, ".snap.")) {
+            /* vm-KEY.snap.XXXXXX: a save that died (one takes seconds). */
+            if (st.st_mtime < time(NULL) - 600)
+                unlinkat(dfd, de->d_name, 0);
+            continue;
+        }
+        memcpy(found[n].name, de->d_name, len + 1);
+        found[n++].mtime = st.st_mtim;
+    }
+    qsort(found, n, sizeof(found[0]), entry_newer_first);
+    for (size_t i = VM_SNAPSHOTS_KEPT; i < n; i++)
+        if (unlinkat(dfd, found[i].name, 0) == 0)
+            log_debug("vm: snapshot %s/%s removed (unused the longest)", dir, found[i].name);
+}
+
+/* ---- QMP, only while saving ---- */
+
+struct qmp {
+    int fd;
+    char buf[QMP_LINE_MAX];
+    size_t len;
+    long long deadline;
+};
+
+/* The next line from QEMU that is not an event, as JSON. */
+static json_t *qmp_read(struct qmp *q, struct cordon_error *err)
+{
+    for (;;) {
+        char *nl = memchr(q->buf, '\n', q->len);
+        if (nl) {
+            *nl = '\0';
+            json_t *msg = json_loads(q->buf, 0, NULL);
+            size_t used = (size_t)(nl + 1 - q->buf);
+            memmove(q->buf, nl + 1, q->len - used);
+            q->len -= used;
+            if (msg && !json_object_get(msg, "event"))
+                return msg;
+            json_decref(msg);
+            continue;
+        }
+        if (q->len == sizeof(q->buf)) {
+            error_set(err, EPROTO, "vm: QMP: a line longer than %d bytes", QMP_LINE_MAX);
+            return NULL;
+        }
+        long long left = q->deadline - clock_now_ms();
+        struct pollfd p = {q->fd, POLLIN, 0};
+        int r = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            error_set(err, r == 0 ? ETIMEDOUT : errno, "vm: QMP: no answer");
+            return NULL;
+        }
+        ssize_t n = read(q->fd, q->buf + q->len, sizeof(q->buf) - q->len);
+        if (n <= 0) {
+            error_set(err, n == 0 ? ECONNRESET : errno, "vm: QMP: reading");
+            return NULL;
+        }
+        q->len += (size_t)n;
+    }
+}
+
+/* Runs one command (with pass_fd attached when >= 0); the "return" value's
+ * owner is the caller, NULL with err on an error answer. */
+static json_t *qmp_run(struct qmp *q, const char *cmd, int pass_fd, struct cordon_error *err)
+{
+    struct iovec iov = {(void *)cmd, strlen(cmd)};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control = {0};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (pass_fd >= 0) {
+        msg.msg_control = control.buf;
+        msg.msg_controllen = sizeof(control.buf);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+    }
+    ssize_t n;
+    while ((n = sendmsg(q->fd, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        ;
+    if (n != (ssize_t)iov.iov_len) {
+        error_set(err, n < 0 ? errno : EIO, "vm: QMP: sending");
+        return NULL;
+    }
+    json_t *answer = qmp_read(q, err);
+    if (!answer)
+        return NULL;
+    json_t *ret = json_object_get(answer, "return");
+    if (!ret) {
+        const char *desc =
+            json_string_value(json_object_get(json_object_get(answer, "error"), "desc"));
+        error_set(err, EIO, "vm: QMP: %.60s: %s", cmd, desc ? desc : "error");
+        json_decref(answer);
+        return NULL;
+    }
+    json_incref(ret);
+    json_decref(answer);
+    return ret;
+}
+
+static int qmp_do(struct qmp *q, const char *cmd, int pass_fd, struct cordon_error *err)
+{
+    json_t *ret = qmp_run(q, cmd, pass_fd, err);
+    json_decref(ret);
+    return ret ? 0 : -1;
+}
+
+/* Until the migration ends; 0 when it completed. */
+static int qmp_migrate_wait(struct qmp *q, struct cordon_error *err)
+{
+    for (;;) {
+        json_t *ret = qmp_run(q, "{\"execute\":\"query-migrate\"}\n", -1, err);
+        if (!ret)
+            return -1;
+        const char *status = json_string_value(json_object_get(ret, "status"));
+        char why[200] = "";
+        snprintf(why, sizeof(why), "%s",
+                 json_string_value(json_object_get(ret, "error-desc"))
+                     ? json_string_value(json_object_get(ret, "error-desc"))
+                     : "");
+        bool done = status && strcmp(status, "completed") == 0;
+        bool failed = !status || strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0;
+        char st[32];
+        snprintf(st, sizeof(st), "%s", status ? status : "?");
+        json_decref(ret);
+        if (done)
+            return 0;
+        if (failed)
+            return error_set(err, EIO, "vm: saving the guest: migration %s%s%s", st,
+                             why[0] ? ": " : "", why);
+        if (clock_now_ms() > q->deadline)
+            return error_set(err, ETIMEDOUT, "vm: saving the guest: migration still %s", st);
+        usleep(5000);
+    }
+}
+
+int vm_snapshot_save(int qmp_fd, const char *path, uint64_t key, long long deadline,
+                     struct cordon_error *err)
+{
+    struct qmp *q = calloc(1, sizeof(*q));
+    if (!q)
+        return error_set(err, ENOMEM, "vm: saving the guest");
+    q->fd = qmp_fd;
+    q->deadline = deadline;
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+    _cleanup_close_ int fd = -1;
+    bool stopped = false;
+    int rc = -1;
+    json_t *greeting = qmp_read(q, err);
+    if (!greeting)
+        goto out;
+    json_decref(greeting);
+    if (qmp_do(q, "{\"execute\":\"qmp_capabilities\"}\n", -1, err) < 0)
+        goto out;
+    fd = mkostemp(tmp, O_CLOEXEC); /* 0600 */
+    if (fd < 0) {
+        error_set(err, errno, "vm: creating %s", tmp);
+        tmp[0] = '\0';
+        goto out;
+    }
+    /* QEMU 7.2 caps a migration at 128 MiB/s by default; this one goes to a
+     * file. The guest is not stopped first: the stream records the run
+     * state, and a restore of a stopped guest would stay stopped (the
+     * parked guest dirties next to nothing while QEMU copies it). */
+    if (lseek(fd, VM_SNAPSHOT_HEADER, SEEK_SET) != VM_SNAPSHOT_HEADER ||
+        qmp_do(q,
+               "{\"execute\":\"migrate-set-parameters\",\"arguments\":"
+               "{\"max-bandwidth\":1099511627776}}\n",
+               -1, err) < 0 ||
+        qmp_do(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}\n", fd, err) < 0)
+        goto out;
+    /* From here the guest may end stopped (a completed migration leaves it
+     * so): "cont" below in every case. */
+    stopped = true;
+    if (qmp_do(q, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}\n", -1, err) < 0 ||
+        qmp_migrate_wait(q, err) < 0)
+        goto out;
+    struct stat st;
+    struct snapshot_header h = {
+        .version = VM_SNAPSHOT_VERSION, .header_size = VM_SNAPSHOT_HEADER, .key = key};
+    memcpy(h.magic, VM_SNAPSHOT_MAGIC, sizeof(VM_SNAPSHOT_MAGIC));
+    if (fstat(fd, &st) < 0 || st.st_size <= VM_SNAPSHOT_HEADER) {
+        error_set(err, errno ? errno : EIO, "vm: saving the guest: %s is empty", tmp);
+        goto out;
+    }
+    h.payload = (uint64_t)st.st_size - VM_SNAPSHOT_HEADER;
+    if (payload_sum(fd, VM_SNAPSHOT_HEADER, h.payload, &h.sum) < 0) {
+        error_set(err, errno, "vm: reading back %s", tmp);
+        goto out;
+    }
+    if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || fdatasync(fd) < 0 ||
+        rename(tmp, path) < 0) {
+        error_set(err, errno, "vm: writing %s", path);
+        goto out;
+    }
+    tmp[0] = '\0';
+    rc = 0;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+        snapshots_prune(dir);
+    }
+out:
+    if (tmp[0] && fd >= 0)
+        unlink(tmp);
+    if (stopped) {
+        struct cordon_error cerr;
+        if (qmp_do(q, "{\"execute\":\"cont\"}\n", -1, &cerr) < 0) {
+            if (rc == 0)
+                *err = cerr;
+            rc = -2;
+        }
+    }
+    free(q);
+    return rc;
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Integration: the vm backend's start from a snapshot (docs/vm-backend.md
+# "Snapshot restore") as a user sees it. A session saves the parked guest
+# when its configuration has no snapshot yet; later sessions restore it and
+# are as fresh as a booted guest: another boot id, other random bytes and
+# UUIDs, the host's clock, nothing of an earlier session outside the
+# workspace. A damaged snapshot is not restored: the session boots normally
+# and saves a good one. Six to eight boots/restores.
+. "$CORDON_SRC/tests/lib/tap.sh"
+. "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
+
+skip_without_vm
+
+ws=$(new_ws vmsnap)
+vm_run() { # vm_run CMD...: cordon --debug run --backend vm in the workspace
+    out=$(cd "$ws" && PWD="$ws" "$CORDON" --debug run --backend vm -- "$@" 2>&1 </dev/null)
+    rc=$?
+}
+# What a session reports about itself, and the host's clock around it.
+probe='echo "boot_id=$(cat /proc/sys/kernel/random/boot_id)"
+    echo "uuid=$(cat /proc/sys/kernel/random/uuid)"
+    echo "random=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d " \n")"
+    echo "clock=$(date +%s)"
+    echo "earlier=$(ls /tmp/from-session-* 2>/dev/null | tr "\n" " ")"
+    echo "secret" > /tmp/from-session-$1; echo "wrote=$1"'
+field() { sed -n "s/^$1=//p" <<<"$2"; }
+within() { # within A B SECONDS: |A - B| <= SECONDS
+    local d=$(($1 - $2))
+    [ "${d#-}" -le "$3" ]
+}
+
+# --- session 0: saves a snapshot (or restores one an earlier run saved) ---
+vm_run sh -c "$probe" sh 0
+is "session 0 exits 0" "$rc" 0
+like "session 0 starts from a snapshot or saves one (--debug says which)" "$out" \
+    'vm: (snapshot saved to|restored from) '
+snap=$(sed -n 's/.*vm: snapshot saved to \([^ ]*\) in .*/\1/p; s/.*vm: restored from \([^ ]*\) in .*/\1/p' <<<"$out" | head -1)
+if [ -n "$snap" ] && [ -f "$snap" ]; then
+    is "the snapshot is the user's, mode 0600" "$(stat -c '%u %a' "$snap")" "$(id -u) 600"
+    is "no temp file of the save is left" "$(ls "$(dirname "$snap")" | grep -c '\.snap\.')" 0
+else
+    fail "the snapshot file exists" "path: '$snap'" "$out"
+    fail "no temp file of the save is left"
+fi
+
+# --- sessions 1 and 2: restored, each as fresh as a booted guest ---
+declare -A got
+for s in 1 2; do
+    before=$(date +%s)
+    vm_run sh -c "$probe" sh "$s"
+    after=$(date +%s)
+    is "session $s exits 0" "$rc" 0
+    like "session $s is restored from the snapshot" "$out" "vm: restored from $snap in [0-9]+ ms"
+    like "the sandbox's description says it was restored" "$out" 'restored from a snapshot'
+    like "session $s ran the command" "$out" "wrote=$s"
+    is "session $s sees no file an earlier session wrote to /tmp" "$(field earlier "$out")" ""
+    clock=$(field clock "$out")
+    if [ -n "$clock" ] && within "$clock" "$before" $((after - before + 3)); then
+        pass "session $s's clock is the host's ($clock, host $before..$after)"
+    else
+        fail "session $s's clock is the host's" "guest: '$clock'" "host: $before..$after"
+    fi
+    for k in boot_id uuid random; do
+        got[$s.$k]=$(field $k "$out")
+    done
+    like "session $s has a boot id" "${got[$s.boot_id]}" '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$'
+done
+for k in boot_id uuid random; do
+    if [ -n "${got[1.$k]}" ] && [ "${got[1.$k]}" != "${got[2.$k]}" ]; then
+        pass "two sessions from one snapshot differ in $k"
+    else
+        fail "two sessions from one snapshot differ in $k" "1: ${got[1.$k]}" "2: ${got[2.$k]}"
+    fi
+done
+
+# --- a damaged snapshot: bytes of the guest's memory changed on disk ---
+if [ -f "$snap" ]; then
+    size=$(stat -c %s "$snap")
+    printf 'XXXXXXXXXXXXXXXX' | dd of="$snap" bs=1 seek=$((size / 2)) conv=notrunc status=none
+    vm_run sh -c 'echo "alive=$(cat /proc/sys/kernel/random/boot_id)"'
+    is "the session after the damage exits 0" "$rc" 0
+    like "it still runs the command" "$out" 'alive=[0-9a-f-]{36}'
+    like "the damaged snapshot is refused, with the reason" "$out" \
+        "snapshot $snap: its content does not match its checksum"
+    unlike "it is not restored" "$out" 'vm: restored from'
+    like "a good one is saved in its place" "$out" "vm: snapshot saved to $snap"
+    # A header that says another format: the same.
+    printf 'not-a-snapshot' | dd of="$snap" bs=1 seek=0 conv=notrunc status=none
+    vm_run true
+    like "a file without a valid header is refused" "$out" "snapshot $snap: no snapshot header"
+    vm_run true
+    like "and the next session restores the new one" "$out" "vm: restored from $snap"
+fi
+
+# --- turned off: a normal boot ---
+out=$(cd "$ws" && CORDON_VM_SNAPSHOT=0 "$CORDON" --debug run --backend vm -- true 2>&1 </dev/null)
+is "CORDON_VM_SNAPSHOT=0 still boots" "$?" 0
+like "CORDON_VM_SNAPSHOT=0: no snapshot, said in --debug" "$out" \
+    'no snapshot for this session \(CORDON_VM_SNAPSHOT=0\)'
+unlike "CORDON_VM_SNAPSHOT=0: not restored" "$out" 'vm: restored from'
+tap_done
