@@ -1033,8 +1033,13 @@ static void relay_pump(struct proxy *p, struct conn *c)
                  ? relay_drop_up(c, &moved)
                  : relay_direction(p, c->client, &c->client_readable, &c->client_eof, c->server,
                                    &c->server_writable, c->up, &c->up_pipe, &moved);
+        size_t before_down = moved;
         down = relay_direction(p, c->server, &c->server_readable, &c->server_eof, c->client,
                                &c->client_writable, c->down, &c->down_pipe, &moved);
+        /* After a dropped upload the drain timeout counts from the answer's
+         * last bytes: a long answer still streaming is not cut off. */
+        if (c->up_dropped && moved > before_down)
+            c->since = time(NULL);
         /* A server that answers an upload early (413) and closes resets
          * the connection: writing to it fails, and reading gives what it
          * sent, then the reset. Its answer still goes to the client, which

@@ -523,6 +523,10 @@ static bool token_eq(const char *a, size_t alen, const char *b)
 static int job_request(struct job *j, const char *head, size_t len)
 {
     char reason[1600];
+    /* An early answer belongs to the request it answered: the next one on
+     * this connection waits for its destination the full time again. */
+    j->answered = false;
+    j->given_up = false;
     /* Request line: METHOD SP origin-form SP HTTP/1.x */
     const char *eol = memchr(head, '\r', len);
     const char *sp1 = memchr(head, ' ', (size_t)(eol - head));

@@ -32,11 +32,45 @@ static void arg_add(struct vm_qemu_argv *b, const char *fmt, ...)
     va_end(ap);
 }
 
+/* A host path as the value of a QEMU option list ("path=...,readonly=on"):
+ * a comma there would end the value and start an option of the path's
+ * choosing (",path=/" exporting the host's root), so each is doubled, as
+ * QEMU reads a literal comma. The copy is kept in b->esc until free. */
+static const char *opt_value(struct vm_qemu_argv *b, const char *value)
+{
+    if (!strchr(value, ','))
+        return value;
+    if (b->nesc >= VM_MAX_ESCAPED) {
+        b->failed = true;
+        return "";
+    }
+    size_t len = strlen(value), commas = 0;
+    for (const char *c = value; *c; c++)
+        commas += *c == ',';
+    char *out = malloc(len + commas + 1);
+    if (!out) {
+        b->failed = true;
+        return "";
+    }
+    char *o = out;
+    for (const char *c = value; *c; c++) {
+        *o++ = *c;
+        if (*c == ',')
+            *o++ = ',';
+    }
+    *o = '\0';
+    b->esc[b->nesc++] = out;
+    return out;
+}
+
 void vm_qemu_argv_free(struct vm_qemu_argv *b)
 {
     for (size_t i = 0; i < b->n; i++)
         free(b->args[i]);
     b->n = 0;
+    for (size_t i = 0; i < b->nesc; i++)
+        free(b->esc[i]);
+    b->nesc = 0;
 }
 
 long vm_qemu_memory_mib(const struct sandbox_limits *limits)
@@ -96,7 +130,7 @@ static void add_net_ports(const struct vm_qemu_input *in, struct vm_qemu_argv *b
         char id[16], name[32];
         vm_net_port_names(in->net, i, id, sizeof(id), name, sizeof(name));
         arg_add(b, "-chardev");
-        arg_add(b, "socket,id=%s,path=%s/%s,server=off", id, in->dir, id);
+        arg_add(b, "socket,id=%s,path=%s/%s,server=off", id, opt_value(b, in->dir), id);
         arg_add(b, "-device");
         arg_add(b, "virtserialport,chardev=%s,name=%s,nr=%zu", id, name, VM_NET_PORT_BASE + i);
     }
@@ -110,7 +144,7 @@ static void add_docker_disk(struct vm_qemu_argv *b, const char *disk)
     if (!disk || !disk[0])
         return;
     arg_add(b, "-drive");
-    arg_add(b, "file=%s,if=none,id=dk,format=raw,cache=unsafe,discard=unmap", disk);
+    arg_add(b, "file=%s,if=none,id=dk,format=raw,cache=unsafe,discard=unmap", opt_value(b, disk));
     arg_add(b, "-device");
     arg_add(b, "virtio-blk-device,drive=dk");
 }
@@ -184,7 +218,7 @@ int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
     arg_add(b, "virtio-serial-device,max_ports=%zu", 4 + in->net->n_out + in->net->n_in);
     for (int i = 0; i < SOCK_COUNT; i++) {
         arg_add(b, "-chardev");
-        arg_add(b, "socket,id=%s,path=%s/%s,server=off", vm_sock_names[i], in->dir,
+        arg_add(b, "socket,id=%s,path=%s/%s,server=off", vm_sock_names[i], opt_value(b, in->dir),
                 vm_sock_names[i]);
     }
     arg_add(b, "-device");
@@ -199,7 +233,7 @@ int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
          * supervisor's) credentials and ownership changes are ignored. */
         arg_add(b, "-fsdev");
         arg_add(b, "local,id=fs%zu,path=%s,security_model=none,multidevs=remap%s", i,
-                in->shares[i].host, in->shares[i].readonly ? ",readonly=on" : "");
+                opt_value(b, in->shares[i].host), in->shares[i].readonly ? ",readonly=on" : "");
         arg_add(b, "-device");
         arg_add(b, "virtio-9p-device,fsdev=fs%zu,mount_tag=s%zu", i, i);
     }
@@ -209,7 +243,7 @@ int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
      * restoring QEMU reads the stream from an fd it inherits. */
     if (in->qmp) {
         arg_add(b, "-chardev");
-        arg_add(b, "socket,id=qmp,path=%s/qmp,server=off", in->dir);
+        arg_add(b, "socket,id=qmp,path=%s/qmp,server=off", opt_value(b, in->dir));
         arg_add(b, "-mon");
         arg_add(b, "chardev=qmp,mode=control");
     }

@@ -44,10 +44,15 @@ struct vm_qemu_input {
     bool incoming;           /* restore from the saved state on VM_SNAPSHOT_QEMU_FD */
 };
 
+/* Host paths with commas, escaped for QEMU's option lists, at most. */
+#define VM_MAX_ESCAPED VM_MAX_ARGS
+
 struct vm_qemu_argv {
     char *args[VM_MAX_ARGS]; /* NULL-terminated once built */
     size_t n;
     bool failed;
+    char *esc[VM_MAX_ESCAPED]; /* the escaped copies args were made from */
+    size_t nesc;
 };
 
 /* Builds the argv into b (b zeroed by the caller); -1 when it does not fit

@@ -219,6 +219,37 @@ static void too_long(void)
     is_int((int)a.n, 0, "free empties it");
 }
 
+/* A comma in a host path is doubled: it cannot end the path and add an
+ * option of its own (",path=/" would export the host's root). */
+static void comma_in_paths(void)
+{
+    static const struct vm_share odd[] = {
+        {"/home/u/a,path=/,readonly=off", "/home/u/a,path=/,readonly=off", false},
+    };
+    struct net_policy policy = {.mode = NET_MODE_DENY};
+    struct vm_net net;
+    vm_net_init(&net, &policy);
+    struct sandbox_limits limits = {0};
+    struct vm_qemu_input in = input("tcg", &limits, &net);
+    in.shares = odd;
+    in.nshares = 1;
+    in.dir = "/run/st,ate";
+    in.docker_disk = "/run/st,ate/docker.img";
+    struct vm_qemu_argv a = {0};
+    ok(vm_qemu_argv_build(&in, &a) == 0, "paths with commas build");
+    ok(has_pair(&a, "-fsdev",
+                "local,id=fs0,path=/home/u/a,,path=/,,readonly=off,security_model=none,"
+                "multidevs=remap"),
+       "a share's commas are doubled: one path, no option of its own");
+    ok(has_pair(&a, "-chardev", "socket,id=ch,path=/run/st,,ate/ch,server=off"),
+       "... the state directory's in the sockets");
+    ok(has_pair(&a, "-drive",
+                "file=/run/st,,ate/docker.img,if=none,id=dk,format=raw,cache=unsafe,discard=unmap"),
+       "... and the Docker disk's");
+    vm_qemu_argv_free(&a);
+    is_int((int)a.nesc, 0, "free releases the escaped copies");
+}
+
 int main(void)
 {
     deny_mode_tcg();
@@ -226,5 +257,6 @@ int main(void)
     allowlist_and_ports();
     open_mode_and_docker();
     too_long();
+    comma_in_paths();
     return tap_done();
 }
