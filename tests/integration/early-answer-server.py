@@ -14,6 +14,11 @@ and Connection: close, then, by MODE:
          reset follows the answer's bytes on the wire (on loopback they
          leave within sendall()) while the upload is in full flow
   stall  neither reads nor closes for 120 s (a server that stopped reading)
+  keep   keeps the connection: answers 200 early (after 1 KiB, as above,
+         without Connection: close), then reads the rest of that body; on
+         the same connection takes the next request's head, waits 3 s
+         before reading its body (the upload fills the buffers meanwhile),
+         reads it whole and answers 200 "second upload read N"
 Each request appends "METHOD PATH read=N" to LOG. With CERT and KEY it
 speaks TLS. Listens on 127.0.0.1 only.
 """
@@ -32,11 +37,67 @@ if len(sys.argv) > 5:
 BODY = b"cordon-test: upload refused after 1 KiB\n"
 
 
+def read_head(c, buf):
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(4096)
+        if not d:
+            return None, None
+        buf += d
+    return buf.split(b"\r\n\r\n", 1)
+
+
+def read_body(c, have, total):
+    got = len(have)
+    while got < total:
+        d = c.recv(min(65536, total - got))
+        if not d:
+            break
+        got += len(d)
+    return got
+
+
+def length(head):
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            return int(v)
+    return 0
+
+
+def keep(c):
+    head, rest = read_head(c, b"")
+    if head is None:
+        return
+    n = length(head)
+    body, extra = rest[:n], rest[n:]
+    while len(body) < 1024:
+        d = c.recv(1024 - len(body))
+        if not d:
+            return
+        body += d
+    time.sleep(1)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nfirst\n")
+    if read_body(c, body, n) < n:
+        return
+    head, rest = read_head(c, extra)
+    if head is None:
+        return
+    time.sleep(3)
+    got = read_body(c, rest, length(head))
+    answer = b"second upload read %d\n" % got
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(answer) + answer)
+    with open(log, "a") as f:
+        f.write("keep second read=%d\n" % got)
+
+
 def handle(raw):
     c = raw
     try:
         if ctx:
             c = ctx.wrap_socket(raw, server_side=True)
+        if mode == "keep":
+            keep(c)
+            return
         buf = b""
         while b"\r\n\r\n" not in buf:
             d = c.recv(4096)

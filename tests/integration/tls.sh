@@ -219,6 +219,33 @@ for u in $urls; do
 done
 is "every upload reached its server, which read 1 KiB" "$(grep -c 'read=1024' "$elog")" "9"
 
+# An early answer belongs to its request: on the same kept-alive
+# connection, the next upload to a server that takes 3 s before reading
+# its body still arrives whole (the proxy used to keep the first request's
+# early answer and give the second up after 2 s).
+tls_keep=$((port + 7))
+$PY "$here/early-answer-server.py" "$tls_keep" "$elog" keep "$pki/srv.pem" "$pki/srv.key" >/dev/null 2>&1 &
+cleanup_pids+=($!)
+for i in $(seq 100); do bash -c "exec 3<>/dev/tcp/127.0.0.1/$tls_keep" 2>/dev/null && break; sleep 0.1; done
+cat >"$ws/keep-client.py" <<'PY'
+import http.client, os, ssl, sys, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+ctx = ssl.create_default_context(cafile=os.environ["CURL_CA_BUNDLE"])
+c = http.client.HTTPSConnection(proxy.hostname, proxy.port, context=ctx, timeout=60)
+c.set_tunnel("rules.test", int(sys.argv[1]))
+data = b"x" * (8 << 20)
+for i in range(2):
+    c.request("POST", "/repos/me/x/pulls", body=data)
+    r = c.getresponse()
+    print("status=%d body=%s" % (r.status, r.read().decode().strip()))
+PY
+net_run --allow-host "127.0.0.1:$tls_keep" "python3 keep-client.py $tls_keep 2>&1 | tail -3"
+rm -f "$ws/keep-client.py"
+like "an early answer, then the next request on the connection: the first answered" "$out" \
+    "status=200 body=first"
+like "... and the second upload, read after 3 s, arrives whole" "$out" \
+    "status=200 body=second upload read 8388608"
+
 # ------------------------------------------------ configuration rules
 printf '[network]\nhttp_rules = ["GET api.test/*"]\n' >"$ws/.cordon.toml"
 (cd "$ws" && "$CORDON" trust --yes >/dev/null 2>&1)
