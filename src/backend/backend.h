@@ -81,6 +81,10 @@ enum backend_cap {
      * directories only); without it the host's bundle file is bound over
      * NET_CA_BUNDLE as one of the sandbox's mounts (ns, docker). */
     BACKEND_CAP_TLS_CA_IN_SPEC = 1u << 12,
+    /* network.host_services: the host's 127.0.0.1:PORT is reachable inside
+     * at 127.0.0.1:PORT through the proxy (ns: its listener in the
+     * namespace; vm, docker: the forwarder inside, docs/network.md). */
+    BACKEND_CAP_HOST_SERVICES = 1u << 13,
 };
 
 struct backend_caps {
