@@ -232,7 +232,7 @@ is "host service: and the service still answers after the attempt" "$(grep -c he
 like "host service: the connection is in the audit log" "$(cat "$audit")" \
     "\"port\":$HTTP,.*\"decision\":\"allow\",\"reason\":\"host service 127.0.0.1:$HTTP\""
 cordon_run "$ws" "${D[@]}" --network allowlist --net-hosts-file "$hosts" --net-audit-log "$audit" \
-    --allow-host web.test --set "network.host_services=[\"127.0.0.1:$HTTP\"]" -- bash -c "$CLIENTS$HS_GET
+    "${RULES[@]}" --set "network.host_services=[\"127.0.0.1:$HTTP\"]" -- bash -c "$CLIENTS$HS_GET
     hs_get $HTTP; echo hs=\$?
     (exec 3<>/dev/tcp/127.0.0.1/$ECHO) 2>&1; echo other=\$?
     connect_get web.test $HTTP | tail -1; echo"
