@@ -64,9 +64,9 @@ enum backend_cap {
     /* workspace_mode = "review" (docs/review.md): the workspace inside can
      * be an overlay whose upper layer is in the state directory. */
     BACKEND_CAP_REVIEW = 1u << 8,
-    /* The proxy can listen inside the sandbox's own network namespace:
-     * deny mode's refusing proxy and network.host_services at the host's
-     * loopback address and port (docs/denials.md). */
+    /* The proxy can listen inside the sandbox's own network namespace
+     * (its refusing listener and its host services' listeners are made
+     * there, docs/denials.md). */
     BACKEND_CAP_NETNS_PROXY = 1u << 9,
     /* The proxy's TLS interception reaches this sandbox: the session CA is
      * bound over the system bundle in its view (docs/network.md). */

@@ -259,7 +259,7 @@ static int launch_network(const struct launch_request *req, struct launch *l,
     if (cfg->network.host_services.count > 0 && !backend_has(l->backend, BACKEND_CAP_HOST_SERVICES))
         return error_set(err, ENOTSUP,
                          "network.host_services: the %s backend does not reach the host's loopback "
-                         "services (the ns backend does); nothing was run",
+                         "services (the ns, vm and docker backends do); nothing was run",
                          l->backend->name);
     if (req && req->net_audit_log)
         l->net_audit_log = strdup(req->net_audit_log);
