@@ -7,7 +7,6 @@
  * symlink refuses the start as it does on ns. What remains is the race
  * between that check and the daemon's own resolution (the docs say so). */
 #include "backend/docker/docker-run.h"
-#include "backend/docker/guest/docker-net.h"
 #include "backend/etc-allowlist.h"
 #include "backend/overlay.h"
 #include "supervisor/gitguard.h"
@@ -261,6 +260,9 @@ static int docker_net_args(const struct launch *l, struct docker_args *a)
             docker_args_add(a, "%u", l->net.publish[i].guest_port) < 0)
             return -1;
     }
+    if (l->net.host_service_count > 0 && (docker_args_add(a, "--host-service-dir") < 0 ||
+                                          docker_args_add(a, DOCKER_HOST_SERVICE_PATH) < 0))
+        return -1;
     for (size_t i = 0; i < l->net.host_service_count; i++) {
         if (docker_args_add(a, "--host-service") < 0 ||
             docker_args_add(a, "%u", l->net.host_services[i]) < 0)

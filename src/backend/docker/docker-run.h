@@ -28,9 +28,9 @@
 #define DOCKER_PUBLISH_PATH "/run/cordon/pub"
 /* network.host_services: <state>/hs (the user's, 0700), where the host's
  * proxy listens on PORT.sock for each service, bound read-only at
- * DOCKER_HOST_SERVICE_PATH (guest/docker-net.h); the agent's forwarder
- * relays 127.0.0.1:PORT to it. */
-#define DOCKER_HOST_SERVICE_DIR "hs"
+ * /run/cordon/hs; the agent's forwarder relays 127.0.0.1:PORT to it. */
+#define DOCKER_HOST_SERVICE_DIR  "hs"
+#define DOCKER_HOST_SERVICE_PATH "/run/cordon/hs"
 
 /* A growing, NULL-terminated argv of malloc'd strings. */
 struct docker_args {
