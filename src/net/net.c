@@ -153,12 +153,6 @@ int net_policy_validate(const struct net_policy *policy, struct cordon_error *er
         return error_set(err, E2BIG, "network: more than %d published ports and host services",
                          NET_MAX_PUBLISH);
     for (size_t i = 0; i < policy->host_service_count; i++) {
-        if (policy->host_services[i] == NET_PROXY_PORT &&
-            (policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy)))
-            return error_set(err, EINVAL,
-                             "network.host_services: port %u is the sandbox's proxy port "
-                             "(127.0.0.1:%u inside); nothing was run",
-                             NET_PROXY_PORT, NET_PROXY_PORT);
         for (size_t j = 0; j < policy->publish_count; j++) {
             if (policy->publish[j].guest_port == policy->host_services[i])
                 return error_set(err, EINVAL,

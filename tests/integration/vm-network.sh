@@ -106,7 +106,7 @@ like "host service: the connection is in the audit log" "$(cat "$audit" 2>/dev/n
 out=$(cd "$ws" && PWD="$ws" "$CORDON" run --backend vm --network allowlist \
     --set "network.host_services=[\"127.0.0.1:3128\"]" -- true 2>&1 </dev/null)
 like "host service: the proxy's own port is refused before anything runs" "$out" \
-    "network.host_services: port 3128 is the sandbox's proxy port"
+    "network.host_services: .*port 3128 is cordon's proxy inside the sandbox"
 
 # ------------------------------------------------- allowlist
 cat >"$hosts" <<EOF
