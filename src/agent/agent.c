@@ -157,7 +157,8 @@ int main(int argc, char **argv)
     int first = agent_forward_parse(argc, argv, &fwd);
     if (first < 0 || (first > 1 && (first >= argc || strcmp(argv[first], "--confine") != 0))) {
         fprintf(stderr, "cordon-agent: [--proxy-socket PATH] [--publish-dir DIR] "
-                        "[--publish-port N]... --confine ...\n");
+                        "[--publish-port N]... [--host-service-dir DIR] [--host-service N]... "
+                        "--confine ...\n");
         return CORDON_EXIT_FAILURE;
     }
     argv[first - 1] = argv[0];

@@ -64,9 +64,9 @@ enum backend_cap {
     /* workspace_mode = "review" (docs/review.md): the workspace inside can
      * be an overlay whose upper layer is in the state directory. */
     BACKEND_CAP_REVIEW = 1u << 8,
-    /* The proxy can listen inside the sandbox's own network namespace:
-     * deny mode's refusing proxy and network.host_services at the host's
-     * loopback address and port (docs/denials.md). */
+    /* The proxy can listen inside the sandbox's own network namespace
+     * (its refusing listener and its host services' listeners are made
+     * there, docs/denials.md). */
     BACKEND_CAP_NETNS_PROXY = 1u << 9,
     /* The proxy's TLS interception reaches this sandbox: the session CA is
      * bound over the system bundle in its view (docs/network.md). */
@@ -81,6 +81,10 @@ enum backend_cap {
      * directories only); without it the host's bundle file is bound over
      * NET_CA_BUNDLE as one of the sandbox's mounts (ns, docker). */
     BACKEND_CAP_TLS_CA_IN_SPEC = 1u << 12,
+    /* network.host_services: the host's 127.0.0.1:PORT is reachable inside
+     * at 127.0.0.1:PORT through the proxy (ns: its listener in the
+     * namespace; vm, docker: the forwarder inside, docs/network.md). */
+    BACKEND_CAP_HOST_SERVICES = 1u << 13,
 };
 
 struct backend_caps {

@@ -40,6 +40,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -479,8 +480,34 @@ static void proxy_on_sigterm(int sig)
  * not the proxy's business. */
 /* publish_dir (docker): published port i is reached through the unix
  * socket publish_dir/i.sock, which the sandbox's forwarder listens on. */
+int net_host_service_path(const char *dir, uint16_t port, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "%s/%u.sock", dir, port);
+    return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/* A host service's listener in DIR (vm, docker): a unix socket only the
+ * user reaches (mode 0600 in a 0700 directory), replacing a stale one. */
+static int host_service_listen(const char *dir, uint16_t port, struct cordon_error *err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (net_host_service_path(dir, port, sa.sun_path, sizeof(sa.sun_path)) < 0)
+        return error_set(err, ENAMETOOLONG, "network.host_services: socket path %s/%u.sock", dir,
+                         port);
+    unlink(sa.sun_path);
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return error_set(err, errno, "network.host_services: socket");
+    mode_t old = umask(0177);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    umask(old);
+    if (rc < 0 || listen(fd, 128) < 0)
+        return error_set(err, errno, "network.host_services: listening on %s", sa.sun_path);
+    return TAKE_FD(fd);
+}
+
 static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int listener,
-                       const char *publish_dir, int ready_fd)
+                       const char *publish_dir, const char *host_service_dir, int ready_fd)
 {
     struct cordon_error err = {0};
     struct allowlist allow = {0};
@@ -562,10 +589,14 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
         cfg.publish_count++;
     }
     /* Host services: a listener inside at the host's address and port. */
-    for (size_t i = 0; sandbox_pid > 0 && i < policy->host_service_count; i++) {
+    for (size_t i = 0; (sandbox_pid > 0 || host_service_dir) && i < policy->host_service_count;
+         i++) {
         uint16_t port = policy->host_services[i];
         struct proxy_publish *pub = &cfg.publish[cfg.publish_count];
-        pub->fd = netns_factory_listener(&factory, port, &err);
+        /* vm, docker: a socket in the directory, which the forwarder inside
+         * reaches from its 127.0.0.1:PORT. */
+        pub->fd = sandbox_pid > 0 ? netns_factory_listener(&factory, port, &err)
+                                  : host_service_listen(host_service_dir, port, &err);
         if (pub->fd < 0) {
             error_prefix(&err, "network.host_services");
             goto fail;
@@ -634,7 +665,8 @@ static int start_proxy_fork(struct net_session *s, pid_t sandbox_pid, int listen
         int ready = helper_child_setup(parent, keep, listener >= 0 ? 4 : -1);
         if (ready < 0)
             _exit(1);
-        proxy_main(s->policy, sandbox_pid, listener >= 0 ? 4 : -1, publish_dir, ready);
+        proxy_main(s->policy, sandbox_pid, listener >= 0 ? 4 : -1, publish_dir, s->host_service_dir,
+                   ready);
     }
     close(pipefd[1]);
     s->proxy_pid = pid;

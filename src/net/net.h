@@ -43,7 +43,9 @@ struct net_policy {
     struct net_publish publish[NET_MAX_PUBLISH];
     size_t publish_count;
     /* network.host_services: ports of the host's 127.0.0.1 that the
-     * sandbox reaches at its own 127.0.0.1 and the same port (ns). */
+     * sandbox reaches at its own 127.0.0.1 and the same port (ns: a
+     * listener in its namespace; vm, docker: the forwarder inside carries
+     * each connection to net_session.host_service_dir/PORT.sock). */
     uint16_t host_services[NET_MAX_PUBLISH];
     size_t host_service_count;
     const char *audit_log; /* JSON lines, appended; NULL: no file */
@@ -103,7 +105,15 @@ struct net_session {
     /* The proxy is forked but its readiness not read yet (report_fd is
      * then its readiness socket): net_wait_ready reads it. */
     bool starting;
+    /* vm, docker: a directory (the user's only) where the proxy listens
+     * on PORT.sock for each host service and connects each connection to
+     * the host's 127.0.0.1:PORT; NULL: none (ns listens inside). Set
+     * before the proxy starts. */
+    const char *host_service_dir;
 };
+
+/* The socket the proxy listens on for host service PORT in DIR. */
+int net_host_service_path(const char *dir, uint16_t port, char *buf, size_t size);
 
 /* Parses "deny", "allowlist", "open". */
 int net_mode_parse(const char *text, enum net_mode *mode, struct cordon_error *err);

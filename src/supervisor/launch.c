@@ -256,10 +256,10 @@ static int launch_network(const struct launch_request *req, struct launch *l,
         const char *colon = strrchr(cfg->network.host_services.items[i], ':');
         net->host_services[net->host_service_count++] = (uint16_t)atoi(colon + 1);
     }
-    if (cfg->network.host_services.count > 0 && !backend_has(l->backend, BACKEND_CAP_NETNS_PROXY))
+    if (cfg->network.host_services.count > 0 && !backend_has(l->backend, BACKEND_CAP_HOST_SERVICES))
         return error_set(err, ENOTSUP,
                          "network.host_services: the %s backend does not reach the host's loopback "
-                         "services (the ns backend does); nothing was run",
+                         "services (the ns, vm and docker backends do); nothing was run",
                          l->backend->name);
     if (req && req->net_audit_log)
         l->net_audit_log = strdup(req->net_audit_log);

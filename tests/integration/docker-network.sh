@@ -207,6 +207,39 @@ unlike "publish: a planted symlink does not lead to the host's socket" "$got" "h
 like "publish: the connection is closed instead" "$got" "rc=(52|56)"
 like "publish: the audit log says why" "$(cat "$audit")" '"decision":"deny","reason":"nothing listens in the sandbox'
 
+# ------------------------------------------------------------ host services
+# network.host_services: the host's loopback service ($HTTP) is reached in
+# the container at the same address and port (the agent's forwarder there,
+# then the host's proxy); another port of the host's loopback ($ECHO, which
+# listens) stays closed. The proxy's sockets are bound read-only: nothing
+# can be planted among them. In deny mode (the default) and in allowlist mode.
+HS_GET='hs_get() { # PORT: GET / on the container'"'"'s 127.0.0.1:PORT by hand (no curl here)
+    exec 3<>/dev/tcp/127.0.0.1/$1 || return; printf "GET / HTTP/1.0\r\n\r\n" >&3; timeout 10 cat <&3; exec 3<&-
+}'
+cordon_run "$ws" "${D[@]}" --net-audit-log "$audit" --set "network.host_services=[\"127.0.0.1:$HTTP\"]" \
+    -- bash -c "$HS_GET
+    hs_get $HTTP; echo hs=\$?
+    (exec 3<>/dev/tcp/127.0.0.1/$ECHO) 2>&1; echo other=\$?
+    ls -l /run/cordon/hs/
+    ln -s /run/cordon/hs/$HTTP.sock /run/cordon/hs/$ECHO.sock 2>&1; echo plant=\$?
+    hs_get $HTTP | tail -1"
+is "host service: the run exits 0" "$rc" 0
+like "host service: the container's 127.0.0.1:$HTTP reaches the host's service" "$out" $'hello-from-loopback\nhs=0'
+like "host service: another port of the host's loopback stays closed" "$out" "Connection refused"$'\n'"other=1"
+like "host service: the proxy's socket inside is the user's alone" "$out" "srw------- .* $HTTP.sock"
+like "host service: nothing can be planted beside it" "$out" "Read-only file system"$'\n'"plant=1"
+is "host service: and the service still answers after the attempt" "$(grep -c hello-from-loopback <<<"$out")" 2
+like "host service: the connection is in the audit log" "$(cat "$audit")" \
+    "\"port\":$HTTP,.*\"decision\":\"allow\",\"reason\":\"host service 127.0.0.1:$HTTP\""
+cordon_run "$ws" "${D[@]}" --network allowlist --net-hosts-file "$hosts" --net-audit-log "$audit" \
+    "${RULES[@]}" --set "network.host_services=[\"127.0.0.1:$HTTP\"]" -- bash -c "$CLIENTS$HS_GET
+    hs_get $HTTP; echo hs=\$?
+    (exec 3<>/dev/tcp/127.0.0.1/$ECHO) 2>&1; echo other=\$?
+    connect_get web.test $HTTP | tail -1; echo"
+like "host service, allowlist: the service at 127.0.0.1:$HTTP" "$out" $'hello-from-loopback\nhs=0'
+like "host service, allowlist: another loopback port stays closed" "$out" "other=1"
+like "host service, allowlist: the proxy at 127.0.0.1:3128 still works beside it" "$out" $'other=1\nhello-from-loopback'
+
 # ------------------------------------------------------------ an unprivileged user
 # The proxy's and the forwarder's sockets are 0600: the container runs as
 # the user's uid, which must be able to connect both ways.
@@ -221,8 +254,10 @@ if id cordon-test >/dev/null 2>&1; then
     (cd "$uws" && runuser -u cordon-test -- env -u XDG_CONFIG_HOME -u XDG_RUNTIME_DIR PWD="$uws" \
         HOME="$uhome" CORDON_TEST_AGENT="$CORDON_TEST_AGENT" "$ucordon" run "${D[@]}" \
         --network allowlist --net-hosts-file "$uhome/hosts" --net-audit-log "$uhome/audit.jsonl" \
-        "${RULES[@]}" --publish "127.0.0.1:$PUB:8000" -- bash -c "
+        "${RULES[@]}" --publish "127.0.0.1:$PUB:8000" --set "network.host_services=[\"127.0.0.1:$HTTP\"]" -- bash -c "
         id -u; wget -q -O - http://web.test:$HTTP/
+        $HS_GET
+        echo \"host-service=\$(hs_get $HTTP | tail -1 | tr a-z A-Z)\"
         mkdir -p www && echo published-as-the-user > www/index.html
         httpd -f -p 127.0.0.1:8000 -h www & sleep 0.3
         touch $uws/ready; for i in \$(seq 300); do [ -e $uws/done ] && break; sleep 0.1; done" \
@@ -240,6 +275,7 @@ if id cordon-test >/dev/null 2>&1; then
     like "unprivileged: the user's uid inside" "$out" "^$(id -u cordon-test)"
     like "unprivileged: the allowlist works" "$out" "hello-from-loopback"
     is "unprivileged: the published port works" "$got" "published-as-the-user"
+    like "unprivileged: the host service works" "$out" "host-service=HELLO-FROM-LOOPBACK"
     like "unprivileged: the audit log is the user's" "$(stat -c %U "$uhome/audit.jsonl" 2>/dev/null)" cordon-test
 else
     skip "unprivileged: allowlist and published port" "no cordon-test user"

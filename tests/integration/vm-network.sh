@@ -81,6 +81,33 @@ else
     skip "publish: the host's other address" "no default route here"
 fi
 
+# ------------------------------------------------- host services
+# network.host_services: the host's loopback service ($HTTP) is reached in
+# the guest at the same address and port (the guest's forwarder, the relay,
+# the host's proxy); another port of the host's loopback ($ECHO, which
+# listens) stays closed, and so does the service's port on the host's other
+# address. Deny mode, whose refusing proxy still answers beside it.
+vm_run --net-audit-log "$audit" --set "network.host_services=[\"127.0.0.1:$HTTP\"]" -- bash -c "
+    curl -sS -m 20 http://127.0.0.1:$HTTP/; echo hs=\$?
+    curl -sS -m 20 http://localhost:$HTTP/; echo hs-localhost=\$?
+    $PY -c 'import socket; socket.create_connection((\"127.0.0.1\", $ECHO), 3)' 2>&1 | tail -1
+    curl -sS -m 5 --noproxy '*' http://${host_addr:-192.0.2.1}:$HTTP/ 2>&1; echo hostaddr=\$?
+    curl -sS -m 20 http://web.test:$HTTP/; echo
+    curl -sS -m 20 http://127.0.0.1:$HTTP/; echo hs-again=\$?"
+is "host service: the run exits 0" "$rc" 0
+like "host service: the guest's 127.0.0.1:$HTTP reaches the host's service" "$out" $'hello-from-loopback\nhs=0'
+like "host service: through localhost too" "$out" $'hello-from-loopback\nhs-localhost=0'
+like "host service: another port of the host's loopback stays closed" "$out" "ConnectionRefusedError"
+unlike "host service: the host's other address is not reached" "$out" "hello-from-host-address"
+like "host service: deny mode's refusing proxy still answers" "$out" 'cordon: network: denied: network.mode is "deny"'
+like "host service: and the service again afterwards" "$out" $'hello-from-loopback\nhs-again=0'
+like "host service: the connection is in the audit log" "$(cat "$audit" 2>/dev/null)" \
+    "\"port\":$HTTP,.*\"decision\":\"allow\",\"reason\":\"host service 127.0.0.1:$HTTP\""
+out=$(cd "$ws" && PWD="$ws" "$CORDON" run --backend vm --network allowlist \
+    --set "network.host_services=[\"127.0.0.1:3128\"]" -- true 2>&1 </dev/null)
+like "host service: the proxy's own port is refused before anything runs" "$out" \
+    "network.host_services: .*port 3128 is cordon's proxy inside the sandbox"
+
 # ------------------------------------------------- allowlist
 cat >"$hosts" <<EOF
 127.0.0.1 web.test other.test

@@ -260,6 +260,14 @@ static int docker_net_args(const struct launch *l, struct docker_args *a)
             docker_args_add(a, "%u", l->net.publish[i].guest_port) < 0)
             return -1;
     }
+    if (l->net.host_service_count > 0 && (docker_args_add(a, "--host-service-dir") < 0 ||
+                                          docker_args_add(a, DOCKER_HOST_SERVICE_PATH) < 0))
+        return -1;
+    for (size_t i = 0; i < l->net.host_service_count; i++) {
+        if (docker_args_add(a, "--host-service") < 0 ||
+            docker_args_add(a, "%u", l->net.host_services[i]) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -455,6 +463,13 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
         snprintf(dir, sizeof(dir), "%s/" DOCKER_PUBLISH_DIR, state_dir);
         if (check_host_path(dir, "the publish directory", err) < 0 ||
             bind_add(b, dir, DOCKER_PUBLISH_PATH, false, err) < 0)
+            goto out;
+    }
+    if (l->net.host_service_count > 0) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/" DOCKER_HOST_SERVICE_DIR, state_dir);
+        if (check_host_path(dir, "the host services' directory", err) < 0 ||
+            bind_add(b, dir, DOCKER_HOST_SERVICE_PATH, true, err) < 0)
             goto out;
     }
     {

@@ -26,6 +26,11 @@
 #define DOCKER_GUARD_SOCKET "guard.sock"
 #define DOCKER_GUARD_PATH   "/run/cordon/guard.sock"
 #define DOCKER_PUBLISH_PATH "/run/cordon/pub"
+/* network.host_services: <state>/hs (the user's, 0700), where the host's
+ * proxy listens on PORT.sock for each service, bound read-only at
+ * /run/cordon/hs; the agent's forwarder relays 127.0.0.1:PORT to it. */
+#define DOCKER_HOST_SERVICE_DIR  "hs"
+#define DOCKER_HOST_SERVICE_PATH "/run/cordon/hs"
 
 /* A growing, NULL-terminated argv of malloc'd strings. */
 struct docker_args {
@@ -46,7 +51,8 @@ bool docker_net_has_proxy(const struct net_policy *policy);
  * "serve" gets "--stdio". Every host path is checked (no symlink on the
  * way) right before; a protected path reached through one refuses.
  * With docker_net_has_proxy: state_dir/DOCKER_PROXY_SOCKET must exist (the proxy's);
- * published ports: state_dir/DOCKER_PUBLISH_DIR. */
+ * published ports: state_dir/DOCKER_PUBLISH_DIR; host services:
+ * state_dir/DOCKER_HOST_SERVICE_DIR. */
 int docker_run_argv(const struct launch *l, const char *cli, const char *name,
                     const char *state_dir, char *const *agent_argv, bool serve,
                     struct docker_args *a, struct cordon_error *err);

@@ -112,8 +112,8 @@ int docker_guard_accept(int listen_fd, int cli_pidfd, const struct launch *l, co
         return error_set(err, errno, "docker: socket guard: taking the agent's sock_diag socket");
     /* The allowlist proxy's socket is a host socket the forwarder reaches
      * by design. */
-    dev_t own_dev[1];
-    ino_t own_ino[1];
+    dev_t own_dev[1 + NET_MAX_PUBLISH];
+    ino_t own_ino[1 + NET_MAX_PUBLISH];
     size_t nown = 0;
     char proxy[PATH_MAX];
     struct stat st;
@@ -121,6 +121,16 @@ int docker_guard_accept(int listen_fd, int cli_pidfd, const struct launch *l, co
     if (lstat(proxy, &st) == 0 && S_ISSOCK(st.st_mode)) {
         own_dev[nown] = st.st_dev;
         own_ino[nown++] = st.st_ino;
+    }
+    /* So are the proxy's sockets for network.host_services. */
+    for (size_t i = 0; i < l->net.host_service_count && i < NET_MAX_PUBLISH; i++) {
+        char dir[PATH_MAX], sock[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/" DOCKER_HOST_SERVICE_DIR, state_dir);
+        if (net_host_service_path(dir, l->net.host_services[i], sock, sizeof(sock)) == 0 &&
+            lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
+            own_dev[nown] = st.st_dev;
+            own_ino[nown++] = st.st_ino;
+        }
     }
     char userns_path[64];
     snprintf(userns_path, sizeof(userns_path), "/proc/%d/ns/user", peer.pid);

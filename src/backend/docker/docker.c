@@ -60,8 +60,9 @@ struct docker_state {
      * <dir>/proxy.sock, recorded in the launch's session when it has one */
     struct net_session own_net;
     struct net_session *net;
-    bool spawned;    /* the container may exist */
-    int agent_pidfd; /* the container's PID 1, once asked for; else -1 */
+    char host_service_dir[PATH_MAX + 8]; /* <dir>/hs: network.host_services */
+    bool spawned;                        /* the container may exist */
+    int agent_pidfd;                     /* the container's PID 1, once asked for; else -1 */
     pid_t agent_pid;
     pid_t guard_pid; /* the socket guard (docs/sockets.md), or -1 */
 };
@@ -651,8 +652,18 @@ static int start_proxy(const struct launch *l, struct docker_state *st, struct c
     if (l->net.publish_count > 0 && mkdir(pub, 0700) < 0 && errno != EEXIST)
         return error_set(err, errno, "docker: creating %s", pub);
     const char *publish_dir = l->net.publish_count > 0 ? pub : NULL;
+    /* Host services: the proxy listens in hs/, bound read-only inside. */
+    if (l->net.host_service_count > 0) {
+        snprintf(st->host_service_dir, sizeof(st->host_service_dir), "%s/" DOCKER_HOST_SERVICE_DIR,
+                 st->dir);
+        if (mkdir(st->host_service_dir, 0700) < 0 && errno != EEXIST)
+            return error_set(err, errno, "docker: creating %s", st->host_service_dir);
+        st->net->host_service_dir = st->host_service_dir;
+    }
     if (!docker_net_has_proxy(&l->net))
-        return publish_dir ? net_start_proxy_unix(st->net, -1, publish_dir, err) : 0;
+        return publish_dir || l->net.host_service_count > 0
+                   ? net_start_proxy_unix(st->net, -1, publish_dir, err)
+                   : 0;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/" DOCKER_PROXY_SOCKET, st->dir) >=
         (int)sizeof(sa.sun_path))
@@ -922,7 +933,8 @@ static void docker_orphan_teardown(const struct sandbox *sb, int state_dir_fd)
 const struct backend_ops docker_backend_ops = {
     .name = "docker",
     .caps = {.flags = BACKEND_CAP_PUBLISH_PORTS | BACKEND_CAP_HOST_USERNS | BACKEND_CAP_OUTER_TTY |
-                      BACKEND_CAP_REVIEW | BACKEND_CAP_TLS_INTERCEPT | BACKEND_CAP_DENY_PROXY,
+                      BACKEND_CAP_REVIEW | BACKEND_CAP_TLS_INTERCEPT | BACKEND_CAP_DENY_PROXY |
+                      BACKEND_CAP_HOST_SERVICES,
              .host_side = "agent"},
     .probe = docker_probe,
     .check_launch = docker_check_launch,

@@ -31,7 +31,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROXY_SOCKET "proxy"
+#define PROXY_SOCKET     "proxy"
+#define HOST_SERVICE_DIR "hs"
+
+/* The allowlist proxy (or deny mode's refusing one) is reached at the
+ * guest's 127.0.0.1:NET_PROXY_PORT. */
+static bool vm_net_wants_proxy(const struct net_policy *policy)
+{
+    return policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy);
+}
 
 void vm_net_init(struct vm_net *n, const struct net_policy *policy)
 {
@@ -40,8 +48,7 @@ void vm_net_init(struct vm_net *n, const struct net_policy *policy)
         n->listen[i] = n->fds[i] = -1;
     n->proxy = policy->session ? policy->session : &n->own_proxy;
     net_session_init(n->proxy, policy);
-    n->n_out =
-        policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy) ? VM_NET_OUT_PORTS : 0;
+    n->n_out = vm_net_wants_proxy(policy) || policy->host_service_count > 0 ? VM_NET_OUT_PORTS : 0;
     n->n_in = policy->publish_count > 0 ? VM_NET_IN_PORTS : 0;
 }
 
@@ -173,13 +180,25 @@ static int start_passt(struct vm_net *n, const char *dir, struct cordon_error *e
  * it before anything runs there). */
 static int start_proxy(struct vm_net *n, const char *dir, struct cordon_error *err)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/" PROXY_SOCKET, dir);
-    _cleanup_close_ int listener = unix_listen(path, err);
-    /* The proxy's loop accepts until EAGAIN. */
-    if (listener < 0 || fcntl(listener, F_SETFL, O_NONBLOCK) < 0 ||
-        net_start_proxy_on(n->proxy, listener, err) < 0)
-        return err->message[0] ? -1 : error_set(err, errno, "vm: proxy listener");
+    _cleanup_close_ int listener = -1;
+    if (vm_net_wants_proxy(n->policy)) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/" PROXY_SOCKET, dir);
+        listener = unix_listen(path, err);
+        /* The proxy's loop accepts until EAGAIN. */
+        if (listener < 0 || fcntl(listener, F_SETFL, O_NONBLOCK) < 0)
+            return err->message[0] ? -1 : error_set(err, errno, "vm: proxy listener");
+    }
+    if (n->policy->host_service_count > 0) {
+        if (snprintf(n->host_service_dir, sizeof(n->host_service_dir), "%s/" HOST_SERVICE_DIR,
+                     dir) >= (int)sizeof(n->host_service_dir))
+            return error_set(err, ENAMETOOLONG, "vm: %s/" HOST_SERVICE_DIR, dir);
+        if (mkdir(n->host_service_dir, 0700) < 0 && errno != EEXIST)
+            return error_set(err, errno, "vm: creating %s", n->host_service_dir);
+        n->proxy->host_service_dir = n->host_service_dir;
+    }
+    if (net_start_proxy_on(n->proxy, listener, err) < 0)
+        return err->message[0] ? -1 : error_set(err, errno, "vm: starting the proxy");
     if (n->policy->tls_bundle && net_policy_intercepts(n->policy)) {
         n->ca_pem = net_session_ca_pem(n->policy, err);
         if (!n->ca_pem)
@@ -225,9 +244,16 @@ json_t *vm_net_spec(const struct vm_net *n)
 {
     if (n->policy->mode == NET_MODE_DENY && n->n_out + n->n_in == 0)
         return NULL;
+    /* proxy_port 0: the out ports carry host services only. */
     json_t *spec = json_pack("{s:s,s:I,s:I,s:I}", "mode", net_mode_name(n->policy->mode), "out",
                              (json_int_t)n->n_out, "in", (json_int_t)n->n_in, "proxy_port",
-                             (json_int_t)NET_PROXY_PORT);
+                             (json_int_t)(vm_net_wants_proxy(n->policy) ? NET_PROXY_PORT : 0));
+    if (spec && n->policy->host_service_count > 0) {
+        json_t *ports = json_array();
+        for (size_t i = 0; ports && i < n->policy->host_service_count; i++)
+            json_array_append_new(ports, json_integer(n->policy->host_services[i]));
+        json_object_set_new(spec, "host_services", ports);
+    }
     /* The guest binds its bundle with this CA over ca_bundle. */
     if (spec && n->ca_pem) {
         json_object_set_new(spec, "ca", json_string(n->ca_pem));
@@ -242,20 +268,31 @@ json_t *vm_net_spec(const struct vm_net *n)
 }
 
 struct relay_ctx {
-    char proxy_path[PATH_MAX];
+    char proxy_path[PATH_MAX]; /* empty: no proxy listener */
+    const struct net_policy *policy;
+    const char *host_service_dir;
 };
 
-/* Host side of an out port: the guest opened a connection; it goes to the
- * proxy, whatever port the guest named. */
+/* Host side of an out port: the guest opened a connection and named a
+ * port (the guest is not trusted on it): a listed host service's goes to
+ * the proxy's socket for that port, any other to the proxy's listener. */
 static int relay_connect(struct vmux *m, uint16_t port, void *ctx)
 {
     (void)m;
-    (void)port;
     const struct relay_ctx *c = ctx;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(c->proxy_path) >= sizeof(sa.sun_path))
+    const char *path = c->proxy_path;
+    char hs[PATH_MAX];
+    for (size_t i = 0; i < c->policy->host_service_count; i++) {
+        if (c->policy->host_services[i] == port) {
+            if (net_host_service_path(c->host_service_dir, port, hs, sizeof(hs)) < 0)
+                return -1;
+            path = hs;
+        }
+    }
+    if (!path[0] || strlen(path) >= sizeof(sa.sun_path))
         return -1;
-    memcpy(sa.sun_path, c->proxy_path, strlen(c->proxy_path) + 1);
+    memcpy(sa.sun_path, path, strlen(path) + 1);
     /* A blocking connect: the proxy accepts at once (AF_UNIX has no
      * connect in progress to wait for otherwise). */
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -321,7 +358,10 @@ static int start_relay(struct vm_net *n, const char *dir, struct cordon_error *e
         }
         static struct vmux mux;
         static struct relay_ctx ctx;
-        snprintf(ctx.proxy_path, sizeof(ctx.proxy_path), "%s/" PROXY_SOCKET, dir);
+        if (vm_net_wants_proxy(n->policy))
+            snprintf(ctx.proxy_path, sizeof(ctx.proxy_path), "%s/" PROXY_SOCKET, dir);
+        ctx.policy = n->policy;
+        ctx.host_service_dir = n->host_service_dir;
         struct cordon_error e;
         vmux_init(&mux, relay_connect, &ctx);
         for (size_t i = 0; i < n->n_out + n->n_in; i++) {

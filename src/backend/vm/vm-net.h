@@ -9,6 +9,10 @@
  *     checking proxy (the ns backend's, same audit log, TLS interception
  *     with the session CA the boot spec carries); deny mode's refusing
  *     proxy is reached the same way;
+ *   host services (network.host_services, any mode): the guest's
+ *     forwarder also listens on 127.0.0.1:PORT for each, and the relay
+ *     hands those connections to the proxy's socket for PORT, which
+ *     connects to the host's 127.0.0.1:PORT (as on ns, audit-logged);
  *   published ports (any mode): host listeners whose connections travel
  *     the other way over "cordon.in.N" ports to the guest's 127.0.0.1:PORT.
  * Host context (supervisor and its children). */
@@ -19,6 +23,7 @@
 #include "util/error.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <sys/types.h>
 
 #define VM_NET_OUT_PORTS 8 /* connections to the proxy in flight at once */
@@ -40,6 +45,9 @@ struct vm_net {
      * (the guest adds it to its bundle), or NULL. */
     char *ca_pem;
     char addr[16], gw[16]; /* open mode: the guest's IPv4 address and gateway */
+    /* network.host_services: the proxy's sockets (dir/hs/PORT.sock), which
+     * the relay connects the guest's connections to 127.0.0.1:PORT to. */
+    char host_service_dir[PATH_MAX];
     int prefix;
 };
 

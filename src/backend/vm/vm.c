@@ -1000,7 +1000,8 @@ const struct backend_ops vm_backend_ops = {
     .name = "vm",
     .caps = {.flags = BACKEND_CAP_OWN_KERNEL | BACKEND_CAP_PUBLISH_PORTS | BACKEND_CAP_OWN_DOCKER |
                       BACKEND_CAP_TERM_SIZE_AT_START | BACKEND_CAP_TLS_INTERCEPT |
-                      BACKEND_CAP_TLS_CA_IN_SPEC | BACKEND_CAP_DENY_PROXY | BACKEND_CAP_REVIEW,
+                      BACKEND_CAP_TLS_CA_IN_SPEC | BACKEND_CAP_DENY_PROXY | BACKEND_CAP_REVIEW |
+                      BACKEND_CAP_HOST_SERVICES,
              .host_side = "QEMU"},
     .probe = vm_probe,
     .start = vm_serve_start,

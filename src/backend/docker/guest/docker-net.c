@@ -6,6 +6,8 @@
  * allowlist and no audit here (the host's proxy checks and logs):
  *   127.0.0.1:NET_PROXY_PORT  -> the host's proxy socket
  *   <publish dir>/i.sock      -> 127.0.0.1:port i (the sandbox's listener)
+ *   127.0.0.1:PORT            -> <host service dir>/PORT.sock, the host's proxy
+ *                                for host service PORT (network.host_services)
  * Sandbox context: a child of the agent forked after it confined itself
  * (Landlock and cordon's seccomp filter apply to it too), so it reaches
  * nothing the sandbox could not, and connects to fixed places only. */
@@ -105,7 +107,13 @@ int agent_forward_parse(int argc, char **argv, struct agent_forward *fwd)
             fwd->proxy_socket = argv[i + 1];
         else if (strcmp(argv[i], "--publish-dir") == 0)
             fwd->publish_dir = argv[i + 1];
-        else if (strcmp(argv[i], "--publish-port") != 0)
+        else if (strcmp(argv[i], "--host-service-dir") == 0)
+            fwd->host_service_dir = argv[i + 1];
+        else if (strcmp(argv[i], "--host-service") == 0) {
+            if (*end || port <= 0 || port > 65535 || fwd->nservices >= ARRAY_SIZE(fwd->services))
+                return -1;
+            fwd->services[fwd->nservices++] = (uint16_t)port;
+        } else if (strcmp(argv[i], "--publish-port") != 0)
             break;
         else if (*end || port <= 0 || port > 65535 || fwd->nports >= ARRAY_SIZE(fwd->ports))
             return -1;
@@ -120,11 +128,12 @@ int agent_forward_start(const struct agent_forward *fwd, struct cordon_error *er
     const char *proxy_socket = fwd->proxy_socket;
     const char *publish_dir = fwd->publish_dir;
     size_t nports = publish_dir ? fwd->nports : 0;
-    if (!proxy_socket && nports == 0)
+    size_t nservices = fwd->host_service_dir ? fwd->nservices : 0;
+    if (!proxy_socket && nports == 0 && nservices == 0)
         return 0;
     struct proxy_config *cfg = &forward_cfg;
     *cfg = (struct proxy_config){.sandbox_listener = -1, .audit_fd = -1};
-    if (nports + (proxy_socket ? 1 : 0) > NET_MAX_PUBLISH)
+    if (nports + nservices + (proxy_socket ? 1 : 0) > NET_MAX_PUBLISH)
         return error_set(err, E2BIG, "forwarder: more than %d listeners", NET_MAX_PUBLISH);
     int rc = -1;
     if (proxy_socket) {
@@ -149,6 +158,20 @@ int agent_forward_start(const struct agent_forward *fwd, struct cordon_error *er
             goto out;
         pub->guest_port = fwd->ports[i];
         snprintf(pub->text, sizeof(pub->text), "published port %u", fwd->ports[i]);
+        cfg->publish_count++;
+    }
+    for (size_t i = 0; i < nservices; i++) {
+        struct proxy_publish *pub = &cfg->publish[cfg->publish_count];
+        if (net_host_service_path(fwd->host_service_dir, fwd->services[i], pub->connect_path,
+                                  sizeof(pub->connect_path)) < 0) {
+            error_set(err, ENAMETOOLONG, "forwarder: host service %u", fwd->services[i]);
+            goto out;
+        }
+        pub->fd = listen_tcp(fwd->services[i], err);
+        if (pub->fd < 0)
+            goto out;
+        pub->guest_port = fwd->services[i];
+        snprintf(pub->text, sizeof(pub->text), "host service 127.0.0.1:%u", fwd->services[i]);
         cfg->publish_count++;
     }
     pid_t pid = fork();

@@ -799,7 +799,11 @@ static void net_forwarder_start(json_t *net)
     json_int_t proxy_port = json_integer_value(json_object_get(net, "proxy_port"));
     if (n_out + n_in == 0)
         return;
-    if (n_out + n_in > VMUX_MAX_PORTS || (n_out && (proxy_port < 1 || proxy_port > 65535)))
+    /* proxy_port 0: no proxy listener (host services only). */
+    json_t *services = json_object_get(net, "host_services");
+    size_t n_services = json_is_array(services) ? json_array_size(services) : 0;
+    if (n_out + n_in > VMUX_MAX_PORTS || proxy_port < 0 || proxy_port > 65535 ||
+        n_services >= VMUX_MAX_LISTEN || (n_services && !n_out))
         guest_fail("network: bad port counts in the boot spec");
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) < 0)
@@ -826,14 +830,21 @@ static void net_forwarder_start(json_t *net)
         if (vmux_add_port(&mux, open_port(name), out, &err) < 0)
             _exit(1);
     }
-    if (n_out) {
+    /* The proxy's port, then each host service's (network.host_services):
+     * the host's relay tells them apart by the port each connection names. */
+    for (size_t i = 0; n_out && i <= n_services; i++) {
+        json_int_t port = i == 0 ? proxy_port : json_integer_value(json_array_get(services, i - 1));
+        if (i == 0 && port == 0)
+            continue;
+        if (port < 1 || port > 65535)
+            _exit(1);
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         int one = 1;
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)proxy_port)};
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
             bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0 ||
-            vmux_add_listener(&mux, fd, (uint16_t)proxy_port, &err) < 0)
+            vmux_add_listener(&mux, fd, (uint16_t)port, &err) < 0)
             _exit(1);
     }
     close(channel);
