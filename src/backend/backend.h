@@ -64,10 +64,6 @@ enum backend_cap {
     /* workspace_mode = "review" (docs/review.md): the workspace inside can
      * be an overlay whose upper layer is in the state directory. */
     BACKEND_CAP_REVIEW = 1u << 8,
-    /* The proxy can listen inside the sandbox's own network namespace
-     * (its refusing listener and its host services' listeners are made
-     * there, docs/denials.md). */
-    BACKEND_CAP_NETNS_PROXY = 1u << 9,
     /* The proxy's TLS interception reaches this sandbox: the session CA is
      * bound over the system bundle in its view (docs/network.md). */
     BACKEND_CAP_TLS_INTERCEPT = 1u << 10,
