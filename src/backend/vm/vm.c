@@ -903,9 +903,16 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     }
     const char *t = json_string_value(json_object_get(reply, "t"));
     if (t && strcmp(t, "booted") == 0) {
+        json_t *gms = json_object_get(reply, "ms");
+        long long g_view = json_integer_value(json_object_get(gms, "view")),
+                  g_fresh = json_integer_value(json_object_get(gms, "fresh")),
+                  g_docker = json_integer_value(json_object_get(gms, "docker")),
+                  g_net = json_integer_value(json_object_get(gms, "net"));
         log_debug("vm: boot spec sent %lld ms after QEMU's start, the guest's view built %lld ms "
-                  "later",
-                  t_spec - t_spawned, clock_now_ms() - t_spec);
+                  "later (in the guest: shares and view %lld ms, fresh start %lld ms, docker %lld "
+                  "ms, network %lld ms; the rest is QEMU%s and the channel)",
+                  t_spec - t_spawned, clock_now_ms() - t_spec, g_view, g_fresh, g_docker, g_net,
+                  mode == BOOT_RESTORE ? " loading the snapshot" : " and the kernel's boot");
         snprintf(sb->description, sizeof(sb->description),
                  "vm (%s, %ld vCPU, %ld MiB, kernel %s%s)", st->accel,
                  vm_qemu_cpus(&l->limits, st->accel), vm_qemu_memory_mib(&l->limits),
@@ -992,9 +999,11 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
         log_debug("%s: no snapshot", serr.message);
         return boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
     }
+    long long t_check = clock_now_ms();
     int fd = vm_snapshot_open(st->snap_path, st->snap_key, &serr);
     if (fd >= 0) {
         long long t0 = clock_now_ms();
+        log_debug("vm: snapshot checked in %lld ms", t0 - t_check);
         int rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_RESTORE, fd, sb, err);
         close(fd);
         if (rc == 0) {
