@@ -760,11 +760,10 @@ static int spec_add_fresh(json_t *spec, struct cordon_error *err)
  * continue. A failed save costs only the snapshot; -1 when the guest did
  * not park (as a normal boot would fail) or may be left stopped
  * (st->snap_broke: a normal boot is tried next). */
-static int park_and_save(struct vm_state *st, int pidfd, long long deadline,
-                         struct cordon_error *err)
+/* QEMU's monitor connection (BOOT_SAVE, BOOT_RESTORE); its listener goes. */
+static int qmp_accept(struct vm_state *st, int pidfd, long long deadline, struct cordon_error *err)
 {
-    long long t0 = clock_now_ms();
-    _cleanup_close_ int qmp = -1;
+    int qmp = -1;
     struct pollfd p[2] = {{st->qmp_listen, POLLIN, 0}, {pidfd, POLLIN, 0}};
     long long left = deadline - clock_now_ms();
     int r;
@@ -777,12 +776,22 @@ static int park_and_save(struct vm_state *st, int pidfd, long long deadline,
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/qmp", st->dir);
     unlink(path);
+    return qmp;
+}
+
+static int park_and_save(struct vm_state *st, int pidfd, long long deadline,
+                         struct cordon_error *err)
+{
+    long long t0 = clock_now_ms();
+    _cleanup_close_ int qmp = qmp_accept(st, pidfd, deadline, err);
+    if (qmp < 0)
+        return -1;
     json_t *park = json_pack("{s:s}", "t", "park");
     int w = park ? vm_frame_write(st->fds[SOCK_CHANNEL], park) : -1;
     json_decref(park);
     if (w < 0)
         return error_set(err, errno, "vm: asking the guest to park");
-    left = deadline - clock_now_ms();
+    long long left = deadline - clock_now_ms();
     json_t *reply = vm_frame_read(st->fds[SOCK_CHANNEL], left > 0 ? (int)left : 0);
     const char *t = json_string_value(json_object_get(reply, "t"));
     bool parked = t && strcmp(t, "parked") == 0;
@@ -814,7 +823,7 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
                      struct cordon_error *err)
 {
     st->snap_broke = false;
-    if (mode == BOOT_SAVE) {
+    if (mode == BOOT_SAVE || mode == BOOT_RESTORE) {
         st->qmp_listen = listen_at(st->dir, "qmp", err);
         if (st->qmp_listen < 0)
             return -1;
@@ -835,8 +844,11 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     }
     struct vm_qemu_argv b = {0};
     struct vm_qemu_input in = qemu_input(l, k, initrd, st, shares, nshares);
-    in.qmp = mode == BOOT_SAVE;
+    in.qmp = mode == BOOT_SAVE || mode == BOOT_RESTORE;
     in.incoming = mode == BOOT_RESTORE;
+    /* A restore's vCPUs wait until the snapshot's checksum, computed
+     * while QEMU loads it, has passed (vm_snapshot_resume). */
+    in.paused = mode == BOOT_RESTORE;
     if (vm_qemu_argv_build(&in, &b) < 0) {
         vm_qemu_argv_free(&b);
         return error_set(err, E2BIG, "vm: QEMU command line");
@@ -871,8 +883,18 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
         st->etc_filled = true;
     }
     long long t_etc = clock_now_ms();
+    if (mode == BOOT_RESTORE && vm_snapshot_verify(snap_fd, st->snap_path, err) < 0)
+        goto fail;
+    long long t_sum = clock_now_ms();
     if (accept_all(st, pidfd, deadline, err) < 0 || vm_net_accept(&st->net, deadline, err) < 0)
         goto fail;
+    if (mode == BOOT_RESTORE) {
+        _cleanup_close_ int qmp = qmp_accept(st, pidfd, deadline, err);
+        if (qmp < 0 || vm_snapshot_resume(qmp, deadline, err) < 0)
+            goto fail;
+        log_debug("vm: snapshot checksum passed in %lld ms while QEMU loaded it; vCPUs resumed",
+                  t_sum - t_etc);
+    }
     log_debug("vm: /etc copied in %lld ms; QEMU's ports connected %lld ms after its start",
               t_etc - t_spawned, clock_now_ms() - t_spawned);
     if (mode == BOOT_SAVE && park_and_save(st, pidfd, deadline, err) < 0)
@@ -999,11 +1021,10 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
         log_debug("%s: no snapshot", serr.message);
         return boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
     }
-    long long t_check = clock_now_ms();
-    int fd = vm_snapshot_open(st->snap_path, st->snap_key, &serr);
+    /* Its header here; its checksum while QEMU loads it (boot_once). */
+    int fd = vm_snapshot_open_unchecked(st->snap_path, st->snap_key, &serr);
     if (fd >= 0) {
         long long t0 = clock_now_ms();
-        log_debug("vm: snapshot checked in %lld ms", t0 - t_check);
         int rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_RESTORE, fd, sb, err);
         close(fd);
         if (rc == 0) {
