@@ -67,8 +67,8 @@ struct vm_state {
     char etc_cache[PATH_MAX]; /* <state root>/.vm-etc, or "" (no cache) */
     char etc_name[20];        /* the content's key, the entry's name */
     bool etc_store;           /* this session's copy goes into the cache */
-    struct vm_net net;       /* network mode, port relay, passt */
-    char qemu[PATH_MAX];     /* the QEMU binary found in PATH */
+    struct vm_net net;        /* network mode, port relay, passt */
+    char qemu[PATH_MAX];      /* the QEMU binary found in PATH */
     /* Snapshot restore (vm-snapshot.c): where this configuration's saved
      * guest is, its key, and how this session's guest started. */
     char snap_path[PATH_MAX];
@@ -399,8 +399,7 @@ static int etc_cache_open(char *path, size_t size)
 {
     struct cordon_error e;
     _cleanup_free_ char *root = NULL;
-    if (state_root(&root, &e) < 0 ||
-        snprintf(path, size, "%s/.vm-etc", root) >= (int)size)
+    if (state_root(&root, &e) < 0 || snprintf(path, size, "%s/.vm-etc", root) >= (int)size)
         return -1;
     if (mkdir(path, 0700) < 0 && errno != EEXIST)
         return -1;
@@ -472,8 +471,8 @@ static void etc_cache_store(struct vm_state *st)
     for (struct dirent *de; d && (de = readdir(d));) {
         struct stat est;
         if (de->d_name[0] != '.' && strcmp(de->d_name, st->etc_name) != 0 &&
-            fstatat(dirfd(d), de->d_name, &est, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISDIR(est.st_mode) && est.st_mtime < old)
+            fstatat(dirfd(d), de->d_name, &est, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(est.st_mode) &&
+            est.st_mtime < old)
             fs_remove_tree_at(dirfd(d), de->d_name);
     }
 }

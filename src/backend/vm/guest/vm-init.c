@@ -1060,11 +1060,10 @@ int vm_init_main(int argc, char **argv)
 
     struct utsname u;
     uname(&u);
-    json_t *booted = json_pack("{s:s,s:s,s:{s:I,s:I,s:I,s:I}}", "t", "booted", "kernel", u.release,
-                               "ms", "view", (json_int_t)(t_view - t_spec), "fresh",
-                               (json_int_t)(t_fresh - t_view), "docker",
-                               (json_int_t)(t_docker - t_fresh), "net",
-                               (json_int_t)(t_net - t_docker));
+    json_t *booted =
+        json_pack("{s:s,s:s,s:{s:I,s:I,s:I,s:I}}", "t", "booted", "kernel", u.release, "ms", "view",
+                  (json_int_t)(t_view - t_spec), "fresh", (json_int_t)(t_fresh - t_view), "docker",
+                  (json_int_t)(t_docker - t_fresh), "net", (json_int_t)(t_net - t_docker));
     if (booted && docker)
         json_object_set_new(booted, "docker", docker);
     if (!booted || vm_frame_write(channel, booted) < 0)
