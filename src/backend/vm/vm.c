@@ -438,6 +438,13 @@ static int etc_cache_find(const struct launch *l, struct vm_state *st, struct co
                   clock_now_ms() - t0);
         return 0;
     }
+    if (fd >= 0 && sst.st_uid == geteuid()) {
+        /* Not as cordon leaves one (writable by others): not used, and
+         * removed so that this session's copy can take its place. */
+        log_warn("vm: /etc: %s/%s is writable by group or others; removing it", st->etc_cache,
+                 st->etc_name);
+        fs_remove_tree_at(root, st->etc_name);
+    }
     snprintf(st->etc_path, sizeof(st->etc_path), "%s/etc", st->dir);
     st->etc_store = true;
     log_debug("vm: /etc: no prepared copy %s/%s yet; this session's goes there (key walked in "
@@ -823,6 +830,9 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
 {
     st->snap_broke = false;
     if (mode == BOOT_SAVE || mode == BOOT_RESTORE) {
+        char qmp[PATH_MAX];
+        snprintf(qmp, sizeof(qmp), "%s/qmp", st->dir);
+        unlink(qmp); /* an attempt before this one's, failed before QEMU connected */
         st->qmp_listen = listen_at(st->dir, "qmp", err);
         if (st->qmp_listen < 0)
             return -1;
