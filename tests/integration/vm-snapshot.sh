@@ -129,18 +129,18 @@ fi
 # only: it adds a file to the host's /etc, named etc.extra).
 if [ "$(id -u)" = 0 ]; then
     extra=cordon-test-vmetc-$$
-    echo one >"/etc/$extra"
+    echo vmetc-content-one >"/etc/$extra"
     etc_run() { out=$(cd "$ws" && PWD="$ws" "$CORDON" --debug run --backend vm --set "etc.extra=$extra" -- cat "/etc/$extra" 2>&1 </dev/null); }
     etc_run
     etc_run
     like "etc.extra: the second session uses the prepared copy" "$out" 'vm: /etc: the prepared copy '
-    like "... which has the entry" "$out" '^one$'
+    like "... which has the entry" "$out" vmetc-content-one
     sleep 0.01
-    echo two >"/etc/$extra"
+    echo vmetc-content-two >"/etc/$extra"
     etc_run
     like "the host's entry changed: a fresh copy" "$out" 'vm: /etc: no prepared copy'
-    like "... with the new content" "$out" '^two$'
-    unlike "... not the old" "$out" '^one$'
+    like "... with the new content" "$out" vmetc-content-two
+    unlike "... not the old" "$out" vmetc-content-one
     rm -f "/etc/$extra"
 else
     skip "etc.extra: the second session uses the prepared copy" "root only (writes to /etc)"
