@@ -5,7 +5,8 @@
 # are as fresh as a booted guest: another boot id, other random bytes and
 # UUIDs, the host's clock, nothing of an earlier session outside the
 # workspace. A damaged snapshot is not restored: the session boots normally
-# and saves a good one. Six to eight boots/restores.
+# and saves a good one. The curated /etc is a prepared copy per content,
+# read-only to the guest. Twelve to sixteen boots/restores.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
 . "$CORDON_SRC/tests/lib/fixtures.sh"
@@ -91,6 +92,62 @@ if [ -f "$snap" ]; then
     like "a file without a valid header is refused" "$out" "snapshot $snap: no snapshot header"
     vm_run true
     like "and the next session restores the new one" "$out" "vm: restored from $snap"
+fi
+
+# --- the curated /etc: prepared once per content, read-only to the guest ---
+etc_probe='ls -AR /etc | md5sum | cut -c1-32 | sed "s/^/listing=/"
+    touch /etc/cordon-probe 2>/dev/null; echo "touch=$?"'
+vm_run sh -c "$etc_probe"
+is "a session with the prepared /etc exits 0" "$rc" 0
+like "it uses the prepared /etc copy, said in --debug" "$out" 'vm: /etc: the prepared copy '
+cache=$(sed -n 's/.*vm: \/etc: the prepared copy \([^ ]*\) (key.*/\1/p' <<<"$out" | head -1)
+listing=$(field listing "$out")
+is "the guest cannot write its /etc (the prepared copy)" "$(field touch "$out")" 1
+if [ -n "$cache" ] && [ -d "$cache" ]; then
+    is "nothing the guest tried reached the copy" "$(ls -A "$cache" | grep -c cordon-probe)" 0
+    is "the copy is the user's, not writable by others" "$(stat -c '%u %a' "$cache")" "$(id -u) 755"
+    is "its cache directory is 0700" "$(stat -c '%a' "$(dirname "$cache")")" 700
+    # The same content through a session's own fresh copy: what the guest
+    # sees is the copy etc_fill() makes, the cache changes nothing of it.
+    mv "$cache" "$cache.moved"
+    vm_run sh -c "$etc_probe"
+    like "without it, the session fills its own copy" "$out" 'vm: /etc: no prepared copy'
+    is "the guest's /etc is the same as from the prepared copy" "$(field listing "$out")" "$listing"
+    like "and stores it for the next session" "$out" "vm: /etc: this session's copy is now the prepared $cache"
+    rm -rf "$cache.moved"
+    # A copy someone made writable to others is not used, and replaced.
+    chmod 0775 "$cache"
+    vm_run sh -c "$etc_probe"
+    like "a copy writable by others is refused" "$out" "vm: /etc: $cache is writable by group or others"
+    like "the session fills its own instead" "$out" 'vm: /etc: no prepared copy'
+    is "... and sees the same /etc" "$(field listing "$out")" "$listing"
+    is "... and the copy in place is 0755 again" "$(stat -c '%a' "$cache")" 755
+else
+    fail "the prepared /etc copy exists" "path: '$cache'" "$out"
+fi
+# A change of the host's /etc is a new key: the next session sees it (root
+# only: it adds a file to the host's /etc, named etc.extra).
+if [ "$(id -u)" = 0 ]; then
+    extra=cordon-test-vmetc-$$
+    echo vmetc-content-one >"/etc/$extra"
+    etc_run() { out=$(cd "$ws" && PWD="$ws" "$CORDON" --debug run --backend vm --set "etc.extra=$extra" -- cat "/etc/$extra" 2>&1 </dev/null); }
+    etc_run
+    etc_run
+    like "etc.extra: the second session uses the prepared copy" "$out" 'vm: /etc: the prepared copy '
+    like "... which has the entry" "$out" vmetc-content-one
+    sleep 0.01
+    echo vmetc-content-two >"/etc/$extra"
+    etc_run
+    like "the host's entry changed: a fresh copy" "$out" 'vm: /etc: no prepared copy'
+    like "... with the new content" "$out" vmetc-content-two
+    unlike "... not the old" "$out" vmetc-content-one
+    rm -f "/etc/$extra"
+else
+    skip "etc.extra: the second session uses the prepared copy" "root only (writes to /etc)"
+    skip "... which has the entry" "root only"
+    skip "the host's entry changed: a fresh copy" "root only"
+    skip "... with the new content" "root only"
+    skip "... not the old" "root only"
 fi
 
 # --- turned off: a normal boot ---

@@ -247,6 +247,8 @@ int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
         arg_add(b, "-mon");
         arg_add(b, "chardev=qmp,mode=control");
     }
+    if (in->paused)
+        arg_add(b, "-S");
     if (in->incoming) {
         arg_add(b, "-incoming");
         arg_add(b, "fd:%d", 5 /* VM_SNAPSHOT_QEMU_FD */);

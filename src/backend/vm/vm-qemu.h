@@ -42,6 +42,7 @@ struct vm_qemu_input {
     const char *docker_disk; /* the Docker daemon's disk image, or NULL */
     bool qmp;                /* a QMP monitor on <dir>/qmp (saving a snapshot, vm-snapshot.c) */
     bool incoming;           /* restore from the saved state on VM_SNAPSHOT_QEMU_FD */
+    bool paused;             /* -S: the vCPUs wait for QMP's cont (vm_snapshot_resume) */
 };
 
 /* Host paths with commas, escaped for QEMU's option lists, at most. */

@@ -121,6 +121,7 @@ uint64_t vm_snapshot_key(const struct vm_qemu_input *in, const char *qemu_path)
     c.tsc_khz = 0;
     c.qmp = false;
     c.incoming = false;
+    c.paused = false;
     /* The Docker disk is per session; its size is what the saved guest's
      * driver read at its probe (its cached blocks are dropped after a
      * restore, vm-init.c fresh_start). */
@@ -162,7 +163,7 @@ void vm_snapshot_discard(const char *path)
         log_debug("vm: snapshot %s removed", path);
 }
 
-int vm_snapshot_open(const char *path, uint64_t key, struct cordon_error *err)
+static int snapshot_open(const char *path, uint64_t key, bool check_sum, struct cordon_error *err)
 {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -184,7 +185,7 @@ int vm_snapshot_open(const char *path, uint64_t key, struct cordon_error *err)
         bad = "saved for another configuration";
     else if (h.payload != (uint64_t)st.st_size - VM_SNAPSHOT_HEADER)
         bad = "truncated or extended after its save";
-    else {
+    else if (check_sum) {
         uint64_t sum = 0;
         if (payload_sum(fd, VM_SNAPSHOT_HEADER, h.payload, &sum) < 0)
             return error_set(err, errno, "vm: snapshot %s: reading", path);
@@ -203,6 +204,32 @@ int vm_snapshot_open(const char *path, uint64_t key, struct cordon_error *err)
     /* Its mtime says when it was last used (snapshots_prune). */
     futimens(fd, NULL);
     return TAKE_FD(fd);
+}
+
+int vm_snapshot_open(const char *path, uint64_t key, struct cordon_error *err)
+{
+    return snapshot_open(path, key, true, err);
+}
+
+int vm_snapshot_open_unchecked(const char *path, uint64_t key, struct cordon_error *err)
+{
+    return snapshot_open(path, key, false, err);
+}
+
+int vm_snapshot_verify(int fd, const char *path, struct cordon_error *err)
+{
+    struct snapshot_header h = {0};
+    uint64_t sum = 0;
+    if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+        payload_sum(fd, VM_SNAPSHOT_HEADER, h.payload, &sum) < 0)
+        return error_set(err, errno, "vm: snapshot %s: reading", path);
+    if (sum != h.sum) {
+        vm_snapshot_discard(path);
+        return error_set(err, EINVAL,
+                         "vm: snapshot %s: its content does not match its checksum (damaged)",
+                         path);
+    }
+    return 0;
 }
 
 struct snapshot_entry {
@@ -377,6 +404,25 @@ static int qmp_migrate_wait(struct qmp *q, struct cordon_error *err)
             return error_set(err, ETIMEDOUT, "vm: saving the guest: migration still %s", st);
         usleep(5000);
     }
+}
+
+int vm_snapshot_resume(int qmp_fd, long long deadline, struct cordon_error *err)
+{
+    _cleanup_free_ struct qmp *q = calloc(1, sizeof(*q));
+    if (!q)
+        return error_set(err, ENOMEM, "vm: resuming the restored guest");
+    q->fd = qmp_fd;
+    q->deadline = deadline;
+    json_t *greeting = qmp_read(q, err);
+    if (!greeting)
+        return -1;
+    json_decref(greeting);
+    /* cont while the stream still loads: QEMU starts the vCPUs once it is
+     * loaded (autostart), not before. */
+    if (qmp_do(q, "{\"execute\":\"qmp_capabilities\"}\n", -1, err) < 0 ||
+        qmp_do(q, "{\"execute\":\"cont\"}\n", -1, err) < 0)
+        return -1;
+    return 0;
 }
 
 int vm_snapshot_save(int qmp_fd, const char *path, uint64_t key, long long deadline,

@@ -31,6 +31,15 @@ int vm_snapshot_path(const char *cache_dir, uint64_t key, char *out, size_t size
  * the payload size its header says. -1 when there is none or it does not
  * verify (err says why; a bad one is removed). */
 int vm_snapshot_open(const char *path, uint64_t key, struct cordon_error *err);
+/* The same without the checksum, which vm_snapshot_verify() then
+ * computes while QEMU loads the stream into a paused guest (-S). */
+int vm_snapshot_open_unchecked(const char *path, uint64_t key, struct cordon_error *err);
+/* The payload's checksum against its header's; a mismatch removes the
+ * file. -1 with err when it does not match: the guest must not run. */
+int vm_snapshot_verify(int fd, const char *path, struct cordon_error *err);
+/* The checksum passed: the restoring QEMU (qmp_fd, a connected QMP
+ * socket) starts the vCPUs once the stream is loaded. */
+int vm_snapshot_resume(int qmp_fd, long long deadline, struct cordon_error *err);
 /* Removes a snapshot QEMU could not restore. */
 void vm_snapshot_discard(const char *path);
 

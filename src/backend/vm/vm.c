@@ -60,8 +60,15 @@ struct vm_state {
     struct vm_docker_plan docker;
     struct vm_bind *protect; /* QEMU's binds (vm-protect.c), or NULL */
     bool etc_filled;         /* etc_fill() done (once, even across a KVM retry) */
-    struct vm_net net;       /* network mode, port relay, passt */
-    char qemu[PATH_MAX];     /* the QEMU binary found in PATH */
+    /* The /etc the guest gets: a prepared copy of this content in the
+     * state root's .vm-etc (etc_cache_find), or the session's own etc,
+     * filled while QEMU starts and moved there once the guest booted. */
+    char etc_path[PATH_MAX];
+    char etc_cache[PATH_MAX]; /* <state root>/.vm-etc, or "" (no cache) */
+    char etc_name[20];        /* the content's key, the entry's name */
+    bool etc_store;           /* this session's copy goes into the cache */
+    struct vm_net net;        /* network mode, port relay, passt */
+    char qemu[PATH_MAX];      /* the QEMU binary found in PATH */
     /* Snapshot restore (vm-snapshot.c): where this configuration's saved
      * guest is, its key, and how this session's guest started. */
     char snap_path[PATH_MAX];
@@ -235,11 +242,9 @@ static int etc_fill_extra(int etcfd, int dstfd, const char *rel, size_t *budget,
     return 0;
 }
 
-static int etc_fill(const char *state, const struct cfg_strings *extra, bool ssh_proxied,
+static int etc_fill(const char *dst, const struct cfg_strings *extra, bool ssh_proxied,
                     struct cordon_error *err)
 {
-    char dst[PATH_MAX];
-    snprintf(dst, sizeof(dst), "%s/etc", state);
     _cleanup_close_ int d = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     _cleanup_closedir_ DIR *etc = opendir("/etc");
     if (d < 0 || !etc)
@@ -279,6 +284,204 @@ static int etc_fill(const char *state, const struct cfg_strings *extra, bool ssh
             return error_set(err, errno, "vm: copying /etc/ssh");
     }
     return 0;
+}
+
+/* ---- the curated /etc, prepared once per content ---- */
+
+/* etc_fill() costs 20-600 ms (a thousand symlinks in /etc/alternatives, on
+ * a loaded disk), which a cold boot hides behind the kernel's boot but a
+ * restored guest waits for. So the copy is made once per content, in
+ * <state root>/.vm-etc/<key>, and shared read-only (readonly=on, as the
+ * session's copy was) by every later session. The key is the identity
+ * (inode, size, mtime, ctime, mode, owner) of every host entry etc_fill()
+ * reads, walked the same way, plus the format, the etc.extra list and
+ * cordon's ssh_config when it is added: any change of the host's /etc or
+ * of the configuration gives a new key and a fresh copy. An entry is
+ * complete when it is in place (only a copy whose fill finished and whose
+ * guest booted is renamed there) and is never modified after; entries
+ * unused for ETC_VM_CACHE_KEEP_DAYS are removed. */
+#define ETC_VM_CACHE_FORMAT    1
+#define ETC_VM_CACHE_KEEP_DAYS 7
+
+static void etc_mix(uint64_t *h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        *h ^= p[i];
+        *h *= 0x100000001b3ull;
+    }
+}
+
+static void etc_mix_stat(uint64_t *h, const char *name, const struct stat *st)
+{
+    uint64_t f[] = {(uint64_t)st->st_dev,         (uint64_t)st->st_ino,
+                    (uint64_t)st->st_mode,        (uint64_t)st->st_size,
+                    (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec,
+                    (uint64_t)st->st_ctim.tv_sec, (uint64_t)st->st_ctim.tv_nsec,
+                    (uint64_t)st->st_uid,         (uint64_t)st->st_gid};
+    etc_mix(h, name, strlen(name) + 1);
+    etc_mix(h, f, sizeof(f));
+}
+
+/* What copy_entry() reads, by identity. */
+static void key_entry(int srcdir, const char *name, uint64_t *h, int depth)
+{
+    struct stat st;
+    if (depth > 8 || fstatat(srcdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        etc_mix(h, name, strlen(name) + 1);
+        return;
+    }
+    etc_mix_stat(h, name, &st);
+    if (!S_ISDIR(st.st_mode))
+        return;
+    int s = openat(srcdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *dir = s >= 0 ? fdopendir(s) : NULL;
+    if (!dir) {
+        if (s >= 0)
+            close(s);
+        etc_mix(h, "?", 2);
+        return;
+    }
+    for (struct dirent *de; (de = readdir(dir));)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            key_entry(dirfd(dir), de->d_name, h, depth + 1);
+    closedir(dir);
+    etc_mix(h, "/", 2); /* the end of a directory */
+}
+
+/* etc_fill()'s walk, hashing instead of copying. */
+static uint64_t etc_key(const struct cfg_strings *extra, bool ssh_proxied)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    const unsigned format = ETC_VM_CACHE_FORMAT;
+    etc_mix(&h, &format, sizeof(format));
+    etc_mix(&h, &ssh_proxied, sizeof(ssh_proxied));
+    if (ssh_proxied)
+        etc_mix(&h, etc_ssh_config, etc_ssh_config_len);
+    _cleanup_closedir_ DIR *etc = opendir("/etc");
+    if (!etc)
+        return h;
+    for (struct dirent *de; (de = readdir(etc));)
+        if (de->d_name[0] != '.' && etc_entry_allowed(de->d_name))
+            key_entry(dirfd(etc), de->d_name, &h, 0);
+    _cleanup_close_ int ssl = open("/etc/ssl", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ssl >= 0) {
+        key_entry(ssl, "certs", &h, 0);
+        key_entry(ssl, "openssl.cnf", &h, 0);
+    }
+    for (size_t i = 0; i < extra->count; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s", extra->items[i]);
+        etc_mix(&h, path, strlen(path) + 1);
+        _cleanup_close_ int src = fcntl(dirfd(etc), F_DUPFD_CLOEXEC, 3);
+        char *name = path;
+        for (char *slash; src >= 0 && (slash = strchr(name, '/')); name = slash + 1) {
+            *slash = '\0';
+            struct stat st;
+            if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                etc_mix_stat(&h, name, &st);
+            int next = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            close(src);
+            src = next;
+        }
+        if (src >= 0)
+            key_entry(src, name, &h, 0);
+    }
+    _cleanup_close_ int ssh = open("/etc/ssh", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ssh >= 0)
+        key_entry(ssh, "ssh_known_hosts", &h, 0);
+    return h;
+}
+
+/* The cache directory, this user's and 0700, made if missing; -1 (no
+ * cache, the session's own copy) on anything else. */
+static int etc_cache_open(char *path, size_t size)
+{
+    struct cordon_error e;
+    _cleanup_free_ char *root = NULL;
+    if (state_root(&root, &e) < 0 || snprintf(path, size, "%s/.vm-etc", root) >= (int)size)
+        return -1;
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+        return -1;
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        log_debug("vm: %s is not this user's 0700 directory; /etc copied for this session only",
+                  path);
+        return -1;
+    }
+    return TAKE_FD(fd);
+}
+
+/* Chooses st->etc_path: the prepared copy of this content, or the
+ * session's own (made here, filled by boot_once, stored after the boot). */
+static int etc_cache_find(const struct launch *l, struct vm_state *st, struct cordon_error *err)
+{
+    long long t0 = clock_now_ms();
+    snprintf(st->etc_path, sizeof(st->etc_path), "%s/etc", st->dir);
+    _cleanup_close_ int root = etc_cache_open(st->etc_cache, sizeof(st->etc_cache));
+    if (root < 0) {
+        st->etc_cache[0] = '\0';
+        return etc_dir_make(st->dir, err);
+    }
+    uint64_t key = etc_key(&l->cfg.etc.extra, net_ssh_proxied(&l->net));
+    snprintf(st->etc_name, sizeof(st->etc_name), "%016llx", (unsigned long long)key);
+    _cleanup_close_ int fd =
+        openat(root, st->etc_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat sst;
+    if (fd >= 0 && fstat(fd, &sst) == 0 && sst.st_uid == geteuid() && !(sst.st_mode & 022) &&
+        snprintf(st->etc_path, sizeof(st->etc_path), "%s/%s", st->etc_cache, st->etc_name) <
+            (int)sizeof(st->etc_path)) {
+        futimens(fd, NULL); /* its mtime says when it was last used */
+        st->etc_filled = true;
+        log_debug("vm: /etc: the prepared copy %s (key walked in %lld ms)", st->etc_path,
+                  clock_now_ms() - t0);
+        return 0;
+    }
+    if (fd >= 0 && sst.st_uid == geteuid()) {
+        /* Not as cordon leaves one (writable by others): not used, and
+         * removed so that this session's copy can take its place. */
+        log_warn("vm: /etc: %s/%s is writable by group or others; removing it", st->etc_cache,
+                 st->etc_name);
+        fs_remove_tree_at(root, st->etc_name);
+    }
+    snprintf(st->etc_path, sizeof(st->etc_path), "%s/etc", st->dir);
+    st->etc_store = true;
+    log_debug("vm: /etc: no prepared copy %s/%s yet; this session's goes there (key walked in "
+              "%lld ms)",
+              st->etc_cache, st->etc_name, clock_now_ms() - t0);
+    return etc_dir_make(st->dir, err);
+}
+
+/* After the boot: the session's filled copy becomes the prepared one (the
+ * guest keeps it: QEMU holds the share's directory open, not its path).
+ * Another session's of the same content may be there first: then this one
+ * stays the session's and goes with it. Old entries are pruned here, the
+ * rare moment the cache grows. */
+static void etc_cache_store(struct vm_state *st)
+{
+    if (!st->etc_store || !st->etc_filled)
+        return;
+    char final[PATH_MAX];
+    if (snprintf(final, sizeof(final), "%s/%s", st->etc_cache, st->etc_name) >= (int)sizeof(final))
+        return;
+    _cleanup_close_ int root = open(st->etc_cache, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (root < 0 || renameat2(AT_FDCWD, st->etc_path, root, st->etc_name, RENAME_NOREPLACE) < 0) {
+        log_debug("vm: /etc: keeping this session's copy (%s)", strerror(errno));
+        return;
+    }
+    log_debug("vm: /etc: this session's copy is now the prepared %s", final);
+    memcpy(st->etc_path, final, sizeof(final));
+    st->etc_store = false;
+    _cleanup_closedir_ DIR *d = fdopendir(TAKE_FD(root));
+    time_t old = time(NULL) - (time_t)ETC_VM_CACHE_KEEP_DAYS * 86400;
+    for (struct dirent *de; d && (de = readdir(d));) {
+        struct stat est;
+        if (de->d_name[0] != '.' && strcmp(de->d_name, st->etc_name) != 0 &&
+            fstatat(dirfd(d), de->d_name, &est, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(est.st_mode) &&
+            est.st_mtime < old)
+            fs_remove_tree_at(dirfd(d), de->d_name);
+    }
 }
 
 /* ---- sockets ---- */
@@ -563,11 +766,10 @@ static int spec_add_fresh(json_t *spec, struct cordon_error *err)
  * continue. A failed save costs only the snapshot; -1 when the guest did
  * not park (as a normal boot would fail) or may be left stopped
  * (st->snap_broke: a normal boot is tried next). */
-static int park_and_save(struct vm_state *st, int pidfd, long long deadline,
-                         struct cordon_error *err)
+/* QEMU's monitor connection (BOOT_SAVE, BOOT_RESTORE); its listener goes. */
+static int qmp_accept(struct vm_state *st, int pidfd, long long deadline, struct cordon_error *err)
 {
-    long long t0 = clock_now_ms();
-    _cleanup_close_ int qmp = -1;
+    int qmp = -1;
     struct pollfd p[2] = {{st->qmp_listen, POLLIN, 0}, {pidfd, POLLIN, 0}};
     long long left = deadline - clock_now_ms();
     int r;
@@ -580,12 +782,22 @@ static int park_and_save(struct vm_state *st, int pidfd, long long deadline,
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/qmp", st->dir);
     unlink(path);
+    return qmp;
+}
+
+static int park_and_save(struct vm_state *st, int pidfd, long long deadline,
+                         struct cordon_error *err)
+{
+    long long t0 = clock_now_ms();
+    _cleanup_close_ int qmp = qmp_accept(st, pidfd, deadline, err);
+    if (qmp < 0)
+        return -1;
     json_t *park = json_pack("{s:s}", "t", "park");
     int w = park ? vm_frame_write(st->fds[SOCK_CHANNEL], park) : -1;
     json_decref(park);
     if (w < 0)
         return error_set(err, errno, "vm: asking the guest to park");
-    left = deadline - clock_now_ms();
+    long long left = deadline - clock_now_ms();
     json_t *reply = vm_frame_read(st->fds[SOCK_CHANNEL], left > 0 ? (int)left : 0);
     const char *t = json_string_value(json_object_get(reply, "t"));
     bool parked = t && strcmp(t, "parked") == 0;
@@ -617,7 +829,10 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
                      struct cordon_error *err)
 {
     st->snap_broke = false;
-    if (mode == BOOT_SAVE) {
+    if (mode == BOOT_SAVE || mode == BOOT_RESTORE) {
+        char qmp[PATH_MAX];
+        snprintf(qmp, sizeof(qmp), "%s/qmp", st->dir);
+        unlink(qmp); /* an attempt before this one's, failed before QEMU connected */
         st->qmp_listen = listen_at(st->dir, "qmp", err);
         if (st->qmp_listen < 0)
             return -1;
@@ -638,8 +853,11 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     }
     struct vm_qemu_argv b = {0};
     struct vm_qemu_input in = qemu_input(l, k, initrd, st, shares, nshares);
-    in.qmp = mode == BOOT_SAVE;
+    in.qmp = mode == BOOT_SAVE || mode == BOOT_RESTORE;
     in.incoming = mode == BOOT_RESTORE;
+    /* A restore's vCPUs wait until the snapshot's checksum, computed
+     * while QEMU loads it, has passed (vm_snapshot_resume). */
+    in.paused = mode == BOOT_RESTORE;
     if (vm_qemu_argv_build(&in, &b) < 0) {
         vm_qemu_argv_free(&b);
         return error_set(err, E2BIG, "vm: QEMU command line");
@@ -669,13 +887,23 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     json_t *spec = NULL, *reply = NULL;
     long long t_spawned = clock_now_ms();
     if (!st->etc_filled) {
-        if (etc_fill(st->dir, &l->cfg.etc.extra, net_ssh_proxied(&l->net), err) < 0)
+        if (etc_fill(st->etc_path, &l->cfg.etc.extra, net_ssh_proxied(&l->net), err) < 0)
             goto fail;
         st->etc_filled = true;
     }
     long long t_etc = clock_now_ms();
+    if (mode == BOOT_RESTORE && vm_snapshot_verify(snap_fd, st->snap_path, err) < 0)
+        goto fail;
+    long long t_sum = clock_now_ms();
     if (accept_all(st, pidfd, deadline, err) < 0 || vm_net_accept(&st->net, deadline, err) < 0)
         goto fail;
+    if (mode == BOOT_RESTORE) {
+        _cleanup_close_ int qmp = qmp_accept(st, pidfd, deadline, err);
+        if (qmp < 0 || vm_snapshot_resume(qmp, deadline, err) < 0)
+            goto fail;
+        log_debug("vm: snapshot checksum passed in %lld ms while QEMU loaded it; vCPUs resumed",
+                  t_sum - t_etc);
+    }
     log_debug("vm: /etc copied in %lld ms; QEMU's ports connected %lld ms after its start",
               t_etc - t_spawned, clock_now_ms() - t_spawned);
     if (mode == BOOT_SAVE && park_and_save(st, pidfd, deadline, err) < 0)
@@ -706,9 +934,16 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     }
     const char *t = json_string_value(json_object_get(reply, "t"));
     if (t && strcmp(t, "booted") == 0) {
+        json_t *gms = json_object_get(reply, "ms");
+        long long g_view = json_integer_value(json_object_get(gms, "view")),
+                  g_fresh = json_integer_value(json_object_get(gms, "fresh")),
+                  g_docker = json_integer_value(json_object_get(gms, "docker")),
+                  g_net = json_integer_value(json_object_get(gms, "net"));
         log_debug("vm: boot spec sent %lld ms after QEMU's start, the guest's view built %lld ms "
-                  "later",
-                  t_spec - t_spawned, clock_now_ms() - t_spec);
+                  "later (in the guest: shares and view %lld ms, fresh start %lld ms, docker %lld "
+                  "ms, network %lld ms; the rest is QEMU%s and the channel)",
+                  t_spec - t_spawned, clock_now_ms() - t_spec, g_view, g_fresh, g_docker, g_net,
+                  mode == BOOT_RESTORE ? " loading the snapshot" : " and the kernel's boot");
         snprintf(sb->description, sizeof(sb->description),
                  "vm (%s, %ld vCPU, %ld MiB, kernel %s%s)", st->accel,
                  vm_qemu_cpus(&l->limits, st->accel), vm_qemu_memory_mib(&l->limits),
@@ -795,7 +1030,8 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
         log_debug("%s: no snapshot", serr.message);
         return boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
     }
-    int fd = vm_snapshot_open(st->snap_path, st->snap_key, &serr);
+    /* Its header here; its checksum while QEMU loads it (boot_once). */
+    int fd = vm_snapshot_open_unchecked(st->snap_path, st->snap_key, &serr);
     if (fd >= 0) {
         long long t0 = clock_now_ms();
         int rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_RESTORE, fd, sb, err);
@@ -843,7 +1079,7 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
         st->dir[0] = '\0';
         return -1;
     }
-    if (etc_dir_make(st->dir, err) < 0)
+    if (etc_cache_find(l, st, err) < 0)
         return -1;
     if (vm_docker_plan_make(l, &st->docker, err) < 0 ||
         vm_protect_plan(l, st->docker.start, &st->protect, err) < 0)
@@ -857,14 +1093,12 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
         log_debug("vm: no snapshot for this session (%s)",
                   !vm_snapshot_enabled() ? "CORDON_VM_SNAPSHOT=0" : "network mode open");
 
-    char etc[PATH_MAX];
-    snprintf(etc, sizeof(etc), "%s/etc", st->dir);
     /* /usr, /etc, the workspace, two git directories, and [[mounts]]: each
      * a 9p device on its own virtio-mmio slot, of which microvm has few. */
     struct vm_share shares[VM_MAX_SHARES];
     size_t n = 0;
     shares[n++] = (struct vm_share){"/usr", "/usr", true};
-    shares[n++] = (struct vm_share){etc, "/etc", true};
+    shares[n++] = (struct vm_share){st->etc_path, "/etc", true};
     shares[n++] =
         (struct vm_share){l->spec.workspace, l->spec.workspace_view, l->spec.workspace_readonly};
     for (size_t i = 0; l->spec.git_dirs && l->spec.git_dirs[i] && n < ARRAY_SIZE(shares); i++)
@@ -919,6 +1153,7 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
     }
     if (rc < 0 || vm_net_start(&st->net, st->dir, err) < 0)
         return -1;
+    etc_cache_store(st);
     if (cached_failure) {
         size_t len = strlen(sb->description);
         snprintf(sb->description + len, sizeof(sb->description) - len,
