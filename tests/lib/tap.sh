@@ -17,7 +17,13 @@ ok() { # ok DESCRIPTION COMMAND...
 pass() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1"; }
 fail() {
     tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1))
-    echo "not ok $tap_n - $1"
+    # The first detail line, cut short, on the result line itself: a CI log
+    # that keeps only the summary still says what was seen. No '#' in it (a
+    # TAP directive would start there).
+    local seen=${2:-}
+    seen=${seen//#/?}
+    [ ${#seen} -gt 160 ] && seen="${seen:0:160}..."
+    echo "not ok $tap_n - $1${seen:+ [$seen]}"
     shift
     local line; for line in "$@"; do echo "#   $line"; done
 }

@@ -21,6 +21,21 @@ ws=$(new_ws ws)
 echo hello >"$ws/file"
 # A fake Docker daemon the agent can start inside its sandbox.
 cp "$FAKE_DOCKER_API" "$ws/dock.py"
+# Unix sockets that take connections and never answer: the probe waits its
+# full connect timeout (1 s) on each, so a shell polling for it finds it
+# running whatever the machine's speed.
+cat >"$ws/silent.py" <<'EOF'
+import os, socket, sys, time
+os.makedirs(sys.argv[1], exist_ok=True)
+held = []
+for i in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(os.path.join(sys.argv[1], "s%d" % i))
+    s.listen(64)
+    held.append(s)
+print("silent-up", flush=True)
+time.sleep(3600)
+EOF
 
 # hold_start NAME [MCP ARGS...]: `cordon mcp --name NAME ARGS` in $ws with a
 # real client keeping the session alive (tests/lib/mcp_hold.py); the
@@ -540,15 +555,22 @@ EOF
 
     # A probe that hangs (stopped from inside by the shell, as a sandboxed
     # process may): the guest's init kills it after 30 s and goes on.
-    shell_send "for i in \$(seq 1000); do pkill -STOP -f '^cordon-agent probe' && break; sleep 0.01; done; echo probe-stopped-\$i"
+    # Silent sockets in the guest's /tmp hold the probe for seconds, so the
+    # shell's polling finds it however fast or loaded the machine is.
+    shell_send "python3 $ws/silent.py /tmp/hold 8 </dev/null >/tmp/silent.out 2>&1 & for i in \$(seq 100); do grep -q silent-up /tmp/silent.out 2>/dev/null && break; sleep 0.1; done; echo silent-\$(ls /tmp/hold | wc -l)"
+    shell_wait silent- 300
+    like "vm shell: silent sockets planted to hold the probe" "$(cat "$sh_out")" "silent-8$"
+    shell_send "for i in \$(seq 3000); do pkill -STOP -f '^cordon-agent probe' && { echo probe-stopped-\$i; break; }; sleep 0.01; done; echo probe-loop-done"
     (cd / && exec "$CORDON" verify "$namevsh" >"$TEST_TMP/vt.out" 2>"$TEST_TMP/vt.err" </dev/null) &
     vt=$!
-    shell_wait probe-stopped- 300
-    like "vm shell: the shell stopped the probe" "$(cat "$sh_out")" "probe-stopped-[0-9]+$"
+    shell_wait probe-loop-done 600
+    like "vm shell: the shell stopped the probe" "$(cat "$sh_out")" "probe-stopped-[0-9]+"
     wait "$vt"
     is "vm shell: a probe that hangs: verify NAME exits 1 (its rows FAIL)" "$?" 1
     like "vm shell: a probe that hangs: killed after 30 s by the guest's init, said so" \
         "$(cat "$TEST_TMP/vt.out")" "probe: the probe in the sandbox was killed after 30 s \(timeout\)"
+    shell_send "pkill -f 'silent.py /tmp/hold'; rm -rf /tmp/hold; echo unheld-\$(ls /tmp/hold 2>&1 | wc -l)"
+    shell_wait unheld- 300
     verify_name "$namevsh"
     is "vm shell: after the hung probe: the session is still audited (exit 0)" "$rc" 0
 
