@@ -509,28 +509,37 @@ int state_remove(const char *name, struct cordon_error *err)
     return 0;
 }
 
+/* A cgroup younger than this is left alone: a sandbox that is starting
+ * makes its cgroups before clone and its child joins them only after the
+ * id maps (ns-limits.c), so for that moment they are empty. */
+#define GC_CGROUP_GRACE_S 60
+
 /* Empty cgroups left by sandboxes whose supervisor was killed before it
  * could remove them. rmdir only ever succeeds on an empty cgroup, so a
- * running sandbox's is never touched. */
+ * running sandbox's is never touched; a young one is left for a starting
+ * sandbox, of this state root or another's (another XDG_RUNTIME_DIR shares
+ * these hierarchies but not this list of entries). */
 static void gc_cgroups(const struct state_entry *entries, size_t n)
 {
     static const char *const bases[] = {"/sys/fs/cgroup/memory/cordon",
                                         "/sys/fs/cgroup/pids/cordon", "/sys/fs/cgroup/cpu/cordon"};
+    time_t now = time(NULL);
     for (size_t b = 0; b < ARRAY_SIZE(bases); b++) {
         _cleanup_closedir_ DIR *d = opendir(bases[b]);
         if (!d)
             continue;
         struct dirent *de;
         while ((de = readdir(d))) {
-            if (strncmp(de->d_name, "cordon-", 7) != 0 && de->d_type != DT_DIR)
-                continue;
-            if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+            if (de->d_type != DT_DIR || de->d_name[0] == '.')
                 continue;
             bool live = false;
             for (size_t i = 0; i < n; i++)
                 live |= entries[i].locked && strcmp(entries[i].name, de->d_name) == 0;
-            if (!live)
-                unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+            struct stat st;
+            if (live || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                difftime(now, st.st_mtime) < GC_CGROUP_GRACE_S)
+                continue;
+            unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
         }
     }
 }

@@ -92,8 +92,13 @@ static int cgroup_v1(struct ns_sandbox *sb, struct ns_cgroup_join *join, int slo
     if (mkdir(dir, 0755) < 0 && errno != EEXIST)
         return 0;
     snprintf(dir, sizeof(dir), "%s/cordon/%s", base, name);
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-        return 0;
+    if (mkdir(dir, 0755) < 0) {
+        if (errno != EEXIST)
+            return 0;
+        /* One left by a supervisor that was killed: made young again, so
+         * that `cordon gc` (state.c) leaves it until the child joins. */
+        utimensat(AT_FDCWD, dir, NULL, 0);
+    }
     sb->cgroup_paths[slot] = strdup(dir);
     if (!sb->cgroup_paths[slot])
         return error_set(err, ENOMEM, "cgroup: %s", dir);

@@ -280,61 +280,58 @@ static int start_sock_guard(const struct ns_spec *spec, struct ns_sandbox *sb,
     return 0;
 }
 
-int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct cordon_error *err)
+/* What Landlock leaves writable: the places the view makes writable (the
+ * fixed scratch places, home, a writable workspace, a linked worktree's git
+ * directories, [[mounts]] with readonly = false). */
+static void landlock_writable_list(const struct ns_spec *spec, struct ns_child *c)
 {
-    *sb = (struct ns_sandbox){.pid = -1, .pidfd = -1, .sock_guard_pid = -1};
-    struct ns_child c = {.spec = spec, .sync_fd = -1, .cgroups = {.fds = {-1, -1, -1}}};
-    int rc = -1;
-    int sync[2] = {-1, -1};
-    uid_t uid = geteuid();
-    gid_t gid = getegid();
+    size_t n = 0;
+    static const char *const always[] = {"/tmp", "/var/tmp", "/run", "/dev"};
+    for (size_t i = 0; i < ARRAY_SIZE(always); i++)
+        c->landlock_writable[n++] = always[i];
+    c->landlock_writable[n++] = spec->home;
+    if (!spec->workspace_readonly)
+        c->landlock_writable[n++] = spec->workspace_view;
+    for (size_t i = 0; !spec->workspace_readonly && spec->git_dirs && spec->git_dirs[i] && i < 2;
+         i++)
+        c->landlock_writable[n++] = spec->git_dirs[i];
+    for (size_t i = 0; i < spec->nmounts && i < NS_MAX_EXTRA_MOUNTS; i++) {
+        if (!spec->mounts[i].readonly)
+            c->landlock_writable[n++] = spec->mounts[i].guest_path;
+    }
+    c->landlock_writable[n] = NULL;
+}
 
-    long long t0 = log_now_us();
-    if (ns_mount_plan_build(spec, uid, gid, &c.plan, err) < 0)
+/* Where a start's time went, for --debug. */
+struct start_timing {
+    long long begin, plan, seccomp, prepared, cgroups_prep, go;
+};
+
+/* Host, before clone: everything the child will only read. */
+static int prepare_child(const struct ns_spec *spec, uid_t uid, gid_t gid, struct ns_child *c,
+                         struct start_timing *t, struct cordon_error *err)
+{
+    t->begin = log_now_us();
+    if (ns_mount_plan_build(spec, uid, gid, &c->plan, err) < 0)
         return -1;
-    long long t1 = log_now_us();
-    ns_seccomp_program(&c.seccomp);
-    long long t2 = log_now_us();
-    ns_limits_prepare(&spec->limits, &c.rlimits);
-    c.landlock_abi = ns_landlock_abi();
-    {
-        size_t n = 0;
-        static const char *const always[] = {"/tmp", "/var/tmp", "/run", "/dev"};
-        for (size_t i = 0; i < ARRAY_SIZE(always); i++)
-            c.landlock_writable[n++] = always[i];
-        c.landlock_writable[n++] = spec->home;
-        if (!spec->workspace_readonly)
-            c.landlock_writable[n++] = spec->workspace_view;
-        /* What the view binds read-write stays writable: a linked
-         * worktree's git directories, [[mounts]] with readonly = false. */
-        for (size_t i = 0;
-             !spec->workspace_readonly && spec->git_dirs && spec->git_dirs[i] && i < 2; i++)
-            c.landlock_writable[n++] = spec->git_dirs[i];
-        for (size_t i = 0; i < spec->nmounts && i < NS_MAX_EXTRA_MOUNTS; i++) {
-            if (!spec->mounts[i].readonly)
-                c.landlock_writable[n++] = spec->mounts[i].guest_path;
-        }
-        c.landlock_writable[n] = NULL;
-    }
-    long long t3 = log_now_us();
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
-        error_set(err, errno, "socketpair");
-        goto out;
-    }
-    c.sync_fd = sync[1];
-    long long tc = log_now_us();
-    if (ns_cgroups_prepare(spec, sb, &c.cgroups, err) < 0) {
-        ns_cgroups_join_close(&c.cgroups);
-        ns_cgroups_remove(sb);
-        goto out;
-    }
-    long long tc_prep = log_now_us() - tc;
+    t->plan = log_now_us();
+    ns_seccomp_program(&c->seccomp);
+    t->seccomp = log_now_us();
+    ns_limits_prepare(&spec->limits, &c->rlimits);
+    c->landlock_abi = ns_landlock_abi();
+    landlock_writable_list(spec, c);
+    t->prepared = log_now_us();
+    return 0;
+}
 
-    int pidfd = -1;
+/* Host: clone3 into the new namespaces; the child never returns from
+ * here. Returns the child's pid (its pidfd in *pidfd) or -1. */
+static pid_t clone_child(struct ns_child *c, int parent_end, int *pidfd, struct cordon_error *err)
+{
     struct clone_args args = {
         .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
                  CLONE_NEWUTS | CLONE_PIDFD,
-        .pidfd = (uint64_t)(uintptr_t)&pidfd,
+        .pidfd = (uint64_t)(uintptr_t)pidfd,
         .exit_signal = SIGCHLD,
     };
     pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
@@ -347,17 +344,136 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
                         "AppArmor, a container's seccomp profile)"
                       : "");
         error_hint_doctor(err);
+        return -1;
+    }
+    if (pid == 0) {
+        close(parent_end);
+        child_setup_and_exec(c);
+        /* Only failures get here. */
+        ssize_t w = write(c->sync_fd, &c->err, sizeof(c->err));
+        (void)w;
+        _exit(CORDON_EXIT_FAILURE);
+    }
+    return pid;
+}
+
+/* Host: the child's uid and gid maps (the invoking user's ids only). */
+static int write_id_maps(pid_t pid, uid_t uid, gid_t gid, struct cordon_error *err)
+{
+    char map[64];
+    snprintf(map, sizeof(map), "%u %u 1\n", uid, uid);
+    if (write_proc_file(pid, "setgroups", "deny", err) < 0 ||
+        write_proc_file(pid, "uid_map", map, err) < 0) {
+        error_hint_doctor(err);
+        return -1;
+    }
+    snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
+    return write_proc_file(pid, "gid_map", map, err);
+}
+
+/* Host, between the maps and the go: the child in its cgroups, then the
+ * network hook (it sets up while the child builds the view). */
+static int attach_child(const struct ns_spec *spec, struct ns_sandbox *sb, struct ns_child *c,
+                        long long cgroups_prep, struct cordon_error *err)
+{
+    long long tc = log_now_us();
+    if (ns_cgroups_attach(&c->cgroups, sb->pid, sb, err) < 0)
+        return -1;
+    log_debug("timing: cgroups %lld us (prepared before clone in %lld us)", log_now_us() - tc,
+              cgroups_prep);
+    if (strstr(sb->limits_applied, "NO LIMIT"))
+        log_warn("running as root without a pids cgroup: the process limit cannot be enforced "
+                 "(the kernel exempts root from RLIMIT_NPROC)");
+    if (spec->on_namespaces_ready &&
+        spec->on_namespaces_ready(sb->pid, spec->on_namespaces_ready_ctx, err) < 0)
+        return -1;
+#if CORDON_UNSAFE_NO_SECCOMP
+    /* No guard step: the child execs after the go. */
+    if (spec->on_before_exec && spec->on_before_exec(spec->on_namespaces_ready_ctx, err) < 0)
+        return -1;
+#endif
+    return 0;
+}
+
+static ssize_t read_child(int fd, struct cordon_error *child_err)
+{
+    ssize_t n;
+    do {
+        n = read(fd, child_err, sizeof(*child_err));
+    } while (n < 0 && errno == EINTR);
+    return n;
+}
+
+/* Host, after the go: the guard's fds out of the child, what the network
+ * hook started ready (the proxy's listeners inside), the guard's start
+ * while the child execs, and the child's last word: 0 (exec closed the
+ * socket: the agent runs) or -1 with its error. */
+static int await_exec(const struct ns_spec *spec, struct ns_sandbox *sb, int fd,
+                      struct cordon_error *err)
+{
+    struct cordon_error child_err;
+    ssize_t n = read_child(fd, &child_err);
+    if (n == (ssize_t)sizeof(struct ns_guard_fds)) {
+        struct guard_fds fds = {-1, -1, -1};
+        if (take_guard_fds(sb, &child_err, &fds, err) < 0 ||
+            (spec->on_before_exec &&
+             spec->on_before_exec(spec->on_namespaces_ready_ctx, err) < 0)) {
+            guard_fds_close(&fds);
+            return -1;
+        }
+        send(fd, "s", 1, MSG_NOSIGNAL);
+        int guard_rc = start_sock_guard(spec, sb, &fds, err);
+        guard_fds_close(&fds);
+        if (guard_rc < 0)
+            return -1;
+        n = read_child(fd, &child_err);
+    } else if (n == 0 && !CORDON_UNSAFE_NO_SECCOMP) {
+        /* An exec without the guard's word: never, but fail closed. */
+        return error_set(err, EPROTO, "sandbox setup: the socket guard's filter was not loaded");
+    }
+    if (n == 0)
+        return 0;
+    if (n != (ssize_t)sizeof(child_err))
+        return error_set(err, n < 0 ? errno : EPROTO, "sandbox setup: lost contact with the child");
+    child_err.message[sizeof(child_err.message) - 1] = '\0';
+    *err = child_err;
+    error_prefix(err, "sandbox setup");
+    /* a step the kernel refuses (a mount, seccomp, Landlock in a user
+     * namespace) is this host's, not the configuration's */
+    if (err->errnum == EPERM || err->errnum == EACCES || err->errnum == ENOSYS ||
+        err->errnum == EOPNOTSUPP || err->errnum == EINVAL)
+        error_hint_doctor(err);
+    return -1;
+}
+
+int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct cordon_error *err)
+{
+    *sb = (struct ns_sandbox){.pid = -1, .pidfd = -1, .sock_guard_pid = -1};
+    struct ns_child c = {.spec = spec, .sync_fd = -1, .cgroups = {.fds = {-1, -1, -1}}};
+    struct start_timing t = {0};
+    int rc = -1;
+    int sync[2] = {-1, -1};
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+
+    if (prepare_child(spec, uid, gid, &c, &t, err) < 0)
+        return -1;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
+        error_set(err, errno, "socketpair");
+        goto out;
+    }
+    c.sync_fd = sync[1];
+    long long tc = log_now_us();
+    int pidfd = -1;
+    pid_t pid = -1;
+    if (ns_cgroups_prepare(spec, sb, &c.cgroups, err) == 0) {
+        t.cgroups_prep = log_now_us() - tc;
+        pid = clone_child(&c, sync[0], &pidfd, err);
+    }
+    if (pid < 0) {
         ns_cgroups_join_close(&c.cgroups);
         ns_cgroups_remove(sb);
         goto out;
-    }
-    if (pid == 0) {
-        close(sync[0]);
-        child_setup_and_exec(&c);
-        /* Only failures get here. */
-        ssize_t w = write(c.sync_fd, &c.err, sizeof(c.err));
-        (void)w;
-        _exit(CORDON_EXIT_FAILURE);
     }
     close(sync[1]);
     sync[1] = -1;
@@ -365,87 +481,25 @@ int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct c
     sb->pid = pid;
     sb->pidfd = pidfd;
 
-    char map[64];
-    snprintf(map, sizeof(map), "%u %u 1\n", uid, uid);
-    if (write_proc_file(pid, "setgroups", "deny", err) < 0 ||
-        write_proc_file(pid, "uid_map", map, err) < 0) {
-        error_hint_doctor(err);
-        goto fail_child;
-    }
-    snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
-    if (write_proc_file(pid, "gid_map", map, err) < 0)
+    if (write_id_maps(pid, uid, gid, err) < 0)
         goto fail_child;
     /* A child that failed already has closed its end: its error is then
      * waiting to be read, and a failed send only means "go and read it". */
     bool child_alive = send(sync[0], "m", 1, MSG_NOSIGNAL) == 1;
-    tc = log_now_us();
-    if (ns_cgroups_attach(&c.cgroups, pid, sb, err) < 0)
+    if (attach_child(spec, sb, &c, t.cgroups_prep, err) < 0)
         goto fail_child;
-    log_debug("timing: cgroups %lld us (prepared before clone in %lld us)", log_now_us() - tc,
-              tc_prep);
-    if (strstr(sb->limits_applied, "NO LIMIT"))
-        log_warn("running as root without a pids cgroup: the process limit cannot be enforced "
-                 "(the kernel exempts root from RLIMIT_NPROC)");
-    if (spec->on_namespaces_ready &&
-        spec->on_namespaces_ready(pid, spec->on_namespaces_ready_ctx, err) < 0)
-        goto fail_child;
-#if CORDON_UNSAFE_NO_SECCOMP
-    /* No guard step: the child execs after the go. */
-    if (spec->on_before_exec && spec->on_before_exec(spec->on_namespaces_ready_ctx, err) < 0)
-        goto fail_child;
-#endif
-    long long t4 = log_now_us();
+    t.go = log_now_us();
     if (child_alive)
         send(sync[0], "g", 1, MSG_NOSIGNAL);
-    struct cordon_error child_err;
-    ssize_t n;
-    do {
-        n = read(sync[0], &child_err, sizeof(child_err));
-    } while (n < 0 && errno == EINTR);
-    if (n == (ssize_t)sizeof(struct ns_guard_fds)) {
-        /* The guard's fds out of the child, what the network hook started
-         * ready (the proxy's listeners inside), then the go; the guard
-         * starts while the child execs. */
-        struct guard_fds fds = {-1, -1, -1};
-        if (take_guard_fds(sb, &child_err, &fds, err) < 0 ||
-            (spec->on_before_exec &&
-             spec->on_before_exec(spec->on_namespaces_ready_ctx, err) < 0)) {
-            guard_fds_close(&fds);
-            goto fail_child;
-        }
-        send(sync[0], "s", 1, MSG_NOSIGNAL);
-        int guard_rc = start_sock_guard(spec, sb, &fds, err);
-        guard_fds_close(&fds);
-        if (guard_rc < 0)
-            goto fail_child;
-        do {
-            n = read(sync[0], &child_err, sizeof(child_err));
-        } while (n < 0 && errno == EINTR);
-    } else if (n == 0 && !CORDON_UNSAFE_NO_SECCOMP) {
-        /* An exec without the guard's word: never, but fail closed. */
-        error_set(err, EPROTO, "sandbox setup: the socket guard's filter was not loaded");
+    if (await_exec(spec, sb, sync[0], err) < 0)
         goto fail_child;
-    }
-    if (n == 0) {
-        rc = 0; /* exec closed the socket: the agent is running */
-        log_debug("timing: plan %lld us (%zu operations), seccomp %lld us, "
-                  "clone+maps+cgroups %lld us, view+exec %lld us",
-                  t1 - t0, c.plan.count, t2 - t1, t4 - t3, log_now_us() - t4);
-        log_debug("/etc: the prepared copy under %s", spec->etc_cache_root);
-        goto out;
-    }
-    if (n == (ssize_t)sizeof(child_err)) {
-        child_err.message[sizeof(child_err.message) - 1] = '\0';
-        *err = child_err;
-        error_prefix(err, "sandbox setup");
-        /* a step the kernel refuses (a mount, seccomp, Landlock in a user
-         * namespace) is this host's, not the configuration's */
-        if (err->errnum == EPERM || err->errnum == EACCES || err->errnum == ENOSYS ||
-            err->errnum == EOPNOTSUPP || err->errnum == EINVAL)
-            error_hint_doctor(err);
-    } else {
-        error_set(err, n < 0 ? errno : EPROTO, "sandbox setup: lost contact with the child");
-    }
+    rc = 0;
+    log_debug("timing: plan %lld us (%zu operations), seccomp %lld us, "
+              "clone+maps+cgroups %lld us, view+exec %lld us",
+              t.plan - t.begin, c.plan.count, t.seccomp - t.plan, t.go - t.prepared,
+              log_now_us() - t.go);
+    log_debug("/etc: the prepared copy under %s", spec->etc_cache_root);
+    goto out;
 fail_child:
     kill(pid, SIGKILL);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
