@@ -352,22 +352,11 @@ static void audit(struct proxy *p, struct conn *c, const char *address, bool all
 /* Queues an answer and ends the connection once it is sent. */
 static void conn_refuse_http(struct conn *c, int status, const char *reason)
 {
-    const char *title = status == 403   ? "Forbidden"
-                        : status == 431 ? "Request Header Fields Too Large"
-                        : status == 502 ? "Bad Gateway"
-                        : status == 504 ? "Gateway Timeout"
-                                        : "Bad Request";
-    char body[700];
-    int blen = snprintf(body, sizeof(body), "cordon: network: %s\n", reason);
-    if (blen < 0 || (size_t)blen >= sizeof(body))
-        blen = (int)sizeof(body) - 1;
-    char head[300];
-    int hlen = snprintf(head, sizeof(head),
-                        "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                        "Content-Length: %d\r\nConnection: close\r\n\r\n",
-                        status, title, blen);
-    buffer_put(c->down, head, (size_t)hlen);
-    buffer_put(c->down, body, (size_t)blen);
+    char head[300], body[700];
+    size_t hlen = 0, blen = 0;
+    http_refusal_format(status, reason, head, sizeof(head), &hlen, body, sizeof(body), &blen);
+    buffer_put(c->down, head, hlen);
+    buffer_put(c->down, body, blen);
     c->state = CONN_DRAIN;
     c->since = time(NULL);
 }
