@@ -472,14 +472,6 @@ static void proxy_on_sigterm(int sig)
     _exit(0);
 }
 
-/* The proxy process: everything up to the readiness report, then the loop.
- * Never returns. */
-/* sandbox_pid > 0: the ns backend's sandbox (listener and published ports
- * through the namespace factory); otherwise LISTENER is the proxy's
- * listening socket (the vm backend's, on the host) and published ports are
- * not the proxy's business. */
-/* publish_dir (docker): published port i is reached through the unix
- * socket publish_dir/i.sock, which the sandbox's forwarder listens on. */
 int net_host_service_path(const char *dir, uint16_t port, char *buf, size_t size)
 {
     int n = snprintf(buf, size, "%s/%u.sock", dir, port);
@@ -506,6 +498,143 @@ static int host_service_listen(const char *dir, uint16_t port, struct cordon_err
     return TAKE_FD(fd);
 }
 
+/* The allowlist and network.no_proxy rules, and network.upstream_proxy.
+ * Deny mode's refusing listener has no rule at all, whatever allow_hosts
+ * says (a warning said it has no effect there). */
+static int proxy_allow_rules(const struct net_policy *policy, struct allowlist *allow,
+                             struct cordon_error *err)
+{
+    for (size_t i = 0; policy->mode != NET_MODE_DENY && i < policy->allow_count; i++) {
+        if (allowlist_add(allow, policy->allow_hosts[i], err) < 0)
+            return -1;
+    }
+    return allowlist_load_host_addresses(allow, err);
+}
+
+static int proxy_no_proxy_rules(const struct net_policy *policy, struct proxy_config *cfg,
+                                struct cordon_error *err)
+{
+    for (size_t i = 0; i < policy->no_proxy_count; i++) {
+        if (allowlist_add(cfg->no_proxy, policy->no_proxy[i], err) < 0)
+            return error_prefix(err, "network.no_proxy");
+    }
+    if (policy->mode == NET_MODE_ALLOWLIST && policy->upstream_proxy &&
+        upstream_setup(policy, cfg, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* network.audit_log and the session's own network log. */
+static int proxy_open_logs(const struct net_policy *policy, struct proxy_config *cfg,
+                           struct cordon_error *err)
+{
+    if (policy->audit_log) {
+        cfg->audit_fd = open(policy->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (cfg->audit_fd < 0)
+            return error_set(err, errno, "network: audit log %s", policy->audit_log);
+    }
+    if (policy->session_audit_log) {
+        cfg->session_audit_fd = open(policy->session_audit_log,
+                                     O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (cfg->session_audit_fd < 0)
+            return error_set(err, errno, "network: session log %s", policy->session_audit_log);
+    }
+    return 0;
+}
+
+/* The sandbox's side: the namespace factory (ns backend) or LISTENER,
+ * and the allowlist listener inside the sandbox. */
+static int proxy_sandbox_side(const struct net_policy *policy, pid_t sandbox_pid, int listener,
+                              struct netns_factory *factory, struct proxy_config *cfg,
+                              struct cordon_error *err)
+{
+    if (sandbox_pid <= 0) {
+        cfg->sandbox_listener = listener;
+    } else if (netns_factory_start(sandbox_pid, factory, err) < 0) {
+        return -1;
+    }
+    proxy_factory_pid = factory->pid;
+    struct sigaction term = {.sa_handler = proxy_on_sigterm};
+    sigaction(SIGTERM, &term, NULL);
+    if (sandbox_pid > 0 && policy->mode == NET_MODE_OPEN &&
+        netns_factory_wait_route(factory, ROUTE_TIMEOUT_MS, err) < 0)
+        return -1;
+    if (sandbox_pid > 0 && (policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy))) {
+        cfg->sandbox_listener = netns_factory_listener(factory, NET_PROXY_PORT, err);
+        if (cfg->sandbox_listener < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Published ports: a listener on the host each. */
+static int proxy_publish_listeners(const struct net_policy *policy, pid_t sandbox_pid,
+                                   const char *publish_dir, struct proxy_config *cfg,
+                                   struct cordon_error *err)
+{
+    for (size_t i = 0; (sandbox_pid > 0 || publish_dir) && i < policy->publish_count; i++) {
+        const struct net_publish *pub = &policy->publish[i];
+        int fd = net_publish_listen(pub, err);
+        if (fd < 0)
+            return -1;
+        cfg->publish[i].fd = fd;
+        cfg->publish[i].guest_port = pub->guest_port;
+        if (publish_dir &&
+            snprintf(cfg->publish[i].connect_path, sizeof(cfg->publish[i].connect_path),
+                     "%s/%zu.sock", publish_dir, i) >= (int)sizeof(cfg->publish[i].connect_path))
+            return error_set(err, ENAMETOOLONG, "network: publish socket path %s", publish_dir);
+        snprintf(cfg->publish[i].text, sizeof(cfg->publish[i].text), "published %s:%u -> %u",
+                 pub->bind, pub->host_port, pub->guest_port);
+        cfg->publish_count++;
+    }
+    return 0;
+}
+
+/* Host services: a listener inside at the host's address and port. */
+static int proxy_host_service_listeners(const struct net_policy *policy, pid_t sandbox_pid,
+                                        const char *host_service_dir, struct netns_factory *factory,
+                                        struct proxy_config *cfg, struct cordon_error *err)
+{
+    for (size_t i = 0; (sandbox_pid > 0 || host_service_dir) && i < policy->host_service_count;
+         i++) {
+        uint16_t port = policy->host_services[i];
+        struct proxy_publish *pub = &cfg->publish[cfg->publish_count];
+        /* vm, docker: a socket in the directory, which the forwarder inside
+         * reaches from its 127.0.0.1:PORT. */
+        pub->fd = sandbox_pid > 0 ? netns_factory_listener(factory, port, err)
+                                  : host_service_listen(host_service_dir, port, err);
+        if (pub->fd < 0)
+            return error_prefix(err, "network.host_services");
+        pub->guest_port = port;
+        pub->to_host = true;
+        snprintf(pub->text, sizeof(pub->text), "host service 127.0.0.1:%u", port);
+        cfg->publish_count++;
+    }
+    return 0;
+}
+
+/* The secrets' values last, once the namespace factory (which joins
+ * the sandbox's namespaces) is forked: it never holds them. Only this
+ * process and its resolver workers, in the host's namespaces, do. */
+static int proxy_load_secrets(const struct net_policy *policy, struct proxy_secret *secrets,
+                              struct proxy_config *cfg, struct cordon_error *err)
+{
+    for (size_t i = 0; policy->mode == NET_MODE_ALLOWLIST && i < policy->secret_count; i++) {
+        if (proxy_secret_load(&policy->secrets[i], &secrets[i], err) < 0)
+            return -1;
+        cfg->secret_count++;
+    }
+    return 0;
+}
+
+/* The proxy process: everything up to the readiness report, then the loop.
+ * Never returns. */
+/* sandbox_pid > 0: the ns backend's sandbox (listener and published ports
+ * through the namespace factory); otherwise LISTENER is the proxy's
+ * listening socket (the vm backend's, on the host) and published ports are
+ * not the proxy's business. */
+/* publish_dir (docker): published port i is reached through the unix
+ * socket publish_dir/i.sock, which the sandbox's forwarder listens on. */
 static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int listener,
                        const char *publish_dir, const char *host_service_dir, int ready_fd)
 {
@@ -516,13 +645,7 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
         .policy = policy, .allow = &allow, .sandbox_listener = -1, .audit_fd = -1, .report_fd = -1};
     cfg.factory = &factory;
 
-    /* Deny mode's refusing listener has no rule at all, whatever
-     * allow_hosts says (a warning said it has no effect there). */
-    for (size_t i = 0; policy->mode != NET_MODE_DENY && i < policy->allow_count; i++) {
-        if (allowlist_add(&allow, policy->allow_hosts[i], &err) < 0)
-            goto fail;
-    }
-    if (allowlist_load_host_addresses(&allow, &err) < 0)
+    if (proxy_allow_rules(policy, &allow, &err) < 0)
         goto fail;
     /* No core dump, no ptrace by another process of the user (inherited
      * by the namespace factory too). */
@@ -531,91 +654,14 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
     cfg.secrets = secrets;
     struct allowlist no_proxy = {0};
     cfg.no_proxy = &no_proxy;
-    for (size_t i = 0; i < policy->no_proxy_count; i++) {
-        if (allowlist_add(&no_proxy, policy->no_proxy[i], &err) < 0) {
-            error_prefix(&err, "network.no_proxy");
-            goto fail;
-        }
-    }
-    if (policy->mode == NET_MODE_ALLOWLIST && policy->upstream_proxy &&
-        upstream_setup(policy, &cfg, &err) < 0)
-        goto fail;
-    if (policy->audit_log) {
-        cfg.audit_fd = open(policy->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-        if (cfg.audit_fd < 0) {
-            error_set(&err, errno, "network: audit log %s", policy->audit_log);
-            goto fail;
-        }
-    }
-    if (policy->session_audit_log) {
-        cfg.session_audit_fd = open(policy->session_audit_log,
-                                    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (cfg.session_audit_fd < 0) {
-            error_set(&err, errno, "network: session log %s", policy->session_audit_log);
-            goto fail;
-        }
-    }
-    if (sandbox_pid <= 0) {
-        cfg.sandbox_listener = listener;
-    } else if (netns_factory_start(sandbox_pid, &factory, &err) < 0) {
-        goto fail;
-    }
-    proxy_factory_pid = factory.pid;
-    struct sigaction term = {.sa_handler = proxy_on_sigterm};
-    sigaction(SIGTERM, &term, NULL);
-    if (sandbox_pid > 0 && policy->mode == NET_MODE_OPEN &&
-        netns_factory_wait_route(&factory, ROUTE_TIMEOUT_MS, &err) < 0)
-        goto fail;
-    if (sandbox_pid > 0 && (policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy))) {
-        cfg.sandbox_listener = netns_factory_listener(&factory, NET_PROXY_PORT, &err);
-        if (cfg.sandbox_listener < 0)
-            goto fail;
-    }
-    for (size_t i = 0; (sandbox_pid > 0 || publish_dir) && i < policy->publish_count; i++) {
-        const struct net_publish *pub = &policy->publish[i];
-        int fd = net_publish_listen(pub, &err);
-        if (fd < 0)
-            goto fail;
-        cfg.publish[i].fd = fd;
-        cfg.publish[i].guest_port = pub->guest_port;
-        if (publish_dir &&
-            snprintf(cfg.publish[i].connect_path, sizeof(cfg.publish[i].connect_path),
-                     "%s/%zu.sock", publish_dir, i) >= (int)sizeof(cfg.publish[i].connect_path)) {
-            error_set(&err, ENAMETOOLONG, "network: publish socket path %s", publish_dir);
-            goto fail;
-        }
-        snprintf(cfg.publish[i].text, sizeof(cfg.publish[i].text), "published %s:%u -> %u",
-                 pub->bind, pub->host_port, pub->guest_port);
-        cfg.publish_count++;
-    }
-    /* Host services: a listener inside at the host's address and port. */
-    for (size_t i = 0; (sandbox_pid > 0 || host_service_dir) && i < policy->host_service_count;
-         i++) {
-        uint16_t port = policy->host_services[i];
-        struct proxy_publish *pub = &cfg.publish[cfg.publish_count];
-        /* vm, docker: a socket in the directory, which the forwarder inside
-         * reaches from its 127.0.0.1:PORT. */
-        pub->fd = sandbox_pid > 0 ? netns_factory_listener(&factory, port, &err)
-                                  : host_service_listen(host_service_dir, port, &err);
-        if (pub->fd < 0) {
-            error_prefix(&err, "network.host_services");
-            goto fail;
-        }
-        pub->guest_port = port;
-        pub->to_host = true;
-        snprintf(pub->text, sizeof(pub->text), "host service 127.0.0.1:%u", port);
-        cfg.publish_count++;
-    }
-    /* The secrets' values last, once the namespace factory (which joins
-     * the sandbox's namespaces) is forked: it never holds them. Only this
-     * process and its resolver workers, in the host's namespaces, do. */
-    for (size_t i = 0; policy->mode == NET_MODE_ALLOWLIST && i < policy->secret_count; i++) {
-        if (proxy_secret_load(&policy->secrets[i], &secrets[i], &err) < 0)
-            goto fail;
-        cfg.secret_count++;
-    }
     struct tls_config tls_cfg;
-    if (tls_setup(policy, &cfg, &tls_cfg, &err) < 0)
+    if (proxy_no_proxy_rules(policy, &cfg, &err) < 0 || proxy_open_logs(policy, &cfg, &err) < 0 ||
+        proxy_sandbox_side(policy, sandbox_pid, listener, &factory, &cfg, &err) < 0 ||
+        proxy_publish_listeners(policy, sandbox_pid, publish_dir, &cfg, &err) < 0 ||
+        proxy_host_service_listeners(policy, sandbox_pid, host_service_dir, &factory, &cfg, &err) <
+            0 ||
+        proxy_load_secrets(policy, secrets, &cfg, &err) < 0 ||
+        tls_setup(policy, &cfg, &tls_cfg, &err) < 0)
         goto fail;
     /* Ready: an empty error. */
     if (write(ready_fd, &err, sizeof(err)) != (ssize_t)sizeof(err))

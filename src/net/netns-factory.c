@@ -92,17 +92,14 @@ static void factory_serve(int sock)
             fd = make_listener(req.port);
             break;
         case FACTORY_SOCKET:
-            fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        case FACTORY_SOCKET6:
+            fd = socket(req.op == FACTORY_SOCKET6 ? AF_INET6 : AF_INET,
+                        SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
             if (fd < 0)
                 fd = -errno;
             break;
         case FACTORY_WAIT_ROUTE:
             fd = wait_route(req.timeout_ms);
-            break;
-        case FACTORY_SOCKET6:
-            fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-            if (fd < 0)
-                fd = -errno;
             break;
         default:
             fd = -EINVAL;

@@ -267,3 +267,22 @@ enum proxy_parse_result socks5_parse_request(const uint8_t *buf, size_t len,
         return socks_error(req, SOCKS5_REPLY_GENERAL_FAILURE, "port 0");
     return PROXY_PARSE_DONE;
 }
+
+void http_refusal_format(int status, const char *reason, char *head, size_t head_size,
+                         size_t *head_length, char *body, size_t body_size, size_t *body_length)
+{
+    const char *title = status == 403   ? "Forbidden"
+                        : status == 431 ? "Request Header Fields Too Large"
+                        : status == 502 ? "Bad Gateway"
+                        : status == 504 ? "Gateway Timeout"
+                                        : "Bad Request";
+    int blen = snprintf(body, body_size, "cordon: network: %s\n", reason);
+    if (blen < 0 || (size_t)blen >= body_size)
+        blen = (int)body_size - 1;
+    int hlen = snprintf(head, head_size,
+                        "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                        "Content-Length: %d\r\nConnection: close\r\n\r\n",
+                        status, title, blen);
+    *head_length = (size_t)hlen;
+    *body_length = (size_t)blen;
+}

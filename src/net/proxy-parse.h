@@ -62,3 +62,10 @@ enum proxy_parse_result socks5_parse_greeting(const uint8_t *buf, size_t len, si
                                               const char **error);
 enum proxy_parse_result socks5_parse_request(const uint8_t *buf, size_t len,
                                              struct socks5_request *req);
+
+/* Cordon's own answer to a refused HTTP request (the proxy's, and the TLS
+ * interception's inside the client's TLS): BODY gets "cordon: network:
+ * REASON" and a newline, cut to BODY_SIZE - 1 bytes; HEAD the status line
+ * and headers for it. *HEAD_LENGTH and *BODY_LENGTH get their lengths. */
+void http_refusal_format(int status, const char *reason, char *head, size_t head_size,
+                         size_t *head_length, char *body, size_t body_size, size_t *body_length);

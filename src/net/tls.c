@@ -2,6 +2,7 @@
  * bytes read from the client are the sandbox's and untrusted. */
 #include "net/tls.h"
 #include "net/audit.h"
+#include "net/proxy-parse.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -33,6 +34,7 @@
 #define TLS_IDLE_S         300
 #define TLS_LEAF_CACHE     256
 #define TLS_CHUNK_LINE_MAX 1024
+#define TLS_TARGET_MAX     4096 /* a request target, with its query */
 
 /* A destination that answered a request before taking its whole body
  * (413, 401) and then takes nothing more for this long: the body is given
@@ -69,70 +71,6 @@ static const char *ssl_error_text(void)
     ERR_error_string_n(e, buf, sizeof(buf));
     ERR_clear_error();
     return buf;
-}
-
-/* ---- rules ---- */
-
-int http_rule_parse(const char *text, struct http_rule *out, struct cordon_error *err)
-{
-    *out = (struct http_rule){0};
-    snprintf(out->text, sizeof(out->text), "%s", text);
-    const char *sp = strchr(text, ' ');
-    size_t mlen = sp ? (size_t)(sp - text) : 0;
-    if (!sp || mlen == 0 || mlen >= sizeof(out->method))
-        return error_set(err, EINVAL,
-                         "network.http_rules: %s: expected \"METHOD host/path\" (GET "
-                         "api.example.com/repos/*)",
-                         text);
-    for (size_t i = 0; i < mlen; i++) {
-        char ch = text[i];
-        if (!((ch >= 'A' && ch <= 'Z') || (mlen == 1 && ch == '*')))
-            return error_set(err, EINVAL,
-                             "network.http_rules: %s: the method must be upper case (GET, POST) "
-                             "or *",
-                             text);
-    }
-    memcpy(out->method, text, mlen);
-    const char *hp = sp + 1;
-    while (*hp == ' ')
-        hp++;
-    const char *slash = strchr(hp, '/');
-    size_t hlen = slash ? (size_t)(slash - hp) : strlen(hp);
-    char host[300];
-    if (hlen == 0 || hlen >= sizeof(host))
-        return error_set(err, EINVAL, "network.http_rules: %s: no host", text);
-    memcpy(host, hp, hlen);
-    host[hlen] = '\0';
-    const char *path = slash ? slash : "/*";
-    if (strlen(path) >= sizeof(out->path) || strpbrk(path, " \t?#"))
-        return error_set(err, EINVAL,
-                         "network.http_rules: %s: the path must be one word without ? or #", text);
-    snprintf(out->path, sizeof(out->path), "%s", path);
-    if (allowlist_add(&out->host, host, err) < 0)
-        return error_prefix(err, "network.http_rules: %s", text);
-    return 0;
-}
-
-bool http_rule_path_match(const char *pat, const char *path)
-{
-    for (;;) {
-        if (*pat == '\0')
-            return *path == '\0';
-        if (*pat == '*') {
-            if (pat[1] == '\0')
-                return true; /* a final '*': the rest, any depth */
-            for (const char *s = path;; s++) {
-                if (http_rule_path_match(pat + 1, s))
-                    return true;
-                if (*s == '\0' || *s == '/')
-                    return false;
-            }
-        }
-        if (*pat != *path)
-            return false;
-        pat++;
-        path++;
-    }
 }
 
 bool tls_wants(const struct tls_config *cfg, const char *host, int port)
@@ -427,21 +365,11 @@ static int ssl_read_some(SSL *ssl, char *buf, size_t size, size_t *n)
 /* An answer from cordon inside the client's TLS; the connection ends. */
 static void job_refuse(struct job *j, int status, const char *reason)
 {
-    const char *title = status == 403   ? "Forbidden"
-                        : status == 431 ? "Request Header Fields Too Large"
-                        : status == 502 ? "Bad Gateway"
-                                        : "Bad Request";
-    char body[900];
-    int blen = snprintf(body, sizeof(body), "cordon: network: %s\n", reason);
-    if (blen < 0 || (size_t)blen >= sizeof(body))
-        blen = (int)sizeof(body) - 1;
-    char head[300];
-    int hlen = snprintf(head, sizeof(head),
-                        "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                        "Content-Length: %d\r\nConnection: close\r\n\r\n",
-                        status, title, blen);
-    if (ssl_write_all(j->cs, head, (size_t)hlen) == 0)
-        ssl_write_all(j->cs, body, (size_t)blen);
+    char head[300], body[900];
+    size_t hlen = 0, blen = 0;
+    http_refusal_format(status, reason, head, sizeof(head), &hlen, body, sizeof(body), &blen);
+    if (ssl_write_all(j->cs, head, hlen) == 0)
+        ssl_write_all(j->cs, body, blen);
     job_audit(j, false, reason);
 }
 
@@ -517,17 +445,18 @@ static bool token_eq(const char *a, size_t alen, const char *b)
     return alen == strlen(b) && strncasecmp(a, b, alen) == 0;
 }
 
-/* Checks one complete request head (HEAD[0..LEN), ending in CRLF CRLF),
- * sets the body framing and forwards it (with the values in). Returns -1
- * when the connection must end (already answered). */
-static int job_request(struct job *j, const char *head, size_t len)
+/* How a request's body is framed, from its head. */
+struct request_framing {
+    long long length; /* Content-Length, or -1 */
+    bool chunked, upgrade;
+};
+
+/* The request line: METHOD SP origin-form SP HTTP/1.x. METHOD gets the
+ * method, PATH the target without query or fragment, *EOL the line's
+ * end. Returns -1 when the connection must end (already answered). */
+static int job_request_line(struct job *j, const char *head, size_t len, char method[16],
+                            char path[TLS_TARGET_MAX], const char **eol_out)
 {
-    char reason[1600];
-    /* An early answer belongs to the request it answered: the next one on
-     * this connection waits for its destination the full time again. */
-    j->answered = false;
-    j->given_up = false;
-    /* Request line: METHOD SP origin-form SP HTTP/1.x */
     const char *eol = memchr(head, '\r', len);
     const char *sp1 = memchr(head, ' ', (size_t)(eol - head));
     const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
@@ -536,7 +465,6 @@ static int job_request(struct job *j, const char *head, size_t len)
         job_refuse(j, 400, "a malformed request line inside TLS");
         return -1;
     }
-    char method[16];
     memcpy(method, head, (size_t)(sp1 - head));
     method[sp1 - head] = '\0';
     for (char *m = method; *m; m++) {
@@ -546,32 +474,67 @@ static int job_request(struct job *j, const char *head, size_t len)
         }
     }
     size_t target_len = (size_t)(sp2 - sp1 - 1);
-    char path[4096];
-    if (target_len >= sizeof(path)) {
+    if (target_len >= TLS_TARGET_MAX) {
         job_refuse(j, 431, "a request target longer than 4 KiB");
         return -1;
     }
     memcpy(path, sp1 + 1, target_len);
     path[target_len] = '\0';
     path[strcspn(path, "?#")] = '\0';
-    /* The server decodes and normalises the path: a rule checked on the
-     * raw text would pass /repos/../user. Dot segments and encoded
-     * slashes, dots or backslashes are refused outright. */
-    bool odd = strchr(path, '\\') != NULL || strstr(path, "//") != NULL;
-    for (const char *s = path; *s && !odd; s++) {
-        if (s[0] == '%' && s[1] && s[2]) {
-            char hex[3] = {s[1], s[2], 0};
-            long v = strtol(hex, NULL, 16);
-            odd = v == '.' || v == '/' || v == '\\' || v == '%';
+    *eol_out = eol;
+    return 0;
+}
+
+/* One header NAME[0..NLEN): VALUE[0..VLEN), trimmed. Returns -1 when the
+ * connection must end (already answered). */
+static int job_header(struct job *j, const char *line, size_t nlen, const char *v, size_t vlen,
+                      struct request_framing *f, bool *host_seen)
+{
+    if (token_eq(line, nlen, "content-length")) {
+        char num[24];
+        if (vlen == 0 || vlen >= sizeof(num) || strspn(v, "0123456789") < vlen || f->length >= 0) {
+            job_refuse(j, 400, "a malformed or repeated Content-Length inside TLS");
+            return -1;
         }
-        if (s[0] == '/' && s[1] == '.' &&
-            (s[2] == '\0' || s[2] == '/' || (s[2] == '.' && (s[3] == '\0' || s[3] == '/'))))
-            odd = true;
+        memcpy(num, v, vlen);
+        num[vlen] = '\0';
+        f->length = strtoll(num, NULL, 10);
+    } else if (token_eq(line, nlen, "transfer-encoding")) {
+        if (!token_eq(v, vlen, "chunked") || f->chunked) {
+            job_refuse(j, 400, "a Transfer-Encoding other than one \"chunked\" inside TLS");
+            return -1;
+        }
+        f->chunked = true;
+    } else if (token_eq(line, nlen, "upgrade")) {
+        f->upgrade = true;
+    } else if (token_eq(line, nlen, "host")) {
+        /* The destination is the CONNECT's host: a Host naming
+         * another would let a shared front end (a CDN) route the
+         * values elsewhere. */
+        char want[300];
+        snprintf(want, sizeof(want), "%s:%d", j->host, j->port);
+        bool same = token_eq(v, vlen, j->host) || token_eq(v, vlen, want);
+        if (!same || *host_seen) {
+            char reason[1600];
+            snprintf(reason, sizeof(reason),
+                     "the Host header (%.*s) is not the tunnel's destination %s:%d",
+                     (int)(vlen > 200 ? 200 : vlen), v, j->host, j->port);
+            job_refuse(j, 403, reason);
+            return -1;
+        }
+        *host_seen = true;
     }
-    /* Headers. */
-    long long length = -1;
-    bool chunked = false, upgrade = false, host_seen = false;
-    for (const char *line = eol + 2; line < head + len - 2;) {
+    return 0;
+}
+
+/* The header lines from LINE up to the head's end (HEAD + LEN, after the
+ * final CRLF CRLF). Returns -1 when the connection must end (already
+ * answered). */
+static int job_headers(struct job *j, const char *line, const char *head, size_t len,
+                       struct request_framing *f)
+{
+    bool host_seen = false;
+    while (line < head + len - 2) {
         const char *end = memchr(line, '\r', (size_t)(head + len - line));
         if (!end || end[1] != '\n') {
             job_refuse(j, 400, "a malformed header inside TLS");
@@ -589,81 +552,23 @@ static int job_request(struct job *j, const char *head, size_t len)
         size_t vlen = (size_t)(end - v);
         while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
             vlen--;
-        size_t nlen = (size_t)(colon - line);
-        if (token_eq(line, nlen, "content-length")) {
-            char num[24];
-            if (vlen == 0 || vlen >= sizeof(num) || strspn(v, "0123456789") < vlen || length >= 0) {
-                job_refuse(j, 400, "a malformed or repeated Content-Length inside TLS");
-                return -1;
-            }
-            memcpy(num, v, vlen);
-            num[vlen] = '\0';
-            length = strtoll(num, NULL, 10);
-        } else if (token_eq(line, nlen, "transfer-encoding")) {
-            if (!token_eq(v, vlen, "chunked") || chunked) {
-                job_refuse(j, 400, "a Transfer-Encoding other than one \"chunked\" inside TLS");
-                return -1;
-            }
-            chunked = true;
-        } else if (token_eq(line, nlen, "upgrade")) {
-            upgrade = true;
-        } else if (token_eq(line, nlen, "host")) {
-            /* The destination is the CONNECT's host: a Host naming
-             * another would let a shared front end (a CDN) route the
-             * values elsewhere. */
-            char want[300];
-            snprintf(want, sizeof(want), "%s:%d", j->host, j->port);
-            bool same = token_eq(v, vlen, j->host) || token_eq(v, vlen, want);
-            if (!same || host_seen) {
-                snprintf(reason, sizeof(reason),
-                         "the Host header (%.*s) is not the tunnel's destination %s:%d",
-                         (int)(vlen > 200 ? 200 : vlen), v, j->host, j->port);
-                job_refuse(j, 403, reason);
-                return -1;
-            }
-            host_seen = true;
-        }
+        if (job_header(j, line, (size_t)(colon - line), v, vlen, f, &host_seen) < 0)
+            return -1;
         line = end + 2;
     }
-    if (chunked && length >= 0) {
+    if (f->chunked && f->length >= 0) {
         job_refuse(j, 400, "both Content-Length and Transfer-Encoding inside TLS");
         return -1;
     }
-    /* Method and path rules of this host: one must match. */
+    return 0;
+}
+
+/* Forwards the head with the secrets' values in, exactly as for plain
+ * HTTP (not cleartext here). Returns -1 when the connection must end. */
+static int job_forward_head(struct job *j, const char *head, size_t len)
+{
     const struct tls_config *cfg = j->t->cfg;
-    bool ruled = false, matched = false;
-    const char *first_rule = NULL;
-    for (size_t i = 0; i < cfg->rule_count && !matched; i++) {
-        struct allow_decision d;
-        allowlist_check_request(&cfg->rules[i].host, j->host, j->port, &d);
-        if (!d.allowed)
-            continue;
-        if (!ruled)
-            first_rule = cfg->rules[i].text;
-        ruled = true;
-        if ((strcmp(cfg->rules[i].method, "*") == 0 || strcmp(cfg->rules[i].method, method) == 0) &&
-            !odd && http_rule_path_match(cfg->rules[i].path, path)) {
-            matched = true;
-            snprintf(reason, sizeof(reason), "%s %s%.200s allowed by network.http_rules \"%.300s\"",
-                     method, j->host, path, cfg->rules[i].text);
-            job_audit(j, true, reason);
-        }
-    }
-    if (ruled && !matched) {
-        if (odd)
-            snprintf(reason, sizeof(reason),
-                     "%s %s%.200s refused: the path has dot segments or encoded separators, "
-                     "which network.http_rules do not match",
-                     method, j->host, path);
-        else
-            snprintf(reason, sizeof(reason),
-                     "%s %s%.200s refused: no network.http_rules entry for %s allows it (the "
-                     "first is \"%.300s\")",
-                     method, j->host, path, j->host, first_rule);
-        job_refuse(j, 403, reason);
-        return -1;
-    }
-    /* The secrets, exactly as for plain HTTP (not cleartext here). */
+    char reason[1600];
     const char *out = head;
     size_t out_len = len;
     char *filled = NULL;
@@ -697,14 +602,47 @@ static int job_request(struct job *j, const char *head, size_t len)
         explicit_bzero(filled, out_len);
         free(filled);
     }
-    if (rc < 0)
+    return rc;
+}
+
+/* Checks one complete request head (HEAD[0..LEN), ending in CRLF CRLF),
+ * sets the body framing and forwards it (with the values in). Returns -1
+ * when the connection must end (already answered). */
+static int job_request(struct job *j, const char *head, size_t len)
+{
+    /* An early answer belongs to the request it answered: the next one on
+     * this connection waits for its destination the full time again. */
+    j->answered = false;
+    j->given_up = false;
+    char method[16], path[TLS_TARGET_MAX];
+    const char *eol = NULL;
+    if (job_request_line(j, head, len, method, path, &eol) < 0)
         return -1;
-    if (upgrade)
+    bool odd = http_rule_path_is_odd(path);
+    struct request_framing f = {.length = -1};
+    if (job_headers(j, eol + 2, head, len, &f) < 0)
+        return -1;
+    const struct tls_config *cfg = j->t->cfg;
+    char reason[1600];
+    switch (http_rules_judge(cfg->rules, cfg->rule_count, j->host, j->port, method, path, odd,
+                             reason, sizeof(reason))) {
+    case HTTP_RULES_ALLOWED:
+        job_audit(j, true, reason);
+        break;
+    case HTTP_RULES_REFUSED:
+        job_refuse(j, 403, reason);
+        return -1;
+    case HTTP_RULES_NONE:
+        break;
+    }
+    if (job_forward_head(j, head, len) < 0)
+        return -1;
+    if (f.upgrade)
         j->body = BODY_RAW; /* after a protocol switch: bytes as they come */
-    else if (chunked)
+    else if (f.chunked)
         j->body = BODY_CHUNKED, j->chunk = CHUNK_SIZE, j->line_len = 0;
-    else if (length > 0)
-        j->body = BODY_LENGTH, j->remaining = (unsigned long long)length;
+    else if (f.length > 0)
+        j->body = BODY_LENGTH, j->remaining = (unsigned long long)f.length;
     else
         j->body = BODY_NONE;
     return 0;

@@ -13,27 +13,14 @@
 #pragma once
 
 #include "net/allowlist.h"
+#include "net/http-rules.h"
 #include "net/secrets.h"
 #include "util/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#define NET_MAX_HTTP_RULES  128
 #define TLS_MAX_INTERCEPTED 128 /* connections intercepted at once */
-
-/* One network.http_rules entry: "METHOD host/path-pattern". */
-struct http_rule {
-    char method[16]; /* "*": any */
-    struct allowlist host;
-    char path[512]; /* starts with '/'; '*' within a segment, a final '*' the rest */
-    char text[600]; /* as written, for refusals */
-};
-
-/* Parses one rule, such as GET api.github.com/repos/STAR. */
-int http_rule_parse(const char *text, struct http_rule *out, struct cordon_error *err);
-/* Whether METHOD PATH (origin-form, query removed) matches the pattern. */
-bool http_rule_path_match(const char *pattern, const char *path);
 
 struct tls_state;
 
