@@ -641,8 +641,12 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
     struct cordon_error err = {0};
     struct allowlist allow = {0};
     struct netns_factory factory = {.pid = -1, .sock = -1};
-    struct proxy_config cfg = {
-        .policy = policy, .allow = &allow, .sandbox_listener = -1, .audit_fd = -1, .report_fd = -1};
+    struct proxy_config cfg = {.policy = policy,
+                               .allow = &allow,
+                               .sandbox_listener = -1,
+                               .audit_fd = -1,
+                               .session_audit_fd = -1,
+                               .report_fd = -1};
     cfg.factory = &factory;
 
     if (proxy_allow_rules(policy, &allow, &err) < 0)
