@@ -1,6 +1,6 @@
-/* The configuration schema's resolved struct (schema.c): defaults, one
- * assignment merged over the lower layers' value, and the release of it
- * all. Host context. */
+/* The configuration schema's resolved struct (schema.c): one assignment
+ * merged over the lower layers' value, the tmpfs size, and the release of
+ * it all. Host context. */
 #include "config/schema-internal.h"
 #include "config/config-internal.h"
 #include "net/allowlist.h"
@@ -28,47 +28,6 @@ int64_t cfg_tmpfs_mib(const struct cordon_config *cfg)
      * budget, leaving the rest to the processes. */
     int64_t mib = cfg->limits.memory_mib / 8;
     return mib < 1 ? 1 : mib;
-}
-
-int cfg_set_defaults(struct cordon_config *cfg, struct cordon_error *err)
-{
-    cfg->backend = CFG_BACKEND_NS;
-    cfg->fallback_mode = CFG_FALLBACK_BLOCK;
-    cfg->allow_host_execution = true;
-    cfg->teardown = CFG_TEARDOWN_REMOVE;
-    cfg->gc_hours = 24;
-    cfg->workspace_readonly = false;
-    cfg->workspace_mode = CFG_WORKSPACE_DIRECT;
-    cfg->toolchain_caches = false;
-    cfg->env.mode = CFG_ENV_STRICT;
-    cfg->limits.cpus = 0;
-    cfg->limits.memory_mib = 4096;
-    cfg->limits.pids = 1024;
-    cfg->limits.open_files = 1024;
-    cfg->limits.file_size_mib = 4096;
-    cfg->limits.cpu_seconds = 0;
-    cfg->limits.bash_timeout = 0;
-    cfg->limits.tmpfs_mib = 0;
-    cfg->limits.tmpfs_inodes = 131072;
-    cfg->network.mode = CFG_NETWORK_DENY;
-    cfg->docker.mode = CFG_DOCKER_AUTO;
-    cfg->docker.host = strdup("unix:///var/run/docker.sock");
-    if (!cfg->docker.host)
-        return error_set(err, ENOMEM, "defaults");
-    /* What host tools run or trust on sight: editors' tasks, direnv, and
-     * coding agents' settings and MCP server lists (docs/git-metadata.md). */
-    static const char *const protected_defaults[] = {
-        ".git/hooks", ".git/config", ".cordon.toml", ".vscode", ".idea", ".envrc", ".claude",
-        ".mcp.json",  ".cursor",     ".codex",       ".gemini", ".pi",   ".goose", "opencode.json"};
-    for (size_t i = 0; i < ARRAY_SIZE(protected_defaults); i++)
-        if (cfg_strings_add(&cfg->protected_paths, protected_defaults[i]) < 0)
-            return error_set(err, ENOMEM, "defaults");
-    for (int i = 0; schema_tool_names[i]; i++)
-        if (cfg_strings_add(&cfg->route_tools, schema_tool_names[i]) < 0)
-            return error_set(err, ENOMEM, "defaults");
-    for (int k = 0; k < CFG_KEY_COUNT; k++)
-        cfg->origin[k] = (struct cfg_origin){.layer = CFG_LAYER_DEFAULT};
-    return 0;
 }
 
 static int copy_strings(struct cfg_strings *dst, const struct cfg_strings *src, bool replace)

@@ -1,5 +1,5 @@
 /* What the files of the configuration schema share (schema.c: the key
- * table; schema-check.c: the validators of list items and values;
+ * table and the defaults; schema-check.c: the validators of list items and values;
  * schema-collect.c: TOML values and text into assignments; schema-apply.c:
  * assignments into the resolved struct). Internal to src/config/. Host
  * context. */

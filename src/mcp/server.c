@@ -4,7 +4,9 @@
  * unprivileged, one epoll loop over stdin, stdout, the sandbox's and the host
  * agent's channels and pidfds, and a signalfd. The client is untrusted
  * input: every message is checked for shape before use, and nothing runs
- * before initialize. docs/routing.md describes the behaviour. */
+ * before initialize. docs/routing.md describes the behaviour. This file
+ * holds the JSON-RPC requests, initialize and the loop; server-internal.h
+ * names the siblings that hold the rest. */
 #include "mcp/server.h"
 #include "mcp/server-internal.h"
 #include "supervisor/review.h"

@@ -1,11 +1,13 @@
 /* What the parts of the grep tool share (grep.c, grep-search.c,
  * grep-output.c, grep-prefilter.c): the search state, its bounds and the
  * functions one part calls in another. Internal to src/agent/tools/. */
-#ifndef CORDON_AGENT_TOOLS_GREP_INTERNAL_H
-#define CORDON_AGENT_TOOLS_GREP_INTERNAL_H
+#pragma once
 
 #include "agent/tools/walk.h"
 
+#ifndef PCRE2_CODE_UNIT_WIDTH
+#define PCRE2_CODE_UNIT_WIDTH 8
+#endif
 #include <pcre2.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -115,5 +117,3 @@ size_t rare_index(const char *needle, size_t len);
 const char *needle_find(const char *hay, size_t len, const char *needle, size_t nlen, size_t rare);
 void append_truncated_line(struct grep_state *g, const char *s, size_t len);
 void begin_output_line(struct grep_state *g);
-
-#endif

@@ -3,7 +3,9 @@
  * pattern path` reports, formatted as pi formats them. Patterns are PCRE2
  * (UTF, UCP) standing in for ripgrep's Rust regex engine; files are walked
  * in sorted order (rg --sort path) because rg's parallel order is not
- * defined. Sandbox (cordon-agent) or host context. */
+ * defined. This file holds the pattern, the walk and the result; the
+ * search of one file, the output and the prefilter are its siblings
+ * (grep-internal.h). Sandbox (cordon-agent) or host context. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "agent/tools/args.h"
 #include "agent/tools/grep-internal.h"
