@@ -66,24 +66,13 @@ struct snap {
  * -1) when its stamp says it is unchanged. */
 static int snap_dir(struct snap *s, int src, int dst, int prev, int depth)
 {
-    if (depth > REVIEW_MAX_DEPTH) {
-        errno = ELOOP;
-        return -1;
-    }
-    DIR *d = review_opendir_dup(src);
+    DIR *d = review_opendir_dup(src, depth);
     if (!d)
         return -1;
     struct dirent *de;
     int rc = 0;
-    while (rc == 0 && (de = readdir(d))) {
+    while ((de = review_readdir(d, &s->budget, &rc))) {
         const char *name = de->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
-        if (s->budget-- == 0) {
-            errno = EFBIG;
-            rc = -1;
-            break;
-        }
         struct stat st;
         if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;

@@ -21,9 +21,15 @@
 #define RENAME_COMPARE_MAX 256
 
 /* A directory stream over a duplicate of DIRFD, read from its start: the
- * directory is not opened again (by path, which a confined process may not
- * be allowed), so DIRFD must be open for reading. NULL with errno. */
-DIR *review_opendir_dup(int dirfd);
+ * directory is not opened again (reopening "." broke the checkpoint of a
+ * root session's upper layer), so DIRFD must be open for reading. NULL with errno; ELOOP
+ * when DEPTH (of DIRFD below the walk's root) passes REVIEW_MAX_DEPTH. */
+DIR *review_opendir_dup(int dirfd, int depth);
+
+/* The next entry of D but . and .., while *RC is 0 and each entry taken
+ * off *BUDGET finds one left: NULL at the end, or with *RC -1 (EFBIG) when
+ * the budget is spent. */
+struct dirent *review_readdir(DIR *d, size_t *budget, int *rc);
 
 /* Copies the rest of IN to OUT with read(2) and write(2), where
  * copy_file_range(2) cannot. 0, or -1 with errno. */

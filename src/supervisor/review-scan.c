@@ -421,25 +421,13 @@ static int scan_entry(struct scan *s, int dirfd, const char *name, size_t len, i
 static int scan_dir(struct scan *s, int dirfd, size_t len, int depth, bool opaque)
 {
     (void)opaque;
-    if (depth > REVIEW_MAX_DEPTH) {
-        errno = ELOOP;
-        return -1;
-    }
-    DIR *d = review_opendir_dup(dirfd);
+    DIR *d = review_opendir_dup(dirfd, depth);
     if (!d)
         return -1;
     struct dirent *de;
     int rc = 0;
-    while (rc == 0 && (de = readdir(d))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (s->budget-- == 0) {
-            errno = EFBIG;
-            rc = -1;
-            break;
-        }
+    while ((de = review_readdir(d, &s->budget, &rc)))
         rc = scan_entry(s, dirfd, de->d_name, len, depth);
-    }
     closedir(d);
     return rc;
 }

@@ -253,8 +253,12 @@ const char *refused_reason(const struct review *r, const char *rel)
     return NULL;
 }
 
-DIR *review_opendir_dup(int dirfd)
+DIR *review_opendir_dup(int dirfd, int depth)
 {
+    if (depth > REVIEW_MAX_DEPTH) {
+        errno = ELOOP;
+        return NULL;
+    }
     int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
@@ -266,6 +270,22 @@ DIR *review_opendir_dup(int dirfd)
     }
     rewinddir(d);
     return d;
+}
+
+struct dirent *review_readdir(DIR *d, size_t *budget, int *rc)
+{
+    struct dirent *de;
+    while (*rc == 0 && (de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if ((*budget)-- == 0) {
+            errno = EFBIG;
+            *rc = -1;
+            return NULL;
+        }
+        return de;
+    }
+    return NULL;
 }
 
 int review_copy_read_write(int in, int out)
