@@ -91,15 +91,10 @@ static int replace_locked(int from_dir, int to_dir, const char *name, bool check
                had_old ? (old.st_mode & 0777) : 0644);
     if (out < 0)
         return errno == EEXIST ? 1 : -1;
-    if (gitguard_copy_data(in, out, max) < 0 ||
-        (geteuid() == 0 && had_old && fchown(out, old.st_uid, old.st_gid) < 0) ||
-        renameat(to_dir, lock, to_dir, name) < 0) {
-        int e = errno;
-        unlinkat(to_dir, lock, 0);
-        errno = e;
-        return -1;
-    }
-    return 0;
+    return fs_rename_temp(
+        to_dir, lock, name,
+        gitguard_copy_data(in, out, max) == 0 &&
+            !(geteuid() == 0 && had_old && fchown(out, old.st_uid, old.st_gid) < 0));
 }
 
 static int unlink_locked(int dir, const char *name)

@@ -5,6 +5,7 @@
  * changes, not the workspace) plus a copy of what the call wrote. rewind
  * and fork copy a checkpoint or the layer back. Host context. */
 #include "supervisor/review.h"
+#include "supervisor/review-internal.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
@@ -53,14 +54,7 @@ static int copy_data(int in, int out)
     }
     if (lseek(in, 0, SEEK_SET) < 0 || ftruncate(out, 0) < 0 || lseek(out, 0, SEEK_SET) < 0)
         return -1;
-    char buf[65536];
-    for (;;) {
-        ssize_t n = read(in, buf, sizeof(buf));
-        if (n == 0)
-            return 0;
-        if (n < 0 || fs_write_all(out, buf, (size_t)n) < 0)
-            return -1;
-    }
+    return review_copy_read_write(in, out);
 }
 
 struct snap {
@@ -72,29 +66,13 @@ struct snap {
  * -1) when its stamp says it is unchanged. */
 static int snap_dir(struct snap *s, int src, int dst, int prev, int depth)
 {
-    if (depth > REVIEW_MAX_DEPTH) {
-        errno = ELOOP;
+    DIR *d = review_opendir_dup(src, depth);
+    if (!d)
         return -1;
-    }
-    int fd = dup(src);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    rewinddir(d);
     struct dirent *de;
     int rc = 0;
-    while (rc == 0 && (de = readdir(d))) {
+    while ((de = review_readdir(d, &s->budget, &rc))) {
         const char *name = de->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
-        if (s->budget-- == 0) {
-            errno = EFBIG;
-            rc = -1;
-            break;
-        }
         struct stat st;
         if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;

@@ -474,6 +474,19 @@ int state_get(const char *name, struct state_entry *ret, struct cordon_error *er
     return 0;
 }
 
+int state_dir_open(const char *name, int flags, struct state_entry *ret, struct cordon_error *err)
+{
+    if (state_get(name, ret, err) < 0)
+        return -1;
+    _cleanup_close_ int root = state_root_open(NULL, err);
+    if (root < 0)
+        return -1;
+    int fd = openat(root, name, flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return error_set(err, errno, "sandbox %s", name);
+    return fd;
+}
+
 /* A kept sandbox nobody runs: its control socket is a leftover of a
  * supervisor that died (the watchdog removes it too; this covers a watchdog
  * that was killed as well). Only under the lock, so a supervisor that is

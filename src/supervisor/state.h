@@ -87,6 +87,10 @@ struct state_entry {
 int state_list(struct state_entry **ret, size_t *n, struct cordon_error *err);
 /* The entry of NAME; an error naming it when cordon made no such sandbox. */
 int state_get(const char *name, struct state_entry *ret, struct cordon_error *err);
+/* The state directory of NAME (FLAGS | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+ * beneath the state root), its entry read into *RET first. The fd, or -1
+ * with err filled. */
+int state_dir_open(const char *name, int flags, struct state_entry *ret, struct cordon_error *err);
 /* True when cordon made a sandbox named NAME (running or stopped). */
 bool state_exists(const char *name);
 /* Removes NAME unless another process owns it. */

@@ -325,14 +325,8 @@ static int restore(int ws_fd, int d, const char *rel, unsigned mode)
     while ((n = read(in, buf, sizeof(buf))) > 0)
         if (fs_write_all(out, buf, (size_t)n) < 0)
             break;
-    if (n != 0 || fchmod(out, mode & 0777) < 0 || fsync(out) < 0 ||
-        renameat(dir, tmp, dir, base) < 0) {
-        int e = errno;
-        unlinkat(dir, tmp, 0);
-        errno = e;
-        return -1;
-    }
-    return 0;
+    return fs_rename_temp(dir, tmp, base,
+                          n == 0 && fchmod(out, mode & 0777) == 0 && fsync(out) == 0);
 }
 
 /* One rewind: where its records and the workspace are, whom it tells. */
@@ -494,14 +488,11 @@ int undo_rewind(const char *name, long to, bool force,
                 void *ctx, struct cordon_error *err)
 {
     struct state_entry e;
-    if (state_get(name, &e, err) < 0)
+    _cleanup_close_ int sd = state_dir_open(name, O_RDONLY, &e, err);
+    if (sd < 0)
         return -1;
-    _cleanup_close_ int root = state_root_open(NULL, err);
-    if (root < 0)
-        return -1;
-    _cleanup_close_ int sd = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     _cleanup_close_ int undo_fd =
-        sd < 0 ? -1 : openat(sd, UNDO_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        openat(sd, UNDO_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (undo_fd < 0)
         return error_set(err, errno == ENOENT ? ENOTSUP : errno,
                          "sandbox %s has no undo records (direct mode keeps them for the write "

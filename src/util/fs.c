@@ -61,6 +61,16 @@ DIR *fs_opendir_at(int dirfd, const char *name)
     return d;
 }
 
+int fs_rename_temp(int dir, const char *tmp, const char *name, bool ok)
+{
+    if (ok && renameat(dir, tmp, dir, name) == 0)
+        return 0;
+    int e = errno;
+    unlinkat(dir, tmp, 0);
+    errno = e;
+    return -1;
+}
+
 static void remove_tree(int parent, const char *name, int depth)
 {
     if (unlinkat(parent, name, 0) == 0 || depth > 32)

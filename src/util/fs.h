@@ -2,6 +2,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -32,6 +33,11 @@ int fs_open_regular(int dirfd, const char *path, unsigned long long resolve);
  * DIRFD itself, read from its start), its fd owned by the stream. NULL
  * with errno. */
 DIR *fs_opendir_at(int dirfd, const char *name);
+
+/* The last step of writing a file through a temporary name: when OK, TMP
+ * is renamed over NAME (both below DIR); when not, or when the rename
+ * fails, TMP is removed. 0, or -1 with the errno of the step that failed. */
+int fs_rename_temp(int dir, const char *tmp, const char *name, bool ok);
 
 /* rm -r of NAME under the directory PARENT, best effort: no symlink is
  * followed (a symlink is removed, not its target), at most 32 levels deep
