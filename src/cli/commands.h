@@ -2,6 +2,8 @@
  * exit status. */
 #pragma once
 
+#include "cli/options.h"
+
 #include <stdbool.h>
 
 struct launch;
@@ -36,3 +38,22 @@ int cmd_discard(int argc, char **argv);
 int cmd_rewind(int argc, char **argv);
 int cmd_fork(int argc, char **argv);
 int cmd_log(int argc, char **argv);
+
+/* The commands' option tables (cli_parse's, and help.c's table of the
+ * commands: one source). */
+extern const struct cli_option cli_run_options[]; /* run, shell */
+extern const struct cli_option cli_config_main_options[];
+extern const struct cli_option cli_config_check_options[];
+extern const struct cli_option cli_trust_options[];
+extern const struct cli_option cli_tool_options[];
+extern const struct cli_option cli_mcp_options[];
+extern const struct cli_option cli_ls_options[];
+extern const struct cli_option cli_gc_options[];
+extern const struct cli_option cli_verify_options[];
+extern const struct cli_option cli_changes_options[];
+extern const struct cli_option cli_diff_options[];
+extern const struct cli_option cli_apply_options[];
+extern const struct cli_option cli_review_options[]; /* discard, fork */
+extern const struct cli_option cli_rewind_options[];
+extern const struct cli_option cli_log_options[];
+extern const struct cli_option cli_doctor_options[];
