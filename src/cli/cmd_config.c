@@ -97,7 +97,9 @@ struct config_options {
 static int set_layer(void *ctx, const char *option, const char *as)
 {
     (void)option;
-    enum cfg_layer *layer = &((struct config_options *)ctx)->layer;
+    struct config_options *opts = ctx;
+    enum cfg_layer *layer = &opts->layer;
+    opts->layer_given = true;
     if (strcmp(as, "user") == 0)
         *layer = CFG_LAYER_USER;
     else if (strcmp(as, "workspace") == 0)
@@ -115,8 +117,6 @@ const struct cli_option cli_config_check_options[] = {
     {.name = "--as",
      .value = CLI_LAYER,
      .help = "check FILE with this layer's rules",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct config_options, layer_given),
      .handle = set_layer},
     {0},
 };
@@ -163,18 +163,9 @@ static int config_check(int argc, char **argv)
 }
 
 const struct cli_option cli_config_main_options[] = {
-    {.name = "--explain",
-     .help = "the layer, file and line of each value",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct config_options, explain)},
-    {.name = "--json",
-     .help = "as JSON",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct config_options, json)},
-    {.name = "--where",
-     .help = "every file cordon looks at",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct config_options, where)},
+    CLI_FLAG("--explain", "the layer, file and line of each value", struct config_options, explain),
+    CLI_FLAG("--json", "as JSON", struct config_options, json),
+    CLI_FLAG("--where", "every file cordon looks at", struct config_options, where),
     {0},
 };
 
@@ -188,7 +179,6 @@ int cmd_config(int argc, char **argv)
     struct cordon_error err = {0};
     _cleanup_free_ char *workspace = NULL;
     const struct cli_parser parser = {.command = "config",
-                                      .word = "argument",
                                       .usage = config_usage,
                                       .ctx = &opts,
                                       .options = cli_config_main_options,
@@ -401,10 +391,7 @@ const struct cli_option cli_trust_options[] = {
      .help = "trust without the review prompt",
      .store = CLI_STORE_FLAG,
      .at = offsetof(struct trust_options, yes)},
-    {.name = "--list",
-     .help = "list the trusted workspaces",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct trust_options, list)},
+    CLI_FLAG("--list", "list the trusted workspaces", struct trust_options, list),
     {0},
 };
 

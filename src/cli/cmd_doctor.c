@@ -95,10 +95,7 @@ struct doctor_options {
 };
 
 const struct cli_option cli_doctor_options[] = {
-    {.name = "--json",
-     .help = "the report as JSON",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct doctor_options, json)},
+    CLI_FLAG("--json", "the report as JSON", struct doctor_options, json),
     {0},
 };
 
@@ -107,7 +104,6 @@ int cmd_doctor(int argc, char **argv)
     struct cli_sets sets = {0};
     struct doctor_options opts = {0};
     const struct cli_parser parser = {.command = "doctor",
-                                      .word = "argument",
                                       .usage = usage,
                                       .ctx = &opts,
                                       .options = cli_doctor_options,

@@ -220,10 +220,7 @@ struct log_options {
 };
 
 const struct cli_option cli_log_options[] = {
-    {.name = "--json",
-     .help = "one JSON object per line",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct log_options, json)},
+    CLI_FLAG("--json", "one JSON object per line", struct log_options, json),
     {.name = "--follow",
      .alias = "-f",
      .help = "keep printing while the session runs",

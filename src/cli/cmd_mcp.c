@@ -36,31 +36,22 @@ struct mcp_cli {
 static int attach_to(void *ctx, const char *option, const char *name)
 {
     (void)option;
+    struct mcp_cli *m = ctx;
+    m->attach = name;
     char *set = NULL;
     if (asprintf(&set, "sandbox_name=\"%s\"", name) < 0)
         return -1;
-    return cli_sets_push(&((struct mcp_cli *)ctx)->sets, set);
+    return cli_sets_push(&m->sets, set);
 }
 
 const struct cli_option cli_mcp_options[] = {
-    {.name = "--lazy",
-     .help = "start the sandbox at the first tool call",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct mcp_cli, o.lazy_start)},
+    CLI_FLAG("--lazy", "start the sandbox at the first tool call", struct mcp_cli, o.lazy_start),
     {.name = "--attach",
      .value = CLI_STOPPED,
      .help = "go back into a kept sandbox",
-     .store = CLI_STORE_VALUE,
-     .at = offsetof(struct mcp_cli, attach),
      .handle = attach_to},
-    {.name = "--off",
-     .help = "start in host mode (unsandboxed)",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct mcp_cli, o.start_off)},
-    {.name = "--headless",
-     .help = "refuse host execution requests",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct mcp_cli, o.headless)},
+    CLI_FLAG("--off", "start in host mode (unsandboxed)", struct mcp_cli, o.start_off),
+    CLI_FLAG("--headless", "refuse host execution requests", struct mcp_cli, o.headless),
     {0},
 };
 
@@ -68,12 +59,8 @@ int cmd_mcp(int argc, char **argv)
 {
     struct mcp_cli m = {0};
     struct cli_sets *sets = &m.sets;
-    const struct cli_parser parser = {.command = "mcp",
-                                      .word = "argument",
-                                      .usage = usage,
-                                      .ctx = &m,
-                                      .options = cli_mcp_options,
-                                      .sets = sets};
+    const struct cli_parser parser = {
+        .command = "mcp", .usage = usage, .ctx = &m, .options = cli_mcp_options, .sets = sets};
     int parsed = cli_parse(&parser, argc, argv, NULL);
     if (parsed != CLI_PARSE_OK)
         return cli_parse_status(parsed);

@@ -64,10 +64,7 @@ static void ls_usage(FILE *out, void *ctx)
 }
 
 const struct cli_option cli_ls_options[] = {
-    {.name = "--json",
-     .help = "as JSON",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct state_options, json)},
+    CLI_FLAG("--json", "as JSON", struct state_options, json),
     {0},
 };
 

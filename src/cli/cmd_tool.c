@@ -204,10 +204,7 @@ struct tool_options {
 };
 
 const struct cli_option cli_tool_options[] = {
-    {.name = "--batch",
-     .help = "one call per line on stdin",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct tool_options, batch)},
+    CLI_FLAG("--batch", "one call per line on stdin", struct tool_options, batch),
     {0},
 };
 

@@ -110,10 +110,7 @@ struct verify_options {
 };
 
 const struct cli_option cli_verify_options[] = {
-    {.name = "--json",
-     .help = "the report as JSON",
-     .store = CLI_STORE_FLAG,
-     .at = offsetof(struct verify_options, json)},
+    CLI_FLAG("--json", "the report as JSON", struct verify_options, json),
     {0},
 };
 
@@ -123,7 +120,6 @@ int cmd_verify(int argc, char **argv)
     struct verify_options opts = {0};
     const char *name = NULL;
     const struct cli_parser parser = {.command = "verify",
-                                      .word = "argument",
                                       .usage = usage,
                                       .ctx = &opts,
                                       .options = cli_verify_options,

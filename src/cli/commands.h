@@ -8,11 +8,28 @@
 
 struct launch;
 
+/* One command: how it is dispatched (main.c), its line in `cordon --help`,
+ * and its line in the table of commands that the completions are made of
+ * and tests/unit/cli-docs.sh holds against its --help and the man page
+ * (help.c). Its options are its parser's tables. */
+enum cli_command_flag {
+    CLI_HIDDEN = 1u << 0,  /* not listed (completions) */
+    CLI_NO_HELP = 1u << 1, /* --help is not listed (help, completions) */
+    CLI_CONFIG = 1u << 2,  /* it takes the configuration flags */
+};
+
 struct cli_command {
     const char *name;
-    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    int (*run)(int argc, char **argv);   /* argv[0] is the subcommand name */
+    enum cli_value positional;           /* what its non-option arguments are */
+    const struct cli_option *options[2]; /* its parsers' tables (NULL: none) */
+    unsigned flags;                      /* enum cli_command_flag */
     const char *summary;
 };
+
+/* Every command, in the order `cordon --help` lists them (main.c). */
+extern const struct cli_command cli_commands[];
+extern const size_t cli_command_count;
 
 int cmd_run(int argc, char **argv);
 int cmd_shell(int argc, char **argv);

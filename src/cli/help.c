@@ -1,5 +1,6 @@
 /* `cordon help [COMMAND]` and the hidden `cordon completions SHELL`: the
- * commands, their options and what each option's value is, in one table that
+ * commands (main.c's table), their options and what each option's value is
+ * (each command's parser tables, cli/options.h), printed as the table that
  * the shell completions are generated from and that tests/unit/cli-docs.sh
  * holds against every `COMMAND --help` and the man page. Host context. */
 #include "cli/commands.h"
@@ -39,56 +40,22 @@ static const char *const kind_names[] = {
     [CLI_COMMAND] = "command",   [CLI_EXEC] = "exec",
 };
 
-/* A command's line in the table: its options are its parser's tables
- * (cli_option.help, .value), so an option is written once. */
-struct command_spec {
-    const char *name;
-    bool hidden;
-    enum cli_value positional;       /* what its non-option arguments are */
-    const struct cli_option *own[2]; /* its parsers' tables (NULL: none) */
-    bool no_help;                    /* --help is not listed (help, completions) */
-    bool config;                     /* it takes the configuration flags */
-};
-
 static const struct cli_option help_option = {.name = "--help", .help = "this text"};
-
-static const struct command_spec specs[] = {
-    {"run", false, CLI_EXEC, {cli_run_options}, false, true},
-    {"shell", false, CLI_STOPPED, {cli_run_options}, false, true},
-    {"config", false, CLI_NONE, {cli_config_main_options, cli_config_check_options}, false, true},
-    {"trust", false, CLI_DIR, {cli_trust_options}, false, false},
-    {"untrust", false, CLI_DIR, {NULL}, false, false},
-    {"tool", false, CLI_TOOL, {cli_tool_options}, false, true},
-    {"mcp", false, CLI_NONE, {cli_mcp_options}, false, true},
-    {"ls", false, CLI_NONE, {cli_ls_options}, false, false},
-    {"rm", false, CLI_STOPPED, {NULL}, false, false},
-    {"gc", false, CLI_NONE, {cli_gc_options}, false, false},
-    {"verify", false, CLI_SANDBOX, {cli_verify_options}, false, true},
-    {"changes", false, CLI_SANDBOX, {cli_changes_options}, false, false},
-    {"diff", false, CLI_SANDBOX, {cli_diff_options}, false, false},
-    {"apply", false, CLI_SANDBOX, {cli_apply_options}, false, false},
-    {"discard", false, CLI_STOPPED, {cli_review_options}, false, false},
-    {"rewind", false, CLI_SANDBOX, {cli_rewind_options}, false, false},
-    {"fork", false, CLI_SANDBOX, {cli_review_options}, false, false},
-    {"log", false, CLI_SANDBOX, {cli_log_options}, false, false},
-    {"doctor", false, CLI_NONE, {cli_doctor_options}, false, true},
-    {"help", false, CLI_COMMAND, {NULL}, true, false},
-    {"completions", true, CLI_SHELL, {NULL}, true, false},
-};
 
 /* The n-th option a command lists: its own, --help, then the configuration
  * flags; NULL after the last. */
-static const struct cli_option *spec_option(const struct command_spec *spec, size_t n)
+static const struct cli_option *listed_option(const struct cli_command *spec, size_t n)
 {
-    for (size_t t = 0; t < ARRAY_SIZE(spec->own); t++) {
-        for (const struct cli_option *o = spec->own[t]; o && o->name; o++) {
+    for (size_t t = 0; t < ARRAY_SIZE(spec->options); t++) {
+        for (const struct cli_option *o = spec->options[t]; o && o->name; o++) {
             if (!o->hidden && n-- == 0)
                 return o;
         }
     }
-    if (!spec->no_help && n-- == 0)
+    if (!(spec->flags & CLI_NO_HELP) && n-- == 0)
         return &help_option;
-    for (const struct cli_option *o = cli_config_options; spec->config && o->name; o++) {
+    for (const struct cli_option *o = cli_config_options; (spec->flags & CLI_CONFIG) && o->name;
+         o++) {
         if (n-- == 0)
             return o;
     }
@@ -103,34 +70,40 @@ static const struct cli_option global_options[] = {
     {0},
 };
 
-static const struct command_spec *find_spec(const char *name)
+static const struct cli_command *find_command(const char *name)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (strcmp(specs[i].name, name) == 0)
-            return &specs[i];
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if (strcmp(cli_commands[i].name, name) == 0)
+            return &cli_commands[i];
     }
     return NULL;
 }
 
+static void help_usage(FILE *out, void *ctx)
+{
+    (void)ctx;
+    fprintf(out, "usage: cordon help [COMMAND]\n\n"
+                 "Lists the commands, or describes COMMAND (the same as\n"
+                 "`cordon COMMAND --help`).\n");
+}
+
 int cmd_help(int argc, char **argv)
 {
-    if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
-        bool help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-        fprintf(help ? stdout : stderr, "usage: cordon help [COMMAND]\n\n"
-                                        "Lists the commands, or describes COMMAND (the same as\n"
-                                        "`cordon COMMAND --help`).\n");
-        return help ? 0 : CORDON_EXIT_USAGE;
-    }
-    if (argc < 2) {
+    const char *name = NULL;
+    const struct cli_parser parser = {.usage = help_usage, .operand = &name};
+    int parsed = cli_parse(&parser, argc, argv, NULL);
+    if (parsed != CLI_PARSE_OK)
+        return cli_usage_status(parsed);
+    if (!name) {
         char *args[] = {"cordon", "--help", NULL};
         return cli_main(2, args);
     }
-    const struct command_spec *spec = find_spec(argv[1]);
-    if (!spec || spec->hidden || strcmp(spec->name, "help") == 0) {
-        fprintf(stderr, "cordon: help: unknown command '%s' (`cordon help` lists them)\n", argv[1]);
+    const struct cli_command *spec = find_command(name);
+    if (!spec || (spec->flags & CLI_HIDDEN) || strcmp(spec->name, "help") == 0) {
+        fprintf(stderr, "cordon: help: unknown command '%s' (`cordon help` lists them)\n", name);
         return CORDON_EXIT_USAGE;
     }
-    char *args[] = {"cordon", argv[1], "--help", NULL};
+    char *args[] = {"cordon", (char *)name, "--help", NULL};
     return cli_main(3, args);
 }
 
@@ -151,9 +124,9 @@ static int print_values(const char *kind_name)
         for (int k = 0; k < CFG_KEY_COUNT; k++)
             printf("%s=\n", cfg_key_name((enum cfg_key)k));
     } else if (kind == CLI_COMMAND) {
-        for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-            if (!specs[i].hidden)
-                printf("%s\n", specs[i].name);
+        for (size_t i = 0; i < cli_command_count; i++) {
+            if (!(cli_commands[i].flags & CLI_HIDDEN))
+                printf("%s\n", cli_commands[i].name);
         }
     } else if (kind == CLI_SANDBOX || kind == CLI_STOPPED) {
         struct cordon_error err = {0};
@@ -183,13 +156,13 @@ static void print_table(void)
 {
     for (size_t o = 0; global_options[o].name; o++)
         printf("- %s %s\n", global_options[o].name, kind_names[global_options[o].value]);
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (specs[i].hidden)
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if ((cli_commands[i].flags & CLI_HIDDEN))
             continue;
-        printf("%s - %s\n", specs[i].name, kind_names[specs[i].positional]);
-        for (size_t o = 0; spec_option(&specs[i], o); o++)
-            printf("%s %s %s\n", specs[i].name, spec_option(&specs[i], o)->name,
-                   kind_names[spec_option(&specs[i], o)->value]);
+        printf("%s - %s\n", cli_commands[i].name, kind_names[cli_commands[i].positional]);
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++)
+            printf("%s %s %s\n", cli_commands[i].name, listed_option(&cli_commands[i], o)->name,
+                   kind_names[listed_option(&cli_commands[i], o)->value]);
     }
 }
 
@@ -211,9 +184,9 @@ static void print_bash(void)
     printf("' -- \"$cur\")) ;;\n"
            "            *) COMPREPLY=($(compgen -W '");
     bool first = true;
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (!specs[i].hidden) {
-            printf("%s%s", first ? "" : " ", specs[i].name);
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if (!(cli_commands[i].flags & CLI_HIDDEN)) {
+            printf("%s%s", first ? "" : " ", cli_commands[i].name);
             first = false;
         }
     }
@@ -222,20 +195,21 @@ static void print_bash(void)
            "        return\n"
            "    fi\n"
            "    case $cmd in\n");
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (specs[i].hidden)
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if ((cli_commands[i].flags & CLI_HIDDEN))
             continue;
-        printf("        %s) opts='", specs[i].name);
-        for (size_t o = 0; spec_option(&specs[i], o); o++)
-            printf("%s%s", o ? " " : "", spec_option(&specs[i], o)->name);
+        printf("        %s) opts='", cli_commands[i].name);
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++)
+            printf("%s%s", o ? " " : "", listed_option(&cli_commands[i], o)->name);
         printf("'\n            case $prev in\n");
-        for (size_t o = 0; spec_option(&specs[i], o); o++) {
-            if (spec_option(&specs[i], o)->value != CLI_NONE)
-                printf("                %s) kind=%s optval=1 ;;\n", spec_option(&specs[i], o)->name,
-                       kind_names[spec_option(&specs[i], o)->value]);
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++) {
+            if (listed_option(&cli_commands[i], o)->value != CLI_NONE)
+                printf("                %s) kind=%s optval=1 ;;\n",
+                       listed_option(&cli_commands[i], o)->name,
+                       kind_names[listed_option(&cli_commands[i], o)->value]);
         }
         printf("                *) kind=%s ;;\n            esac ;;\n",
-               kind_names[specs[i].positional]);
+               kind_names[cli_commands[i].positional]);
     }
     printf("    esac\n"
            "    if [ -z \"$optval\" ] && [[ $cur == -* ]]; then\n"
@@ -290,25 +264,25 @@ static void print_zsh(void)
         printf("%s%s", o ? " " : "", global_options[o].name);
     printf("\n        else\n            compadd -- ");
     bool first = true;
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (!specs[i].hidden) {
-            printf("%s%s", first ? "" : " ", specs[i].name);
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if (!(cli_commands[i].flags & CLI_HIDDEN)) {
+            printf("%s%s", first ? "" : " ", cli_commands[i].name);
             first = false;
         }
     }
     printf("\n        fi\n        return\n    fi\n    local prev=$words[CURRENT-1]\n"
            "    case $cmd in\n");
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (specs[i].hidden)
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if ((cli_commands[i].flags & CLI_HIDDEN))
             continue;
-        printf("        %s) opts=(", specs[i].name);
-        for (size_t o = 0; spec_option(&specs[i], o); o++)
-            printf("%s%s", o ? " " : "", spec_option(&specs[i], o)->name);
+        printf("        %s) opts=(", cli_commands[i].name);
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++)
+            printf("%s%s", o ? " " : "", listed_option(&cli_commands[i], o)->name);
         printf(")\n            case $prev in\n");
-        for (size_t o = 0; spec_option(&specs[i], o); o++) {
-            if (spec_option(&specs[i], o)->value != CLI_NONE)
-                printf("                %s) kind=%s ;;\n", spec_option(&specs[i], o)->name,
-                       kind_names[spec_option(&specs[i], o)->value]);
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++) {
+            if (listed_option(&cli_commands[i], o)->value != CLI_NONE)
+                printf("                %s) kind=%s ;;\n", listed_option(&cli_commands[i], o)->name,
+                       kind_names[listed_option(&cli_commands[i], o)->value]);
         }
         printf("            esac ;;\n");
     }
@@ -322,10 +296,10 @@ static void print_zsh(void)
            "        return\n"
            "    fi\n"
            "    case $cmd in\n");
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (!specs[i].hidden)
-            printf("        %s) _cordon_values %s ;;\n", specs[i].name,
-                   kind_names[specs[i].positional]);
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if (!(cli_commands[i].flags & CLI_HIDDEN))
+            printf("        %s) _cordon_values %s ;;\n", cli_commands[i].name,
+                   kind_names[cli_commands[i].positional]);
     }
     printf("    esac\n"
            "}\n"
@@ -353,9 +327,9 @@ static void print_fish(void)
     printf("# fish completion for cordon, generated by `cordon completions fish`.\n"
            "complete -c cordon -f\n"
            "set -l __cordon_cmds");
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (!specs[i].hidden)
-            printf(" %s", specs[i].name);
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if (!(cli_commands[i].flags & CLI_HIDDEN))
+            printf(" %s", cli_commands[i].name);
     }
     printf("\n");
     for (size_t o = 0; global_options[o].name; o++) {
@@ -365,22 +339,22 @@ static void print_fish(void)
         fish_quoted(global_options[o].help);
         printf("\n");
     }
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (specs[i].hidden)
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if ((cli_commands[i].flags & CLI_HIDDEN))
             continue;
         printf("complete -c cordon -n \"not __fish_seen_subcommand_from $__cordon_cmds\" "
                "-a %s\n",
-               specs[i].name);
-        enum cli_value pos = specs[i].positional;
-        const char *cond = specs[i].name;
+               cli_commands[i].name);
+        enum cli_value pos = cli_commands[i].positional;
+        const char *cond = cli_commands[i].name;
         if (pos == CLI_FILE || pos == CLI_DIR || pos == CLI_EXEC)
             printf("complete -c cordon -n '__fish_seen_subcommand_from %s' -F\n", cond);
         else if (pos != CLI_NONE && pos != CLI_TEXT)
             printf("complete -c cordon -n '__fish_seen_subcommand_from %s' "
                    "-a '(cordon completions --values %s 2>/dev/null)'\n",
                    cond, kind_names[pos]);
-        for (size_t o = 0; spec_option(&specs[i], o); o++) {
-            const struct cli_option *op = spec_option(&specs[i], o);
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++) {
+            const struct cli_option *op = listed_option(&cli_commands[i], o);
             printf("complete -c cordon -n '__fish_seen_subcommand_from %s' -l %s -d ", cond,
                    op->name + 2);
             fish_quoted(op->help);

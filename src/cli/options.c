@@ -94,6 +94,11 @@ static int set_item(void *ctx, const char *option, const char *value)
     {                                                                                              \
         .name = flag, .value = kind, .help = text, .key = k, .inline_value = true                  \
     }
+#define CONFIG_FIELD(flag, kind, text, how, field, k)                                              \
+    {                                                                                              \
+        .name = flag, .value = kind, .help = text, .store = how,                                   \
+        .at = offsetof(struct cli_sets, field), .key = k                                           \
+    }
 /* The order is the table's (help.c) and the completions'. */
 const struct cli_option cli_config_options[] = {
     {.name = "--set",
@@ -110,28 +115,14 @@ const struct cli_option cli_config_options[] = {
     {.name = "--readonly", .help = "the workspace read-only", .key = "workspace_readonly=true"},
     CONFIG_VALUE("--backend", "backend", CLI_BACKEND, "the sandbox backend"),
     CONFIG_VALUE("--network", "network.mode", CLI_NETWORK, "the network mode"),
-    {.name = "--allow-host",
-     .value = CLI_TEXT,
-     .help = "an allowlist entry (repeatable)",
-     .store = CLI_STORE_LIST,
-     .at = offsetof(struct cli_sets, allow_hosts),
-     .key = "network.allow_hosts"},
-    {.name = "--publish",
-     .value = CLI_TEXT,
-     .help = "publish a sandbox port (repeatable)",
-     .store = CLI_STORE_LIST,
-     .at = offsetof(struct cli_sets, publish),
-     .key = "network.publish_ports"},
-    {.name = "--net-audit-log",
-     .value = CLI_FILE,
-     .help = "network decisions as JSON lines",
-     .store = CLI_STORE_VALUE,
-     .at = offsetof(struct cli_sets, net_audit_log)},
-    {.name = "--net-hosts-file",
-     .value = CLI_FILE,
-     .help = "resolve names for the proxy from this file",
-     .store = CLI_STORE_VALUE,
-     .at = offsetof(struct cli_sets, net_hosts_file)},
+    CONFIG_FIELD("--allow-host", CLI_TEXT, "an allowlist entry (repeatable)", CLI_STORE_LIST,
+                 allow_hosts, "network.allow_hosts"),
+    CONFIG_FIELD("--publish", CLI_TEXT, "publish a sandbox port (repeatable)", CLI_STORE_LIST,
+                 publish, "network.publish_ports"),
+    CONFIG_FIELD("--net-audit-log", CLI_FILE, "network decisions as JSON lines", CLI_STORE_VALUE,
+                 net_audit_log, NULL),
+    CONFIG_FIELD("--net-hosts-file", CLI_FILE, "resolve names for the proxy from this file",
+                 CLI_STORE_VALUE, net_hosts_file, NULL),
     CONFIG_VALUE("--env-mode", "env.mode", CLI_ENV_MODE, "the environment mode"),
     CONFIG_VALUE("--name", "sandbox_name", CLI_TEXT, "the name of the sandbox"),
     CONFIG_VALUE("--fallback", "fallback_mode", CLI_FALLBACK, "after a sandbox failure"),
@@ -194,7 +185,8 @@ static int unknown_argument(const struct cli_parser *p, const char *arg)
     if (p->unknown)
         p->unknown(p->ctx, arg);
     else if (p->command)
-        fprintf(stderr, "cordon: %s: unknown %s '%s'\n", p->command, p->word, arg);
+        fprintf(stderr, "cordon: %s: unknown %s '%s'\n", p->command, p->word ? p->word : "argument",
+                arg);
     p->usage(stderr, p->ctx);
     return CLI_PARSE_ERROR;
 }

@@ -82,6 +82,13 @@ struct cli_option {
     bool inline_value;
 };
 
+/* An option without a value that sets the bool FIELD of the parser's ctx,
+ * of type TYPE. */
+#define CLI_FLAG(option, text, type, field)                                                        \
+    {                                                                                              \
+        .name = option, .help = text, .store = CLI_STORE_FLAG, .at = offsetof(type, field)         \
+    }
+
 /* The configuration flags (--set K=V, --pids N, --memory MIB, --file-size
  * MIB, --open-files N, --cpu-seconds N, --cpus N, --readonly, --backend B,
  * --network MODE, --allow-host, --publish, --net-audit-log, --net-hosts-file,
@@ -95,7 +102,7 @@ struct cli_parser {
     /* Unknown arguments are reported as "cordon: COMMAND: unknown WORD 'ARG'"
      * followed by usage(stderr); without a command only usage is printed. */
     const char *command;
-    const char *word; /* "argument" or "option" */
+    const char *word; /* "option", or NULL: "argument" */
     void (*usage)(FILE *out, void *ctx);
     void *ctx;                        /* passed to usage and the handlers */
     const struct cli_option *options; /* ended by an entry without a name */
