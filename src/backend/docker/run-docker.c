@@ -138,11 +138,9 @@ static void docker_run_teardown(struct backend_run *r)
         close(d->master);
 }
 
-static const struct backend_run_ops docker_run_ops = {.relay = &docker_relay_ops,
-                                                      .resize = false,
-                                                      .start = docker_run_start,
-                                                      .attach = docker_run_attach,
-                                                      .teardown = docker_run_teardown};
+/* relay, resize, start, attach, teardown (backend/run.h) */
+static const struct backend_run_ops docker_run_ops = {&docker_relay_ops, false, docker_run_start,
+                                                      docker_run_attach, docker_run_teardown};
 
 int docker_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
 {

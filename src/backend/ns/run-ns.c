@@ -267,11 +267,9 @@ static void ns_run_teardown(struct backend_run *r)
     }
 }
 
-static const struct backend_run_ops ns_run_ops = {.relay = &ns_relay_ops,
-                                                  .resize = true,
-                                                  .start = ns_run_start,
-                                                  .attach = ns_run_attach,
-                                                  .teardown = ns_run_teardown};
+/* relay, resize, start, attach, teardown (backend/run.h) */
+static const struct backend_run_ops ns_run_ops = {&ns_relay_ops, true, ns_run_start, ns_run_attach,
+                                                  ns_run_teardown};
 
 int ns_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
 {

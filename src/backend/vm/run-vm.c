@@ -250,11 +250,9 @@ static void vm_run_teardown(struct backend_run *r)
     vm_probe_answer_clear(&v->answer);
 }
 
-static const struct backend_run_ops vm_run_ops = {.relay = &vm_relay_ops,
-                                                  .resize = true,
-                                                  .start = vm_run_start,
-                                                  .attach = vm_run_attach,
-                                                  .teardown = vm_run_teardown};
+/* relay, resize, start, attach, teardown (backend/run.h) */
+static const struct backend_run_ops vm_run_ops = {&vm_relay_ops, true, vm_run_start, vm_run_attach,
+                                                  vm_run_teardown};
 
 int vm_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
 {
