@@ -175,6 +175,21 @@ static int parse(int argc, char **argv, struct review_args *a, const char *usage
     return 0;
 }
 
+/* A review command: its arguments parsed (NAME, PATHs, the options), then
+ * run. */
+static int review_command(int argc, char **argv, const char *usage,
+                          const struct cli_option *options, int (*run)(struct review_args a))
+{
+    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!paths)
+        return CORDON_EXIT_FAILURE;
+    struct review_args a = {.paths = paths};
+    int p = parse(argc, argv, &a, usage, options);
+    if (p != 0)
+        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    return run(a);
+}
+
 /* A running session is shown as of its last checkpoint: say which, and
  * how to apply exactly that. */
 static void say_as_of(const struct review *r)
@@ -211,15 +226,8 @@ static const char changes_usage[] =
     "  A added, M modified, D deleted, R renamed, T mode changed, ? never applied\n"
     "  --call N: what tool call N changed (its checkpoint against the one before)\n";
 
-int cmd_changes(int argc, char **argv)
+static int changes_run(struct review_args a)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, changes_usage, cli_changes_options);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
     if (a.call)
         return call_changes(&a, false, false);
     struct review r;
@@ -264,6 +272,11 @@ int cmd_changes(int argc, char **argv)
         fprintf(stderr, "no pending changes in sandbox %s\n", a.name);
     review_close(&r);
     return 0;
+}
+
+int cmd_changes(int argc, char **argv)
+{
+    return review_command(argc, argv, changes_usage, cli_changes_options, changes_run);
 }
 
 /* ---- diff ---- */
@@ -330,15 +343,8 @@ static const char diff_usage[] =
     "usage: cordon diff NAME [PATH...] [--stat] [--color|--no-color] [--call N]\n"
     "  a unified diff of what review-mode sandbox NAME changed (host: a/, sandbox: b/)\n";
 
-int cmd_diff(int argc, char **argv)
+static int diff_run(struct review_args a)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, diff_usage, cli_diff_options);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
     bool color = a.color < 0 ? isatty(1) : a.color;
     if (a.call)
         return call_changes(&a, true, color);
@@ -353,6 +359,11 @@ int cmd_diff(int argc, char **argv)
         log_error("%s", err.message);
     review_close(&r);
     return status;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    return review_command(argc, argv, diff_usage, cli_diff_options, diff_run);
 }
 
 /* ---- apply, discard ---- */
@@ -377,15 +388,8 @@ static const char apply_usage[] =
     "  --at N: a running session's changes as of tool call N, the checkpoint `cordon\n"
     "  changes` and `cordon diff` showed (required while it runs)\n";
 
-int cmd_apply(int argc, char **argv)
+static int apply_run(struct review_args a)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, apply_usage, cli_apply_options);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
     struct cordon_error err = {0};
     struct review r;
     if (review_open(a.name, &r, &err) < 0) {
@@ -405,19 +409,17 @@ int cmd_apply(int argc, char **argv)
     return problems > 0 ? 1 : 0;
 }
 
+int cmd_apply(int argc, char **argv)
+{
+    return review_command(argc, argv, apply_usage, cli_apply_options, apply_run);
+}
+
 static const char discard_usage[] = "usage: cordon discard NAME\n"
                                     "  drops every pending change of stopped review-mode "
                                     "sandbox NAME\n";
 
-int cmd_discard(int argc, char **argv)
+static int discard_run(struct review_args a)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, discard_usage, cli_review_options);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
     if (a.npaths) {
         fprintf(stderr, "cordon: error: discard takes no paths (it drops every change)\n");
         return CORDON_EXIT_FAILURE;
@@ -434,15 +436,13 @@ int cmd_discard(int argc, char **argv)
     return 0;
 }
 
-int cmd_rewind(int argc, char **argv)
+int cmd_discard(int argc, char **argv)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, rewind_usage, cli_rewind_options);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    return review_command(argc, argv, discard_usage, cli_review_options, discard_run);
+}
+
+static int rewind_run(struct review_args a)
+{
     if (a.to < 0 || a.npaths) {
         fprintf(stderr, "%s", rewind_usage);
         return CORDON_EXIT_FAILURE;
@@ -473,20 +473,18 @@ int cmd_rewind(int argc, char **argv)
     return 0;
 }
 
+int cmd_rewind(int argc, char **argv)
+{
+    return review_command(argc, argv, rewind_usage, cli_rewind_options, rewind_run);
+}
+
 static const char fork_usage[] =
     "usage: cordon fork NAME NEW\n"
     "  a new stopped review-mode sandbox NEW holding a copy of NAME's pending changes;\n"
     "  continue it with `cordon run|mcp --review --name NEW`\n";
 
-int cmd_fork(int argc, char **argv)
+static int fork_run(struct review_args a)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, fork_usage, cli_review_options);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
     if (a.npaths != 1) {
         fprintf(stderr, "%s", fork_usage);
         return CORDON_EXIT_FAILURE;
@@ -508,4 +506,9 @@ int cmd_fork(int argc, char **argv)
     printf("sandbox %s: a copy of %s's changes; continue it with `cordon run --review --name %s`\n",
            a.paths[0], a.name, a.paths[0]);
     return 0;
+}
+
+int cmd_fork(int argc, char **argv)
+{
+    return review_command(argc, argv, fork_usage, cli_review_options, fork_run);
 }
