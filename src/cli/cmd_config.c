@@ -86,11 +86,20 @@ static int print_json(json_t *json)
     return 0;
 }
 
+struct config_options {
+    bool explain, json, where;
+    /* check */
+    enum cfg_layer layer;
+    bool layer_given;
+};
+
 /* check --as LAYER */
 static int set_layer(void *ctx, const char *option, const char *as)
 {
     (void)option;
-    enum cfg_layer *layer = ctx;
+    struct config_options *opts = ctx;
+    enum cfg_layer *layer = &opts->layer;
+    opts->layer_given = true;
     if (strcmp(as, "user") == 0)
         *layer = CFG_LAYER_USER;
     else if (strcmp(as, "workspace") == 0)
@@ -104,20 +113,25 @@ static int set_layer(void *ctx, const char *option, const char *as)
     return 0;
 }
 
+const struct cli_option cli_config_check_options[] = {
+    {.name = "--as",
+     .value = CLI_LAYER,
+     .help = "check FILE with this layer's rules",
+     .handle = set_layer},
+    {0},
+};
+
 static int config_check(int argc, char **argv)
 {
-    enum cfg_layer layer = CFG_LAYER_USER;
-    bool layer_given = false;
+    struct config_options opts = {.layer = CFG_LAYER_USER};
     const char *file = NULL;
-    const struct cli_option options[] = {
-        {.name = "--as", .has_value = true, .flag = &layer_given, .handle = set_layer},
-        {0},
-    };
     const struct cli_parser parser = {
-        .usage = config_usage, .ctx = &layer, .options = options, .operand = &file};
+        .usage = config_usage, .ctx = &opts, .options = cli_config_check_options, .operand = &file};
     int parsed = cli_parse(&parser, argc, argv, NULL);
     if (parsed != CLI_PARSE_OK)
-        return parsed == CLI_PARSE_HELP ? 0 : EXIT_USAGE;
+        return cli_usage_status(parsed);
+    enum cfg_layer layer = opts.layer;
+    bool layer_given = opts.layer_given;
     if (!file) {
         config_usage(stderr, NULL);
         return EXIT_USAGE;
@@ -148,25 +162,26 @@ static int config_check(int argc, char **argv)
     return 0;
 }
 
+const struct cli_option cli_config_main_options[] = {
+    CLI_FLAG("--explain", "the layer, file and line of each value", struct config_options, explain),
+    CLI_FLAG("--json", "as JSON", struct config_options, json),
+    CLI_FLAG("--where", "every file cordon looks at", struct config_options, where),
+    {0},
+};
+
 int cmd_config(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "check") == 0)
         return config_check(argc - 1, argv + 1);
-    bool explain = false, json = false, where = false;
+    struct config_options opts = {0};
     struct cli_sets sets = {0};
     int status = EXIT_USAGE;
     struct cordon_error err = {0};
     _cleanup_free_ char *workspace = NULL;
-    const struct cli_option options[] = {
-        {.name = "--explain", .flag = &explain},
-        {.name = "--json", .flag = &json},
-        {.name = "--where", .flag = &where},
-        {0},
-    };
     const struct cli_parser parser = {.command = "config",
-                                      .word = "argument",
                                       .usage = config_usage,
-                                      .options = options,
+                                      .ctx = &opts,
+                                      .options = cli_config_main_options,
                                       .sets = &sets};
     int parsed = cli_parse(&parser, argc, argv, NULL);
     if (parsed != CLI_PARSE_OK) {
@@ -174,6 +189,7 @@ int cmd_config(int argc, char **argv)
             status = 0;
         goto out;
     }
+    bool explain = opts.explain, json = opts.json, where = opts.where;
 
     status = EXIT_CONFIG_ERROR;
     if (config_workspace_detect(".", &workspace, &err) < 0) {
@@ -351,32 +367,46 @@ static int trust_workspace(const char *trust_file, const char *guard_dir, const 
     return 0;
 }
 
+struct trust_options {
+    bool trust; /* or untrust */
+    bool list, yes;
+};
+
+static void trust_usage(FILE *out, void *ctx)
+{
+    if (((struct trust_options *)ctx)->trust)
+        fprintf(out, "usage: cordon trust [--yes] [DIR]\n"
+                     "       cordon trust --list\n\n"
+                     "Shows the workspace's .cordon.toml and what trusting it changes, asks,\n"
+                     "then pins its SHA-256 (--yes: without asking). --list: the trusted\n"
+                     "workspaces.\n");
+    else
+        fprintf(out, "usage: cordon untrust [DIR]\n\n"
+                     "Removes the workspace's trust record.\n");
+}
+
+const struct cli_option cli_trust_options[] = {
+    {.name = "--yes",
+     .alias = "-y",
+     .help = "trust without the review prompt",
+     .store = CLI_STORE_FLAG,
+     .at = offsetof(struct trust_options, yes)},
+    CLI_FLAG("--list", "list the trusted workspaces", struct trust_options, list),
+    {0},
+};
+
 static int trust_command(int argc, char **argv, bool trust)
 {
     const char *dir = NULL;
-    bool list = false, yes = false;
-    for (int i = 1; i < argc; i++) {
-        if (trust && strcmp(argv[i], "--list") == 0)
-            list = true;
-        else if (trust && (strcmp(argv[i], "--yes") == 0 || strcmp(argv[i], "-y") == 0))
-            yes = true;
-        else if (!dir && argv[i][0] != '-')
-            dir = argv[i];
-        else {
-            bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
-            if (trust)
-                fprintf(help ? stdout : stderr,
-                        "usage: cordon trust [--yes] [DIR]\n"
-                        "       cordon trust --list\n\n"
-                        "Shows the workspace's .cordon.toml and what trusting it changes, asks,\n"
-                        "then pins its SHA-256 (--yes: without asking). --list: the trusted\n"
-                        "workspaces.\n");
-            else
-                fprintf(help ? stdout : stderr, "usage: cordon untrust [DIR]\n\n"
-                                                "Removes the workspace's trust record.\n");
-            return help ? 0 : EXIT_USAGE;
-        }
-    }
+    struct trust_options opts = {.trust = trust};
+    const struct cli_parser parser = {.usage = trust_usage,
+                                      .ctx = &opts,
+                                      .options = trust ? cli_trust_options : NULL,
+                                      .operand = &dir};
+    int parsed = cli_parse(&parser, argc, argv, NULL);
+    if (parsed != CLI_PARSE_OK)
+        return cli_usage_status(parsed);
+    bool list = opts.list, yes = opts.yes;
     struct cordon_error err = {0};
     _cleanup_free_ char *trust_file = NULL;
     _cleanup_free_ char *guard_dir = NULL;

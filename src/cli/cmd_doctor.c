@@ -90,20 +90,28 @@ static void print_text(const struct probe_report *r, const struct backend_result
     printf("  %-12s %s: %s\n", "auto", auto_ok ? "works here" : "does not work here", auto_why);
 }
 
+struct doctor_options {
+    bool json;
+};
+
+const struct cli_option cli_doctor_options[] = {
+    CLI_FLAG("--json", "the report as JSON", struct doctor_options, json),
+    {0},
+};
+
 int cmd_doctor(int argc, char **argv)
 {
     struct cli_sets sets = {0};
-    bool json = false;
-    const struct cli_option options[] = {{.name = "--json", .flag = &json}, {0}};
-    const struct cli_parser parser = {
-        .command = "doctor", .word = "argument", .usage = usage, .options = options, .sets = &sets};
+    struct doctor_options opts = {0};
+    const struct cli_parser parser = {.command = "doctor",
+                                      .usage = usage,
+                                      .ctx = &opts,
+                                      .options = cli_doctor_options,
+                                      .sets = &sets};
     int parsed = cli_parse(&parser, argc, argv, NULL);
     if (parsed != CLI_PARSE_OK)
         return cli_parse_status(parsed);
-    if (cli_sets_finish(&sets) < 0) {
-        cli_sets_free(&sets);
-        return CORDON_EXIT_FAILURE;
-    }
+    bool json = opts.json;
     struct cordon_error err = {0};
     struct workspace ws = {0};
     struct cordon_config cfg = {0};

@@ -215,19 +215,30 @@ static int open_in(int dir_fd, const char *file)
     return fd < 0 && errno == ENOENT ? -2 : fd;
 }
 
+struct log_options {
+    bool json, follow;
+};
+
+const struct cli_option cli_log_options[] = {
+    CLI_FLAG("--json", "one JSON object per line", struct log_options, json),
+    {.name = "--follow",
+     .alias = "-f",
+     .help = "keep printing while the session runs",
+     .store = CLI_STORE_FLAG,
+     .at = offsetof(struct log_options, follow)},
+    {0},
+};
+
 int cmd_log(int argc, char **argv)
 {
-    bool json = false, follow = false;
+    struct log_options opts = {0};
     const char *name = NULL;
-    const struct cli_option options[] = {
-        {.name = "--json", .flag = &json},
-        {.name = "--follow", .alias = "-f", .flag = &follow},
-        {0},
-    };
-    const struct cli_parser parser = {.usage = usage, .options = options, .operand = &name};
+    const struct cli_parser parser = {
+        .usage = usage, .ctx = &opts, .options = cli_log_options, .operand = &name};
     int parsed = cli_parse(&parser, argc, argv, NULL);
     if (parsed != CLI_PARSE_OK)
         return cli_parse_status(parsed);
+    bool json = opts.json, follow = opts.follow;
     if (!name) {
         usage(stderr, NULL);
         return CORDON_EXIT_FAILURE;

@@ -27,43 +27,47 @@ static void usage(FILE *out, void *ctx)
 }
 
 /* --attach NAME: back into a sandbox kept by teardown stop/none. */
+struct mcp_cli {
+    struct cli_sets sets;
+    struct mcp_options o;
+    const char *attach;
+};
+
 static int attach_to(void *ctx, const char *option, const char *name)
 {
     (void)option;
+    struct mcp_cli *m = ctx;
+    m->attach = name;
     char *set = NULL;
     if (asprintf(&set, "sandbox_name=\"%s\"", name) < 0)
         return -1;
-    return cli_sets_push(ctx, set);
+    return cli_sets_push(&m->sets, set);
 }
+
+const struct cli_option cli_mcp_options[] = {
+    CLI_FLAG("--lazy", "start the sandbox at the first tool call", struct mcp_cli, o.lazy_start),
+    {.name = "--attach",
+     .value = CLI_STOPPED,
+     .help = "go back into a kept sandbox",
+     .handle = attach_to},
+    CLI_FLAG("--off", "start in host mode (unsandboxed)", struct mcp_cli, o.start_off),
+    CLI_FLAG("--headless", "refuse host execution requests", struct mcp_cli, o.headless),
+    {0},
+};
 
 int cmd_mcp(int argc, char **argv)
 {
-    struct cli_sets sets = {0};
-    struct mcp_options o = {0};
-    const char *attach = NULL;
-    const struct cli_option options[] = {
-        {.name = "--attach", .has_value = true, .value = &attach, .handle = attach_to},
-        {.name = "--lazy", .flag = &o.lazy_start},
-        {.name = "--off", .flag = &o.start_off},
-        {.name = "--headless", .flag = &o.headless},
-        {0},
-    };
-    const struct cli_parser parser = {.command = "mcp",
-                                      .word = "argument",
-                                      .usage = usage,
-                                      .ctx = &sets,
-                                      .options = options,
-                                      .sets = &sets};
+    struct mcp_cli m = {0};
+    struct cli_sets *sets = &m.sets;
+    const struct cli_parser parser = {
+        .command = "mcp", .usage = usage, .ctx = &m, .options = cli_mcp_options, .sets = sets};
     int parsed = cli_parse(&parser, argc, argv, NULL);
     if (parsed != CLI_PARSE_OK)
         return cli_parse_status(parsed);
-    if (cli_sets_finish(&sets) < 0) {
-        cli_sets_free(&sets);
-        return CORDON_EXIT_FAILURE;
-    }
-    o.request = (struct launch_request){(const char *const *)sets.items, sets.net_audit_log,
-                                        sets.net_hosts_file, attach};
+    struct mcp_options o = m.o;
+    o.request = (struct launch_request){(const char *const *)sets->items, sets->net_audit_log,
+                                        sets->net_hosts_file, m.attach};
     int rc = mcp_serve(&o);
-    cli_sets_free(&sets);
+    cli_sets_free(sets);
     return rc;
 }

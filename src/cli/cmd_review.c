@@ -1,6 +1,7 @@
 /* `cordon changes`, `diff`, `apply`, `discard`: the review layer of a
  * review-mode session (docs/review.md). Host context, as the user. */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "supervisor/review.h"
 #include "supervisor/state.h"
 #include "supervisor/undo.h"
@@ -41,6 +42,104 @@ struct review_args {
     long call;  /* --call N, or 0 */
     long to;    /* rewind --to N, or -1 */
     long at;    /* apply --at N: the checkpoint of a running session shown */
+    const char *usage;
+};
+
+static void review_usage(FILE *out, void *ctx)
+{
+    fputs(((struct review_args *)ctx)->usage, out);
+}
+
+static void review_unknown(void *ctx, const char *arg)
+{
+    (void)ctx;
+    fprintf(stderr, "cordon: error: unknown option %s\n", arg);
+}
+
+/* NAME, then the paths. */
+static int review_operand(void *ctx, const char *arg)
+{
+    struct review_args *a = ctx;
+    if (!a->name)
+        a->name = arg;
+    else
+        a->paths[a->npaths++] = (char *)arg;
+    return 0;
+}
+
+static int set_color(void *ctx, const char *option, const char *value)
+{
+    (void)value;
+    bool off = strcmp(option, "--no-color") == 0 || strcmp(option, "--color=never") == 0;
+    ((struct review_args *)ctx)->color = !off;
+    return 0;
+}
+
+/* --call N, --to N, --at N */
+static int set_number(void *ctx, const char *option, const char *value)
+{
+    struct review_args *a = ctx;
+    char *end;
+    long v = strtol(value, &end, 10);
+    if (*end || v < 0) {
+        fprintf(stderr, "cordon: error: %s wants a number, not %s\n", option, value);
+        return -1;
+    }
+    *(option[2] == 'c' ? &a->call : option[2] == 'a' ? &a->at : &a->to) = v;
+    return 0;
+}
+
+/* Every review command takes these; each lists (and documents) its own,
+ * the others are hidden (hidden: 1). */
+#define REVIEW_STAT(hidden_)                                                                       \
+    {                                                                                              \
+        .name = "--stat", .help = "a summary per file", .hidden = hidden_,                         \
+        .store = CLI_STORE_FLAG, .at = offsetof(struct review_args, stat_only)                     \
+    }
+#define REVIEW_COLOR(hidden_)                                                                      \
+    {.name = "--color",                                                                            \
+     .alias = "--color=always",                                                                    \
+     .help = "colour even off a terminal",                                                         \
+     .hidden = hidden_,                                                                            \
+     .handle = set_color},                                                                         \
+    {                                                                                              \
+        .name = "--no-color", .alias = "--color=never", .help = "no colour", .hidden = hidden_,    \
+        .handle = set_color                                                                        \
+    }
+#define REVIEW_NUMBER(option, text, hidden_)                                                       \
+    {                                                                                              \
+        .name = option, .value = CLI_TEXT, .help = text, .hidden = hidden_, .handle = set_number   \
+    }
+#define REVIEW_CALL(hidden_) REVIEW_NUMBER("--call", "what tool call N changed", hidden_)
+#define REVIEW_AT(hidden_)   REVIEW_NUMBER("--at", "a running session's checkpoint shown", hidden_)
+#define REVIEW_TO(hidden_)   REVIEW_NUMBER("--to", "the tool call to return to", hidden_)
+#define REVIEW_FORCE                                                                               \
+    {                                                                                              \
+        .name = "--force", .help = "direct mode: restore a file changed since, too",               \
+        .store = CLI_STORE_FLAG, .at = offsetof(struct review_args, force)                         \
+    }
+#define REVIEW_JSON                                                                                \
+    {                                                                                              \
+        .name = "--json", .hidden = true, .store = CLI_STORE_FLAG,                                 \
+        .at = offsetof(struct review_args, json)                                                   \
+    }
+
+const struct cli_option cli_changes_options[] = {
+    REVIEW_CALL(0), REVIEW_STAT(1), REVIEW_COLOR(1), REVIEW_AT(1), REVIEW_TO(1), REVIEW_JSON, {0},
+};
+const struct cli_option cli_diff_options[] = {
+    REVIEW_STAT(0), REVIEW_COLOR(0), REVIEW_CALL(0), REVIEW_AT(1), REVIEW_TO(1), REVIEW_JSON, {0},
+};
+const struct cli_option cli_apply_options[] = {
+    REVIEW_AT(0), REVIEW_STAT(1), REVIEW_COLOR(1), REVIEW_CALL(1), REVIEW_TO(1), REVIEW_JSON, {0},
+};
+/* discard, fork */
+const struct cli_option cli_review_options[] = {
+    REVIEW_STAT(1), REVIEW_COLOR(1), REVIEW_CALL(1), REVIEW_AT(1), REVIEW_TO(1), REVIEW_JSON, {0},
+};
+const struct cli_option cli_rewind_options[] = {
+    REVIEW_TO(0),   REVIEW_FORCE, REVIEW_STAT(1), REVIEW_COLOR(1),
+    REVIEW_CALL(1), REVIEW_AT(1), REVIEW_JSON,    {0},
 };
 
 static const char rewind_usage[] =
@@ -50,57 +149,45 @@ static const char rewind_usage[] =
     "  Direct mode: puts back what the write and edit tools replaced after call N, in the\n"
     "  workspace itself; a file something else changed since is refused unless --force.\n";
 
-static int parse(int argc, char **argv, struct review_args *a, const char *usage)
+/* 1: help printed; -1: refused (said why); 0: NAME in a->name. "--" ends
+ * the options: what follows are paths. */
+static int parse(int argc, char **argv, struct review_args *a, const char *usage,
+                 const struct cli_option *options)
 {
     char **paths = a->paths;
-    *a = (struct review_args){.color = -1, .paths = paths, .to = -1, .at = -1};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("%s", usage);
-            return 1;
-        } else if (strcmp(argv[i], "--stat") == 0) {
-            a->stat_only = true;
-        } else if (strcmp(argv[i], "--color") == 0 || strcmp(argv[i], "--color=always") == 0) {
-            a->color = 1;
-        } else if (strcmp(argv[i], "--no-color") == 0 || strcmp(argv[i], "--color=never") == 0) {
-            a->color = 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(argv[i], "--force") == 0 && usage == rewind_usage) {
-            a->force = true;
-        } else if ((strcmp(argv[i], "--call") == 0 || strcmp(argv[i], "--to") == 0 ||
-                    strcmp(argv[i], "--at") == 0) &&
-                   i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[i + 1], &end, 10);
-            if (*end || v < 0) {
-                fprintf(stderr, "cordon: error: %s wants a number, not %s\n", argv[i], argv[i + 1]);
-                return -1;
-            }
-            if (argv[i][2] == 'c')
-                a->call = v;
-            else if (argv[i][2] == 'a')
-                a->at = v;
-            else
-                a->to = v;
-            i++;
-        } else if (strcmp(argv[i], "--") == 0) {
-            for (i++; i < argc; i++)
-                a->paths[a->npaths++] = argv[i];
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "cordon: error: unknown option %s\n%s", argv[i], usage);
-            return -1;
-        } else if (!a->name) {
-            a->name = argv[i];
-        } else {
-            a->paths[a->npaths++] = argv[i];
-        }
-    }
+    *a = (struct review_args){.color = -1, .paths = paths, .to = -1, .at = -1, .usage = usage};
+    const struct cli_parser parser = {.usage = review_usage,
+                                      .ctx = a,
+                                      .options = options,
+                                      .unknown = review_unknown,
+                                      .dash_dash = true,
+                                      .operands = review_operand};
+    int next;
+    int parsed = cli_parse(&parser, argc, argv, &next);
+    if (parsed != CLI_PARSE_OK)
+        return parsed == CLI_PARSE_HELP ? 1 : -1;
+    for (int i = next; i < argc; i++)
+        a->paths[a->npaths++] = argv[i];
     if (!a->name) {
         fprintf(stderr, "%s", usage);
         return -1;
     }
     return 0;
+}
+
+/* A review command: its arguments parsed (NAME, PATHs, the options), then
+ * run. */
+static int review_command(int argc, char **argv, const char *usage,
+                          const struct cli_option *options, int (*run)(struct review_args a))
+{
+    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!paths)
+        return CORDON_EXIT_FAILURE;
+    struct review_args a = {.paths = paths};
+    int p = parse(argc, argv, &a, usage, options);
+    if (p != 0)
+        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    return run(a);
 }
 
 /* A running session is shown as of its last checkpoint: say which, and
@@ -139,15 +226,8 @@ static const char changes_usage[] =
     "  A added, M modified, D deleted, R renamed, T mode changed, ? never applied\n"
     "  --call N: what tool call N changed (its checkpoint against the one before)\n";
 
-int cmd_changes(int argc, char **argv)
+static int changes_run(struct review_args a)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, changes_usage);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
     if (a.call)
         return call_changes(&a, false, false);
     struct review r;
@@ -192,6 +272,11 @@ int cmd_changes(int argc, char **argv)
         fprintf(stderr, "no pending changes in sandbox %s\n", a.name);
     review_close(&r);
     return 0;
+}
+
+int cmd_changes(int argc, char **argv)
+{
+    return review_command(argc, argv, changes_usage, cli_changes_options, changes_run);
 }
 
 /* ---- diff ---- */
@@ -258,15 +343,8 @@ static const char diff_usage[] =
     "usage: cordon diff NAME [PATH...] [--stat] [--color|--no-color] [--call N]\n"
     "  a unified diff of what review-mode sandbox NAME changed (host: a/, sandbox: b/)\n";
 
-int cmd_diff(int argc, char **argv)
+static int diff_run(struct review_args a)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, diff_usage);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
     bool color = a.color < 0 ? isatty(1) : a.color;
     if (a.call)
         return call_changes(&a, true, color);
@@ -281,6 +359,11 @@ int cmd_diff(int argc, char **argv)
         log_error("%s", err.message);
     review_close(&r);
     return status;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    return review_command(argc, argv, diff_usage, cli_diff_options, diff_run);
 }
 
 /* ---- apply, discard ---- */
@@ -305,15 +388,8 @@ static const char apply_usage[] =
     "  --at N: a running session's changes as of tool call N, the checkpoint `cordon\n"
     "  changes` and `cordon diff` showed (required while it runs)\n";
 
-int cmd_apply(int argc, char **argv)
+static int apply_run(struct review_args a)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, apply_usage);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
     struct cordon_error err = {0};
     struct review r;
     if (review_open(a.name, &r, &err) < 0) {
@@ -333,19 +409,17 @@ int cmd_apply(int argc, char **argv)
     return problems > 0 ? 1 : 0;
 }
 
+int cmd_apply(int argc, char **argv)
+{
+    return review_command(argc, argv, apply_usage, cli_apply_options, apply_run);
+}
+
 static const char discard_usage[] = "usage: cordon discard NAME\n"
                                     "  drops every pending change of stopped review-mode "
                                     "sandbox NAME\n";
 
-int cmd_discard(int argc, char **argv)
+static int discard_run(struct review_args a)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, discard_usage);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
     if (a.npaths) {
         fprintf(stderr, "cordon: error: discard takes no paths (it drops every change)\n");
         return CORDON_EXIT_FAILURE;
@@ -362,15 +436,13 @@ int cmd_discard(int argc, char **argv)
     return 0;
 }
 
-int cmd_rewind(int argc, char **argv)
+int cmd_discard(int argc, char **argv)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, rewind_usage);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
+    return review_command(argc, argv, discard_usage, cli_review_options, discard_run);
+}
+
+static int rewind_run(struct review_args a)
+{
     if (a.to < 0 || a.npaths) {
         fprintf(stderr, "%s", rewind_usage);
         return CORDON_EXIT_FAILURE;
@@ -401,20 +473,18 @@ int cmd_rewind(int argc, char **argv)
     return 0;
 }
 
+int cmd_rewind(int argc, char **argv)
+{
+    return review_command(argc, argv, rewind_usage, cli_rewind_options, rewind_run);
+}
+
 static const char fork_usage[] =
     "usage: cordon fork NAME NEW\n"
     "  a new stopped review-mode sandbox NEW holding a copy of NAME's pending changes;\n"
     "  continue it with `cordon run|mcp --review --name NEW`\n";
 
-int cmd_fork(int argc, char **argv)
+static int fork_run(struct review_args a)
 {
-    _cleanup_free_ char **paths = calloc((size_t)argc + 1, sizeof(char *));
-    if (!paths)
-        return CORDON_EXIT_FAILURE;
-    struct review_args a = {.paths = paths};
-    int p = parse(argc, argv, &a, fork_usage);
-    if (p != 0)
-        return p > 0 ? 0 : CORDON_EXIT_FAILURE;
     if (a.npaths != 1) {
         fprintf(stderr, "%s", fork_usage);
         return CORDON_EXIT_FAILURE;
@@ -436,4 +506,9 @@ int cmd_fork(int argc, char **argv)
     printf("sandbox %s: a copy of %s's changes; continue it with `cordon run --review --name %s`\n",
            a.paths[0], a.name, a.paths[0]);
     return 0;
+}
+
+int cmd_fork(int argc, char **argv)
+{
+    return review_command(argc, argv, fork_usage, cli_review_options, fork_run);
 }

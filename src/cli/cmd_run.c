@@ -70,6 +70,12 @@ static int set_pty(void *ctx, const char *option, const char *value)
     return 0;
 }
 
+const struct cli_option cli_run_options[] = {
+    {.name = "--pty", .help = "force a terminal", .handle = set_pty},
+    {.name = "--no-pty", .help = "refuse a terminal", .handle = set_pty},
+    {0},
+};
+
 /* argv for the agent: init [--pty | --ctty] [--control] --memory-mib
  * MEMORY -- CMD..., as the backend takes it; NULL when out of memory. The
  * strings are borrowed. */
@@ -101,16 +107,11 @@ static int run_common(int argc, char **argv, bool shell)
 {
     struct cli_sets sets = {0};
     struct run_options ro = {.shell = shell, .want_pty = -1};
-    const struct cli_option options[] = {
-        {.name = "--pty", .handle = set_pty},
-        {.name = "--no-pty", .handle = set_pty},
-        {0},
-    };
     const struct cli_parser parser = {.command = shell ? "shell" : "run",
                                       .word = "option",
                                       .usage = run_usage,
                                       .ctx = &ro,
-                                      .options = options,
+                                      .options = cli_run_options,
                                       .sets = &sets,
                                       .options_first = true,
                                       .dash_dash = true};
@@ -152,10 +153,6 @@ static int run_common(int argc, char **argv, bool shell)
 
     struct cordon_error err = {0};
     struct launch l;
-    if (cli_sets_finish(&sets) < 0) {
-        cli_sets_free(&sets);
-        return CORDON_EXIT_FAILURE;
-    }
     struct launch_request req = {(const char *const *)sets.items, sets.net_audit_log,
                                  sets.net_hosts_file, NULL};
     int prep = launch_prepare(&req, &l, &err);

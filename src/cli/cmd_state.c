@@ -1,6 +1,7 @@
 /* `cordon ls`, `cordon rm NAME`, `cordon gc [--hours N]`: the sandboxes
  * cordon made, as recorded under the state root. Host context. */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "supervisor/review.h"
 #include "supervisor/launch.h"
 #include "supervisor/state.h"
@@ -50,15 +51,31 @@ static const char *ls_attach_hint(const struct state_entry *e)
     return hint;
 }
 
+struct state_options {
+    bool json;
+    double hours; /* gc: -1 for gc_hours */
+};
+
+static void ls_usage(FILE *out, void *ctx)
+{
+    (void)ctx;
+    fprintf(out, "usage: cordon ls [--json]\n\n"
+                 "Lists the sandboxes cordon made, running and stopped.\n");
+}
+
+const struct cli_option cli_ls_options[] = {
+    CLI_FLAG("--json", "as JSON", struct state_options, json),
+    {0},
+};
+
 int cmd_ls(int argc, char **argv)
 {
-    bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
-    if (argc > 1 && !json) {
-        bool help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-        fprintf(help ? stdout : stderr, "usage: cordon ls [--json]\n\n"
-                                        "Lists the sandboxes cordon made, running and stopped.\n");
-        return help ? 0 : CORDON_EXIT_USAGE;
-    }
+    struct state_options opts = {0};
+    const struct cli_parser parser = {.usage = ls_usage, .ctx = &opts, .options = cli_ls_options};
+    int parsed = cli_parse(&parser, argc, argv, NULL);
+    if (parsed != CLI_PARSE_OK)
+        return cli_usage_status(parsed);
+    bool json = opts.json;
     struct cordon_error err = {0};
     struct state_entry *entries;
     size_t n;
@@ -115,17 +132,27 @@ int cmd_ls(int argc, char **argv)
     return 0;
 }
 
+static void rm_usage(FILE *out, void *ctx)
+{
+    (void)ctx;
+    fprintf(out, "usage: cordon rm NAME...\n\n"
+                 "Removes the state of stopped sandboxes; a running one is refused.\n");
+}
+
 int cmd_rm(int argc, char **argv)
 {
-    if (argc < 2 || argv[1][0] == '-') {
-        bool help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-        fprintf(help ? stdout : stderr,
-                "usage: cordon rm NAME...\n\n"
-                "Removes the state of stopped sandboxes; a running one is refused.\n");
-        return help ? 0 : CORDON_EXIT_USAGE;
+    /* Options first: every argument from the first name on is a name. */
+    const struct cli_parser parser = {.usage = rm_usage, .options_first = true};
+    int first;
+    int parsed = cli_parse(&parser, argc, argv, &first);
+    if (parsed == CLI_PARSE_OK && first == argc) {
+        rm_usage(stderr, NULL);
+        parsed = CLI_PARSE_ERROR;
     }
+    if (parsed != CLI_PARSE_OK)
+        return cli_usage_status(parsed);
     int status = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         struct cordon_error err = {0};
         if (state_remove(argv[i], &err) < 0) {
             log_error("%s", err.message);
@@ -137,26 +164,40 @@ int cmd_rm(int argc, char **argv)
     return status;
 }
 
+static void gc_usage(FILE *out, void *ctx)
+{
+    (void)ctx;
+    fprintf(out, "usage: cordon gc [--hours N]\n\n"
+                 "Removes cordon sandboxes that are not running, whose lock can be\n"
+                 "taken and that are older than N hours (default: gc_hours).\n");
+}
+
+static int set_hours(void *ctx, const char *option, const char *value)
+{
+    (void)option;
+    struct state_options *opts = ctx;
+    char *end;
+    opts->hours = strtod(value, &end);
+    if (*end || opts->hours < 0) {
+        fprintf(stderr, "cordon: gc: --hours expects a non-negative number\n");
+        return -1;
+    }
+    return 0;
+}
+
+const struct cli_option cli_gc_options[] = {
+    {.name = "--hours", .value = CLI_TEXT, .help = "age in hours", .handle = set_hours},
+    {0},
+};
+
 int cmd_gc(int argc, char **argv)
 {
-    double hours = -1;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--hours") == 0 && i + 1 < argc) {
-            char *end;
-            hours = strtod(argv[++i], &end);
-            if (*end || hours < 0) {
-                fprintf(stderr, "cordon: gc: --hours expects a non-negative number\n");
-                return CORDON_EXIT_USAGE;
-            }
-        } else {
-            bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
-            fprintf(help ? stdout : stderr,
-                    "usage: cordon gc [--hours N]\n\n"
-                    "Removes cordon sandboxes that are not running, whose lock can be\n"
-                    "taken and that are older than N hours (default: gc_hours).\n");
-            return help ? 0 : CORDON_EXIT_USAGE;
-        }
-    }
+    struct state_options opts = {.hours = -1};
+    const struct cli_parser parser = {.usage = gc_usage, .ctx = &opts, .options = cli_gc_options};
+    int parsed = cli_parse(&parser, argc, argv, NULL);
+    if (parsed != CLI_PARSE_OK)
+        return cli_usage_status(parsed);
+    double hours = opts.hours;
     struct cordon_error err = {0};
     if (hours < 0) {
         struct workspace ws;

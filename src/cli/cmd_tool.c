@@ -199,21 +199,31 @@ fail:
     return CORDON_EXIT_FAILURE;
 }
 
+struct tool_options {
+    bool batch;
+};
+
+const struct cli_option cli_tool_options[] = {
+    CLI_FLAG("--batch", "one call per line on stdin", struct tool_options, batch),
+    {0},
+};
+
 int cmd_tool(int argc, char **argv)
 {
     struct cli_sets sets = {0};
-    bool batch = false;
-    const struct cli_option options[] = {{.name = "--batch", .flag = &batch}, {0}};
+    struct tool_options opts = {0};
     const struct cli_parser parser = {.command = "tool",
                                       .word = "option",
                                       .usage = usage,
-                                      .options = options,
+                                      .ctx = &opts,
+                                      .options = cli_tool_options,
                                       .sets = &sets,
                                       .options_first = true};
     int i;
     int parsed = cli_parse(&parser, argc, argv, &i);
     if (parsed != CLI_PARSE_OK)
         return cli_parse_status(parsed);
+    bool batch = opts.batch;
     json_t *args = NULL;
     const char *name = NULL;
     if (!batch) {
@@ -236,14 +246,9 @@ int cmd_tool(int argc, char **argv)
     }
     struct cordon_error err = {0};
     struct session *s;
-    int started = cli_sets_finish(&sets);
-    if (started == 0) {
-        struct launch_request req = {(const char *const *)sets.items, sets.net_audit_log,
-                                     sets.net_hosts_file, NULL};
-        started = session_start(&req, &s, &err);
-    } else {
-        error_set(&err, ENOMEM, "options");
-    }
+    struct launch_request req = {(const char *const *)sets.items, sets.net_audit_log,
+                                 sets.net_hosts_file, NULL};
+    int started = session_start(&req, &s, &err);
     cli_sets_free(&sets);
     if (started < 0) {
         log_error("%s", err.message);

@@ -105,21 +105,30 @@ static int verify_running(const char *name, bool json)
     return failed ? 1 : 0;
 }
 
+struct verify_options {
+    bool json;
+};
+
+const struct cli_option cli_verify_options[] = {
+    CLI_FLAG("--json", "the report as JSON", struct verify_options, json),
+    {0},
+};
+
 int cmd_verify(int argc, char **argv)
 {
     struct cli_sets sets = {0};
-    bool json = false;
+    struct verify_options opts = {0};
     const char *name = NULL;
-    const struct cli_option options[] = {{.name = "--json", .flag = &json}, {0}};
     const struct cli_parser parser = {.command = "verify",
-                                      .word = "argument",
                                       .usage = usage,
-                                      .options = options,
+                                      .ctx = &opts,
+                                      .options = cli_verify_options,
                                       .sets = &sets,
                                       .operand = &name};
     int parsed = cli_parse(&parser, argc, argv, NULL);
     if (parsed != CLI_PARSE_OK)
         return cli_parse_status(parsed);
+    bool json = opts.json;
     if (name) {
         /* The running sandbox was built by its own configuration. */
         bool flags = sets.count || sets.allow_hosts || sets.publish || sets.net_audit_log ||
@@ -130,10 +139,6 @@ int cmd_verify(int argc, char **argv)
             return CORDON_EXIT_FAILURE;
         }
         return verify_running(name, json);
-    }
-    if (cli_sets_finish(&sets) < 0) {
-        cli_sets_free(&sets);
-        return CORDON_EXIT_FAILURE;
     }
     /* The sandbox is built from an environment holding the sentinels, so
      * the check covers the whole path from the host's environment inward. */

@@ -1,8 +1,10 @@
 /* `cordon help [COMMAND]` and the hidden `cordon completions SHELL`: the
- * commands, their options and what each option's value is, in one table that
+ * commands (main.c's table), their options and what each option's value is
+ * (each command's parser tables, cli/options.h), printed as the table that
  * the shell completions are generated from and that tests/unit/cli-docs.sh
  * holds against every `COMMAND --help` and the man page. Host context. */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config/config.h"
 #include "supervisor/state.h"
 #include "util/cleanup.h"
@@ -12,242 +14,96 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What a value (of an option or a positional argument) is, for completion. */
-enum value_kind {
-    V_NONE,     /* a flag without a value */
-    V_TEXT,     /* free text, nothing to offer */
-    V_FILE,     /* a path */
-    V_DIR,      /* a directory */
-    V_KEYSET,   /* KEY=VALUE with KEY a configuration key */
-    V_BACKEND,  /* ns | vm | docker */
-    V_NETWORK,  /* deny | allowlist | open */
-    V_ENV_MODE, /* strict | allowlist | passthrough */
-    V_FALLBACK, /* block | host */
-    V_TEARDOWN, /* remove | stop | none */
-    V_LAYER,    /* user | workspace | host */
-    V_TOOL,     /* read write edit ls find grep bash */
-    V_SANDBOX,  /* any sandbox cordon made */
-    V_STOPPED,  /* a sandbox that is not running */
-    V_SHELL,    /* bash | zsh | fish */
-    V_COMMAND,  /* a cordon command */
-    V_EXEC,     /* a program and its arguments */
-};
-
 /* Values that are a configuration key's choices come from the schema, so
  * the completions follow it (and no backend is named outside the table). */
 static const struct {
     bool set;
     enum cfg_key key;
 } value_keys[] = {
-    [V_BACKEND] = {true, CFG_BACKEND},   [V_NETWORK] = {true, CFG_NETWORK_MODE},
-    [V_ENV_MODE] = {true, CFG_ENV_MODE}, [V_FALLBACK] = {true, CFG_FALLBACK_MODE},
-    [V_TEARDOWN] = {true, CFG_TEARDOWN},
+    [CLI_BACKEND] = {true, CFG_BACKEND},   [CLI_NETWORK] = {true, CFG_NETWORK_MODE},
+    [CLI_ENV_MODE] = {true, CFG_ENV_MODE}, [CLI_FALLBACK] = {true, CFG_FALLBACK_MODE},
+    [CLI_TEARDOWN] = {true, CFG_TEARDOWN},
 };
 
 static const char *const value_words[][8] = {
-    [V_LAYER] = {"user", "workspace", "host"},
-    [V_TOOL] = {"read", "write", "edit", "ls", "find", "grep", "bash"},
-    [V_SHELL] = {"bash", "zsh", "fish"},
+    [CLI_LAYER] = {"user", "workspace", "host"},
+    [CLI_TOOL] = {"read", "write", "edit", "ls", "find", "grep", "bash"},
+    [CLI_SHELL] = {"bash", "zsh", "fish"},
 };
 
 static const char *const kind_names[] = {
-    [V_NONE] = "none",         [V_TEXT] = "text",         [V_FILE] = "file",
-    [V_DIR] = "dir",           [V_KEYSET] = "keyset",     [V_BACKEND] = "backend",
-    [V_NETWORK] = "network",   [V_ENV_MODE] = "env-mode", [V_FALLBACK] = "fallback",
-    [V_TEARDOWN] = "teardown", [V_LAYER] = "layer",       [V_TOOL] = "tool",
-    [V_SANDBOX] = "sandbox",   [V_STOPPED] = "stopped",   [V_SHELL] = "shell",
-    [V_COMMAND] = "command",   [V_EXEC] = "exec",
+    [CLI_NONE] = "none",         [CLI_TEXT] = "text",         [CLI_FILE] = "file",
+    [CLI_DIR] = "dir",           [CLI_KEYSET] = "keyset",     [CLI_BACKEND] = "backend",
+    [CLI_NETWORK] = "network",   [CLI_ENV_MODE] = "env-mode", [CLI_FALLBACK] = "fallback",
+    [CLI_TEARDOWN] = "teardown", [CLI_LAYER] = "layer",       [CLI_TOOL] = "tool",
+    [CLI_SANDBOX] = "sandbox",   [CLI_STOPPED] = "stopped",   [CLI_SHELL] = "shell",
+    [CLI_COMMAND] = "command",   [CLI_EXEC] = "exec",
 };
 
-struct option_spec {
-    const char *name; /* "--pids" */
-    enum value_kind value;
-    const char *help;
-};
+static const struct cli_option help_option = {.name = "--help", .help = "this text"};
 
-#define OPT_END                                                                                    \
-    {                                                                                              \
-        NULL, V_NONE, NULL                                                                         \
-    }
-/* The configuration flags of src/cli/options.c (cli_config_flags_help). */
-#define CONFIG_OPTIONS                                                                             \
-    {"--set", V_KEYSET, "any configuration key (repeatable)"},                                     \
-        {"--pids", V_TEXT, "processes in the sandbox"}, {"--memory", V_TEXT, "memory in MiB"},     \
-        {"--file-size", V_TEXT, "largest file in MiB"},                                            \
-        {"--open-files", V_TEXT, "open files per process"},                                        \
-        {"--cpu-seconds", V_TEXT, "CPU time per process"}, {"--cpus", V_TEXT, "CPU quota"},        \
-        {"--readonly", V_NONE, "the workspace read-only"},                                         \
-        {"--backend", V_BACKEND, "the sandbox backend"},                                           \
-        {"--network", V_NETWORK, "the network mode"},                                              \
-        {"--allow-host", V_TEXT, "an allowlist entry (repeatable)"},                               \
-        {"--publish", V_TEXT, "publish a sandbox port (repeatable)"},                              \
-        {"--net-audit-log", V_FILE, "network decisions as JSON lines"},                            \
-        {"--net-hosts-file", V_FILE, "resolve names for the proxy from this file"},                \
-        {"--env-mode", V_ENV_MODE, "the environment mode"},                                        \
-        {"--name", V_TEXT, "the name of the sandbox"},                                             \
-        {"--fallback", V_FALLBACK, "after a sandbox failure"},                                     \
-        {"--teardown", V_TEARDOWN, "what stays after the session"},                                \
-    {                                                                                              \
-        "--review", V_NONE, "changes held apart until cordon apply"                                \
-    }
-
-struct command_spec {
-    const char *name;
-    bool hidden;
-    enum value_kind positional; /* what its non-option arguments are */
-    const struct option_spec options[32];
-};
-
-static const struct command_spec specs[] = {
-    {"run",
-     false,
-     V_EXEC,
-     {{"--pty", V_NONE, "force a terminal"},
-      {"--no-pty", V_NONE, "refuse a terminal"},
-      {"--help", V_NONE, "this text"},
-      CONFIG_OPTIONS,
-      OPT_END}},
-    {"shell",
-     false,
-     V_STOPPED,
-     {{"--pty", V_NONE, "force a terminal"},
-      {"--no-pty", V_NONE, "refuse a terminal"},
-      {"--help", V_NONE, "this text"},
-      CONFIG_OPTIONS,
-      OPT_END}},
-    {"config",
-     false,
-     V_NONE,
-     {{"--explain", V_NONE, "the layer, file and line of each value"},
-      {"--json", V_NONE, "as JSON"},
-      {"--where", V_NONE, "every file cordon looks at"},
-      {"--as", V_LAYER, "check FILE with this layer's rules"},
-      {"--help", V_NONE, "this text"},
-      CONFIG_OPTIONS,
-      OPT_END}},
-    {"trust",
-     false,
-     V_DIR,
-     {{"--yes", V_NONE, "trust without the review prompt"},
-      {"--list", V_NONE, "list the trusted workspaces"},
-      {"--help", V_NONE, "this text"},
-      OPT_END}},
-    {"untrust", false, V_DIR, {{"--help", V_NONE, "this text"}, OPT_END}},
-    {"tool",
-     false,
-     V_TOOL,
-     {{"--batch", V_NONE, "one call per line on stdin"},
-      {"--help", V_NONE, "this text"},
-      CONFIG_OPTIONS,
-      OPT_END}},
-    {"mcp",
-     false,
-     V_NONE,
-     {{"--lazy", V_NONE, "start the sandbox at the first tool call"},
-      {"--attach", V_STOPPED, "go back into a kept sandbox"},
-      {"--off", V_NONE, "start in host mode (unsandboxed)"},
-      {"--headless", V_NONE, "refuse host execution requests"},
-      {"--help", V_NONE, "this text"},
-      CONFIG_OPTIONS,
-      OPT_END}},
-    {"ls",
-     false,
-     V_NONE,
-     {{"--json", V_NONE, "as JSON"}, {"--help", V_NONE, "this text"}, OPT_END}},
-    {"rm", false, V_STOPPED, {{"--help", V_NONE, "this text"}, OPT_END}},
-    {"gc",
-     false,
-     V_NONE,
-     {{"--hours", V_TEXT, "age in hours"}, {"--help", V_NONE, "this text"}, OPT_END}},
-    {"verify",
-     false,
-     V_SANDBOX,
-     {{"--json", V_NONE, "the report as JSON"},
-      {"--help", V_NONE, "this text"},
-      CONFIG_OPTIONS,
-      OPT_END}},
-    {"changes",
-     false,
-     V_SANDBOX,
-     {{"--call", V_TEXT, "what tool call N changed"}, {"--help", V_NONE, "this text"}, OPT_END}},
-    {"diff",
-     false,
-     V_SANDBOX,
-     {{"--stat", V_NONE, "a summary per file"},
-      {"--color", V_NONE, "colour even off a terminal"},
-      {"--no-color", V_NONE, "no colour"},
-      {"--call", V_TEXT, "what tool call N changed"},
-      {"--help", V_NONE, "this text"},
-      OPT_END}},
-    {"apply",
-     false,
-     V_SANDBOX,
-     {{"--at", V_TEXT, "a running session's checkpoint shown"},
-      {"--help", V_NONE, "this text"},
-      OPT_END}},
-    {"discard", false, V_STOPPED, {{"--help", V_NONE, "this text"}, OPT_END}},
-    {"rewind",
-     false,
-     V_SANDBOX,
-     {{"--to", V_TEXT, "the tool call to return to"},
-      {"--force", V_NONE, "direct mode: restore a file changed since, too"},
-      {"--help", V_NONE, "this text"},
-      OPT_END}},
-    {"fork", false, V_SANDBOX, {{"--help", V_NONE, "this text"}, OPT_END}},
-    {"log",
-     false,
-     V_SANDBOX,
-     {{"--json", V_NONE, "one JSON object per line"},
-      {"--follow", V_NONE, "keep printing while the session runs"},
-      {"--help", V_NONE, "this text"},
-      OPT_END}},
-    {"doctor",
-     false,
-     V_NONE,
-     {{"--json", V_NONE, "the report as JSON"},
-      {"--help", V_NONE, "this text"},
-      CONFIG_OPTIONS,
-      OPT_END}},
-    {"help", false, V_COMMAND, {OPT_END}},
-    {"completions", true, V_SHELL, {OPT_END}},
-};
-
-/* Options of `cordon` itself, before the command. */
-static const struct option_spec global_options[] = {
-    {"--debug", V_NONE, "what was detected, applied, and timings"},
-    {"--version", V_NONE, "the version and the commit it was built from"},
-    {"--help", V_NONE, "the commands"},
-    OPT_END,
-};
-
-static const struct command_spec *find_spec(const char *name)
+/* The n-th option a command lists: its own, --help, then the configuration
+ * flags; NULL after the last. */
+static const struct cli_option *listed_option(const struct cli_command *spec, size_t n)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (strcmp(specs[i].name, name) == 0)
-            return &specs[i];
+    for (size_t t = 0; t < ARRAY_SIZE(spec->options); t++) {
+        for (const struct cli_option *o = spec->options[t]; o && o->name; o++) {
+            if (!o->hidden && n-- == 0)
+                return o;
+        }
+    }
+    if (!(spec->flags & CLI_NO_HELP) && n-- == 0)
+        return &help_option;
+    for (const struct cli_option *o = cli_config_options; (spec->flags & CLI_CONFIG) && o->name;
+         o++) {
+        if (n-- == 0)
+            return o;
     }
     return NULL;
 }
 
+/* Options of `cordon` itself, before the command. */
+static const struct cli_option global_options[] = {
+    {.name = "--debug", .help = "what was detected, applied, and timings"},
+    {.name = "--version", .help = "the version and the commit it was built from"},
+    {.name = "--help", .help = "the commands"},
+    {0},
+};
+
+static const struct cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if (strcmp(cli_commands[i].name, name) == 0)
+            return &cli_commands[i];
+    }
+    return NULL;
+}
+
+static void help_usage(FILE *out, void *ctx)
+{
+    (void)ctx;
+    fprintf(out, "usage: cordon help [COMMAND]\n\n"
+                 "Lists the commands, or describes COMMAND (the same as\n"
+                 "`cordon COMMAND --help`).\n");
+}
+
 int cmd_help(int argc, char **argv)
 {
-    if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
-        bool help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-        fprintf(help ? stdout : stderr, "usage: cordon help [COMMAND]\n\n"
-                                        "Lists the commands, or describes COMMAND (the same as\n"
-                                        "`cordon COMMAND --help`).\n");
-        return help ? 0 : CORDON_EXIT_USAGE;
-    }
-    if (argc < 2) {
+    const char *name = NULL;
+    const struct cli_parser parser = {.usage = help_usage, .operand = &name};
+    int parsed = cli_parse(&parser, argc, argv, NULL);
+    if (parsed != CLI_PARSE_OK)
+        return cli_usage_status(parsed);
+    if (!name) {
         char *args[] = {"cordon", "--help", NULL};
         return cli_main(2, args);
     }
-    const struct command_spec *spec = find_spec(argv[1]);
-    if (!spec || spec->hidden || strcmp(spec->name, "help") == 0) {
-        fprintf(stderr, "cordon: help: unknown command '%s' (`cordon help` lists them)\n", argv[1]);
+    const struct cli_command *spec = find_command(name);
+    if (!spec || (spec->flags & CLI_HIDDEN) || strcmp(spec->name, "help") == 0) {
+        fprintf(stderr, "cordon: help: unknown command '%s' (`cordon help` lists them)\n", name);
         return CORDON_EXIT_USAGE;
     }
-    char *args[] = {"cordon", argv[1], "--help", NULL};
+    char *args[] = {"cordon", (char *)name, "--help", NULL};
     return cli_main(3, args);
 }
 
@@ -264,22 +120,22 @@ static int print_values(const char *kind_name)
         fprintf(stderr, "cordon: completions: unknown value kind '%s'\n", kind_name);
         return CORDON_EXIT_USAGE;
     }
-    if (kind == V_KEYSET) {
+    if (kind == CLI_KEYSET) {
         for (int k = 0; k < CFG_KEY_COUNT; k++)
             printf("%s=\n", cfg_key_name((enum cfg_key)k));
-    } else if (kind == V_COMMAND) {
-        for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-            if (!specs[i].hidden)
-                printf("%s\n", specs[i].name);
+    } else if (kind == CLI_COMMAND) {
+        for (size_t i = 0; i < cli_command_count; i++) {
+            if (!(cli_commands[i].flags & CLI_HIDDEN))
+                printf("%s\n", cli_commands[i].name);
         }
-    } else if (kind == V_SANDBOX || kind == V_STOPPED) {
+    } else if (kind == CLI_SANDBOX || kind == CLI_STOPPED) {
         struct cordon_error err = {0};
         struct state_entry *entries;
         size_t n;
         if (state_list(&entries, &n, &err) < 0)
             return 0; /* nothing to offer is not an error while completing */
         for (size_t i = 0; i < n; i++) {
-            if (kind == V_SANDBOX || !entries[i].locked)
+            if (kind == CLI_SANDBOX || !entries[i].locked)
                 printf("%s\n", entries[i].name);
         }
         free(entries);
@@ -300,13 +156,13 @@ static void print_table(void)
 {
     for (size_t o = 0; global_options[o].name; o++)
         printf("- %s %s\n", global_options[o].name, kind_names[global_options[o].value]);
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (specs[i].hidden)
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if ((cli_commands[i].flags & CLI_HIDDEN))
             continue;
-        printf("%s - %s\n", specs[i].name, kind_names[specs[i].positional]);
-        for (size_t o = 0; specs[i].options[o].name; o++)
-            printf("%s %s %s\n", specs[i].name, specs[i].options[o].name,
-                   kind_names[specs[i].options[o].value]);
+        printf("%s - %s\n", cli_commands[i].name, kind_names[cli_commands[i].positional]);
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++)
+            printf("%s %s %s\n", cli_commands[i].name, listed_option(&cli_commands[i], o)->name,
+                   kind_names[listed_option(&cli_commands[i], o)->value]);
     }
 }
 
@@ -328,9 +184,9 @@ static void print_bash(void)
     printf("' -- \"$cur\")) ;;\n"
            "            *) COMPREPLY=($(compgen -W '");
     bool first = true;
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (!specs[i].hidden) {
-            printf("%s%s", first ? "" : " ", specs[i].name);
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if (!(cli_commands[i].flags & CLI_HIDDEN)) {
+            printf("%s%s", first ? "" : " ", cli_commands[i].name);
             first = false;
         }
     }
@@ -339,20 +195,21 @@ static void print_bash(void)
            "        return\n"
            "    fi\n"
            "    case $cmd in\n");
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (specs[i].hidden)
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if ((cli_commands[i].flags & CLI_HIDDEN))
             continue;
-        printf("        %s) opts='", specs[i].name);
-        for (size_t o = 0; specs[i].options[o].name; o++)
-            printf("%s%s", o ? " " : "", specs[i].options[o].name);
+        printf("        %s) opts='", cli_commands[i].name);
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++)
+            printf("%s%s", o ? " " : "", listed_option(&cli_commands[i], o)->name);
         printf("'\n            case $prev in\n");
-        for (size_t o = 0; specs[i].options[o].name; o++) {
-            if (specs[i].options[o].value != V_NONE)
-                printf("                %s) kind=%s optval=1 ;;\n", specs[i].options[o].name,
-                       kind_names[specs[i].options[o].value]);
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++) {
+            if (listed_option(&cli_commands[i], o)->value != CLI_NONE)
+                printf("                %s) kind=%s optval=1 ;;\n",
+                       listed_option(&cli_commands[i], o)->name,
+                       kind_names[listed_option(&cli_commands[i], o)->value]);
         }
         printf("                *) kind=%s ;;\n            esac ;;\n",
-               kind_names[specs[i].positional]);
+               kind_names[cli_commands[i].positional]);
     }
     printf("    esac\n"
            "    if [ -z \"$optval\" ] && [[ $cur == -* ]]; then\n"
@@ -407,25 +264,25 @@ static void print_zsh(void)
         printf("%s%s", o ? " " : "", global_options[o].name);
     printf("\n        else\n            compadd -- ");
     bool first = true;
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (!specs[i].hidden) {
-            printf("%s%s", first ? "" : " ", specs[i].name);
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if (!(cli_commands[i].flags & CLI_HIDDEN)) {
+            printf("%s%s", first ? "" : " ", cli_commands[i].name);
             first = false;
         }
     }
     printf("\n        fi\n        return\n    fi\n    local prev=$words[CURRENT-1]\n"
            "    case $cmd in\n");
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (specs[i].hidden)
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if ((cli_commands[i].flags & CLI_HIDDEN))
             continue;
-        printf("        %s) opts=(", specs[i].name);
-        for (size_t o = 0; specs[i].options[o].name; o++)
-            printf("%s%s", o ? " " : "", specs[i].options[o].name);
+        printf("        %s) opts=(", cli_commands[i].name);
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++)
+            printf("%s%s", o ? " " : "", listed_option(&cli_commands[i], o)->name);
         printf(")\n            case $prev in\n");
-        for (size_t o = 0; specs[i].options[o].name; o++) {
-            if (specs[i].options[o].value != V_NONE)
-                printf("                %s) kind=%s ;;\n", specs[i].options[o].name,
-                       kind_names[specs[i].options[o].value]);
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++) {
+            if (listed_option(&cli_commands[i], o)->value != CLI_NONE)
+                printf("                %s) kind=%s ;;\n", listed_option(&cli_commands[i], o)->name,
+                       kind_names[listed_option(&cli_commands[i], o)->value]);
         }
         printf("            esac ;;\n");
     }
@@ -439,10 +296,10 @@ static void print_zsh(void)
            "        return\n"
            "    fi\n"
            "    case $cmd in\n");
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (!specs[i].hidden)
-            printf("        %s) _cordon_values %s ;;\n", specs[i].name,
-                   kind_names[specs[i].positional]);
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if (!(cli_commands[i].flags & CLI_HIDDEN))
+            printf("        %s) _cordon_values %s ;;\n", cli_commands[i].name,
+                   kind_names[cli_commands[i].positional]);
     }
     printf("    esac\n"
            "}\n"
@@ -470,9 +327,9 @@ static void print_fish(void)
     printf("# fish completion for cordon, generated by `cordon completions fish`.\n"
            "complete -c cordon -f\n"
            "set -l __cordon_cmds");
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (!specs[i].hidden)
-            printf(" %s", specs[i].name);
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if (!(cli_commands[i].flags & CLI_HIDDEN))
+            printf(" %s", cli_commands[i].name);
     }
     printf("\n");
     for (size_t o = 0; global_options[o].name; o++) {
@@ -482,30 +339,30 @@ static void print_fish(void)
         fish_quoted(global_options[o].help);
         printf("\n");
     }
-    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
-        if (specs[i].hidden)
+    for (size_t i = 0; i < cli_command_count; i++) {
+        if ((cli_commands[i].flags & CLI_HIDDEN))
             continue;
         printf("complete -c cordon -n \"not __fish_seen_subcommand_from $__cordon_cmds\" "
                "-a %s\n",
-               specs[i].name);
-        enum value_kind pos = specs[i].positional;
-        const char *cond = specs[i].name;
-        if (pos == V_FILE || pos == V_DIR || pos == V_EXEC)
+               cli_commands[i].name);
+        enum cli_value pos = cli_commands[i].positional;
+        const char *cond = cli_commands[i].name;
+        if (pos == CLI_FILE || pos == CLI_DIR || pos == CLI_EXEC)
             printf("complete -c cordon -n '__fish_seen_subcommand_from %s' -F\n", cond);
-        else if (pos != V_NONE && pos != V_TEXT)
+        else if (pos != CLI_NONE && pos != CLI_TEXT)
             printf("complete -c cordon -n '__fish_seen_subcommand_from %s' "
                    "-a '(cordon completions --values %s 2>/dev/null)'\n",
                    cond, kind_names[pos]);
-        for (size_t o = 0; specs[i].options[o].name; o++) {
-            const struct option_spec *op = &specs[i].options[o];
+        for (size_t o = 0; listed_option(&cli_commands[i], o); o++) {
+            const struct cli_option *op = listed_option(&cli_commands[i], o);
             printf("complete -c cordon -n '__fish_seen_subcommand_from %s' -l %s -d ", cond,
                    op->name + 2);
             fish_quoted(op->help);
-            if (op->value == V_FILE || op->value == V_DIR)
+            if (op->value == CLI_FILE || op->value == CLI_DIR)
                 printf(" -r -F");
-            else if (op->value == V_TEXT)
+            else if (op->value == CLI_TEXT)
                 printf(" -r");
-            else if (op->value != V_NONE)
+            else if (op->value != CLI_NONE)
                 printf(" -x -a '(cordon completions --values %s 2>/dev/null)'",
                        kind_names[op->value]);
             printf("\n");

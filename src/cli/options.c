@@ -83,104 +83,66 @@ static int append_toml_string(char **list, const char *value)
     return 0;
 }
 
-int cli_sets_finish(struct cli_sets *sets)
+/* --set KEY=VALUE: the setting as typed. */
+static int set_item(void *ctx, const char *option, const char *value)
 {
-    char *item;
-    /* "\x1f--flag\x1f" before KEY=VALUE: configuration errors name the
-     * flag (collect_session in config/resolve.c). */
-    if (sets->allow_hosts) {
-        if (asprintf(&item, "\x1f--allow-host\x1fnetwork.allow_hosts=[%s]", sets->allow_hosts) <
-                0 ||
-            push(sets, item) < 0)
-            return -1;
-    }
-    if (sets->publish) {
-        if (asprintf(&item, "\x1f--publish\x1fnetwork.publish_ports=[%s]", sets->publish) < 0 ||
-            push(sets, item) < 0)
-            return -1;
-    }
-    return 0;
+    (void)option;
+    return push(ctx, strdup(value));
 }
 
-int cli_config_flag(int argc, char **argv, int *i, struct cli_sets *sets)
+#define CONFIG_VALUE(flag, k, kind, text)                                                          \
+    {                                                                                              \
+        .name = flag, .value = kind, .help = text, .key = k, .inline_value = true                  \
+    }
+#define CONFIG_FIELD(flag, kind, text, how, field, k)                                              \
+    {                                                                                              \
+        .name = flag, .value = kind, .help = text, .store = how,                                   \
+        .at = offsetof(struct cli_sets, field), .key = k                                           \
+    }
+/* The order is the table's (help.c) and the completions'. */
+const struct cli_option cli_config_options[] = {
+    {.name = "--set",
+     .value = CLI_KEYSET,
+     .help = "any configuration key (repeatable)",
+     .handle = set_item,
+     .inline_value = true},
+    CONFIG_VALUE("--pids", "limits.pids", CLI_TEXT, "processes in the sandbox"),
+    CONFIG_VALUE("--memory", "limits.memory_mib", CLI_TEXT, "memory in MiB"),
+    CONFIG_VALUE("--file-size", "limits.file_size_mib", CLI_TEXT, "largest file in MiB"),
+    CONFIG_VALUE("--open-files", "limits.open_files", CLI_TEXT, "open files per process"),
+    CONFIG_VALUE("--cpu-seconds", "limits.cpu_seconds", CLI_TEXT, "CPU time per process"),
+    CONFIG_VALUE("--cpus", "limits.cpus", CLI_TEXT, "CPU quota"),
+    {.name = "--readonly", .help = "the workspace read-only", .key = "workspace_readonly=true"},
+    CONFIG_VALUE("--backend", "backend", CLI_BACKEND, "the sandbox backend"),
+    CONFIG_VALUE("--network", "network.mode", CLI_NETWORK, "the network mode"),
+    CONFIG_FIELD("--allow-host", CLI_TEXT, "an allowlist entry (repeatable)", CLI_STORE_LIST,
+                 allow_hosts, "network.allow_hosts"),
+    CONFIG_FIELD("--publish", CLI_TEXT, "publish a sandbox port (repeatable)", CLI_STORE_LIST,
+                 publish, "network.publish_ports"),
+    CONFIG_FIELD("--net-audit-log", CLI_FILE, "network decisions as JSON lines", CLI_STORE_VALUE,
+                 net_audit_log, NULL),
+    CONFIG_FIELD("--net-hosts-file", CLI_FILE, "resolve names for the proxy from this file",
+                 CLI_STORE_VALUE, net_hosts_file, NULL),
+    CONFIG_VALUE("--env-mode", "env.mode", CLI_ENV_MODE, "the environment mode"),
+    CONFIG_VALUE("--name", "sandbox_name", CLI_TEXT, "the name of the sandbox"),
+    CONFIG_VALUE("--fallback", "fallback_mode", CLI_FALLBACK, "after a sandbox failure"),
+    CONFIG_VALUE("--teardown", "teardown", CLI_TEARDOWN, "what stays after the session"),
+    {.name = "--review",
+     .help = "changes held apart until cordon apply",
+     .key = "workspace_mode=review"},
+    {0},
+};
+
+int cli_sets_finish(struct cli_sets *sets)
 {
-    static const struct {
-        const char *flag;
-        size_t field;
-    } repeatable[] = {
-        {"--allow-host", offsetof(struct cli_sets, allow_hosts)},
-        {"--publish", offsetof(struct cli_sets, publish)},
-    };
-    for (size_t r = 0; r < ARRAY_SIZE(repeatable); r++) {
-        if (strcmp(argv[*i], repeatable[r].flag) != 0)
-            continue;
-        if (*i + 1 >= argc) {
-            fprintf(stderr, "cordon: %s needs a value\n", argv[*i]);
-            return -1;
-        }
-        char **list = (char **)((char *)sets + repeatable[r].field);
-        return append_toml_string(list, argv[++*i]) < 0 ? -1 : 1;
-    }
-    if (strcmp(argv[*i], "--net-audit-log") == 0 || strcmp(argv[*i], "--net-hosts-file") == 0) {
-        if (*i + 1 >= argc) {
-            fprintf(stderr, "cordon: %s needs a file\n", argv[*i]);
-            return -1;
-        }
-        if (argv[*i][6] == 'a')
-            sets->net_audit_log = argv[*i + 1];
-        else
-            sets->net_hosts_file = argv[*i + 1];
-        ++*i;
-        return 1;
-    }
-    static const struct {
-        const char *flag, *key;
-    } with_value[] = {
-        {"--pids", "limits.pids"},
-        {"--memory", "limits.memory_mib"},
-        {"--file-size", "limits.file_size_mib"},
-        {"--open-files", "limits.open_files"},
-        {"--cpu-seconds", "limits.cpu_seconds"},
-        {"--cpus", "limits.cpus"},
-        {"--backend", "backend"},
-        {"--network", "network.mode"},
-        {"--env-mode", "env.mode"},
-        {"--name", "sandbox_name"},
-        {"--fallback", "fallback_mode"},
-        {"--teardown", "teardown"},
-    };
-    const char *arg = argv[*i];
-    if (strcmp(arg, "--readonly") == 0)
-        return push(sets, strdup("\x1f--readonly\x1fworkspace_readonly=true")) < 0 ? -1 : 1;
-    if (strcmp(arg, "--review") == 0)
-        return push(sets, strdup("\x1f--review\x1fworkspace_mode=review")) < 0 ? -1 : 1;
-    if (strncmp(arg, "--set=", 6) == 0)
-        return push(sets, strdup(arg + 6)) < 0 ? -1 : 1;
-    if (strcmp(arg, "--set") == 0) {
-        if (*i + 1 >= argc) {
-            fprintf(stderr, "cordon: --set needs KEY=VALUE\n");
-            return -1;
-        }
-        return push(sets, strdup(argv[++*i])) < 0 ? -1 : 1;
-    }
-    for (size_t f = 0; f < ARRAY_SIZE(with_value); f++) {
-        size_t n = strlen(with_value[f].flag);
-        const char *value = NULL;
-        if (strcmp(arg, with_value[f].flag) == 0) {
-            if (*i + 1 >= argc) {
-                fprintf(stderr, "cordon: %s needs a value\n", arg);
-                return -1;
-            }
-            value = argv[++*i];
-        } else if (strncmp(arg, with_value[f].flag, n) == 0 && arg[n] == '=') {
-            value = arg + n + 1;
-        } else {
-            continue;
-        }
+    /* "\x1f--flag\x1f" before KEY=VALUE: configuration errors name the
+     * flag (collect_session in config/resolve.c). */
+    for (const struct cli_option *o = cli_config_options; o->name; o++) {
+        char *list = o->store == CLI_STORE_LIST ? *(char **)((char *)sets + o->at) : NULL;
         char *item;
-        if (asprintf(&item, "\x1f%s\x1f%s=%s", with_value[f].flag, with_value[f].key, value) < 0)
+        if (list && (asprintf(&item, "\x1f%s\x1f%s=[%s]", o->name, o->key, list) < 0 ||
+                     push(sets, item) < 0))
             return -1;
-        return push(sets, item) < 0 ? -1 : 1;
     }
     return 0;
 }
@@ -200,20 +162,77 @@ void cli_sets_free(struct cli_sets *sets)
     *sets = (struct cli_sets){0};
 }
 
-static const struct cli_option *find_option(const struct cli_option *options, const char *arg)
+/* The option arg names in a table, with its value when it is given as
+ * --flag=VALUE (*inline_value). */
+static const struct cli_option *find_option(const struct cli_option *options, const char *arg,
+                                            const char **inline_value)
 {
-    for (const struct cli_option *o = options; o && o->name; o++)
+    *inline_value = NULL;
+    for (const struct cli_option *o = options; o && o->name; o++) {
+        size_t n = strlen(o->name);
         if (strcmp(arg, o->name) == 0 || (o->alias && strcmp(arg, o->alias) == 0))
             return o;
+        if (o->inline_value && strncmp(arg, o->name, n) == 0 && arg[n] == '=') {
+            *inline_value = arg + n + 1;
+            return o;
+        }
+    }
     return NULL;
 }
 
 static int unknown_argument(const struct cli_parser *p, const char *arg)
 {
-    if (p->command)
-        fprintf(stderr, "cordon: %s: unknown %s '%s'\n", p->command, p->word, arg);
+    if (p->unknown)
+        p->unknown(p->ctx, arg);
+    else if (p->command)
+        fprintf(stderr, "cordon: %s: unknown %s '%s'\n", p->command, p->word ? p->word : "argument",
+                arg);
     p->usage(stderr, p->ctx);
     return CLI_PARSE_ERROR;
+}
+
+/* What giving option o (named arg) with value does to ctx. */
+static int apply(const struct cli_option *o, void *ctx, const char *arg, const char *value)
+{
+    void *field = (char *)ctx + o->at;
+    if (o->store == CLI_STORE_FLAG)
+        *(bool *)field = true;
+    else if (o->store == CLI_STORE_VALUE)
+        *(const char **)field = value;
+    else if (o->store == CLI_STORE_LIST && append_toml_string(field, value) < 0)
+        return CLI_PARSE_ERROR;
+    if (o->handle && o->handle(ctx, arg, value) < 0)
+        return CLI_PARSE_ERROR;
+    /* A configuration flag's setting; lists are made by cli_sets_finish. */
+    if (o->key && o->store != CLI_STORE_LIST) {
+        char *item;
+        if ((value ? asprintf(&item, "\x1f%s\x1f%s=%s", o->name, o->key, value)
+                   : asprintf(&item, "\x1f%s\x1f%s", o->name, o->key)) < 0 ||
+            push(ctx, item) < 0)
+            return CLI_PARSE_ERROR;
+    }
+    return CLI_PARSE_OK;
+}
+
+/* A configuration flag at argv[*i]: 1 when it was one, 0 when not, or
+ * CLI_PARSE_ERROR (its value missing: said so). */
+static int config_flag(const struct cli_parser *p, int argc, char **argv, int *i)
+{
+    const char *value;
+    const struct cli_option *o = find_option(cli_config_options, argv[*i], &value);
+    if (!o)
+        return 0;
+    if (o->value != CLI_NONE && !value) {
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "cordon: %s needs %s\n", o->name,
+                    o->value == CLI_KEYSET ? "KEY=VALUE"
+                    : o->value == CLI_FILE ? "a file"
+                                           : "a value");
+            return CLI_PARSE_ERROR;
+        }
+        value = argv[++*i];
+    }
+    return apply(o, p->sets, o->name, value) < 0 ? CLI_PARSE_ERROR : 1;
 }
 
 /* One argument at argv[*i] that is not a configuration flag. */
@@ -224,46 +243,42 @@ static int parse_one(const struct cli_parser *p, int argc, char **argv, int *i)
         p->usage(stdout, p->ctx);
         return CLI_PARSE_HELP;
     }
-    const struct cli_option *o = find_option(p->options, arg);
-    if (o && o->has_value && *i + 1 >= argc)
+    const char *inline_value;
+    const struct cli_option *o = find_option(p->options, arg, &inline_value);
+    if (o && o->value != CLI_NONE && *i + 1 >= argc)
         o = NULL;
     if (!o) {
+        if (p->operands && arg[0] != '-')
+            return p->operands(p->ctx, arg) < 0 ? CLI_PARSE_ERROR : CLI_PARSE_OK;
         if (p->operand && arg[0] != '-' && !*p->operand) {
             *p->operand = arg;
             return CLI_PARSE_OK;
         }
         return unknown_argument(p, arg);
     }
-    const char *value = o->has_value ? argv[++*i] : NULL;
-    if (o->flag)
-        *o->flag = true;
-    if (o->value)
-        *o->value = value;
-    if (o->handle && o->handle(p->ctx, arg, value) < 0)
-        return CLI_PARSE_ERROR;
-    return CLI_PARSE_OK;
+    const char *value = o->value != CLI_NONE ? argv[++*i] : NULL;
+    return apply(o, p->ctx, arg, value);
 }
 
 int cli_parse(const struct cli_parser *p, int argc, char **argv, int *next)
 {
-    int i = 1;
-    for (; i < argc; i++) {
+    int i = 1, rc = CLI_PARSE_OK;
+    for (; i < argc && rc == CLI_PARSE_OK; i++) {
         if (p->dash_dash && strcmp(argv[i], "--") == 0) {
             i++;
             break;
         }
         if (p->options_first && argv[i][0] != '-')
             break;
-        int rc = p->sets ? cli_config_flag(argc, argv, &i, p->sets) : 0;
-        if (rc > 0)
-            continue;
-        if (rc == 0)
-            rc = parse_one(p, argc, argv, &i);
-        if (rc != CLI_PARSE_OK) {
-            if (p->sets)
-                cli_sets_free(p->sets);
-            return rc < 0 ? CLI_PARSE_ERROR : rc;
-        }
+        rc = p->sets ? config_flag(p, argc, argv, &i) : 0;
+        rc = rc == 0 ? parse_one(p, argc, argv, &i) : rc < 0 ? rc : CLI_PARSE_OK;
+    }
+    if (rc == CLI_PARSE_OK && p->sets && cli_sets_finish(p->sets) < 0)
+        rc = CLI_PARSE_ERROR;
+    if (rc != CLI_PARSE_OK) {
+        if (p->sets)
+            cli_sets_free(p->sets);
+        return rc < 0 ? CLI_PARSE_ERROR : rc;
     }
     if (next)
         *next = i;
@@ -273,4 +288,9 @@ int cli_parse(const struct cli_parser *p, int argc, char **argv, int *next)
 int cli_parse_status(int parsed)
 {
     return parsed == CLI_PARSE_HELP ? 0 : CORDON_EXIT_FAILURE;
+}
+
+int cli_usage_status(int parsed)
+{
+    return parsed == CLI_PARSE_HELP ? 0 : CORDON_EXIT_USAGE;
 }

@@ -20,10 +20,8 @@
 
 int control_connect(const char *name, pid_t *ret_peer_pid, struct cordon_error *err)
 {
-    if (state_check_name(name, err) < 0)
-        return -1;
     _cleanup_free_ char *root = NULL;
-    _cleanup_close_ int root_fd = state_root_open(&root, err);
+    _cleanup_close_ int root_fd = state_root_for(name, &root, err);
     if (root_fd < 0)
         return -1;
     _cleanup_close_ int dir_fd =

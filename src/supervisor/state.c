@@ -143,10 +143,8 @@ int state_acquire(const char *name, const char *workspace, const char *backend,
                   struct state_owner *out, struct cordon_error *err)
 {
     *out = (struct state_owner){.lock_fd = -1, .dir_fd = -1};
-    if (state_check_name(name, err) < 0)
-        return -1;
     _cleanup_free_ char *root = NULL;
-    _cleanup_close_ int root_fd = state_root_open(&root, err);
+    _cleanup_close_ int root_fd = state_root_for(name, &root, err);
     if (root_fd < 0)
         return -1;
     if (mkdirat(root_fd, name, 0700) < 0 && errno != EEXIST)
@@ -419,6 +417,13 @@ int state_root_open(char **ret_path, struct cordon_error *err)
     return fd;
 }
 
+int state_root_for(const char *name, char **ret_path, struct cordon_error *err)
+{
+    if (state_check_name(name, err) < 0)
+        return -1;
+    return state_root_open(ret_path, err);
+}
+
 int state_list(struct state_entry **ret, size_t *n, struct cordon_error *err)
 {
     *ret = NULL;
@@ -464,9 +469,7 @@ bool state_exists(const char *name)
 
 int state_get(const char *name, struct state_entry *ret, struct cordon_error *err)
 {
-    if (state_check_name(name, err) < 0)
-        return -1;
-    _cleanup_close_ int root_fd = state_root_open(NULL, err);
+    _cleanup_close_ int root_fd = state_root_for(name, NULL, err);
     if (root_fd < 0)
         return -1;
     if (!entry_read(root_fd, name, ret))
@@ -507,9 +510,7 @@ static void sweep_stale_control(const char *name)
 
 int state_remove(const char *name, struct cordon_error *err)
 {
-    if (state_check_name(name, err) < 0)
-        return -1;
-    _cleanup_close_ int root_fd = state_root_open(NULL, err);
+    _cleanup_close_ int root_fd = state_root_for(name, NULL, err);
     if (root_fd < 0)
         return -1;
     struct state_entry e;

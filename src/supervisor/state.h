@@ -39,6 +39,9 @@ int state_root(char **ret_path, struct cordon_error *err);
 /* The state root opened O_PATH (no symlink followed): a fd >= 0, or -1 with
  * ERR set. RET_PATH, when not NULL, gets the path (malloc'd). */
 int state_root_open(char **ret_path, struct cordon_error *err);
+/* The same, for session NAME: NAME is checked first (state_check_name), so
+ * what is opened beneath the root is one directory of it. */
+int state_root_for(const char *name, char **ret_path, struct cordon_error *err);
 
 /* Validates a sandbox name: [A-Za-z0-9][A-Za-z0-9_.-]*, at most
  * STATE_NAME_MAX bytes (it becomes a directory and a cgroup name). */

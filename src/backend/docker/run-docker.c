@@ -13,6 +13,7 @@
 #include "supervisor/lifecycle.h"
 #include "backend/docker/run-docker-verify.h"
 #include "backend/relay.h"
+#include "backend/run.h"
 #include "proto/init-channel.h"
 #include "util/term.h"
 #include "util/cleanup.h"
@@ -80,56 +81,69 @@ static int docker_exited(struct relay *r, void *ctx)
 
 static const struct relay_ops docker_relay_ops = {.signal = docker_signal, .exited = docker_exited};
 
-int docker_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
-{
-    const struct backend_ops *ops = &docker_backend_ops;
-    _cleanup_close_ int sigfd = relay_signals_open(false);
+/* The run's own state, beside the relay's. */
+struct docker_run {
+    struct docker_relay relay;
+    struct docker_probe probe;
+    int master;   /* the host pty's, or -1 */
+    bool started; /* docker_sandbox_start ran: stop() releases what it made */
+};
 
-    struct cordon_error err = {0};
-    /* The terminal as it was, put back on every way out below. */
-    struct term_raw term = {.active = false};
-    _cleanup_close_ int master = -1;
+static int docker_run_start(struct backend_run *r, struct cordon_error *err)
+{
+    struct docker_run *d = r->ctx;
+    struct launch *l = r->l;
+    /* The terminal as it was, put back on every way out (backend_run). */
     if (l->pty && isatty(0)) {
-        term_raw_enter(&term, 0);
+        term_raw_enter(&r->term, 0);
     } else if (l->pty) {
         int slave = -1;
-        master = host_pty(&slave, &err);
-        if (master < 0) {
-            log_error("%s", err.message);
-            return CORDON_EXIT_FAILURE;
-        }
+        d->master = host_pty(&slave, err);
+        if (d->master < 0)
+            return -1;
         for (int i = 0; i < 3; i++)
             l->spec.stdio[i] = slave;
     }
-    struct sandbox sb;
     long long t0 = log_now_us();
-    int started = docker_sandbox_start(l, agent_argv, false, &sb, &err);
-    if (master >= 0) {
+    d->started = true;
+    int started = docker_sandbox_start(l, r->agent_argv, false, &r->sb, err);
+    if (d->master >= 0) {
         close(l->spec.stdio[0]);
         for (int i = 0; i < 3; i++)
             l->spec.stdio[i] = i;
     }
-    if (started < 0) {
-        log_error("%s", err.message);
-        ops->stop(&sb);
-        term_raw_restore(&term);
-        return CORDON_EXIT_FAILURE;
-    }
-    log_debug("docker: CLI started in %lld ms: %s", (log_now_us() - t0) / 1000, sb.description);
-    if (lifecycle_started(lc, l, &sb, &err) < 0) {
-        log_error("%s", err.message);
-        ops->stop(&sb);
-        term_raw_restore(&term);
-        return CORDON_EXIT_FAILURE;
-    }
-    struct docker_relay d = {.sb = &sb};
-    struct docker_probe probe = DOCKER_PROBE_INIT(l, &sb);
-    struct relay_spec spec = relay_spec_init(&docker_relay_ops, &d, &sb, l, lc, shell, sigfd);
-    spec.input = spec.output = master; /* the host pty's, or -1 */
-    spec.verify.ops = &docker_verify_ops;
-    spec.verify.ctx = &probe;
-    int status = relay_run(&spec);
-    ops->stop(&sb);
-    term_raw_restore(&term);
-    return status;
+    if (started < 0)
+        return -1;
+    log_debug("docker: CLI started in %lld ms: %s", (log_now_us() - t0) / 1000, r->sb.description);
+    return 0;
+}
+
+static void docker_run_attach(struct backend_run *r, struct relay_spec *spec)
+{
+    struct docker_run *d = r->ctx;
+    d->relay.sb = &r->sb;
+    d->probe = DOCKER_PROBE_INIT(r->l, &r->sb);
+    spec->ctx = &d->relay;
+    spec->input = spec->output = d->master; /* the host pty's, or -1 */
+    spec->verify.ops = &docker_verify_ops;
+    spec->verify.ctx = &d->probe;
+}
+
+static void docker_run_teardown(struct backend_run *r)
+{
+    struct docker_run *d = r->ctx;
+    if (d->started)
+        docker_backend_ops.stop(&r->sb);
+    if (d->master >= 0)
+        close(d->master);
+}
+
+/* relay, resize, start, attach, teardown (backend/run.h) */
+static const struct backend_run_ops docker_run_ops = {&docker_relay_ops, false, docker_run_start,
+                                                      docker_run_attach, docker_run_teardown};
+
+int docker_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
+{
+    struct docker_run d = {.master = -1};
+    return backend_run(&docker_run_ops, &d, l, lc, agent_argv, shell);
 }

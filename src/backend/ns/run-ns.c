@@ -8,6 +8,7 @@
 #include "net/fdpass.h"
 #include "proto/init-channel.h"
 #include "backend/relay.h"
+#include "backend/run.h"
 #include "supervisor/launch.h"
 #include "supervisor/lifecycle.h"
 #include "util/cleanup.h"
@@ -44,8 +45,9 @@ static void copy_winsize(int from, int to)
 
 struct ns_relay {
     struct ns_sandbox *sb;
-    int master; /* pty master, or -1 */
-    int chan;   /* init's request channel (SOCK_SEQPACKET), or -1 */
+    int master;  /* pty master, or -1 */
+    int chan;    /* init's request channel (SOCK_SEQPACKET), or -1 */
+    bool reaped; /* init was waited for */
 };
 
 /* One frame to init, waiting a little for room: init drains its channel
@@ -168,7 +170,8 @@ static int ns_exited(struct relay *r, void *ctx)
 {
     struct ns_relay *s = ctx;
     siginfo_t si;
-    int status = relay_reap(r, &si) < 0 ? CORDON_EXIT_FAILURE : relay_exit_status(&si);
+    s->reaped = relay_reap(r, &si) == 0;
+    int status = s->reaped ? relay_exit_status(&si) : CORDON_EXIT_FAILURE;
     /* What init said before it exited still counts. */
     struct verify_server *vs = relay_verify(r);
     while (s->chan >= 0 && verify_server_busy(vs)) {
@@ -182,69 +185,94 @@ static int ns_exited(struct relay *r, void *ctx)
 static const struct relay_ops ns_relay_ops = {
     .signal = ns_signal, .resize = ns_resize, .channel = ns_channel, .exited = ns_exited};
 
-int ns_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
-{
-    struct cordon_error err = {0};
-    l->spec.argv = agent_argv;
-    l->spec.init_in_process = true;
+/* The run's own state, beside the relay's. */
+struct ns_run {
+    struct ns_relay relay;
+    struct ns_sandbox ns;
+    bool started;   /* ns holds a sandbox until teardown */
+    int control[2]; /* init's channel: ours, and init's end until it started */
+};
 
+static int ns_run_start(struct backend_run *r, struct cordon_error *err)
+{
+    struct ns_run *n = r->ctx;
+    struct launch *l = r->l;
+    l->spec.argv = r->agent_argv;
+    l->spec.init_in_process = true;
     /* init's channel: the terminal's master (--pty), then the probe's
      * requests and answers (proto/init-channel.h). */
-    int control[2] = {-1, -1};
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) {
-        log_error("socketpair: %s", strerror(errno));
-        return CORDON_EXIT_FAILURE;
-    }
-    l->spec.control_fd = control[1];
-    _cleanup_close_ int sigfd = relay_signals_open(true);
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, n->control) < 0)
+        return error_set(err, errno, "socketpair");
+    l->spec.control_fd = n->control[1];
+    int rc = ns_sandbox_start(&l->spec, &n->ns, err);
+    close(n->control[1]);
+    n->control[1] = -1;
+    if (rc < 0)
+        return -1;
+    n->started = true;
+    log_debug("sandbox %s started (pid %d); limits: %s", l->name, n->ns.pid, n->ns.limits_applied);
+    r->sb = (struct sandbox){.ops = &ns_backend_ops,
+                             .pid = n->ns.pid,
+                             .pidfd = n->ns.pidfd,
+                             .channel_fd = -1,
+                             .priv = &n->ns};
+    return 0;
+}
 
-    struct ns_sandbox sb;
-    int rc = ns_sandbox_start(&l->spec, &sb, &err);
-    if (control[1] >= 0)
-        close(control[1]);
-    if (rc < 0) {
-        log_error("%s", err.message);
-        if (control[0] >= 0)
-            close(control[0]);
-        return CORDON_EXIT_FAILURE;
-    }
-    log_debug("sandbox %s started (pid %d); limits: %s", l->name, sb.pid, sb.limits_applied);
-    struct sandbox wrap = {
-        .ops = &ns_backend_ops, .pid = sb.pid, .pidfd = sb.pidfd, .channel_fd = -1, .priv = &sb};
-    if (lifecycle_started(lc, l, &wrap, &err) < 0) {
-        log_error("%s", err.message);
-        kill(sb.pid, SIGKILL);
-        waitid(P_PIDFD, (id_t)sb.pidfd, NULL, WEXITED);
-        ns_sandbox_release(&sb);
-        return CORDON_EXIT_FAILURE;
-    }
-
-    struct ns_relay s = {.sb = &sb, .master = -1, .chan = -1};
-    struct term_raw term = {.active = false};
-    if (l->pty) {
-        s.master = recv_fd(control[0]);
-        if (s.master >= 0) {
-            copy_winsize(0, s.master);
-            term_raw_enter(&term, 0);
+static void ns_run_attach(struct backend_run *r, struct relay_spec *spec)
+{
+    struct ns_run *n = r->ctx;
+    struct ns_relay *s = &n->relay;
+    if (r->l->pty) {
+        s->master = recv_fd(n->control[0]);
+        if (s->master >= 0) {
+            copy_winsize(0, s->master);
+            term_raw_enter(&r->term, 0);
         }
     }
-    s.chan = TAKE_FD(control[0]);
-    struct relay_spec spec = relay_spec_init(&ns_relay_ops, &s, &wrap, l, lc, shell, sigfd);
-    spec.input = spec.output = s.master;
-    spec.channel = s.chan;
+    s->chan = TAKE_FD(n->control[0]);
+    spec->ctx = s;
+    spec->input = spec->output = s->master;
+    spec->channel = s->chan;
     /* The host-side evidence is the probe's own, sent by init ('S'). */
-    spec.verify.ops = &ns_verify_ops;
-    spec.verify.ctx = &s;
-    int status = relay_run(&spec);
-    if (s.chan >= 0)
-        close(s.chan);
-    term_raw_restore(&term);
-    if (s.master >= 0)
-        close(s.master);
-    ns_sandbox_release(&sb);
-    if (l->net_session.policy) {
-        net_session_stop(&l->net_session);
-        l->net_session.policy = NULL;
+    spec->verify.ops = &ns_verify_ops;
+    spec->verify.ctx = s;
+}
+
+static void ns_run_teardown(struct backend_run *r)
+{
+    struct ns_run *n = r->ctx;
+    struct ns_relay *s = &n->relay;
+    for (int i = 0; i < 2; i++) {
+        if (n->control[i] >= 0)
+            close(n->control[i]);
     }
-    return status;
+    if (s->chan >= 0)
+        close(s->chan);
+    term_raw_restore(&r->term);
+    if (s->master >= 0)
+        close(s->master);
+    if (n->started) {
+        /* Not reaped by the relay (a failure before or in it): init and
+         * everything in its namespaces go now. */
+        if (!s->reaped) {
+            kill(n->ns.pid, SIGKILL);
+            waitid(P_PIDFD, (id_t)n->ns.pidfd, NULL, WEXITED);
+        }
+        ns_sandbox_release(&n->ns);
+    }
+    if (r->l->net_session.policy) {
+        net_session_stop(&r->l->net_session);
+        r->l->net_session.policy = NULL;
+    }
+}
+
+/* relay, resize, start, attach, teardown (backend/run.h) */
+static const struct backend_run_ops ns_run_ops = {&ns_relay_ops, true, ns_run_start, ns_run_attach,
+                                                  ns_run_teardown};
+
+int ns_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
+{
+    struct ns_run n = {.relay = {.sb = &n.ns, .master = -1, .chan = -1}, .control = {-1, -1}};
+    return backend_run(&ns_run_ops, &n, l, lc, agent_argv, shell);
 }

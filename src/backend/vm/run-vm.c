@@ -14,6 +14,7 @@
 #include "proto/vm-frame.h"
 #include "backend/vm/vm.h"
 #include "backend/relay.h"
+#include "backend/run.h"
 #include "proto/init-channel.h"
 #include "proto/vm-probe-frame.h"
 #include "supervisor/lifecycle.h"
@@ -203,51 +204,58 @@ static const struct relay_ops vm_relay_ops = {.signal = vm_signal,
                                               .channel = vm_channel,
                                               .exited = vm_exited};
 
-int vm_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
+static int vm_run_start(struct backend_run *r, struct cordon_error *err)
 {
-    const struct backend_ops *ops = &vm_backend_ops;
-    _cleanup_close_ int sigfd = relay_signals_open(true);
-
-    struct cordon_error err = {0};
-    struct sandbox sb;
     long long t0 = clock_now_ms();
-    if (vm_sandbox_start(l, agent_argv, &sb, &err) < 0) {
-        log_error("%s", err.message);
-        ops->stop(&sb);
-        return CORDON_EXIT_FAILURE;
-    }
-    log_debug("vm: booted in %lld ms: %s", clock_now_ms() - t0, sb.description);
-    /* A cordon killed with SIGKILL: the watchdog kills QEMU and removes
-     * the state. */
-    if (lifecycle_started(lc, l, &sb, &err) < 0) {
-        log_error("%s", err.message);
-        ops->stop(&sb);
-        return CORDON_EXIT_FAILURE;
-    }
-    struct term_raw term = {.active = false};
-    struct vm_relay v = {
-        .sb = &sb, .channel = sb.channel_fd, .pty = l->pty, .term = &term, .status = -1};
+    if (vm_sandbox_start(r->l, r->agent_argv, &r->sb, err) < 0)
+        return -1;
+    log_debug("vm: booted in %lld ms: %s", clock_now_ms() - t0, r->sb.description);
+    return 0;
+}
+
+static void vm_run_attach(struct backend_run *r, struct relay_spec *spec)
+{
+    struct vm_relay *v = r->ctx;
+    *v = (struct vm_relay){.sb = &r->sb,
+                           .channel = r->sb.channel_fd,
+                           .pty = r->l->pty,
+                           .term = &r->term,
+                           .status = -1};
     /* `cordon verify NAME`: the host-side evidence is QEMU's, as for a vm
      * `cordon mcp` session; the probe is the guest init's child. */
-    struct relay_spec spec = relay_spec_init(&vm_relay_ops, &v, &sb, l, lc, shell, sigfd);
-    spec.input = spec.output = vm_sandbox_console_fd(&sb);
-    spec.input_gated = true; /* until the guest's console is raw */
-    spec.errors = vm_sandbox_stderr_fd(&sb);
-    spec.channel = sb.channel_fd;
-    spec.exit_grace_ms = VM_POWEROFF_GRACE_MS;
-    spec.verify.agent_pidfd = sb.pidfd;
-    spec.verify.ops = &vm_verify_ops;
-    spec.verify.ctx = &v;
+    spec->input = spec->output = vm_sandbox_console_fd(&r->sb);
+    spec->input_gated = true; /* until the guest's console is raw */
+    spec->errors = vm_sandbox_stderr_fd(&r->sb);
+    spec->channel = r->sb.channel_fd;
+    spec->exit_grace_ms = VM_POWEROFF_GRACE_MS;
+    spec->verify.agent_pidfd = r->sb.pidfd;
+    spec->verify.ops = &vm_verify_ops;
+    spec->verify.ctx = v;
     /* Raw from here: the guest's line discipline handles the keys (^C is a
      * byte for the pty, which signals the foreground job). Every return of
      * the relay comes back here: the signals it handles are blocked. */
-    if (l->pty)
-        term_raw_enter(&term, 0);
+    if (r->l->pty)
+        term_raw_enter(&r->term, 0);
     /* A resize during the boot is not in the spec: send the size now. */
-    send_resize(&v);
-    int status = relay_run(&spec);
-    term_raw_restore(&term);
-    ops->stop(&sb);
-    vm_probe_answer_clear(&v.answer);
-    return status;
+    send_resize(v);
+}
+
+/* A cordon killed with SIGKILL instead: the watchdog kills QEMU and removes
+ * the state. */
+static void vm_run_teardown(struct backend_run *r)
+{
+    struct vm_relay *v = r->ctx;
+    term_raw_restore(&r->term);
+    vm_backend_ops.stop(&r->sb);
+    vm_probe_answer_clear(&v->answer);
+}
+
+/* relay, resize, start, attach, teardown (backend/run.h) */
+static const struct backend_run_ops vm_run_ops = {&vm_relay_ops, true, vm_run_start, vm_run_attach,
+                                                  vm_run_teardown};
+
+int vm_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell)
+{
+    struct vm_relay v = {.channel = -1, .status = -1};
+    return backend_run(&vm_run_ops, &v, l, lc, agent_argv, shell);
 }
