@@ -4,44 +4,17 @@
 # an apply killed halfway, what apply never writes. ns backend.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
-export XDG_RUNTIME_DIR="$TEST_TMP/runtime" XDG_STATE_HOME="$TEST_TMP/state"
-mkdir -p "$XDG_RUNTIME_DIR"
-chmod 700 "$XDG_RUNTIME_DIR"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
+. "$CORDON_SRC/tests/lib/review.sh"
+private_runtime_dirs
 ws=$(new_ws ws)
-tree_sum() { (cd "$1" && find . -path ./.git -prune -o -print0 | sort -z |
-    xargs -0 stat -c '%n %a %s %F %Y' 2>/dev/null; find . -path ./.git -prune -o -type f -print0 |
-    sort -z | xargs -0 sha256sum) | sha256sum; }
 
 # --- a workspace with every kind of entry the agent will change ---
-mkdir -p "$ws/gone/deep" "$ws/sub" "$ws/keepdir"
-echo one >"$ws/a.txt"
-echo deep >"$ws/gone/deep/x"
-echo k >"$ws/sub/k"
-echo old-target >"$ws/over.txt"
-echo moved-content >"$ws/src.txt"
-echo host >"$ws/conflict.txt"
-printf '#!/bin/sh\n' >"$ws/run.sh"
-echo was-file >"$ws/typechange"
-head -c 3000000 /dev/urandom >"$ws/big.bin"
-ln -s a.txt "$ws/oldlink"
+review_plant_ws "$ws"
+mkdir -p "$ws/keepdir"
 before=$(tree_sum "$ws")
 
-script='
-set -e
-echo two >> a.txt
-rm -r gone
-mv src.txt over.txt
-chmod 755 run.sh
-rm typechange; mkdir typechange; echo inside > typechange/f
-ln -sfn over.txt oldlink
-echo agent > conflict.txt
-printf "a\0b\0c" > new.bin
-head -c 2000000 /dev/urandom > big.bin
-echo h > hl1; ln hl1 hl2
-echo odd > "$(printf "odd name\nwith newline \xe2\x80\xae")"
-mkdir -p newdir/x/y; echo leaf > newdir/x/y/z
-rm -r sub; mkdir sub; echo fresh > sub/n
-(sleep 0.2; echo from-background > bg.txt) &
+script=$review_changes'(sleep 0.2; echo from-background > bg.txt) &
 wait
 cat a.txt
 '
