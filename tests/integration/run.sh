@@ -2,6 +2,7 @@
 # Integration: `cordon run` and `cordon shell` as a user sees them.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
 ws=$(new_ws plain)
 echo hello > "$ws/hello.txt"
@@ -108,9 +109,7 @@ is "SIGHUP reaches the command" "$?" 11
 
 # --- the sandbox dies with its parent ---
 tag="cordon-orphan-$$-$RANDOM"
-(cd "$ws" && exec "$CORDON" run -- bash -c "exec -a $tag sleep 300") &
-pid=$!
-for _ in $(seq 100); do pgrep -f "$tag" >/dev/null && break; sleep 0.05; done
+start_tagged_sleep "$tag"
 kill -9 "$pid"
 wait "$pid" 2>/dev/null
 gone=no
