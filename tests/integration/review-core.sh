@@ -95,19 +95,11 @@ is "$rb: the ordinary file was applied" "$(cat "$gws/fine.txt")" fine
 # --- checkpoints at tool-call boundaries; rewind after bash rewrote files ---
 cws=$(new_ws "${RN}ck")
 for i in $(seq 1 30); do echo "orig $i" >"$cws/f$i"; done
-out=$(cd "$cws" && python3 - "$CORDON" "${RN}c" "${RB[@]}" <<'EOF'
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "mcp", "--review", "--name", sys.argv[2]] + sys.argv[3:],
-                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-n = 0
-def rpc(method, params=None):
-    global n
-    n += 1
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params or {}}) + "\n"); p.stdin.flush()
-    while True:
-        m = json.loads(p.stdout.readline())
-        if m.get("id") == n:
-            return m
+out=$(cd "$cws" && PYTHONPATH="$CORDON_SRC/tests/lib" python3 - "$CORDON" "${RN}c" "${RB[@]}" <<'EOF'
+import subprocess, sys
+from mcp_client import Rpc
+rpc = Rpc([sys.argv[1], "mcp", "--review", "--name", sys.argv[2]] + sys.argv[3:], stderr=subprocess.DEVNULL)
+p = rpc.proc
 def call(name, args):
     r = rpc("tools/call", {"name": name, "arguments": args})["result"]
     return r.get("_meta", {}).get("cordon/checkpoint"), "".join(c.get("text", "") for c in r["content"]).strip()

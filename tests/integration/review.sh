@@ -313,16 +313,14 @@ like "direct rewind to a call that was not recorded says so" "$out" "sandbox dm 
 "$CORDON" rm dm >/dev/null 2>&1
 # the bound on the number of calls: 205 writes, one after the other, in one
 # session (MCP) keep the last 200
-(cd "$dws" && python3 -c '
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "mcp", "--name", "dm2", "--set", "teardown=\"stop\""], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-def rpc(i, method, params):
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n"); p.stdin.flush()
-    while json.loads(p.stdout.readline()).get("id") != i:
-        pass
-rpc(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+(cd "$dws" && PYTHONPATH="$CORDON_SRC/tests/lib" python3 -c '
+import subprocess, sys
+from mcp_client import Rpc
+rpc = Rpc([sys.argv[1], "mcp", "--name", "dm2", "--set", "teardown=\"stop\""], stderr=subprocess.DEVNULL, first_id=0)
+p = rpc.proc
+rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
 for i in range(1, 206):
-    rpc(i, "tools/call", {"name": "write", "arguments": {"path": "count.txt", "content": "v%d\n" % i}})
+    rpc("tools/call", {"name": "write", "arguments": {"path": "count.txt", "content": "v%d\n" % i}})
 p.stdin.close(); p.wait()' "$CORDON")
 is "direct mode keeps the last 200 calls" "$(ls "$XDG_RUNTIME_DIR/cordon/dm2/undo" | sort -n | sed -n '1p;$p' | tr '\n' ' ')" "6 205 "
 "$CORDON" rewind dm2 --to 0 >/dev/null 2>&1
@@ -333,16 +331,14 @@ is "rewinding past the oldest kept undoes what is kept" "$(cat "$dws/count.txt")
 # first; rewinding them all puts back the 17 kept, the first stays written
 mkdir -p "$dws/big"
 for i in $(seq 1 18); do head -c $((15 << 20)) /dev/zero | tr '\0' "$(printf "\\%03o" $((64 + i)))" >"$dws/big/f$i"; done
-(cd "$dws" && python3 -c '
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "mcp", "--name", "dm4", "--set", "teardown=\"stop\""], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-def rpc(i, method, params):
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n"); p.stdin.flush()
-    while json.loads(p.stdout.readline()).get("id") != i:
-        pass
-rpc(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+(cd "$dws" && PYTHONPATH="$CORDON_SRC/tests/lib" python3 -c '
+import subprocess, sys
+from mcp_client import Rpc
+rpc = Rpc([sys.argv[1], "mcp", "--name", "dm4", "--set", "teardown=\"stop\""], stderr=subprocess.DEVNULL, first_id=0)
+p = rpc.proc
+rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
 for i in range(1, 19):
-    rpc(i, "tools/call", {"name": "write", "arguments": {"path": "big/f%d" % i, "content": "small %d\n" % i}})
+    rpc("tools/call", {"name": "write", "arguments": {"path": "big/f%d" % i, "content": "small %d\n" % i}})
 p.stdin.close(); p.wait()' "$CORDON")
 undo="$XDG_RUNTIME_DIR/cordon/dm4/undo"
 is "direct mode: at most 256 MiB of previous contents are kept, the oldest record goes" \

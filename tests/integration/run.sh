@@ -82,27 +82,18 @@ resized
 exit 4"
 
 # --- signals ---
-(cd "$ws" && exec "$CORDON" run -- bash -c 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done') >"$TEST_TMP/sig.out" 2>&1 &
-pid=$!
-cleanup_pids+=("$pid")
-for _ in $(seq 100); do grep -q ready "$TEST_TMP/sig.out" 2>/dev/null && break; sleep 0.05; done
+start_until_ready "$TEST_TMP/sig.out" 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done'
 kill -TERM "$pid"
 wait "$pid"
 rc=$?
 is "SIGTERM reaches the command (its exit status)" "$rc" 7
 like "SIGTERM reaches the command (its trap)" "$(cat "$TEST_TMP/sig.out")" "got-term"
-(cd "$ws" && exec "$CORDON" run -- bash -c 'trap "echo got-int; exit 9" INT; echo ready; while :; do sleep 0.05; done') >"$TEST_TMP/int.out" 2>&1 &
-pid=$!
-cleanup_pids+=("$pid")
-for _ in $(seq 100); do grep -q ready "$TEST_TMP/int.out" 2>/dev/null && break; sleep 0.05; done
+start_until_ready "$TEST_TMP/int.out" 'trap "echo got-int; exit 9" INT; echo ready; while :; do sleep 0.05; done'
 kill -INT "$pid"
 wait "$pid"
 is "SIGINT reaches the command" "$?" 9
 
-(cd "$ws" && exec "$CORDON" run -- bash -c 'trap "echo got-hup; exit 11" HUP; echo ready; while :; do sleep 0.05; done') >"$TEST_TMP/hup.out" 2>&1 &
-pid=$!
-cleanup_pids+=("$pid")
-for _ in $(seq 100); do grep -q ready "$TEST_TMP/hup.out" 2>/dev/null && break; sleep 0.05; done
+start_until_ready "$TEST_TMP/hup.out" 'trap "echo got-hup; exit 11" HUP; echo ready; while :; do sleep 0.05; done'
 kill -HUP "$pid"
 wait "$pid"
 is "SIGHUP reaches the command" "$?" 11

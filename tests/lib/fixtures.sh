@@ -202,6 +202,16 @@ start_tagged_sleep() {
     for _ in $(seq 100); do pgrep -f "$1" >/dev/null && break; sleep 0.05; done
 }
 
+# start_until_ready OUT SCRIPT: `cordon run` of bash -c SCRIPT in $ws, in
+# the background with its output in OUT ($pid is cordon's, killed at exit);
+# returns once the output shows "ready" (5 s at most).
+start_until_ready() {
+    (cd "$ws" && exec "$CORDON" run -- bash -c "$2") >"$1" 2>&1 &
+    pid=$!
+    cleanup_pids+=("$pid")
+    for _ in $(seq 100); do grep -q ready "$1" 2>/dev/null && break; sleep 0.05; done
+}
+
 # MCP over a fifo, for a `cordon mcp` started in the background with its
 # stdin from a fifo the test holds open on fd 7: mcp_send LINE writes one
 # message; mcp_hello COMMAND OUT initializes the session and has bash run
