@@ -77,6 +77,21 @@ shell_do() {
     type_line "$2; echo end-\$((1000+$1))"
     wait_screen $'(^|\n)end-'$((1000 + $1))$'\n' 30
 }
+# pane_start_job N: types a foreground job (sleep 100) that first prints
+# sleep-N-N, and waits (30 s) until the pane shows that it runs.
+pane_start_job() {
+    type_line "echo sleep-$1-\$((0+$1)); sleep 100"
+    wait_screen $'\nsleep-'"$1-$1"$'(\n|$)' 30 || diag "the job of step $1 did not start"
+}
+# runner_settings: what write_pane_runner's script printed after cordon's
+# exit status (stty -a: the host terminal's settings once cordon ended),
+# once the pane shows them (10 s at most).
+runner_settings() {
+    wait_screen 'lnext' 10
+    local settings
+    settings=$(screen)
+    printf '%s' "${settings#*cordon-exit=}"
+}
 # write_pane_runner FILE DIR CORDON-ARGS...: the script a pane runs: cordon
 # with CORDON-ARGS in DIR, then its exit status and the terminal's settings,
 # and the pane stays open to be read.
