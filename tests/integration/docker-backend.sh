@@ -344,9 +344,7 @@ if command -v tmux >/dev/null; then
     pane_tty=$(tm display -p -t dk '#{pane_tty}')
     like "shell: the host terminal is raw during the session" \
         "$(stty -a -F "$pane_tty" 2>&1 | tr '\n' ' ')" ' -isig -icanon .* -echo '
-    tm resize-window -t dk -x 120 -y 40
-    sleep 1
-    shell_do 2 'stty size'
+    pane_resize 120 40 2
     like "shell: a resize of the window reaches the terminal inside" "$(screen)" $'\n40 120\n'
     pane_start_job 3
     sleep 1

@@ -69,9 +69,7 @@ pane_tty=$(tm display -p -t vm '#{pane_tty}')
 like "the host terminal is raw during the session (-icanon -isig -echo)" \
     "$(stty -a -F "$pane_tty" 2>&1 | tr '\n' ' ')" ' -isig -icanon .* -echo '
 
-tm resize-window -t vm -x 120 -y 40
-sleep 1
-shell_do 2 'stty size'
+pane_resize 120 40 2
 like "a resize of the window reaches the terminal inside" "$(screen)" $'\n40 120\n'
 
 # Ctrl-C: a byte through the raw host terminal, SIGINT from the guest's

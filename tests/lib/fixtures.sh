@@ -77,6 +77,13 @@ shell_do() {
     type_line "$2; echo end-\$((1000+$1))"
     wait_screen $'(^|\n)end-'$((1000 + $1))$'\n' 30
 }
+# pane_resize COLUMNS ROWS N: resizes the window, gives the change a
+# second to travel, and has the shell print its size (shell_do step N).
+pane_resize() {
+    tm resize-window -t "$TM_TARGET" -x "$1" -y "$2"
+    sleep 1
+    shell_do "$3" 'stty size'
+}
 # pane_start_job N: types a foreground job (sleep 100) that first prints
 # sleep-N-N, and waits (30 s) until the pane shows that it runs.
 pane_start_job() {
