@@ -9,6 +9,7 @@
 # hosts file (--net-hosts-file), never DNS.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
 PY=/usr/bin/python3
 here="$CORDON_SRC/tests/integration"
@@ -143,11 +144,8 @@ mkfifo "$fifo"
 mcp_pid=$!
 cleanup_pids+=("$mcp_pid")
 exec 7>"$fifo"
-send() { printf '%s\n' "$1" >&7; }
-send '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
-send '{"jsonrpc":"2.0","method":"notifications/initialized"}'
-send '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo up"}}}'
-for _ in $(seq 100); do grep -q '"id":2' "$TEST_TMP/mcp-out" 2>/dev/null && break; sleep 0.1; done
+send() { mcp_send "$1"; }
+mcp_hello 'echo up' "$TEST_TMP/mcp-out"
 vout=$("$CORDON" verify dn-verify 7>&- 2>&1)
 like "verify NAME: the running session's egress check passes through its proxy" "$vout" "PASS +network-egress .*proxy CONNECT 127.0.0.1:[0-9]+ \\(not allowlisted\\) -> HTTP/1.1 403"
 send '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo after-verify"}}}'

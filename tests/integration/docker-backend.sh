@@ -344,12 +344,9 @@ if command -v tmux >/dev/null; then
     pane_tty=$(tm display -p -t dk '#{pane_tty}')
     like "shell: the host terminal is raw during the session" \
         "$(stty -a -F "$pane_tty" 2>&1 | tr '\n' ' ')" ' -isig -icanon .* -echo '
-    tm resize-window -t dk -x 120 -y 40
-    sleep 1
-    shell_do 2 'stty size'
+    pane_resize 120 40 2
     like "shell: a resize of the window reaches the terminal inside" "$(screen)" $'\n40 120\n'
-    type_line 'echo sleep-3-$((0+3)); sleep 100'
-    wait_screen $'\nsleep-3-3'$'(\n|$)' 30 || diag "the job of step 3 did not start"
+    pane_start_job 3
     sleep 1
     t0=$SECONDS
     tm send-keys -t dk C-c
@@ -358,8 +355,7 @@ if command -v tmux >/dev/null; then
     else
         fail "shell: Ctrl-C ends the foreground job, the shell lives" "screen: $(screen | grep -v '^$' | tail -5)"
     fi
-    type_line 'echo sleep-5-$((0+5)); sleep 100'
-    wait_screen $'\nsleep-5-5'$'(\n|$)' 30 || diag "the job of step 5 did not start"
+    pane_start_job 5
     sleep 1
     tm send-keys -t dk C-z
     if wait_screen 'Stopped +sleep 100' 30; then
@@ -374,9 +370,7 @@ if command -v tmux >/dev/null; then
     else
         fail "shell: exit 3 gives 3" "screen: $(screen | grep -v '^$' | tail -5)"
     fi
-    wait_screen 'lnext' 10
-    settings=$(screen)
-    settings=${settings#*cordon-exit=}
+    settings=$(runner_settings)
     like "shell: the host terminal is cooked again after (icanon)" "$settings" '(^|[ \n])icanon( |$)'
     like "shell: the host terminal echoes again after (echo)" "$settings" '(^|[ \n])echo( |$)'
     tm kill-server 2>/dev/null
@@ -394,9 +388,7 @@ if command -v tmux >/dev/null; then
     else
         fail "shell: the docker CLI killed ends cordon shell (137)" "screen: $(screen | grep -v '^$' | tail -5)"
     fi
-    wait_screen 'lnext' 10
-    settings=$(screen)
-    settings=${settings#*cordon-exit=}
+    settings=$(runner_settings)
     like "shell: the host terminal is cooked after the CLI was killed (icanon)" "$settings" '(^|[ \n])icanon( |$)'
     like "shell: the host terminal echoes after the CLI was killed (echo)" "$settings" '(^|[ \n])echo( |$)'
     tm kill-server 2>/dev/null

@@ -25,14 +25,6 @@ HTTP=$port_base
 ECHO=$((port_base + 1))
 OTHER=$((port_base + 2)) # nothing listens here
 
-wait_port() { # wait_port HOST PORT
-    local i
-    for i in $(seq 100); do
-        if bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    return 1
-}
 $PY "$here/net-servers.py" 127.0.0.1 "$HTTP" "$ECHO" hello-from-loopback >/dev/null 2>&1 &
 cleanup_pids+=($!)
 wait_port 127.0.0.1 "$HTTP" && wait_port 127.0.0.1 "$ECHO" || diag "loopback servers did not start"

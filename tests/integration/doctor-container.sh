@@ -8,6 +8,7 @@
 # and under the one container option that makes ns work (docs/ci.md).
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
 if ! is_root; then
     skip "cordon in a container" "needs root: it starts a private dockerd"
@@ -17,25 +18,7 @@ if [ ! -x /usr/sbin/dockerd ] || ! command -v docker >/dev/null; then
     skip "cordon in a container" "dockerd or the docker CLI is missing (scripts/bootstrap.sh --test)"
     tap_done
 fi
-hd="$TEST_TMP/dockerd"
-mkdir -p "$hd"
-dockerd --iptables=false --bridge=none -H "unix://$hd/sock" --data-root "$hd/data" \
-    --exec-root "$hd/exec" --pidfile "$hd/pid" >"$hd/log" 2>&1 &
-dockerd_pid=$!
-stop_dockerd() {
-    kill "$dockerd_pid" 2>/dev/null
-    for _ in $(seq 1 50); do kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$dockerd_pid" 2>/dev/null
-    umount -R "$hd/exec" "$hd/data" 2>/dev/null
-    test_cleanup
-}
-trap stop_dockerd EXIT
-export DOCKER_HOST="unix://$hd/sock"
-for _ in $(seq 1 100); do
-    docker info --format '{{.ID}}' >/dev/null 2>&1 && break
-    sleep 0.3
-done
-if ! docker info --format '{{.ID}}' >/dev/null 2>&1; then
+if ! start_private_dockerd; then
     fail "the private dockerd starts: $(tail -3 "$hd/log")"
     tap_done
 fi

@@ -3,9 +3,8 @@
 # policies, `cordon ls/rm/gc`, the audit log.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
-export XDG_RUNTIME_DIR="$TEST_TMP/runtime" XDG_STATE_HOME="$TEST_TMP/state"
-mkdir -p "$XDG_RUNTIME_DIR"
-chmod 700 "$XDG_RUNTIME_DIR"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
+private_runtime_dirs
 root="$XDG_RUNTIME_DIR/cordon"
 ws=$(new_ws ws)
 py() { PYTHONPATH="$CORDON_SRC/tests/lib" python3 -c "$@"; }

@@ -8,10 +8,9 @@
 # huge write that must not be copied into the log.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
-export XDG_RUNTIME_DIR="$TEST_TMP/runtime" XDG_STATE_HOME="$TEST_TMP/state"
-mkdir -p "$XDG_RUNTIME_DIR"
-chmod 700 "$XDG_RUNTIME_DIR"
+private_runtime_dirs
 root="$XDG_RUNTIME_DIR/cordon"
 PY=/usr/bin/python3
 ws=$(new_ws log)
@@ -62,11 +61,8 @@ mkfifo "$fifo"
 (cd "$ws" && exec "$CORDON" mcp --name lg-mcp <"$fifo" >"$TEST_TMP/mcp-out" 2>/dev/null) &
 mcp_pid=$!
 exec 7>"$fifo"
-send() { printf '%s\n' "$1" >&7; }
-send '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
-send '{"jsonrpc":"2.0","method":"notifications/initialized"}'
-send '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo first-call"}}}'
-for _ in $(seq 100); do grep -q '"id":2' "$TEST_TMP/mcp-out" 2>/dev/null && break; sleep 0.1; done
+send() { mcp_send "$1"; }
+mcp_hello 'echo first-call' "$TEST_TMP/mcp-out"
 "$CORDON" log --follow lg-mcp >"$TEST_TMP/follow" 2>&1 7>&- &
 follow_pid=$!
 cleanup_pids+=("$mcp_pid" "$follow_pid")

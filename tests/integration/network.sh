@@ -7,6 +7,7 @@
 # (--net-hosts-file), never from DNS. Security cases 34-37.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
 PY=/usr/bin/python3
 here="$CORDON_SRC/tests/integration"
@@ -22,14 +23,6 @@ OTHER=$((port_base + 2)) # nothing listens here
 PUB=$((port_base + 3))
 abstract="cordon-test-$$-$RANDOM"
 
-wait_port() { # wait_port HOST PORT [NETNS]
-    local i
-    for i in $(seq 100); do
-        if ${3:+ip netns exec "$3"} bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    return 1
-}
 
 $PY "$here/net-servers.py" 127.0.0.1 "$HTTP" "$ECHO" hello-from-loopback "$abstract" >/dev/null 2>&1 &
 cleanup_pids+=($!)

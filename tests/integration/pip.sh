@@ -11,30 +11,18 @@
 # `pip install NAME` with only @pypi, and refused with @npm.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
+. "$CORDON_SRC/tests/lib/pki.sh"
 
-PY=/usr/bin/python3
-$PY -m pip --version >/dev/null 2>&1 ||
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 ||
     { echo "1..0 # SKIP python3-pip is not installed (scripts/bootstrap.sh --test)"; exit 0; }
-here="$CORDON_SRC/tests/integration"
-export XDG_CONFIG_HOME=$TEST_TMP/xdg HOME=$TEST_TMP/home CORDON_ETC_DIR=$TEST_TMP/etc
-mkdir -p "$XDG_CONFIG_HOME/cordon" "$HOME" "$CORDON_ETC_DIR"
-ws=$(new_ws pip)
-hosts="$TEST_TMP/hosts"
-audit="$TEST_TMP/audit.jsonl"
+proxy_test_env pip
 log="$TEST_TMP/index.log"
 PH=$((20000 + (RANDOM % 20000)))
 PS=$((PH + 1))
 pki="$TEST_TMP/pki"
-mkdir -p "$pki"
-ossl() { openssl "$@" >/dev/null 2>&1; }
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=test index CA" \
-    -keyout "$pki/ca.key" -out "$pki/ca.pem" -addext "basicConstraints=critical,CA:TRUE" \
-    -addext "keyUsage=critical,keyCertSign"
-ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=pypi.test" \
-    -keyout "$pki/srv.key" -out "$pki/srv.csr"
-printf 'subjectAltName=DNS:pypi.test,DNS:files.test,DNS:pypi.org,DNS:files.pythonhosted.org\n' >"$pki/ext"
-ossl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial -days 2 \
-    -extfile "$pki/ext" -out "$pki/srv.pem"
+make_test_pki "$pki" "test index CA" pypi.test \
+    DNS:pypi.test,DNS:files.test,DNS:pypi.org,DNS:files.pythonhosted.org
 chmod 644 "$pki"/*
 cp "$pki/ca.pem" "$ws/index-ca.pem"
 
@@ -47,9 +35,7 @@ cleanup_pids+=($!)
 $PY "$here/pip-index.py" serve "$TEST_TMP/tls" 127.0.0.1 "$PS" "$log" "$pki/srv.pem" "$pki/srv.key" \
     >/dev/null 2>&1 &
 cleanup_pids+=($!)
-for p in $PH $PS; do
-    for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done
-done
+for p in $PH $PS; do wait_port 127.0.0.1 "$p"; done
 echo "127.0.0.1 pypi.test files.test other.test" >"$hosts"
 
 PIP="python3 -m pip install --no-cache-dir --disable-pip-version-check --retries 0 --timeout 15 --root-user-action=ignore --target /tmp/site"
@@ -112,18 +98,7 @@ if ! is_root || [ -n "${CORDON_TEST_UNPRIVILEGED:-}" ]; then
     tap_done
 fi
 cl=cordon-pipc-$$ sv=cordon-pips-$$
-ns_cleanup() {
-    ip netns pids "$sv" 2>/dev/null | xargs -r kill -9
-    ip netns pids "$cl" 2>/dev/null | xargs -r kill -9
-    ip netns del "$cl" 2>/dev/null
-    ip netns del "$sv" 2>/dev/null
-}
-trap 'ns_cleanup; test_cleanup' EXIT
-if ! { ip netns add "$cl" && ip netns add "$sv" &&
-    ip link add veth-pc netns "$cl" type veth peer name veth-ps netns "$sv" &&
-    ip -n "$cl" addr add 198.51.100.1/24 dev veth-pc && ip -n "$sv" addr add 198.51.100.2/24 dev veth-ps &&
-    ip -n "$cl" link set veth-pc up && ip -n "$sv" link set veth-ps up &&
-    ip -n "$cl" link set lo up && ip -n "$sv" link set lo up; } 2>/dev/null; then
+if ! netns_pair "$cl" "$sv" veth-pc veth-ps; then
     skip "@pypi: pip install NAME from pypi.org:443 in a test network namespace" "could not create them"
     tap_done
 fi
@@ -131,7 +106,7 @@ $PY "$here/pip-index.py" make "$TEST_TMP/pypi" "https://files.pythonhosted.org"
 ip netns exec "$sv" $PY "$here/pip-index.py" serve "$TEST_TMP/pypi" 198.51.100.2 443 "$log" \
     "$pki/srv.pem" "$pki/srv.key" >/dev/null 2>&1 &
 cleanup_pids+=($!)
-for _ in $(seq 100); do ip netns exec "$cl" bash -c "exec 3<>/dev/tcp/198.51.100.2/443" 2>/dev/null && break; sleep 0.1; done
+wait_port 198.51.100.2 443 "$cl"
 echo "198.51.100.2 pypi.org files.pythonhosted.org" >"$hosts"
 pypi_run() { # pypi_run PRESET: pip install with pip's default index
     out=$(set -o pipefail; cd "$ws" && PWD="$ws" ip netns exec "$cl" "$CORDON" run --memory 0 \

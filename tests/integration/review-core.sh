@@ -7,49 +7,21 @@
 # once per start).
 # The host-side readers are the ns backend's (review.sh): what is asserted
 # is that the backend's overlay left the layer in the form they read.
-export XDG_RUNTIME_DIR="$TEST_TMP/runtime" XDG_STATE_HOME="$TEST_TMP/state"
-mkdir -p "$XDG_RUNTIME_DIR"
-chmod 700 "$XDG_RUNTIME_DIR"
-rtree_sum() { (cd "$1" && find . -path ./.git -prune -o -print0 | sort -z |
-    xargs -0 stat -c '%n %a %s %F %Y' 2>/dev/null; find . -path ./.git -prune -o -type f -print0 |
-    sort -z | xargs -0 sha256sum) | sha256sum; }
+. "$CORDON_SRC/tests/lib/fixtures.sh"
+. "$CORDON_SRC/tests/lib/review.sh"
+private_runtime_dirs
 rb=${RL:-${RB[*]}}
 
 # --- every kind of change, in one sandbox ---
 rws=$(new_ws "${RN}ws")
-mkdir -p "$rws/gone/deep" "$rws/sub"
-echo one >"$rws/a.txt"
-echo deep >"$rws/gone/deep/x"
-echo k >"$rws/sub/k"
-echo old-target >"$rws/over.txt"
-echo moved-content >"$rws/src.txt"
-echo host >"$rws/conflict.txt"
-printf '#!/bin/sh\n' >"$rws/run.sh"
-echo was-file >"$rws/typechange"
-head -c 3000000 /dev/urandom >"$rws/big.bin"
-ln -s a.txt "$rws/oldlink"
-before=$(rtree_sum "$rws")
-script='
-set -e
-echo two >> a.txt
-rm -r gone
-mv src.txt over.txt
-chmod 755 run.sh
-rm typechange; mkdir typechange; echo inside > typechange/f
-ln -sfn over.txt oldlink
-echo agent > conflict.txt
-printf "a\0b\0c" > new.bin
-head -c 2000000 /dev/urandom > big.bin
-echo h > hl1; ln hl1 hl2
-echo odd > "$(printf "odd name\nwith newline \xe2\x80\xae")"
-mkdir -p newdir/x/y; echo leaf > newdir/x/y/z
-rm -r sub; mkdir sub; echo fresh > sub/n
-cat a.txt
+review_plant_ws "$rws"
+before=$(tree_sum "$rws")
+script=$review_changes'cat a.txt
 '
 cordon_run "$rws" "${RB[@]}" --review --name "${RN}k" -- bash -c "$script"
 is "$rb: the agent's script ran in review mode" "$rc" 0
 like "$rb: the agent sees its own change" "$out" "one.two"
-is "$rb: nothing the agent did reached the host" "$(rtree_sum "$rws")" "$before"
+is "$rb: nothing the agent did reached the host" "$(tree_sum "$rws")" "$before"
 ok "$rb: the layer is kept in the state directory" test -d "$XDG_RUNTIME_DIR/cordon/${RN}k/review/upper"
 ch=$("$CORDON" changes "${RN}k" 2>&1)
 like "$rb: changes: modified file" "$ch" $'(^|\n)M  a.txt\n'
@@ -123,19 +95,11 @@ is "$rb: the ordinary file was applied" "$(cat "$gws/fine.txt")" fine
 # --- checkpoints at tool-call boundaries; rewind after bash rewrote files ---
 cws=$(new_ws "${RN}ck")
 for i in $(seq 1 30); do echo "orig $i" >"$cws/f$i"; done
-out=$(cd "$cws" && python3 - "$CORDON" "${RN}c" "${RB[@]}" <<'EOF'
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "mcp", "--review", "--name", sys.argv[2]] + sys.argv[3:],
-                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-n = 0
-def rpc(method, params=None):
-    global n
-    n += 1
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params or {}}) + "\n"); p.stdin.flush()
-    while True:
-        m = json.loads(p.stdout.readline())
-        if m.get("id") == n:
-            return m
+out=$(cd "$cws" && PYTHONPATH="$CORDON_SRC/tests/lib" python3 - "$CORDON" "${RN}c" "${RB[@]}" <<'EOF'
+import subprocess, sys
+from mcp_client import Rpc
+rpc = Rpc([sys.argv[1], "mcp", "--review", "--name", sys.argv[2]] + sys.argv[3:], stderr=subprocess.DEVNULL)
+p = rpc.proc
 def call(name, args):
     r = rpc("tools/call", {"name": name, "arguments": args})["result"]
     return r.get("_meta", {}).get("cordon/checkpoint"), "".join(c.get("text", "") for c in r["content"]).strip()

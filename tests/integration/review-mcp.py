@@ -1,21 +1,15 @@
 #!/usr/bin/env python3
 # Review mode over MCP (tests/integration/review.sh): the status carries the
 # pending count; changes and apply are custom methods, never tools.
-import json, subprocess, sys
+import json, os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from mcp_client import Rpc
 cordon = sys.argv[1]
 # argv[3:]: the backend's settings (review-docker.sh), none on ns.
-p = subprocess.Popen([cordon, "mcp", "--review", "--name", sys.argv[2]] + sys.argv[3:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-n = 0
-def rpc(method, params=None):
-    global n
-    n += 1
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params or {}}) + "\n"); p.stdin.flush()
-    while True:
-        m = json.loads(p.stdout.readline())
-        if m.get("id") == n:
-            return m
+rpc = Rpc([cordon, "mcp", "--review", "--name", sys.argv[2]] + sys.argv[3:])
+p = rpc.proc
 rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
-p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"); p.stdin.flush()
+rpc.notify("notifications/initialized")
 tools = [t["name"] for t in rpc("tools/list")["result"]["tools"]]
 print("tools", " ".join(sorted(tools)))
 rpc("tools/call", {"name": "write", "arguments": {"path": "a.txt", "content": "agent\n"}})
@@ -63,8 +57,8 @@ rpc("tools/call", {"name": "write", "arguments": {"path": "d.txt", "content": "l
 m = rpc("cordon/reviewApply", {"paths": ["d.txt"], "checkpoint": shown})
 print("apply-stale", "error:" + m["error"]["message"] if "error" in m else "applied")
 # a rewind asked while a tool call runs is refused; the call ends as it would
-n += 1
-slow = n
+rpc.n += 1
+slow = rpc.n
 p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": slow, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "sleep 2; echo slow > slow.txt; echo slow-done"}}}) + "\n"); p.stdin.flush()
 r = rpc("cordon/reviewRewind", {"to": 0})
 print("rewind-inflight", r.get("error", {}).get("message"))

@@ -4,44 +4,17 @@
 # an apply killed halfway, what apply never writes. ns backend.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
-export XDG_RUNTIME_DIR="$TEST_TMP/runtime" XDG_STATE_HOME="$TEST_TMP/state"
-mkdir -p "$XDG_RUNTIME_DIR"
-chmod 700 "$XDG_RUNTIME_DIR"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
+. "$CORDON_SRC/tests/lib/review.sh"
+private_runtime_dirs
 ws=$(new_ws ws)
-tree_sum() { (cd "$1" && find . -path ./.git -prune -o -print0 | sort -z |
-    xargs -0 stat -c '%n %a %s %F %Y' 2>/dev/null; find . -path ./.git -prune -o -type f -print0 |
-    sort -z | xargs -0 sha256sum) | sha256sum; }
 
 # --- a workspace with every kind of entry the agent will change ---
-mkdir -p "$ws/gone/deep" "$ws/sub" "$ws/keepdir"
-echo one >"$ws/a.txt"
-echo deep >"$ws/gone/deep/x"
-echo k >"$ws/sub/k"
-echo old-target >"$ws/over.txt"
-echo moved-content >"$ws/src.txt"
-echo host >"$ws/conflict.txt"
-printf '#!/bin/sh\n' >"$ws/run.sh"
-echo was-file >"$ws/typechange"
-head -c 3000000 /dev/urandom >"$ws/big.bin"
-ln -s a.txt "$ws/oldlink"
+review_plant_ws "$ws"
+mkdir -p "$ws/keepdir"
 before=$(tree_sum "$ws")
 
-script='
-set -e
-echo two >> a.txt
-rm -r gone
-mv src.txt over.txt
-chmod 755 run.sh
-rm typechange; mkdir typechange; echo inside > typechange/f
-ln -sfn over.txt oldlink
-echo agent > conflict.txt
-printf "a\0b\0c" > new.bin
-head -c 2000000 /dev/urandom > big.bin
-echo h > hl1; ln hl1 hl2
-echo odd > "$(printf "odd name\nwith newline \xe2\x80\xae")"
-mkdir -p newdir/x/y; echo leaf > newdir/x/y/z
-rm -r sub; mkdir sub; echo fresh > sub/n
-(sleep 0.2; echo from-background > bg.txt) &
+script=$review_changes'(sleep 0.2; echo from-background > bg.txt) &
 wait
 cat a.txt
 '
@@ -340,16 +313,14 @@ like "direct rewind to a call that was not recorded says so" "$out" "sandbox dm 
 "$CORDON" rm dm >/dev/null 2>&1
 # the bound on the number of calls: 205 writes, one after the other, in one
 # session (MCP) keep the last 200
-(cd "$dws" && python3 -c '
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "mcp", "--name", "dm2", "--set", "teardown=\"stop\""], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-def rpc(i, method, params):
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n"); p.stdin.flush()
-    while json.loads(p.stdout.readline()).get("id") != i:
-        pass
-rpc(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+(cd "$dws" && PYTHONPATH="$CORDON_SRC/tests/lib" python3 -c '
+import subprocess, sys
+from mcp_client import Rpc
+rpc = Rpc([sys.argv[1], "mcp", "--name", "dm2", "--set", "teardown=\"stop\""], stderr=subprocess.DEVNULL, first_id=0)
+p = rpc.proc
+rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
 for i in range(1, 206):
-    rpc(i, "tools/call", {"name": "write", "arguments": {"path": "count.txt", "content": "v%d\n" % i}})
+    rpc("tools/call", {"name": "write", "arguments": {"path": "count.txt", "content": "v%d\n" % i}})
 p.stdin.close(); p.wait()' "$CORDON")
 is "direct mode keeps the last 200 calls" "$(ls "$XDG_RUNTIME_DIR/cordon/dm2/undo" | sort -n | sed -n '1p;$p' | tr '\n' ' ')" "6 205 "
 "$CORDON" rewind dm2 --to 0 >/dev/null 2>&1
@@ -360,16 +331,14 @@ is "rewinding past the oldest kept undoes what is kept" "$(cat "$dws/count.txt")
 # first; rewinding them all puts back the 17 kept, the first stays written
 mkdir -p "$dws/big"
 for i in $(seq 1 18); do head -c $((15 << 20)) /dev/zero | tr '\0' "$(printf "\\%03o" $((64 + i)))" >"$dws/big/f$i"; done
-(cd "$dws" && python3 -c '
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "mcp", "--name", "dm4", "--set", "teardown=\"stop\""], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-def rpc(i, method, params):
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n"); p.stdin.flush()
-    while json.loads(p.stdout.readline()).get("id") != i:
-        pass
-rpc(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+(cd "$dws" && PYTHONPATH="$CORDON_SRC/tests/lib" python3 -c '
+import subprocess, sys
+from mcp_client import Rpc
+rpc = Rpc([sys.argv[1], "mcp", "--name", "dm4", "--set", "teardown=\"stop\""], stderr=subprocess.DEVNULL, first_id=0)
+p = rpc.proc
+rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
 for i in range(1, 19):
-    rpc(i, "tools/call", {"name": "write", "arguments": {"path": "big/f%d" % i, "content": "small %d\n" % i}})
+    rpc("tools/call", {"name": "write", "arguments": {"path": "big/f%d" % i, "content": "small %d\n" % i}})
 p.stdin.close(); p.wait()' "$CORDON")
 undo="$XDG_RUNTIME_DIR/cordon/dm4/undo"
 is "direct mode: at most 256 MiB of previous contents are kept, the oldest record goes" \

@@ -2,6 +2,7 @@
 # Integration: `cordon run` and `cordon shell` as a user sees them.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
 ws=$(new_ws plain)
 echo hello > "$ws/hello.txt"
@@ -81,36 +82,25 @@ resized
 exit 4"
 
 # --- signals ---
-(cd "$ws" && exec "$CORDON" run -- bash -c 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done') >"$TEST_TMP/sig.out" 2>&1 &
-pid=$!
-cleanup_pids+=("$pid")
-for _ in $(seq 100); do grep -q ready "$TEST_TMP/sig.out" 2>/dev/null && break; sleep 0.05; done
+start_until_ready "$TEST_TMP/sig.out" 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done'
 kill -TERM "$pid"
 wait "$pid"
 rc=$?
 is "SIGTERM reaches the command (its exit status)" "$rc" 7
 like "SIGTERM reaches the command (its trap)" "$(cat "$TEST_TMP/sig.out")" "got-term"
-(cd "$ws" && exec "$CORDON" run -- bash -c 'trap "echo got-int; exit 9" INT; echo ready; while :; do sleep 0.05; done') >"$TEST_TMP/int.out" 2>&1 &
-pid=$!
-cleanup_pids+=("$pid")
-for _ in $(seq 100); do grep -q ready "$TEST_TMP/int.out" 2>/dev/null && break; sleep 0.05; done
+start_until_ready "$TEST_TMP/int.out" 'trap "echo got-int; exit 9" INT; echo ready; while :; do sleep 0.05; done'
 kill -INT "$pid"
 wait "$pid"
 is "SIGINT reaches the command" "$?" 9
 
-(cd "$ws" && exec "$CORDON" run -- bash -c 'trap "echo got-hup; exit 11" HUP; echo ready; while :; do sleep 0.05; done') >"$TEST_TMP/hup.out" 2>&1 &
-pid=$!
-cleanup_pids+=("$pid")
-for _ in $(seq 100); do grep -q ready "$TEST_TMP/hup.out" 2>/dev/null && break; sleep 0.05; done
+start_until_ready "$TEST_TMP/hup.out" 'trap "echo got-hup; exit 11" HUP; echo ready; while :; do sleep 0.05; done'
 kill -HUP "$pid"
 wait "$pid"
 is "SIGHUP reaches the command" "$?" 11
 
 # --- the sandbox dies with its parent ---
 tag="cordon-orphan-$$-$RANDOM"
-(cd "$ws" && exec "$CORDON" run -- bash -c "exec -a $tag sleep 300") &
-pid=$!
-for _ in $(seq 100); do pgrep -f "$tag" >/dev/null && break; sleep 0.05; done
+start_tagged_sleep "$tag"
 kill -9 "$pid"
 wait "$pid" 2>/dev/null
 gone=no

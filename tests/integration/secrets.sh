@@ -6,14 +6,9 @@
 # environment, any process's environ, cmdline or memory, nor any file.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
-PY=/usr/bin/python3
-here="$CORDON_SRC/tests/integration"
-export XDG_CONFIG_HOME=$TEST_TMP/xdg HOME=$TEST_TMP/home CORDON_ETC_DIR=$TEST_TMP/etc
-mkdir -p "$XDG_CONFIG_HOME/cordon" "$HOME" "$CORDON_ETC_DIR"
-ws=$(new_ws secrets)
-audit="$TEST_TMP/audit.jsonl"
-hosts="$TEST_TMP/hosts"
+proxy_test_env secrets
 log="$TEST_TMP/server.log"
 port=$((20000 + (RANDOM % 20000)))
 
@@ -29,7 +24,7 @@ export HOST_API_TOKEN=$env_value
 EXPECT_ENV=$env_value EXPECT_FILE=$file_value EXPECT_CMD=$cmd_value \
     $PY "$here/secret-server.py" "$port" "$log" >/dev/null 2>&1 &
 cleanup_pids+=($!)
-for i in $(seq 100); do bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null && break; sleep 0.1; done
+wait_port 127.0.0.1 "$port"
 
 echo "127.0.0.1 api.test uploads.test evil.test" >"$hosts"
 cat >"$XDG_CONFIG_HOME/cordon/config.toml" <<EOF2

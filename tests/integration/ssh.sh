@@ -10,18 +10,14 @@
 # github.com: the @github preset's ssh name, git@host:path syntax.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
 SSHD=/usr/sbin/sshd
 for t in "$SSHD" ssh ssh-keygen git; do
     command -v "$t" >/dev/null ||
         { echo "1..0 # SKIP $t is not installed (scripts/bootstrap.sh --test)"; exit 0; }
 done
-PY=/usr/bin/python3
-export XDG_CONFIG_HOME=$TEST_TMP/xdg HOME=$TEST_TMP/home CORDON_ETC_DIR=$TEST_TMP/etc
-mkdir -p "$XDG_CONFIG_HOME/cordon" "$HOME" "$CORDON_ETC_DIR"
-ws=$(new_ws ssh)
-hosts="$TEST_TMP/hosts"
-audit="$TEST_TMP/audit.jsonl"
+proxy_test_env ssh
 me=$(id -un)
 P=$((20000 + (RANDOM % 20000)))
 srv=$TEST_TMP/srv
@@ -58,7 +54,7 @@ EOF
 is_root && mkdir -p /run/sshd # privilege separation's directory, as root
 "$SSHD" -D -e -f "$srv/sshd_config" 2>"$srv/sshd.log" &
 cleanup_pids+=($!)
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$P) 2>/dev/null && break; sleep 0.1; done
+wait_port 127.0.0.1 "$P"
 echo "127.0.0.1 git.test other.test" >"$hosts"
 
 # The sandbox's ssh reads ~/.ssh from its passwd entry's home.
@@ -179,7 +175,7 @@ is "... the server saw no connection" "$(connections)" "$before"
 E=$((P + 2))
 $PY "$CORDON_SRC/tests/integration/net-servers.py" 127.0.0.1 $((P + 3)) "$E" x >/dev/null 2>&1 &
 cleanup_pids+=($!)
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$E) 2>/dev/null && break; sleep 0.1; done
+wait_port 127.0.0.1 "$E"
 cordon_run "$ws" "${AL[@]}" --allow-host "git.test:$E" --allow-host "127.0.0.1:$E" -- bash -c "head -c 8388608 /dev/urandom >/tmp/x
     /run/cordon/agent connect git.test $E </tmp/x | cmp - /tmp/x && echo same"
 like "cordon-agent connect relays 8 MiB both ways" "$out" "same"
@@ -252,18 +248,7 @@ if ! is_root || [ -n "${CORDON_TEST_UNPRIVILEGED:-}" ]; then
     exit 0
 fi
 cl=cordon-sshc-$$ sv=cordon-sshs-$$
-ns_cleanup() {
-    ip netns pids "$sv" 2>/dev/null | xargs -r kill -9
-    ip netns pids "$cl" 2>/dev/null | xargs -r kill -9
-    ip netns del "$cl" 2>/dev/null
-    ip netns del "$sv" 2>/dev/null
-}
-trap 'ns_cleanup; test_cleanup' EXIT
-if ! { ip netns add "$cl" && ip netns add "$sv" &&
-    ip link add veth-c netns "$cl" type veth peer name veth-s netns "$sv" &&
-    ip -n "$cl" addr add 198.51.100.1/24 dev veth-c && ip -n "$sv" addr add 198.51.100.2/24 dev veth-s &&
-    ip -n "$cl" link set veth-c up && ip -n "$sv" link set veth-s up &&
-    ip -n "$cl" link set lo up && ip -n "$sv" link set lo up; } 2>/dev/null; then
+if ! netns_pair "$cl" "$sv" veth-c veth-s; then
     skip "@github: git@github.com:... on port 22 in a test network namespace" "could not create them"
     tap_done
     exit 0
@@ -272,7 +257,7 @@ sed -e 's/^ListenAddress .*/ListenAddress 198.51.100.2/' -e 's/^Port .*/Port 22/
     -e "s|^PidFile .*|PidFile $srv/sshd22.pid|" "$srv/sshd_config" >"$srv/sshd22_config"
 ip netns exec "$sv" "$SSHD" -D -e -f "$srv/sshd22_config" 2>"$srv/sshd22.log" &
 cleanup_pids+=($!)
-for _ in $(seq 100); do ip netns exec "$cl" bash -c "exec 3<>/dev/tcp/198.51.100.2/22" 2>/dev/null && break; sleep 0.1; done
+wait_port 198.51.100.2 22 "$cl"
 echo "198.51.100.2 github.com gist.github.com" >"$hosts"
 echo "github.com $(cut -d' ' -f1,2 "$srv/host_key.pub")" >>"$keys/known_hosts"
 gh_run() {

@@ -6,32 +6,19 @@
 # Clients inside: curl, Python, Node and git, each through HTTPS_PROXY.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
+. "$CORDON_SRC/tests/lib/pki.sh"
 
-PY=/usr/bin/python3
-here="$CORDON_SRC/tests/integration"
-export XDG_CONFIG_HOME=$TEST_TMP/xdg HOME=$TEST_TMP/home CORDON_ETC_DIR=$TEST_TMP/etc
-mkdir -p "$XDG_CONFIG_HOME/cordon" "$HOME" "$CORDON_ETC_DIR"
-ws=$(new_ws tls)
-audit="$TEST_TMP/audit.jsonl"
-hosts="$TEST_TMP/hosts"
+proxy_test_env tls
 log="$TEST_TMP/server.log"
 badlog="$TEST_TMP/bad.log"
 port=$((20000 + (RANDOM % 20000)))
 badport=$((port + 1))
 pki="$TEST_TMP/pki"
-mkdir -p "$pki"
 
 # The servers' own CA, a certificate for every test name from it, and a
 # self-signed one no CA vouches for.
-ossl() { openssl "$@" >/dev/null 2>&1; }
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=test servers CA" \
-    -keyout "$pki/ca.key" -out "$pki/ca.pem" -addext "basicConstraints=critical,CA:TRUE" \
-    -addext "keyUsage=critical,keyCertSign"
-ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.test" \
-    -keyout "$pki/srv.key" -out "$pki/srv.csr"
-printf 'subjectAltName=DNS:api.test,DNS:evil.test,DNS:rules.test,DNS:plain.test\n' >"$pki/ext"
-ossl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial -days 2 \
-    -extfile "$pki/ext" -out "$pki/srv.pem"
+make_test_pki "$pki" "test servers CA" api.test DNS:api.test,DNS:evil.test,DNS:rules.test,DNS:plain.test
 ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=bad.test" \
     -addext "subjectAltName=DNS:bad.test" -keyout "$pki/bad.key" -out "$pki/bad.pem"
 chmod 644 "$pki"/*
@@ -45,9 +32,7 @@ cleanup_pids+=($!)
 EXPECT_ENV=$env_value $PY "$here/secret-server.py" "$badport" "$badlog" "$pki/bad.pem" \
     "$pki/bad.key" >/dev/null 2>&1 &
 cleanup_pids+=($!)
-for p in $port $badport; do
-    for i in $(seq 100); do bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null && break; sleep 0.1; done
-done
+for p in $port $badport; do wait_port 127.0.0.1 "$p"; done
 
 echo "127.0.0.1 api.test evil.test rules.test plain.test bad.test" >"$hosts"
 cat >"$XDG_CONFIG_HOME/cordon/config.toml" <<EOF2
@@ -187,9 +172,7 @@ for m in close stall; do
 done
 $PY "$here/early-answer-server.py" "$http_reset" "$elog" reset >/dev/null 2>&1 &
 cleanup_pids+=($!)
-for p in "$tls_close" "$tls_stall" "$http_close" "$http_stall" "$http_reset"; do
-    for i in $(seq 100); do bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null && break; sleep 0.1; done
-done
+for p in "$tls_close" "$tls_stall" "$http_close" "$http_stall" "$http_reset"; do wait_port 127.0.0.1 "$p"; done
 : >"$elog"
 urls="https://rules.test:$tls_close/repos/me/x/pulls https://rules.test:$tls_stall/repos/me/x/pulls
     https://plain.test:$tls_close/up https://plain.test:$tls_stall/up
@@ -226,7 +209,7 @@ is "every upload reached its server, which read 1 KiB" "$(grep -c 'read=1024' "$
 tls_keep=$((port + 7))
 $PY "$here/early-answer-server.py" "$tls_keep" "$elog" keep "$pki/srv.pem" "$pki/srv.key" >/dev/null 2>&1 &
 cleanup_pids+=($!)
-for i in $(seq 100); do bash -c "exec 3<>/dev/tcp/127.0.0.1/$tls_keep" 2>/dev/null && break; sleep 0.1; done
+wait_port 127.0.0.1 "$tls_keep"
 cat >"$ws/keep-client.py" <<'PY'
 import http.client, os, ssl, sys, urllib.parse
 proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])

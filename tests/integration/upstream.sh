@@ -6,15 +6,10 @@
 # first, and the upstream's refusals reach the client with its status line.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
-PY=/usr/bin/python3
-here="$CORDON_SRC/tests/integration"
-export XDG_CONFIG_HOME=$TEST_TMP/xdg HOME=$TEST_TMP/home CORDON_ETC_DIR=$TEST_TMP/etc
-mkdir -p "$XDG_CONFIG_HOME/cordon" "$HOME" "$CORDON_ETC_DIR"
-ws=$(new_ws upstream)
-hosts="$TEST_TMP/hosts"
+proxy_test_env upstream
 log="$TEST_TMP/upstream.log"
-audit="$TEST_TMP/audit.jsonl"
 base=$((20000 + (RANDOM % 20000)))
 HTTP=$base ECHO=$((base + 1)) UP=$((base + 2))
 
@@ -22,9 +17,7 @@ $PY "$here/net-servers.py" 127.0.0.1 "$HTTP" "$ECHO" hello-from-origin >/dev/nul
 cleanup_pids+=($!)
 $PY "$here/upstream-proxy.py" "$UP" "$log" >/dev/null 2>&1 &
 cleanup_pids+=($!)
-for p in $HTTP $UP; do
-    for i in $(seq 100); do bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null && break; sleep 0.1; done
-done
+for p in $HTTP $UP; do wait_port 127.0.0.1 "$p"; done
 : >"$log"
 # Only direct.test resolves here: chained names are the upstream's to resolve.
 echo "127.0.0.1 direct.test" >"$hosts"

@@ -38,10 +38,8 @@ start_shell() {
 # check_cooked WHEN: the pane's terminal settings, printed by the runner
 # after cordon ended, are the cooked ones again.
 check_cooked() {
-    wait_screen 'lnext' 10
     local settings
-    settings=$(screen)
-    settings=${settings#*cordon-exit=}
+    settings=$(runner_settings)
     like "the host terminal is back in cooked mode $1 (icanon)" "$settings" '(^|[ \n])icanon( |$)'
     like "the host terminal echoes again $1 (echo)" "$settings" '(^|[ \n])echo( |$)'
     unlike "the host terminal is not raw $1 (-isig)" "$settings" '(^|[ \n])-isig( |$)'
@@ -71,15 +69,12 @@ pane_tty=$(tm display -p -t vm '#{pane_tty}')
 like "the host terminal is raw during the session (-icanon -isig -echo)" \
     "$(stty -a -F "$pane_tty" 2>&1 | tr '\n' ' ')" ' -isig -icanon .* -echo '
 
-tm resize-window -t vm -x 120 -y 40
-sleep 1
-shell_do 2 'stty size'
+pane_resize 120 40 2
 like "a resize of the window reaches the terminal inside" "$(screen)" $'\n40 120\n'
 
 # Ctrl-C: a byte through the raw host terminal, SIGINT from the guest's
 # line discipline to the foreground job only.
-type_line 'echo sleep-3-$((0+3)); sleep 100'
-wait_screen $'\nsleep-3-3'$'(\n|$)' 30 || diag "the job of step 3 did not start"
+pane_start_job 3
 sleep 1
 t0=$SECONDS
 tm send-keys -t vm C-c
@@ -91,8 +86,7 @@ else
 fi
 
 # Ctrl-Z: job control.
-type_line 'echo sleep-5-$((0+5)); sleep 100'
-wait_screen $'\nsleep-5-5'$'(\n|$)' 30 || diag "the job of step 5 did not start"
+pane_start_job 5
 sleep 1
 tm send-keys -t vm C-z
 if wait_screen 'Stopped +sleep 100' 30; then
@@ -104,8 +98,7 @@ shell_do 6 'kill -KILL %1; wait'
 
 # A signal sent to cordon itself goes to the terminal's foreground job, as
 # the terminal's own key would, not to the shell.
-type_line 'echo sleep-7-$((0+7)); sleep 100'
-wait_screen $'\nsleep-7-7'$'(\n|$)' 30 || diag "the job of step 7 did not start"
+pane_start_job 7
 sleep 1
 pane_pid=$(tm display -p -t vm '#{pane_pid}')
 cordon_pid=$(pgrep -P "$pane_pid" -x cordon)

@@ -7,6 +7,7 @@
 # when not root or something is missing. Sets CORDON_TEST_AGENT, DOCKER_HOST
 # (for the test's own docker commands only), host_sock, img, hd and the
 # settings array D (--backend docker, the daemon, the image).
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 if ! is_root; then
     skip "docker backend" "needs root: it starts a private dockerd (a user who may talk to dockerd is root-equivalent)"
     tap_done
@@ -37,29 +38,11 @@ mkdir -p "$TEST_TMP/ubin"
 cp "$CORDON" "${CORDON_AGENT:-$(dirname "$CORDON")/cordon-agent}" "$TEST_TMP/ubin/"
 chmod -R a+rX "$TEST_TMP/ubin"
 ucordon="$TEST_TMP/ubin/cordon"
+host_sock="unix://$TEST_TMP/dockerd/sock"
 like "the static agent is static" "$(file -L "$CORDON_TEST_AGENT")" "statically linked"
 
 # --- the private daemon ---
-hd="$TEST_TMP/dockerd"
-mkdir -p "$hd"
-dockerd --iptables=false --bridge=none -H "unix://$hd/sock" --data-root "$hd/data" \
-    --exec-root "$hd/exec" --pidfile "$hd/pid" >"$hd/log" 2>&1 &
-dockerd_pid=$!
-stop_dockerd() {
-    kill "$dockerd_pid" 2>/dev/null
-    for _ in $(seq 1 50); do kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$dockerd_pid" 2>/dev/null
-    umount -R "$hd/exec" "$hd/data" 2>/dev/null
-    test_cleanup
-}
-trap stop_dockerd EXIT
-export DOCKER_HOST="unix://$hd/sock"
-host_sock="unix://$hd/sock"
-for _ in $(seq 1 100); do
-    docker info --format '{{.ID}}' >/dev/null 2>&1 && break
-    sleep 0.3
-done
-if ! docker info --format '{{.ID}}' >/dev/null 2>&1; then
+if ! start_private_dockerd; then
     fail "the private dockerd starts: $(tail -3 "$hd/log")"
     tap_done
 fi

@@ -67,3 +67,30 @@ def text_of(resp):
     if not resp or "result" not in resp:
         return None
     return "".join(c.get("text", "") for c in resp["result"].get("content", []))
+
+
+class Rpc:
+    """JSON-RPC over a `cordon mcp` process (argv), one request at a time
+    and without a timeout: rpc(method, params) sends the next id (first_id,
+    then counting up) and blocks until the answer with that id, skipping
+    the lines in between (notifications). For scripts that run a fixed
+    conversation; proc is the process."""
+
+    def __init__(self, argv, stderr=None, first_id=1):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=stderr, text=True)
+        self.n = first_id - 1
+
+    def notify(self, method):
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method}) + "\n")
+        self.proc.stdin.flush()
+
+    def __call__(self, method, params=None):
+        self.n += 1
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.n, "method": method,
+                                          "params": params or {}}) + "\n")
+        self.proc.stdin.flush()
+        while True:
+            m = json.loads(self.proc.stdout.readline())
+            if m.get("id") == self.n:
+                return m

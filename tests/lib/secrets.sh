@@ -6,6 +6,7 @@
 # values never travel back in), the user configuration and a hosts file.
 # The values are handed to the in-sandbox sweep reversed, so that no
 # command line inside holds them.
+. "$CORDON_SRC/tests/lib/pki.sh"
 secrets_setup() {
     secret_port=$((20000 + (RANDOM % 20000)))
     secret_log="$TEST_TMP/secret-server.log"
@@ -105,16 +106,7 @@ secrets_tls_setup() {
     tls_port=$((secret_port + 1))
     tls_log="$TEST_TMP/tls-server.log"
     local pki="$TEST_TMP/pki" i
-    mkdir -p "$pki"
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-        -subj "/CN=test servers CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" \
-        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" \
-        >/dev/null 2>&1
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.test" \
-        -keyout "$pki/srv.key" -out "$pki/srv.csr" >/dev/null 2>&1
-    printf 'subjectAltName=DNS:api.test,DNS:evil.test,DNS:rules.test\n' >"$pki/ext"
-    openssl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial \
-        -days 2 -extfile "$pki/ext" -out "$pki/srv.pem" >/dev/null 2>&1
+    make_test_pki "$pki" "test servers CA" api.test DNS:api.test,DNS:evil.test,DNS:rules.test
     chmod 755 "$pki" && chmod 644 "$pki"/*
     tls_ca="$pki/ca.pem"
     EXPECT_ENV=$env_value EXPECT_FILE=$file_value \

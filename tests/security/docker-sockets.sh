@@ -9,8 +9,8 @@
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
 . "$CORDON_SRC/tests/lib/docker-backend.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
-helper="$CORDON_SRC/tests/security/sockets-helper.py"
 try_bin="$TEST_TMP/sock-try"
 if ! cc -static -D_GNU_SOURCE -O2 -o "$try_bin" "$CORDON_SRC/tests/security/sock-try.c" 2>"$TEST_TMP/cc.log"; then
     fail "case 63: a static sock-try builds" "$(cat "$TEST_TMP/cc.log")"
@@ -19,19 +19,6 @@ fi
 ws=$(new_ws ws)
 sentinels=$(new_ws sentinels)
 cp "$try_bin" "$ws/try"
-
-host_listen() {
-    local path=$1 kind=$2 sentinel="$sentinels/$(basename "$1")"
-    rm -f "$sentinel"
-    python3 -u "$helper" listen "$path" "$sentinel" "$kind" >"$sentinel.ready" 2>&1 &
-    cleanup_pids+=($!)
-    for _ in $(seq 100); do
-        grep -q ready "$sentinel.ready" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
-reached() { test -e "$sentinels/$1"; }
 
 host_listen "$ws/host.sock" stream
 mkdir -p "$ws/sub"

@@ -182,9 +182,7 @@ bytes=$(cd "$ws" && "$CORDON" run -- head -c 200M /dev/zero | wc -c)
 is "case 31: large output streams through unbuffered" "$bytes" 209715200
 
 tag="cordon-midcall-$$-$RANDOM"
-(cd "$ws" && exec "$CORDON" run -- bash -c "exec -a $tag sleep 300") &
-pid=$!
-for _ in $(seq 100); do pgrep -f "$tag" >/dev/null && break; sleep 0.05; done
+start_tagged_sleep "$tag"
 kill -9 "$pid"
 gone=no
 for _ in $(seq 100); do pgrep -f "$tag" >/dev/null || { gone=yes; break; }; sleep 0.05; done

@@ -7,28 +7,13 @@
 # the host user would see: the listener's sentinel file, tmux's window.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/fixtures.sh"
 
 helper="$CORDON_SRC/tests/security/sockets-helper.py"
 ws=$(new_ws ws)
 outside=$(new_ws outside)
 sentinels=$(new_ws sentinels)
 cp "$helper" "$ws/h.py"
-
-# host_listen PATH KIND: a host listener on PATH whose sentinel is
-# $sentinels/<basename>; waits until it is bound.
-host_listen() {
-    local path=$1 kind=$2 sentinel="$sentinels/$(basename "$1")"
-    rm -f "$sentinel"
-    python3 -u "$helper" listen "$path" "$sentinel" "$kind" > "$sentinel.ready" 2>&1 &
-    cleanup_pids+=($!)
-    for _ in $(seq 100); do
-        grep -q ready "$sentinel.ready" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    diag "listener on $path did not start: $(cat "$sentinel.ready")"
-    return 1
-}
-reached() { test -e "$sentinels/$1"; }
 
 # --- present at start ---
 host_listen "$ws/host.sock" stream
