@@ -2,9 +2,11 @@
 #include "util/proc.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 pid_t proc_fork_tied(int sv[2], int type, const char *what, struct cordon_error *err)
@@ -24,4 +26,13 @@ pid_t proc_fork_tied(int sv[2], int type, const char *what, struct cordon_error 
     if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
         _exit(127);
     return pid;
+}
+
+void proc_end(pid_t pid, int pidfd, int grace_ms)
+{
+    struct pollfd exited = {pidfd, POLLIN, 0};
+    if (pidfd < 0 || poll(&exited, 1, grace_ms) <= 0)
+        kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
 }

@@ -21,6 +21,7 @@
 #include "util/log.h"
 #include "util/fs.h"
 #include "util/clock.h"
+#include "util/proc.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -768,10 +769,7 @@ static void docker_stop(struct sandbox *sb)
          * CLI then ends), bounded; then the CLI itself. */
         if (running && st && st->spawned)
             docker_remove_container(st->rm_argv, st->envp, DOCKER_RM_TIMEOUT_MS);
-        if (sb->pidfd >= 0 && poll(&p, 1, 2000) <= 0)
-            kill(sb->pid, SIGKILL);
-        while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        proc_end(sb->pid, sb->pidfd, 2000);
         sb->pid = -1;
     }
     if (sb->pidfd >= 0)
