@@ -115,32 +115,10 @@ static bool path_exists(const char *path)
     return access(path, F_OK) == 0;
 }
 
-/* " AM." / " PM." (any case) get a narrow no-break space, as macOS names
- * screenshots. */
-static char *am_pm_variant(const char *path)
-{
-    size_t len = strlen(path);
-    char *out = malloc(len * 2 + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < len;) {
-        if (path[i] == ' ' && i + 3 < len && strchr("aApP", path[i + 1]) &&
-            (path[i + 2] == 'm' || path[i + 2] == 'M') && path[i + 3] == '.') {
-            memcpy(out + o, "\xe2\x80\xaf", 3);
-            o += 3;
-            memcpy(out + o, path + i + 1, 3);
-            o += 3;
-            i += 4;
-        } else {
-            out[o++] = path[i++];
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
-
-static char *curly_quote_variant(const char *path)
+/* PATH with each byte that SWAPPED accepts (at i, of len) replaced by the
+ * three bytes WITH (a UTF-8 character): pi's macOS name variants. */
+static char *swap_bytes(const char *path, bool (*swapped)(const char *path, size_t i, size_t len),
+                        const char with[static 3])
 {
     size_t len = strlen(path);
     char *out = malloc(len * 3 + 1);
@@ -148,15 +126,39 @@ static char *curly_quote_variant(const char *path)
         return NULL;
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
-        if (path[i] == '\'') {
-            memcpy(out + o, "\xe2\x80\x99", 3);
-            o += 3;
-        } else {
+        if (!swapped(path, i, len)) {
             out[o++] = path[i];
+            continue;
         }
+        memcpy(out + o, with, 3);
+        o += 3;
     }
     out[o] = '\0';
     return out;
+}
+
+/* The space of " AM." / " PM." (any case), which macOS's screenshot names
+ * have as a narrow no-break space. */
+static bool before_am_pm(const char *path, size_t i, size_t len)
+{
+    return path[i] == ' ' && i + 3 < len && strchr("aApP", path[i + 1]) &&
+           (path[i + 2] == 'm' || path[i + 2] == 'M') && path[i + 3] == '.';
+}
+
+static char *am_pm_variant(const char *path)
+{
+    return swap_bytes(path, before_am_pm, "\xe2\x80\xaf");
+}
+
+static bool straight_quote(const char *path, size_t i, size_t len)
+{
+    (void)len;
+    return path[i] == '\'';
+}
+
+static char *curly_quote_variant(const char *path)
+{
+    return swap_bytes(path, straight_quote, "\xe2\x80\x99");
 }
 
 static char *nfd_variant(const char *path)
