@@ -1,7 +1,9 @@
-/* Helper processes tied to their parent (proc.h). Host context. */
+/* Helper processes tied to their parent, and ending a child (proc.h). Host
+ * context. */
 #include "util/proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -35,4 +37,18 @@ void proc_end(pid_t pid, int pidfd, int grace_ms)
         kill(pid, SIGKILL);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
+}
+
+pid_t proc_fork_pipe(int p[2])
+{
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid >= 0)
+        return pid;
+    int saved = errno;
+    close(p[0]);
+    close(p[1]);
+    errno = saved;
+    return -1;
 }

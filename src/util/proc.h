@@ -18,3 +18,8 @@ pid_t proc_fork_tied(int sv[2], int type, const char *what, struct cordon_error 
  * own (through PIDFD; without a pidfd, or with 0, it does not wait), then
  * SIGKILLs it and reaps it, retrying after EINTR. PIDFD stays open. */
 void proc_end(pid_t pid, int pidfd, int grace_ms);
+
+/* A pipe (O_CLOEXEC) in p, then fork: the child's pid (0 in the child)
+ * with both ends open, each side closing the end it does not use; -1 with
+ * errno and no end open on failure. */
+pid_t proc_fork_pipe(int p[2]);

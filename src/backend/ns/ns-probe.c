@@ -8,6 +8,7 @@
 #include "backend/probe.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
+#include "util/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -138,16 +139,11 @@ out:;
 static int try_namespaces(struct trial *t)
 {
     int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
     uid_t uid = geteuid();
     gid_t gid = getegid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(p[0]);
-        close(p[1]);
+    pid_t pid = proc_fork_pipe(p);
+    if (pid < 0)
         return -1;
-    }
     if (pid == 0) {
         close(p[0]);
         trial_in_child(p[1], uid, gid);
