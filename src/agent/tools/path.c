@@ -58,21 +58,13 @@ char *tool_expand_path(const char *path, const struct tool_env *env)
     return TAKE_PTR(spaced);
 }
 
-/* Node's path.resolve(cwd, rel) for an absolute cwd: segments joined, "."
- * dropped, ".." pops (never above "/"), no trailing slash. */
-static char *resolve_lexically(const char *cwd, const char *rel)
+char *tool_normalize_path(const char *path)
 {
-    size_t cap = strlen(cwd) + strlen(rel) + 3;
-    _cleanup_free_ char *joined = malloc(cap);
-    char *out = malloc(cap);
-    if (!joined || !out) {
-        free(out);
+    char *out = malloc(strlen(path) + 2);
+    if (!out)
         return NULL;
-    }
-    snprintf(joined, cap, "%s/%s", cwd, rel);
-
     size_t olen = 0;
-    const char *p = joined;
+    const char *p = path;
     while (*p) {
         while (*p == '/')
             p++;
@@ -97,6 +89,17 @@ static char *resolve_lexically(const char *cwd, const char *rel)
         out[olen++] = '/';
     out[olen] = '\0';
     return out;
+}
+
+/* Node's path.resolve(cwd, rel) for an absolute cwd. */
+static char *resolve_lexically(const char *cwd, const char *rel)
+{
+    size_t cap = strlen(cwd) + strlen(rel) + 3;
+    _cleanup_free_ char *joined = malloc(cap);
+    if (!joined)
+        return NULL;
+    snprintf(joined, cap, "%s/%s", cwd, rel);
+    return tool_normalize_path(joined);
 }
 
 char *tool_resolve_path(const char *path, const struct tool_env *env)
