@@ -31,6 +31,13 @@ int fs_mkdir_p(const char *path, mode_t mode)
     return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+void fs_close(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
 int fs_write_file(const char *path, const char *text)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);

@@ -748,9 +748,7 @@ int docker_sandbox_start(const struct launch *l, char *const *agent_argv, bool s
 static void docker_stop(struct sandbox *sb)
 {
     struct docker_state *st = sb->priv;
-    if (sb->channel_fd >= 0)
-        close(sb->channel_fd);
-    sb->channel_fd = -1;
+    fs_close(&sb->channel_fd);
     if (sb->pid > 0) {
         struct pollfd p = {sb->pidfd, POLLIN, 0};
         bool running = sb->pidfd < 0 || poll(&p, 1, 0) == 0;
@@ -761,9 +759,7 @@ static void docker_stop(struct sandbox *sb)
         proc_end(sb->pid, sb->pidfd, 2000);
         sb->pid = -1;
     }
-    if (sb->pidfd >= 0)
-        close(sb->pidfd);
-    sb->pidfd = -1;
+    fs_close(&sb->pidfd);
     if (st && st->dir[0]) {
         char parent[PATH_MAX];
         snprintf(parent, sizeof(parent), "%s", st->dir);

@@ -3,6 +3,7 @@
  * run-ns.c. Host context (supervisor). */
 #include "backend/ns/ns.h"
 #include "supervisor/launch.h"
+#include "util/fs.h"
 #include "util/log.h"
 #include "util/proc.h"
 
@@ -73,9 +74,7 @@ static int ns_serve_start(const struct launch *l, struct sandbox *sb, struct cor
 static void ns_stop(struct sandbox *sb)
 {
     struct ns_sandbox *ns = sb->priv;
-    if (sb->channel_fd >= 0)
-        close(sb->channel_fd);
-    sb->channel_fd = -1;
+    fs_close(&sb->channel_fd);
     if (ns && ns->pid > 0) {
         proc_end(ns->pid, ns->pidfd, 0);
         ns_sandbox_release(ns);
