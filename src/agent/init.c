@@ -19,6 +19,7 @@
 #include "proto/init-channel.h"
 #include "net/fdpass.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -158,13 +159,6 @@ static struct {
     char end[128];
 } probe = {.io = PROBE_IO_INIT, .exec_fd = -1};
 
-static void close_fd(int *fd)
-{
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
 /* The probe's child side: stdin and stdout/stderr on the pipes, nothing
  * else of init's (fd 3 is not CLOEXEC: it was dup2'ed there), then the
  * agent's probe mode. CTX: the environment. */
@@ -234,7 +228,7 @@ static void probe_start(char *const *envp)
  * host). */
 static void probe_execed(void)
 {
-    close_fd(&probe.exec_fd);
+    fs_close(&probe.exec_fd);
     int pidfd = (int)syscall(SYS_pidfd_open, probe.io.pid, 0);
     int rc = fdpass_send(CONTROL_FD, "S", 1, pidfd);
     if (pidfd >= 0)
@@ -246,7 +240,7 @@ static void probe_execed(void)
 /* After the probe was reaped: the rest of its output, then the answer. */
 static void probe_finish(void)
 {
-    close_fd(&probe.exec_fd);
+    fs_close(&probe.exec_fd);
     char end[128];
     probe_io_reaped(&probe.io, probe.status, end, sizeof(end));
     probe_answer_now(end);
@@ -404,7 +398,7 @@ static int init_poll_channel(const struct init_options *o, char *const *envp, in
         probe.answering = false;
         close(CONTROL_FD);
         *control = false;
-        close_fd(sigfd);
+        fs_close(sigfd);
         probe_io_kill(&probe.io);
         return 0;
     }

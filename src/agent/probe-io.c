@@ -3,6 +3,7 @@
 #include "agent/probe-io.h"
 #include "proto/init-channel.h"
 #include "util/clock.h"
+#include "util/fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,13 +13,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static void close_fd(int *fd)
-{
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
 
 const char *probe_io_spawn(struct probe_io *p, const char *request, size_t len,
                            probe_io_child_fn child, void *ctx)
@@ -74,7 +68,7 @@ void probe_io_read(struct probe_io *p)
         if (n < 0 && errno == EAGAIN)
             return;
         if (n <= 0) {
-            close_fd(&p->out_fd);
+            fs_close(&p->out_fd);
             return;
         }
         if (dst == scratch)
@@ -98,7 +92,7 @@ void probe_io_write(struct probe_io *p)
             break; /* it left without reading all: its end says why */
         p->in_done += (size_t)n;
     }
-    close_fd(&p->in_fd);
+    fs_close(&p->in_fd);
 }
 
 int probe_io_timeout_ms(const struct probe_io *p)
@@ -144,6 +138,6 @@ void probe_io_reaped(struct probe_io *p, int status, char *end, size_t size)
 
 void probe_io_close(struct probe_io *p)
 {
-    close_fd(&p->in_fd);
-    close_fd(&p->out_fd);
+    fs_close(&p->in_fd);
+    fs_close(&p->out_fd);
 }

@@ -51,6 +51,22 @@ static json_t *outcome(int rc, int e)
     return json_string(rc >= 0 ? "ok" : errno_name(e));
 }
 
+/* One observation per element of LIST, in order; an element ONE answers
+ * NULL for (not the shape asked for) is passed over. */
+static json_t *observe_each(json_t *list, json_t *(*one)(json_t *item, const void *ctx),
+                            const void *ctx)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *item;
+    json_array_foreach (list, i, item) {
+        json_t *o = one(item, ctx);
+        if (o)
+            json_array_append_new(out, o);
+    }
+    return out;
+}
+
 static json_t *status_fields(const char *path)
 {
     static const char *const keys[] = {"Seccomp", "Seccomp_filters", "NoNewPrivs", "CapInh",
@@ -168,34 +184,29 @@ static json_t *environment(json_t *req)
     return o;
 }
 
-/* Host paths: does the same file (device and inode) exist here, can it be
- * read? */
-static json_t *host_paths(json_t *req)
+/* A host path: does the same file (device and inode) exist here, can it
+ * be read? */
+static json_t *host_path(json_t *p, const void *ctx)
 {
-    json_t *out = json_array();
-    size_t i;
-    json_t *p;
-    json_array_foreach (json_object_get(req, "host_paths"), i, p) {
-        const char *path = json_string_value(json_object_get(p, "path"));
-        if (!path)
-            continue;
-        json_t *o = json_pack("{s:s}", "path", path);
-        struct stat st;
-        if (lstat(path, &st) < 0) {
-            json_object_set_new(o, "stat", json_string(errno_name(errno)));
-        } else {
-            json_object_set_new(o, "stat", json_string("ok"));
-            bool same = (json_int_t)st.st_dev == json_integer_value(json_object_get(p, "dev")) &&
-                        (json_int_t)st.st_ino == json_integer_value(json_object_get(p, "ino"));
-            json_object_set_new(o, "same_as_host", json_boolean(same));
-            int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-            json_object_set_new(o, "open", outcome(fd, errno));
-            if (fd >= 0)
-                close(fd);
-        }
-        json_array_append_new(out, o);
+    (void)ctx;
+    const char *path = json_string_value(json_object_get(p, "path"));
+    if (!path)
+        return NULL;
+    json_t *o = json_pack("{s:s}", "path", path);
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        json_object_set_new(o, "stat", json_string(errno_name(errno)));
+        return o;
     }
-    return out;
+    json_object_set_new(o, "stat", json_string("ok"));
+    bool same = (json_int_t)st.st_dev == json_integer_value(json_object_get(p, "dev")) &&
+                (json_int_t)st.st_ino == json_integer_value(json_object_get(p, "ino"));
+    json_object_set_new(o, "same_as_host", json_boolean(same));
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    json_object_set_new(o, "open", outcome(fd, errno));
+    if (fd >= 0)
+        close(fd);
+    return o;
 }
 
 static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len)
@@ -427,17 +438,17 @@ static json_t *guest_docker(void)
     return o;
 }
 
+static json_t *known_socket(json_t *path, const void *ctx)
+{
+    (void)ctx;
+    return json_is_string(path) ? try_unix(json_string_value(path)) : NULL;
+}
+
 static json_t *sockets(json_t *req)
 {
     json_t *o = json_object();
-    json_t *known = json_array();
-    size_t i;
-    json_t *p;
-    json_array_foreach (json_object_get(req, "sockets"), i, p) {
-        if (json_is_string(p))
-            json_array_append_new(known, try_unix(json_string_value(p)));
-    }
-    json_object_set_new(o, "known", known);
+    json_object_set_new(o, "known",
+                        observe_each(json_object_get(req, "sockets"), known_socket, NULL));
     struct scan sc = {.found = json_array(),
                       .host_paths = json_object_get(req, "host_paths"),
                       .found_host = json_array()};
@@ -449,66 +460,62 @@ static json_t *sockets(json_t *req)
     return o;
 }
 
-static json_t *tcp_attempts(json_t *req)
+static json_t *tcp_attempt(json_t *t, const void *ctx)
 {
-    json_t *out = json_array();
-    size_t i;
-    json_t *t;
-    json_array_foreach (json_object_get(req, "tcp"), i, t) {
-        const char *addr = json_string_value(json_object_get(t, "addr"));
-        json_int_t port = json_integer_value(json_object_get(t, "port"));
-        if (!addr)
-            continue;
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-        json_t *o = json_pack("{s:s, s:I}", "addr", addr, "port", port);
-        if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-            json_object_set_new(o, "connect", json_string("EINVAL"));
-        } else {
-            _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            int rc = fd < 0 ? -1 : connect_timeout(fd, (struct sockaddr *)&sa, sizeof(sa));
-            json_object_set_new(o, "connect", outcome(rc, errno));
-        }
-        json_array_append_new(out, o);
-    }
-    return out;
-}
-
-/* Allowlist mode: asks cordon's proxy (inside, on loopback) to CONNECT to
- * each target; the status line is the observation. */
-static json_t *proxy_attempts(json_t *req)
-{
-    json_t *out = json_array();
-    json_t *proxy = json_object_get(req, "proxy");
-    json_int_t port = json_integer_value(json_object_get(proxy, "port"));
-    size_t i;
-    json_t *t;
-    json_array_foreach (json_object_get(proxy, "targets"), i, t) {
-        const char *target = json_string_value(t);
-        if (!target || port <= 0)
-            continue;
-        json_t *o = json_pack("{s:s}", "target", target);
-        struct sockaddr_in sa = {.sin_family = AF_INET,
-                                 .sin_port = htons((uint16_t)port),
-                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    (void)ctx;
+    const char *addr = json_string_value(json_object_get(t, "addr"));
+    json_int_t port = json_integer_value(json_object_get(t, "port"));
+    if (!addr)
+        return NULL;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    json_t *o = json_pack("{s:s, s:I}", "addr", addr, "port", port);
+    if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+        json_object_set_new(o, "connect", json_string("EINVAL"));
+    } else {
         _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         int rc = fd < 0 ? -1 : connect_timeout(fd, (struct sockaddr *)&sa, sizeof(sa));
         json_object_set_new(o, "connect", outcome(rc, errno));
-        char line[512] = "";
-        if (rc == 0) {
-            char msg[256];
-            int n = snprintf(msg, sizeof(msg), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target,
-                             target);
-            struct pollfd p = {fd, POLLIN, 0};
-            if (send(fd, msg, (size_t)n, MSG_NOSIGNAL) == n && poll(&p, 1, 3000) > 0) {
-                ssize_t m = recv(fd, line, sizeof(line) - 1, 0);
-                line[m > 0 ? m : 0] = '\0';
-                line[strcspn(line, "\r\n")] = '\0';
-            }
-        }
-        json_object_set_new(o, "status", json_string(line));
-        json_array_append_new(out, o);
     }
-    return out;
+    return o;
+}
+
+/* Allowlist mode: asks cordon's proxy (inside, on loopback, at the port
+ * ctx points to) to CONNECT to the target; the status line is the
+ * observation. */
+static json_t *proxy_attempt(json_t *t, const void *ctx)
+{
+    json_int_t port = *(const json_int_t *)ctx;
+    const char *target = json_string_value(t);
+    if (!target || port <= 0)
+        return NULL;
+    json_t *o = json_pack("{s:s}", "target", target);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int rc = fd < 0 ? -1 : connect_timeout(fd, (struct sockaddr *)&sa, sizeof(sa));
+    json_object_set_new(o, "connect", outcome(rc, errno));
+    char line[512] = "";
+    if (rc == 0) {
+        char msg[256];
+        int n =
+            snprintf(msg, sizeof(msg), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target);
+        struct pollfd p = {fd, POLLIN, 0};
+        if (send(fd, msg, (size_t)n, MSG_NOSIGNAL) == n && poll(&p, 1, 3000) > 0) {
+            ssize_t m = recv(fd, line, sizeof(line) - 1, 0);
+            line[m > 0 ? m : 0] = '\0';
+            line[strcspn(line, "\r\n")] = '\0';
+        }
+    }
+    json_object_set_new(o, "status", json_string(line));
+    return o;
+}
+
+static json_t *proxy_attempts(json_t *req)
+{
+    json_t *proxy = json_object_get(req, "proxy");
+    json_int_t port = json_integer_value(json_object_get(proxy, "port"));
+    return observe_each(json_object_get(proxy, "targets"), proxy_attempt, &port);
 }
 
 /* The outcome of opening path with flags (O_CREAT: mode 0600); what was
@@ -525,53 +532,42 @@ static json_t *open_outcome(const char *path, int flags, bool remove)
     return outcome(fd, e);
 }
 
-/* Creates each named file (the git metadata check: the host looks for it
+/* Creates the named file (the git metadata check: the host looks for it
  * in its own git directory afterwards); the file stays, in the sandbox's
  * copy, where the session's teardown removes it. */
-static json_t *plant_attempts(json_t *list)
+static json_t *plant_attempt(json_t *p, const void *ctx)
 {
-    json_t *out = json_array();
-    size_t i;
-    json_t *p;
-    json_array_foreach (list, i, p) {
-        const char *path = json_string_value(p);
-        if (path)
-            json_array_append_new(
-                out, json_pack("{s:s, s:o}", "path", path, "write",
-                               open_outcome(path, O_WRONLY | O_CREAT | O_EXCL, false)));
-    }
-    return out;
+    (void)ctx;
+    const char *path = json_string_value(p);
+    if (!path)
+        return NULL;
+    return json_pack("{s:s, s:o}", "path", path, "write",
+                     open_outcome(path, O_WRONLY | O_CREAT | O_EXCL, false));
 }
 
 /* Can a new file be made in a directory (or a file opened for writing)?
  * Nothing is left behind and no existing file is changed: O_WRONLY without
  * O_TRUNC writes nothing. */
-static json_t *write_attempts(json_t *list)
+static json_t *write_attempt(json_t *p, const void *ctx)
 {
-    json_t *out = json_array();
-    size_t i;
-    json_t *p;
-    json_array_foreach (list, i, p) {
-        const char *path = json_string_value(p);
-        if (!path)
-            continue;
-        json_t *o = json_pack("{s:s}", "path", path);
-        struct stat st;
-        if (stat(path, &st) < 0) {
-            json_object_set_new(o, "exists", json_false());
-            json_object_set_new(o, "write", json_string(errno_name(errno)));
-        } else if (S_ISDIR(st.st_mode)) {
-            char tmp[4096];
-            snprintf(tmp, sizeof(tmp), "%s/.cordon-verify-%d-%ld", path, getpid(),
-                     (long)time(NULL));
-            json_object_set_new(o, "write", open_outcome(tmp, O_WRONLY | O_CREAT | O_EXCL, true));
-        } else {
-            json_object_set_new(
-                o, "write", open_outcome(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY, false));
-        }
-        json_array_append_new(out, o);
+    (void)ctx;
+    const char *path = json_string_value(p);
+    if (!path)
+        return NULL;
+    json_t *o = json_pack("{s:s}", "path", path);
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        json_object_set_new(o, "exists", json_false());
+        json_object_set_new(o, "write", json_string(errno_name(errno)));
+    } else if (S_ISDIR(st.st_mode)) {
+        char tmp[4096];
+        snprintf(tmp, sizeof(tmp), "%s/.cordon-verify-%d-%ld", path, getpid(), (long)time(NULL));
+        json_object_set_new(o, "write", open_outcome(tmp, O_WRONLY | O_CREAT | O_EXCL, true));
+    } else {
+        json_object_set_new(o, "write",
+                            open_outcome(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY, false));
     }
-    return out;
+    return o;
 }
 
 /* How many pids /proc/PID/status's NSpid names (the namespaces from this
@@ -738,15 +734,19 @@ int agent_probe(void)
     json_object_set_new(out, "ns", namespaces("/proc/self"));
     json_object_set_new(out, "syscalls", syscall_attempts());
     json_object_set_new(out, "env", environment(req));
-    json_object_set_new(out, "host_paths", host_paths(req));
+    json_object_set_new(out, "host_paths",
+                        observe_each(json_object_get(req, "host_paths"), host_path, NULL));
     /* Before the socket scan: it identifies the guest's own socket. */
     json_object_set_new(out, "guest_docker", guest_docker());
     json_object_set_new(out, "sockets", sockets(req));
-    json_object_set_new(out, "tcp", tcp_attempts(req));
+    json_object_set_new(out, "tcp", observe_each(json_object_get(req, "tcp"), tcp_attempt, NULL));
     json_object_set_new(out, "proxy", proxy_attempts(req));
-    json_object_set_new(out, "writable", write_attempts(json_object_get(req, "writable")));
-    json_object_set_new(out, "readonly", write_attempts(json_object_get(req, "readonly")));
-    json_object_set_new(out, "plant", plant_attempts(json_object_get(req, "plant")));
+    json_object_set_new(out, "writable",
+                        observe_each(json_object_get(req, "writable"), write_attempt, NULL));
+    json_object_set_new(out, "readonly",
+                        observe_each(json_object_get(req, "readonly"), write_attempt, NULL));
+    json_object_set_new(out, "plant",
+                        observe_each(json_object_get(req, "plant"), plant_attempt, NULL));
     json_object_set_new(out, "processes", processes(req));
     json_object_set_new(out, "fds", descriptors());
     json_object_set_new(out, "landlock", landlock());

@@ -29,6 +29,7 @@
 #include "config/trust-guard.h"
 #include "config/trust.h"
 #include "util/cleanup.h"
+#include "util/fs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -88,21 +89,8 @@ void trust_guard_hash_file(const char *workspace, char hash[TRUST_GUARD_HASH_SIZ
  * deleted marker would bring back the nudge. */
 static int guard_dir_open(const char *dir, bool create, struct cordon_error *err)
 {
-    if (create) {
-        _cleanup_free_ char *path = strdup(dir);
-        if (!path)
-            return error_set(err, ENOMEM, "%s", dir);
-        for (char *p = path + 1; *p; p++) {
-            if (*p != '/')
-                continue;
-            *p = '\0';
-            if (mkdir(path, 0700) < 0 && errno != EEXIST)
-                return error_set(err, errno, "trust guard: mkdir %s", path);
-            *p = '/';
-        }
-        if (mkdir(path, 0700) < 0 && errno != EEXIST)
-            return error_set(err, errno, "trust guard: mkdir %s", path);
-    }
+    if (create && fs_mkdir_p(dir, 0700) < 0)
+        return error_set(err, errno, "trust guard: mkdir %s", dir);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0 && errno == ENOENT && !create)
         return -2;
@@ -122,6 +110,20 @@ static int guard_dir_open(const char *dir, bool create, struct cordon_error *err
                          dir);
     }
     return fd;
+}
+
+/* The guard directory as it is (not created) in *ret_dirfd and WORKSPACE's
+ * key in it: 1; 0 when there is no guard directory (nothing was recorded,
+ * *ret_dirfd untouched); -1 on error. */
+static int guard_dir_lookup(const char *dir, const char *workspace, int *ret_dirfd,
+                            char key[GUARD_KEY_SIZE], struct cordon_error *err)
+{
+    int fd = guard_dir_open(dir, false, err);
+    if (fd < 0)
+        return fd == -2 ? 0 : -1;
+    guard_key(workspace, key);
+    *ret_dirfd = fd;
+    return 1;
 }
 
 /* A listing of the guard directory from its start. A duplicate shares the
@@ -345,13 +347,11 @@ int trust_guard_written(const char *guard_dir, const char *workspace, const char
                         bool *ret_written, struct cordon_error *err)
 {
     *ret_written = false;
-    _cleanup_close_ int dirfd = guard_dir_open(guard_dir, false, err);
-    if (dirfd == -2)
-        return 0;
-    if (dirfd < 0)
-        return -1;
+    _cleanup_close_ int dirfd = -1;
     char key[GUARD_KEY_SIZE];
-    guard_key(workspace, key);
+    int found = guard_dir_lookup(guard_dir, workspace, &dirfd, key, err);
+    if (found <= 0)
+        return found;
     char name[GUARD_NAME_MAX];
     snprintf(name, sizeof(name), "%s.%s.written", key, hash);
     if (faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -531,13 +531,11 @@ int trust_note_session_end(struct trust_guard *g, struct cordon_error *err)
 
 int trust_guard_forget(const char *guard_dir, const char *workspace, struct cordon_error *err)
 {
-    _cleanup_close_ int dirfd = guard_dir_open(guard_dir, false, err);
-    if (dirfd == -2)
-        return 0;
-    if (dirfd < 0)
-        return -1;
+    _cleanup_close_ int dirfd = -1;
     char key[GUARD_KEY_SIZE];
-    guard_key(workspace, key);
+    int found = guard_dir_lookup(guard_dir, workspace, &dirfd, key, err);
+    if (found <= 0)
+        return found;
     if (settle_dead(dirfd, guard_dir, key, NULL, err) < 0)
         return -1;
     DIR *d = guard_scan(dirfd);

@@ -208,35 +208,7 @@ static char *normalise_absolute(const char *path)
 {
     if (!path || path[0] != '/' || strlen(path) >= PATH_MAX)
         return NULL;
-    char *out = malloc(strlen(path) + 2);
-    if (!out)
-        return NULL;
-    size_t len = 0;
-    const char *p = path;
-    while (*p) {
-        while (*p == '/')
-            p++;
-        const char *start = p;
-        while (*p && *p != '/')
-            p++;
-        size_t n = (size_t)(p - start);
-        if (n == 0 || (n == 1 && start[0] == '.'))
-            continue;
-        if (n == 2 && start[0] == '.' && start[1] == '.') {
-            while (len > 0 && out[len - 1] != '/')
-                len--;
-            if (len > 0)
-                len--;
-            continue;
-        }
-        out[len++] = '/';
-        memcpy(out + len, start, n);
-        len += n;
-    }
-    if (len == 0)
-        out[len++] = '/';
-    out[len] = '\0';
-    return out;
+    return tool_normalize_path(path);
 }
 
 static bool path_under(const char *path, const char *dir)

@@ -31,6 +31,28 @@ int fs_mkdir_p(const char *path, mode_t mode)
     return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+void fs_close(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+int fs_write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t len = strlen(text);
+    ssize_t written = write(fd, text, len);
+    int saved = written < 0 ? errno : EIO;
+    close(fd);
+    if (written == (ssize_t)len)
+        return 0;
+    errno = saved;
+    return -1;
+}
+
 ssize_t fs_read_full(int fd, char *buf, size_t size)
 {
     size_t len = 0;

@@ -14,6 +14,15 @@ int fs_mkdir_p(const char *path, mode_t mode);
  * non-blocking FD is full. 0, or -1 with errno. */
 int fs_write_all(int fd, const void *buf, size_t len);
 
+/* Closes *FD when it is open and marks it closed (-1): for fds that a
+ * struct owns and more than one path may end. */
+void fs_close(int *fd);
+
+/* Writes TEXT to the existing file PATH in one write(2), as /proc's
+ * uid_map, gid_map and setgroups want it (a short write is EIO). 0, or -1
+ * with errno. Nothing is allocated: usable in a forked child. */
+int fs_write_file(const char *path, const char *text);
+
 /* Reads until end of file or until SIZE bytes are in BUF, retrying after
  * EINTR: how many were read, or -1 with errno. */
 ssize_t fs_read_full(int fd, char *buf, size_t size);

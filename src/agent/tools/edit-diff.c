@@ -2,6 +2,7 @@
  * host context. */
 #include "agent/tools/edit-diff.h"
 #include "util/cleanup.h"
+#include "util/strbuf.h"
 
 #include <stdbool.h>
 #include <limits.h>
@@ -167,36 +168,16 @@ static struct component *add_to_path(struct arena *a, const struct path *p, int 
     return component_new(a, 1, kind, last);
 }
 
-struct out_buf {
-    char *data;
-    size_t len, cap;
-};
-
-static void out_add(struct out_buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->len + n + 1) * 2;
-        char *grown = realloc(b->data, cap);
-        if (!grown)
-            return;
-        b->data = grown;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
-static void out_line(struct out_buf *b, char sign, size_t width, size_t num, const char *text,
+static void out_line(struct strbuf *b, char sign, size_t width, size_t num, const char *text,
                      size_t text_len)
 {
     char head[64];
     int n = num ? snprintf(head, sizeof(head), "%c%*zu ", sign, (int)width, num)
                 : snprintf(head, sizeof(head), "%c%*s ", sign, (int)width, "");
     if (b->len)
-        out_add(b, "\n", 1);
-    out_add(b, head, (size_t)n);
-    out_add(b, text, text_len);
+        strbuf_append(b, "\n", 1);
+    strbuf_append(b, head, (size_t)n);
+    strbuf_append(b, text, text_len);
 }
 
 /* jsdiff's Myers search with its tie-breaking: the component chain of the
@@ -260,7 +241,7 @@ static struct component *diff_components(struct arena *a, const struct line_toke
 /* Where the rendering stands: the next line numbers and tokens of each
  * side, the number column's width. */
 struct render {
-    struct out_buf out;
+    struct strbuf out;
     const struct line_tokens *o, *n;
     size_t width, old_num, new_num, old_tok, new_tok;
 };
@@ -344,7 +325,7 @@ static void render_diff(struct render *r, struct component *const *list, size_t 
                         size_t *first_changed_line)
 {
     bool last_was_change = false;
-    out_add(&r->out, "", 0);
+    strbuf_append(&r->out, "", 0);
     for (size_t i = 0; i < ncomp; i++) {
         const struct component *c = list[i];
         /* The lines of this part: its tokens without their newlines. */
@@ -400,5 +381,5 @@ done:
     free(o.len);
     free(n.start);
     free(n.len);
-    return r.out.data;
+    return r.out.buf;
 }

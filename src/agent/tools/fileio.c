@@ -97,14 +97,14 @@ static int write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
-/* fd is open for writing: a FIFO, device or other file that is not
- * regular is written in place (truncated where it can be), as Node's
- * writeFile does: 0, or -1 with errno. 1 (st filled) for a regular file,
- * which is replaced instead. */
+/* fd is open for writing (or -1, errno from its open: -1): a FIFO, device
+ * or other file that is not regular is written in place (truncated where
+ * it can be), as Node's writeFile does: 0, or -1 with errno. 1 (st filled)
+ * for a regular file, which is replaced instead. */
 static int write_in_place(int fd, struct stat *st, const char *data, size_t len,
                           const char **syscall)
 {
-    if (fstat(fd, st) < 0)
+    if (fd < 0 || fstat(fd, st) < 0)
         return -1;
     if (S_ISREG(st->st_mode))
         return 1;
@@ -207,8 +207,6 @@ int tool_write_file(const char *path, const char *data, size_t len, const char *
         }
         return write_replace(path, NULL, data, len, syscall);
     }
-    if (fd < 0)
-        return -1;
     struct stat st;
     int in_place = write_in_place(fd, &st, data, len, syscall);
     if (in_place != 1)
@@ -291,8 +289,6 @@ int tool_write_file_at(int dirfd, const char *name, const char *data, size_t len
     _cleanup_close_ int fd = open_no_symlinks(dirfd, name, O_WRONLY | O_NONBLOCK | O_NOCTTY);
     if (fd < 0 && errno == ENOENT)
         return write_replace_at(dirfd, name, NULL, data, len, syscall);
-    if (fd < 0)
-        return -1;
     struct stat st;
     int in_place = write_in_place(fd, &st, data, len, syscall);
     if (in_place != 1)

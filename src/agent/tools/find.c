@@ -13,6 +13,7 @@
 #include "agent/tools/truncate.h"
 #include "agent/tools/walk.h"
 #include "util/cleanup.h"
+#include "util/strbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,27 +35,13 @@ struct find_walk {
     bool full_path;
     size_t limit; /* 0: none */
     size_t count;
-    char *out;
-    size_t out_len, out_cap;
+    struct strbuf out;
     bool overflow;
 };
 
 static int out_append(struct find_walk *fw, const char *s, size_t n)
 {
-    if (fw->out_len + n + 1 > fw->out_cap) {
-        size_t cap = fw->out_cap ? fw->out_cap * 2 : 4096;
-        while (cap < fw->out_len + n + 1)
-            cap *= 2;
-        char *p = realloc(fw->out, cap);
-        if (!p)
-            return -1;
-        fw->out = p;
-        fw->out_cap = cap;
-    }
-    memcpy(fw->out + fw->out_len, s, n);
-    fw->out_len += n;
-    fw->out[fw->out_len] = '\0';
-    return 0;
+    return strbuf_append(&fw->out, s, n);
 }
 
 static int find_visit(void *ctx, const struct walk_entry *e, struct cordon_error *err)
@@ -70,7 +57,7 @@ static int find_visit(void *ctx, const struct walk_entry *e, struct cordon_error
     fw->count++;
     if (fw->limit && fw->count >= fw->limit)
         return 1;
-    if (fw->out_len > FIND_OUTPUT_MAX) {
+    if (fw->out.len > FIND_OUTPUT_MAX) {
         fw->overflow = true;
         return 1;
     }
@@ -244,17 +231,17 @@ static int find_report(const char *raw, size_t raw_len, const char *search_path,
         return tool_result_error(res, "out of memory");
     struct find_walk rel = {0};
     if (relativize_output(text, text_len, search_path, &rel) < 0) {
-        free(rel.out);
+        free(rel.out.buf);
         return tool_result_error(res, "out of memory");
     }
-    _cleanup_free_ char *joined = rel.out;
+    _cleanup_free_ char *joined = rel.out.buf;
     size_t result_count = 0;
-    for (size_t i = 0; i < rel.out_len; i++)
+    for (size_t i = 0; i < rel.out.len; i++)
         result_count += joined[i] == '\n';
-    result_count += rel.out_len > 0 ? 1 : 0;
+    result_count += rel.out.len > 0 ? 1 : 0;
 
     struct truncation t;
-    truncate_head(joined, rel.out_len, JS_MAX_SAFE_INTEGER, 0, &t);
+    truncate_head(joined, rel.out.len, JS_MAX_SAFE_INTEGER, 0, &t);
     bool limit_reached = result_count >= limit;
     json_t *details = json_object();
     char *notices = NULL;
@@ -333,8 +320,8 @@ int tool_find(const struct tool_env *env, json_t *args, struct tool_result *res)
     };
     int r = walk_tree(search_path, &options, &err);
     tool_glob_free(fw.glob);
-    _cleanup_free_ char *raw = fw.out;
-    size_t raw_len = fw.out_len;
+    _cleanup_free_ char *raw = fw.out.buf;
+    size_t raw_len = fw.out.len;
     if (r < 0)
         return tool_result_error(res, "[fd error]: %s", err.message);
     if (raw_len == 0)

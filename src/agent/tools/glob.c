@@ -5,6 +5,7 @@
 #include "agent/tools/glob.h"
 
 #include "util/cleanup.h"
+#include "util/strbuf.h"
 
 #include <errno.h>
 #include <pcre2.h>
@@ -24,38 +25,6 @@ struct tool_glob {
     pcre2_match_context *match_context;
 };
 
-struct strbuf {
-    char *buf;
-    size_t len, cap;
-    bool failed;
-};
-
-static void sb_append(struct strbuf *sb, const char *s, size_t n)
-{
-    if (sb->failed)
-        return;
-    if (sb->len + n + 1 > sb->cap) {
-        size_t cap = sb->cap ? sb->cap * 2 : 64;
-        while (cap < sb->len + n + 1)
-            cap *= 2;
-        char *p = realloc(sb->buf, cap);
-        if (!p) {
-            sb->failed = true;
-            return;
-        }
-        sb->buf = p;
-        sb->cap = cap;
-    }
-    memcpy(sb->buf + sb->len, s, n);
-    sb->len += n;
-    sb->buf[sb->len] = '\0';
-}
-
-static void sb_puts(struct strbuf *sb, const char *s)
-{
-    sb_append(sb, s, strlen(s));
-}
-
 /* One pattern byte as a regex literal: ASCII punctuation escaped, other
  * bytes (UTF-8 sequences included) copied through. */
 static void sb_literal(struct strbuf *sb, unsigned char c)
@@ -63,10 +32,10 @@ static void sb_literal(struct strbuf *sb, unsigned char c)
     if (c < 0x80 && !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) {
         char esc[8];
         int n = snprintf(esc, sizeof(esc), "\\x{%x}", c);
-        sb_append(sb, esc, (size_t)n);
+        strbuf_append(sb, esc, (size_t)n);
         return;
     }
-    sb_append(sb, (const char *)&c, 1);
+    strbuf_append(sb, (const char *)&c, 1);
 }
 
 /* Length of the UTF-8 sequence starting at p (1 for invalid bytes). */
@@ -95,12 +64,25 @@ struct translator {
     int brace_depth;
 };
 
+/* The pattern's character at t->pos (a UTF-8 sequence, or one byte, which
+ * becomes a regex literal) copied to the output: how many bytes it was. */
+static size_t copy_char(struct translator *t)
+{
+    size_t n = utf8_seq_len(t->p + t->pos, t->len - t->pos);
+    if (n == 1)
+        sb_literal(&t->out, t->p[t->pos]);
+    else
+        strbuf_append(&t->out, (const char *)t->p + t->pos, n);
+    t->pos += n;
+    return n;
+}
+
 static int translate_class(struct translator *t, struct cordon_error *err)
 {
     /* t->pos is just after '['. */
-    sb_puts(&t->out, "[");
+    strbuf_puts(&t->out, "[");
     if (t->pos < t->len && (t->p[t->pos] == '!' || t->p[t->pos] == '^')) {
-        sb_puts(&t->out, "^");
+        strbuf_puts(&t->out, "^");
         t->pos++;
     }
     bool first = true;
@@ -113,28 +95,19 @@ static int translate_class(struct translator *t, struct cordon_error *err)
             break;
         }
         first = false;
-        size_t n = utf8_seq_len(t->p + t->pos, t->len - t->pos);
-        if (n == 1)
-            sb_literal(&t->out, c);
-        else
-            sb_append(&t->out, (const char *)t->p + t->pos, n);
-        t->pos += n;
+        size_t n = copy_char(t);
         /* A range: "a-z", but '-' before ']' is a literal. */
         if (t->pos + 1 < t->len && t->p[t->pos] == '-' && t->p[t->pos + 1] != ']') {
             t->pos++;
-            size_t m = utf8_seq_len(t->p + t->pos, t->len - t->pos);
-            if (n == 1 && m == 1 && t->p[t->pos - 2] > t->p[t->pos])
+            bool single = utf8_seq_len(t->p + t->pos, t->len - t->pos) == 1;
+            if (n == 1 && single && t->p[t->pos - 2] > t->p[t->pos])
                 return error_set(err, 0, "invalid range; '%c' > '%c'", t->p[t->pos - 2],
                                  t->p[t->pos]);
-            sb_puts(&t->out, "-");
-            if (m == 1)
-                sb_literal(&t->out, t->p[t->pos]);
-            else
-                sb_append(&t->out, (const char *)t->p + t->pos, m);
-            t->pos += m;
+            strbuf_puts(&t->out, "-");
+            copy_char(t);
         }
     }
-    sb_puts(&t->out, "]");
+    strbuf_puts(&t->out, "]");
     return 0;
 }
 
@@ -166,17 +139,10 @@ static int translate_seq(struct translator *t, struct cordon_error *err)
             if (t->pos + 1 >= t->len)
                 return error_set(err, 0, "dangling '\\'");
             t->pos++;
-            {
-                size_t n = utf8_seq_len(t->p + t->pos, t->len - t->pos);
-                if (n == 1)
-                    sb_literal(&t->out, t->p[t->pos]);
-                else
-                    sb_append(&t->out, (const char *)t->p + t->pos, n);
-                t->pos += n;
-            }
+            copy_char(t);
             break;
         case '?':
-            sb_puts(&t->out, any);
+            strbuf_puts(&t->out, any);
             t->pos++;
             break;
         case '*': {
@@ -192,31 +158,31 @@ static int translate_seq(struct translator *t, struct cordon_error *err)
                     bool leading = star == 0 || t->p[star - 1] != '/';
                     bool trailing = after >= t->len || t->p[after] != '/';
                     if (leading && trailing) {
-                        sb_puts(&t->out, ".*");
+                        strbuf_puts(&t->out, ".*");
                         t->pos = after;
                     } else if (leading) {
                         /* "**" + "/": any number of leading components. */
-                        sb_puts(&t->out, "(?:/?|.*/)");
+                        strbuf_puts(&t->out, "(?:/?|.*/)");
                         t->pos = after + 1;
                     } else if (trailing) {
                         /* The "/" was emitted already: "a/" + "**" matches inside a. */
-                        sb_puts(&t->out, ".*");
+                        strbuf_puts(&t->out, ".*");
                         t->pos = after;
                     } else {
                         /* "/" + "**" + "/": zero or more components; the
                          * emitted '/' already stands for the zero case. */
-                        sb_puts(&t->out, "(?:.*/)?");
+                        strbuf_puts(&t->out, "(?:.*/)?");
                         t->pos = after + 1;
                     }
                     break;
                 }
-                sb_puts(&t->out, any);
-                sb_puts(&t->out, "*");
+                strbuf_puts(&t->out, any);
+                strbuf_puts(&t->out, "*");
                 t->pos = after;
                 break;
             }
-            sb_puts(&t->out, any);
-            sb_puts(&t->out, "*");
+            strbuf_puts(&t->out, any);
+            strbuf_puts(&t->out, "*");
             t->pos++;
             break;
         }
@@ -234,7 +200,7 @@ static int translate_seq(struct translator *t, struct cordon_error *err)
                 return error_set(err, 0, "nested alternate groups are not allowed");
             t->pos++;
             t->brace_depth++;
-            sb_puts(&t->out, "(?:");
+            strbuf_puts(&t->out, "(?:");
             for (;;) {
                 if (translate_seq(t, err) < 0)
                     return -1;
@@ -243,7 +209,7 @@ static int translate_seq(struct translator *t, struct cordon_error *err)
                                      "unclosed alternate group; missing '}' (maybe escape '{' "
                                      "with '[{]'?)");
                 if (t->p[t->pos] == ',') {
-                    sb_puts(&t->out, "|");
+                    strbuf_puts(&t->out, "|");
                     t->pos++;
                     continue;
                 }
@@ -251,17 +217,11 @@ static int translate_seq(struct translator *t, struct cordon_error *err)
                 break;
             }
             t->brace_depth--;
-            sb_puts(&t->out, ")");
+            strbuf_puts(&t->out, ")");
             break;
         }
-        default: {
-            size_t n = utf8_seq_len(t->p + t->pos, t->len - t->pos);
-            if (n == 1)
-                sb_literal(&t->out, c);
-            else
-                sb_append(&t->out, (const char *)t->p + t->pos, n);
-            t->pos += n;
-        }
+        default:
+            copy_char(t);
         }
     }
     return 0;
@@ -278,12 +238,12 @@ char *tool_glob_to_regex(const char *pattern, size_t len, unsigned flags, struct
         .len = len,
         .flags = flags,
     };
-    sb_puts(&t.out, "^(?:");
+    strbuf_puts(&t.out, "^(?:");
     if (translate_seq(&t, err) < 0) {
         free(t.out.buf);
         return NULL;
     }
-    sb_puts(&t.out, ")\\z");
+    strbuf_puts(&t.out, ")\\z");
     if (t.out.failed) {
         free(t.out.buf);
         error_set(err, ENOMEM, "glob");

@@ -58,21 +58,13 @@ char *tool_expand_path(const char *path, const struct tool_env *env)
     return TAKE_PTR(spaced);
 }
 
-/* Node's path.resolve(cwd, rel) for an absolute cwd: segments joined, "."
- * dropped, ".." pops (never above "/"), no trailing slash. */
-static char *resolve_lexically(const char *cwd, const char *rel)
+char *tool_normalize_path(const char *path)
 {
-    size_t cap = strlen(cwd) + strlen(rel) + 3;
-    _cleanup_free_ char *joined = malloc(cap);
-    char *out = malloc(cap);
-    if (!joined || !out) {
-        free(out);
+    char *out = malloc(strlen(path) + 2);
+    if (!out)
         return NULL;
-    }
-    snprintf(joined, cap, "%s/%s", cwd, rel);
-
     size_t olen = 0;
-    const char *p = joined;
+    const char *p = path;
     while (*p) {
         while (*p == '/')
             p++;
@@ -99,6 +91,17 @@ static char *resolve_lexically(const char *cwd, const char *rel)
     return out;
 }
 
+/* Node's path.resolve(cwd, rel) for an absolute cwd. */
+static char *resolve_lexically(const char *cwd, const char *rel)
+{
+    size_t cap = strlen(cwd) + strlen(rel) + 3;
+    _cleanup_free_ char *joined = malloc(cap);
+    if (!joined)
+        return NULL;
+    snprintf(joined, cap, "%s/%s", cwd, rel);
+    return tool_normalize_path(joined);
+}
+
 char *tool_resolve_path(const char *path, const struct tool_env *env)
 {
     _cleanup_free_ char *expanded = tool_expand_path(path, env);
@@ -115,32 +118,10 @@ static bool path_exists(const char *path)
     return access(path, F_OK) == 0;
 }
 
-/* " AM." / " PM." (any case) get a narrow no-break space, as macOS names
- * screenshots. */
-static char *am_pm_variant(const char *path)
-{
-    size_t len = strlen(path);
-    char *out = malloc(len * 2 + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < len;) {
-        if (path[i] == ' ' && i + 3 < len && strchr("aApP", path[i + 1]) &&
-            (path[i + 2] == 'm' || path[i + 2] == 'M') && path[i + 3] == '.') {
-            memcpy(out + o, "\xe2\x80\xaf", 3);
-            o += 3;
-            memcpy(out + o, path + i + 1, 3);
-            o += 3;
-            i += 4;
-        } else {
-            out[o++] = path[i++];
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
-
-static char *curly_quote_variant(const char *path)
+/* PATH with each byte that SWAPPED accepts (at i, of len) replaced by the
+ * three bytes WITH (a UTF-8 character): pi's macOS name variants. */
+static char *swap_bytes(const char *path, bool (*swapped)(const char *path, size_t i, size_t len),
+                        const char with[static 3])
 {
     size_t len = strlen(path);
     char *out = malloc(len * 3 + 1);
@@ -148,15 +129,39 @@ static char *curly_quote_variant(const char *path)
         return NULL;
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
-        if (path[i] == '\'') {
-            memcpy(out + o, "\xe2\x80\x99", 3);
-            o += 3;
-        } else {
+        if (!swapped(path, i, len)) {
             out[o++] = path[i];
+            continue;
         }
+        memcpy(out + o, with, 3);
+        o += 3;
     }
     out[o] = '\0';
     return out;
+}
+
+/* The space of " AM." / " PM." (any case), which macOS's screenshot names
+ * have as a narrow no-break space. */
+static bool before_am_pm(const char *path, size_t i, size_t len)
+{
+    return path[i] == ' ' && i + 3 < len && strchr("aApP", path[i + 1]) &&
+           (path[i + 2] == 'm' || path[i + 2] == 'M') && path[i + 3] == '.';
+}
+
+static char *am_pm_variant(const char *path)
+{
+    return swap_bytes(path, before_am_pm, "\xe2\x80\xaf");
+}
+
+static bool straight_quote(const char *path, size_t i, size_t len)
+{
+    (void)len;
+    return path[i] == '\'';
+}
+
+static char *curly_quote_variant(const char *path)
+{
+    return swap_bytes(path, straight_quote, "\xe2\x80\x99");
 }
 
 static char *nfd_variant(const char *path)

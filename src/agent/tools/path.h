@@ -14,6 +14,10 @@
 
 /* expandPath(): returns a malloc'd string, or NULL on allocation failure. */
 char *tool_expand_path(const char *path, const struct tool_env *env);
+/* The absolute PATH lexically normalised as Node's path.resolve leaves it:
+ * segments joined, "." dropped, ".." pops (never above "/"), no duplicate
+ * or trailing slash. malloc'd; NULL on allocation failure. */
+char *tool_normalize_path(const char *path);
 /* resolveToCwd(): absolute, normalised; malloc'd; NULL on failure. */
 char *tool_resolve_path(const char *path, const struct tool_env *env);
 /* resolveReadPath(): resolveToCwd plus pi's fallbacks when the file does not

@@ -1,5 +1,6 @@
 /* Rust regex syntax checks for grep (rxsyntax.h). Sandbox or host context. */
 #include "agent/tools/rxsyntax.h"
+#include "util/strbuf.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,9 +20,7 @@ static const char NEWLINE_ERROR[] =
 struct rx {
     const char *p;
     size_t len, pos;
-    char *out;
-    size_t out_len, out_cap;
-    bool failed;
+    struct strbuf out;
 };
 
 /* Column of byte offset `at`, in characters as Rust counts them. */
@@ -58,23 +57,7 @@ static char *parse_error(const char *p, size_t from, size_t to, const char *msg,
 
 static void emit(struct rx *r, const char *s, size_t n)
 {
-    if (r->failed)
-        return;
-    if (r->out_len + n + 1 > r->out_cap) {
-        size_t cap = r->out_cap ? r->out_cap * 2 : 256;
-        while (cap < r->out_len + n + 1)
-            cap *= 2;
-        char *q = realloc(r->out, cap);
-        if (!q) {
-            r->failed = true;
-            return;
-        }
-        r->out = q;
-        r->out_cap = cap;
-    }
-    memcpy(r->out + r->out_len, s, n);
-    r->out_len += n;
-    r->out[r->out_len] = '\0';
+    strbuf_append(&r->out, s, n);
 }
 
 static bool is_hex(char c)
@@ -300,10 +283,10 @@ static char *counted(struct rx *r)
 static void wrap_atom(struct rx *r, size_t from)
 {
     emit(r, "(?:", 3); /* grow by three bytes, then shift */
-    if (r->failed)
+    if (r->out.failed)
         return;
-    memmove(r->out + from + 3, r->out + from, r->out_len - 3 - from);
-    memcpy(r->out + from, "(?:", 3);
+    memmove(r->out.buf + from + 3, r->out.buf + from, r->out.len - 3 - from);
+    memcpy(r->out.buf + from, "(?:", 3);
     emit(r, ")", 1);
 }
 
@@ -433,7 +416,7 @@ static char *rx_token(struct rx_scan *s)
     struct rx *r = &s->r;
     const char *p = r->p;
     size_t at = r->pos;
-    size_t out_before = r->out_len;
+    size_t out_before = r->out.len;
     char c = p[at];
     char *err = NULL;
     switch (c) {
@@ -494,10 +477,10 @@ char *rx_check_rust_syntax(const char *pattern, int literal, char **pcre2_patter
         err = parse_error(pattern, s.groups[s.ngroups - 1].at, s.groups[s.ngroups - 1].at + 1,
                           "unclosed group", false);
     free(s.groups);
-    if (err || s.r.failed) {
-        free(s.r.out);
+    if (err || s.r.out.failed) {
+        free(s.r.out.buf);
         return err ? err : strdup("out of memory");
     }
-    *pcre2_pattern = s.r.out;
+    *pcre2_pattern = s.r.out.buf;
     return NULL;
 }

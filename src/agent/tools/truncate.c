@@ -14,7 +14,9 @@ static size_t count_lines(const char *s, size_t len)
     return lines;
 }
 
-static void truncation_init(struct truncation *out, const char *content, size_t len,
+/* Fills out for content kept whole: true when it fits both limits as it
+ * is, false when it must be cut (out->truncated then set). */
+static bool truncation_fits(struct truncation *out, const char *content, size_t len,
                             size_t max_lines, size_t max_bytes)
 {
     *out = (struct truncation){
@@ -28,16 +30,29 @@ static void truncation_init(struct truncation *out, const char *content, size_t 
     };
     out->output_lines = out->total_lines;
     out->output_bytes = len;
+    out->truncated = out->total_lines > out->max_lines || len > out->max_bytes;
+    return !out->truncated;
+}
+
+/* The cut made: LINES whole lines (or the partial last one), BYTES of
+ * content. "bytes" stands only when a line did not fit before the line
+ * limit was reached, as in pi. */
+static void truncation_finish(struct truncation *out, enum truncate_by by, size_t lines,
+                              size_t bytes)
+{
+    if (lines >= out->max_lines && bytes <= out->max_bytes)
+        by = TRUNCATE_BY_LINES;
+    out->truncated_by = by;
+    out->content_len = bytes;
+    out->output_lines = lines;
+    out->output_bytes = bytes;
 }
 
 void truncate_head(const char *content, size_t len, size_t max_lines, size_t max_bytes,
                    struct truncation *out)
 {
-    truncation_init(out, content, len, max_lines, max_bytes);
-    if (out->total_lines <= out->max_lines && len <= out->max_bytes)
+    if (truncation_fits(out, content, len, max_lines, max_bytes))
         return;
-
-    out->truncated = true;
     const char *nl = memchr(content, '\n', len);
     size_t first_len = nl ? (size_t)(nl - content) : len;
     if (first_len > out->max_bytes) {
@@ -49,8 +64,7 @@ void truncate_head(const char *content, size_t len, size_t max_lines, size_t max
         return;
     }
 
-    /* Whole lines while both limits hold; "bytes" wins only when a line did
-     * not fit before the line limit was reached, as in pi. */
+    /* Whole lines while both limits hold. */
     size_t lines = 0, bytes = 0, pos = 0;
     enum truncate_by by = TRUNCATE_BY_LINES;
     while (lines < out->total_lines && lines < out->max_lines) {
@@ -65,23 +79,16 @@ void truncate_head(const char *content, size_t len, size_t max_lines, size_t max
         lines++;
         pos += line_len + 1;
     }
-    if (lines >= out->max_lines && bytes <= out->max_bytes)
-        by = TRUNCATE_BY_LINES;
-    out->truncated_by = by;
-    out->content_len = bytes;
-    out->output_lines = lines;
-    out->output_bytes = bytes;
+    truncation_finish(out, by, lines, bytes);
 }
 
 void truncate_tail(const char *content, size_t len, size_t max_lines, size_t max_bytes,
                    struct truncation *out)
 {
-    truncation_init(out, content, len, max_lines, max_bytes);
-    if (out->total_lines <= out->max_lines && len <= out->max_bytes)
+    if (truncation_fits(out, content, len, max_lines, max_bytes))
         return;
-
-    out->truncated = true;
-    size_t lines = 0, bytes = 0, end = len; /* kept suffix is content[start, len) */
+    /* The kept suffix is content[start, len), bytes long. */
+    size_t lines = 0, bytes = 0, end = len;
     size_t start = len;
     enum truncate_by by = TRUNCATE_BY_LINES;
     while (lines < out->total_lines && lines < out->max_lines) {
@@ -113,13 +120,8 @@ void truncate_tail(const char *content, size_t len, size_t max_lines, size_t max
             break;
         end = line_start - 1;
     }
-    if (lines >= out->max_lines && bytes <= out->max_bytes)
-        by = TRUNCATE_BY_LINES;
-    out->truncated_by = by;
     out->content = content + start;
-    out->content_len = len - start;
-    out->output_lines = lines;
-    out->output_bytes = len - start;
+    truncation_finish(out, by, lines, len - start);
 }
 
 const char *format_size(size_t bytes, char *buf, size_t buflen)

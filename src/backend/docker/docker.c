@@ -21,9 +21,10 @@
 #include "util/log.h"
 #include "util/fs.h"
 #include "util/clock.h"
+#include "util/elf-info.h"
+#include "util/proc.h"
 
 #include <dirent.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -230,27 +231,16 @@ void docker_remove_container(char *const *argv, char *const *envp, int timeout_m
 
 int docker_check_static(const char *path, struct cordon_error *err)
 {
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return error_set(err, errno, "docker: the agent %s", path);
-    Elf64_Ehdr eh;
-    if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_phentsize != sizeof(Elf64_Phdr))
-        return error_set(err, ENOEXEC, "docker: the agent %s is not a 64-bit ELF executable", path);
-    for (unsigned i = 0; i < eh.e_phnum; i++) {
-        Elf64_Phdr ph;
-        if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * sizeof(ph))) !=
-            (ssize_t)sizeof(ph))
-            return error_set(err, ENOEXEC, "docker: the agent %s: truncated program headers", path);
-        if (ph.p_type == PT_INTERP)
-            return error_set(err, ENOEXEC,
-                             "docker: the agent %s is dynamically linked (it has a program "
-                             "interpreter), and it runs in an image with other libraries: the "
-                             "docker backend needs a static cordon-agent (a release build: "
-                             "meson setup --buildtype=release)",
-                             path);
-    }
+    int dynamic = elf_has_interpreter(path, err);
+    if (dynamic < 0)
+        return error_prefix(err, "docker: the agent");
+    if (dynamic)
+        return error_set(err, ENOEXEC,
+                         "docker: the agent %s is dynamically linked (it has a program "
+                         "interpreter), and it runs in an image with other libraries: the "
+                         "docker backend needs a static cordon-agent (a release build: "
+                         "meson setup --buildtype=release)",
+                         path);
     return 0;
 }
 
@@ -758,9 +748,7 @@ int docker_sandbox_start(const struct launch *l, char *const *agent_argv, bool s
 static void docker_stop(struct sandbox *sb)
 {
     struct docker_state *st = sb->priv;
-    if (sb->channel_fd >= 0)
-        close(sb->channel_fd);
-    sb->channel_fd = -1;
+    fs_close(&sb->channel_fd);
     if (sb->pid > 0) {
         struct pollfd p = {sb->pidfd, POLLIN, 0};
         bool running = sb->pidfd < 0 || poll(&p, 1, 0) == 0;
@@ -768,15 +756,10 @@ static void docker_stop(struct sandbox *sb)
          * CLI then ends), bounded; then the CLI itself. */
         if (running && st && st->spawned)
             docker_remove_container(st->rm_argv, st->envp, DOCKER_RM_TIMEOUT_MS);
-        if (sb->pidfd >= 0 && poll(&p, 1, 2000) <= 0)
-            kill(sb->pid, SIGKILL);
-        while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        proc_end(sb->pid, sb->pidfd, 2000);
         sb->pid = -1;
     }
-    if (sb->pidfd >= 0)
-        close(sb->pidfd);
-    sb->pidfd = -1;
+    fs_close(&sb->pidfd);
     if (st && st->dir[0]) {
         char parent[PATH_MAX];
         snprintf(parent, sizeof(parent), "%s", st->dir);

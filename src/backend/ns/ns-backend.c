@@ -3,16 +3,15 @@
  * run-ns.c. Host context (supervisor). */
 #include "backend/ns/ns.h"
 #include "supervisor/launch.h"
+#include "util/fs.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* Docker runs only inside the vm backend's guest (src/backend/vm/guest/
@@ -75,15 +74,9 @@ static int ns_serve_start(const struct launch *l, struct sandbox *sb, struct cor
 static void ns_stop(struct sandbox *sb)
 {
     struct ns_sandbox *ns = sb->priv;
-    if (sb->channel_fd >= 0)
-        close(sb->channel_fd);
-    sb->channel_fd = -1;
+    fs_close(&sb->channel_fd);
     if (ns && ns->pid > 0) {
-        struct pollfd p = {ns->pidfd, POLLIN, 0};
-        if (ns->pidfd < 0 || poll(&p, 1, 0) <= 0)
-            kill(ns->pid, SIGKILL);
-        while (waitpid(ns->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        proc_end(ns->pid, ns->pidfd, 0);
         ns_sandbox_release(ns);
     } else if (ns && ns->pidfd >= 0) {
         close(ns->pidfd);

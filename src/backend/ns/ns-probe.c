@@ -7,6 +7,8 @@
 #include "confine/landlock.h"
 #include "backend/probe.h"
 #include "util/cleanup.h"
+#include "util/fs.h"
+#include "util/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,18 +38,6 @@ static bool in_container(void)
 {
     return access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0 ||
            getenv("KUBERNETES_SERVICE_HOST") != NULL;
-}
-
-static int write_text(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = write(fd, text, strlen(text));
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
 /* The steps the child takes, in order; it reports the first that failed. */
@@ -89,13 +79,13 @@ static void trial_in_child(int fd, uid_t uid, gid_t gid)
         goto out;
     }
     snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
-    if (write_text("/proc/self/setgroups", "deny") < 0 ||
-        write_text("/proc/self/uid_map", map) < 0) {
+    if (fs_write_file("/proc/self/setgroups", "deny") < 0 ||
+        fs_write_file("/proc/self/uid_map", map) < 0) {
         t = (struct trial){STEP_IDMAP, errno, 0};
         goto out;
     }
     snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
-    if (write_text("/proc/self/gid_map", map) < 0) {
+    if (fs_write_file("/proc/self/gid_map", map) < 0) {
         t = (struct trial){STEP_IDMAP, errno, 0};
         goto out;
     }
@@ -149,16 +139,11 @@ out:;
 static int try_namespaces(struct trial *t)
 {
     int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
     uid_t uid = geteuid();
     gid_t gid = getegid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(p[0]);
-        close(p[1]);
+    pid_t pid = proc_fork_pipe(p);
+    if (pid < 0)
         return -1;
-    }
     if (pid == 0) {
         close(p[0]);
         trial_in_child(p[1], uid, gid);

@@ -18,10 +18,10 @@
  * or an upgraded library gives a new image. Host context (supervisor). */
 #include "backend/vm/vm.h"
 #include "util/cleanup.h"
+#include "util/elf-info.h"
 #include "util/log.h"
 #include "confine/privs.h"
 
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -217,22 +217,8 @@ static int plan_add_host_path(struct cpio_plan *p, const char *path, int depth,
  * linked); a release agent is static and needs no libraries. */
 static int elf_is_dynamic(const char *path, struct cordon_error *err)
 {
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return error_set(err, errno, "initramfs: %s", path);
-    Elf64_Ehdr eh;
-    if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_phentsize != sizeof(Elf64_Phdr))
-        return error_set(err, ENOEXEC, "initramfs: %s is not a 64-bit ELF file", path);
-    for (unsigned i = 0; i < eh.e_phnum; i++) {
-        Elf64_Phdr ph;
-        if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
-            return error_set(err, EIO, "initramfs: reading %s", path);
-        if (ph.p_type == PT_INTERP)
-            return 1;
-    }
-    return 0;
+    int dynamic = elf_has_interpreter(path, err);
+    return dynamic < 0 ? error_prefix(err, "initramfs") : dynamic;
 }
 
 /* The libraries agent_path links, as the host's dynamic loader resolves them
