@@ -89,3 +89,5 @@ struct view_plan {
 int view_plan_build(const struct ns_spec *spec, struct view_plan *plan, struct cordon_error *err);
 /* Accepts an empty (zeroed or freed) plan. */
 void view_plan_free(struct view_plan *plan);
+/* A plan freed when its variable leaves scope (initialise it to {0}). */
+#define _cleanup_view_plan_ __attribute__((cleanup(view_plan_free)))
