@@ -28,8 +28,8 @@ static struct view_op *plan_add(struct view_plan *plan, enum view_op_kind kind, 
     return op;
 }
 
-static int plan_protect(struct view_plan *plan, const char *host, const char *view,
-                        const char *rel, enum view_protect_origin origin, struct cordon_error *err)
+static int plan_protect(struct view_plan *plan, const char *host, const char *view, const char *rel,
+                        enum view_protect_origin origin, struct cordon_error *err)
 {
     struct view_op *op = plan_add(plan, VIEW_PROTECT, host, view, true, err);
     if (!op)
@@ -45,15 +45,15 @@ static int plan_protect(struct view_plan *plan, const char *host, const char *vi
 static int plan_workspace(const struct ns_spec *spec, struct view_plan *plan,
                           struct cordon_error *err)
 {
-    struct view_op *ws = plan_add(plan, spec->review_dir ? VIEW_REVIEW : VIEW_WORKSPACE,
-                                  spec->workspace, spec->workspace_view,
-                                  spec->workspace_readonly && !spec->review_dir, err);
+    struct view_op *ws =
+        plan_add(plan, spec->review_dir ? VIEW_REVIEW : VIEW_WORKSPACE, spec->workspace,
+                 spec->workspace_view, spec->workspace_readonly && !spec->review_dir, err);
     if (!ws)
         return -1;
     ws->layer = spec->review_dir;
     for (const char *const *p = spec->protected_paths; p && *p; p++) {
-        if (plan_protect(plan, spec->workspace, spec->workspace_view, *p,
-                         VIEW_PROTECT_CONFIGURED, err) < 0)
+        if (plan_protect(plan, spec->workspace, spec->workspace_view, *p, VIEW_PROTECT_CONFIGURED,
+                         err) < 0)
             return -1;
     }
     char dotgit[PATH_MAX];
@@ -72,8 +72,8 @@ static int plan_git(const struct ns_spec *spec, struct view_plan *plan, struct c
 {
     for (size_t i = 0; i < spec->ngit_binds; i++) {
         const struct gitguard_bind *b = &spec->git_binds[i];
-        struct view_op *op = plan_add(plan, VIEW_GIT_BIND, b->source, b->view_target, b->readonly,
-                                      err);
+        struct view_op *op =
+            plan_add(plan, VIEW_GIT_BIND, b->source, b->view_target, b->readonly, err);
         if (!op)
             return -1;
         op->host_target = b->host_target;

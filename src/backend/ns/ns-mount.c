@@ -329,7 +329,9 @@ static int plan_view_op(struct ns_mount_plan *plan, const struct view_op *op, un
     case VIEW_GIT_BIND:
         return plan_git_bind(plan, op, ro, rw);
     case VIEW_GIT_DIR:
-        return op->covered ? 0 : plan_bind_dir(plan, op->source, op->target, op->readonly ? ro : rw);
+        if (op->covered)
+            return 0;
+        return plan_bind_dir(plan, op->source, op->target, op->readonly ? ro : rw);
     case VIEW_MOUNT:
         return plan_bind(plan, op->source, op->target, op->readonly ? ro : rw, 0);
     }

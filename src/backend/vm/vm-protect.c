@@ -156,7 +156,8 @@ int vm_view_shares(const struct view_plan *view, struct vm_share *shares, size_t
         const struct view_op *op = &view->ops[i];
         if (op->kind == VIEW_WORKSPACE || op->kind == VIEW_REVIEW) {
             if (*n < max)
-                shares[(*n)++] = (struct vm_share){op->source, op->target, view->workspace_readonly};
+                shares[(*n)++] =
+                    (struct vm_share){op->source, op->target, view->workspace_readonly};
         } else if (op->kind == VIEW_GIT_DIR) {
             if (*n < max)
                 shares[(*n)++] = (struct vm_share){op->source, op->target, op->readonly};
