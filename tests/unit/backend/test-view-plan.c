@@ -29,8 +29,8 @@
 
 static char root[] = "/tmp/cordon-view-plan-XXXXXX";
 static char ws[256], ws_file[256], gitdir[256], copy[256], copy_hooks[256], copy_modules[256];
-static char objects[300], sub_objects[256], mnt[256], mnt_file[256], review[256], etc_cache[256];
-static char ws_git[300], ws_hooks[300], ws_objects[300], ws_modules[300], ws_sub_objects[300];
+static char objects[256], sub_objects[256], mnt[256], mnt_file[256], review[256], etc_cache[256];
+static char ws_git[256], ws_hooks[256], ws_objects[256], ws_modules[256], ws_sub_objects[256];
 
 static void path(char *out, const char *dir, const char *name)
 {
@@ -71,12 +71,12 @@ static void make_tree(void)
     path(mnt_file, root, "notes.txt");
     path(review, root, "state/review");
     path(etc_cache, root, "etc-cache");
-    snprintf(ws_git, sizeof(ws_git), "%s/.git", ws);
-    snprintf(ws_hooks, sizeof(ws_hooks), "%s/.git/hooks", ws);
-    snprintf(ws_objects, sizeof(ws_objects), "%s/.git/objects", ws);
-    snprintf(ws_modules, sizeof(ws_modules), "%s/.git/modules", ws);
-    snprintf(ws_sub_objects, sizeof(ws_sub_objects), "%s/.git/modules/sub/objects", ws);
-    snprintf(objects, sizeof(objects), "%s", ws_objects);
+    path(ws_git, ws, ".git");
+    path(ws_hooks, ws_git, "hooks");
+    path(ws_objects, ws_git, "objects");
+    path(ws_modules, ws_git, "modules");
+    path(ws_sub_objects, ws_modules, "sub/objects");
+    path(objects, ws_git, "objects");
     const char *dirs[] = {ws_hooks,    ws_objects, ws_sub_objects,
                           ws_file,     copy_hooks, copy_modules,
                           sub_objects, mnt,        review};
