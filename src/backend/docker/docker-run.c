@@ -9,7 +9,7 @@
 #include "backend/docker/docker-run.h"
 #include "backend/etc-allowlist.h"
 #include "backend/overlay.h"
-#include "supervisor/gitguard.h"
+#include "backend/view.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
 
@@ -282,9 +282,9 @@ static int docker_net_args(const struct launch *l, struct docker_args *a)
  * image's files at the view's path are not copied into the layer. Overlay's
  * option syntax splits on ',' and ':' and takes '\' as an escape, docker's
  * --mount splits on ',' outside '"': a path holding any is refused. */
-static int review_mount(const struct ns_spec *spec, struct docker_args *a, struct cordon_error *err)
+static int review_mount(const struct view_op *op, struct docker_args *a, struct cordon_error *err)
 {
-    const char *paths[] = {spec->workspace, spec->review_dir, spec->workspace_view};
+    const char *paths[] = {op->source, op->layer, op->target};
     for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
         if (strpbrk(paths[i], ",:\\\"\n="))
             return error_set(err, EINVAL,
@@ -293,10 +293,10 @@ static int review_mount(const struct ns_spec *spec, struct docker_args *a, struc
                              paths[i]);
     }
     char layer[PATH_MAX];
-    snprintf(layer, sizeof(layer), "%s/upper", spec->review_dir);
+    snprintf(layer, sizeof(layer), "%s/upper", op->layer);
     if (check_host_path(layer, "the review layer", err) < 0)
         return -1;
-    snprintf(layer, sizeof(layer), "%s/work", spec->review_dir);
+    snprintf(layer, sizeof(layer), "%s/work", op->layer);
     if (check_host_path(layer, "the review layer", err) < 0)
         return -1;
     if (docker_args_add(a, "--mount") < 0 ||
@@ -305,10 +305,64 @@ static int review_mount(const struct ns_spec *spec, struct docker_args *a, struc
                         "volume-opt=type=overlay,volume-opt=device=overlay,"
                         "\"volume-opt=o=lowerdir=%s,upperdir=%s/upper,workdir=%s/work,"
                         "%s\"",
-                        spec->workspace_view, spec->workspace, spec->review_dir, spec->review_dir,
-                        REVIEW_OVERLAY_OPTIONS) < 0)
+                        op->target, op->source, op->layer, op->layer, REVIEW_OVERLAY_OPTIONS) < 0)
         return error_set(err, ENOMEM, "docker");
     return 0;
+}
+
+/* One operation of the view plan (backend/view.h) as a bind or review
+ * mode's overlay volume; each host path checked right before. */
+static int view_op_add(const struct view_plan *view, const struct view_op *op, struct binds *b,
+                       struct docker_args *a, struct cordon_error *err)
+{
+    bool ro = view->workspace_readonly;
+    switch (op->kind) {
+    case VIEW_WORKSPACE:
+        if (check_host_path(op->source, "the workspace", err) < 0)
+            return -1;
+        return bind_add(b, op->source, op->target, op->readonly, err);
+    case VIEW_REVIEW:
+        b->review_ws = op->source;
+        if (check_host_path(op->source, "the workspace", err) < 0)
+            return -1;
+        return review_mount(op, a, err);
+    case VIEW_PROTECT:
+        return protect(b, op->source, op->target, op->rel, ro, err);
+    case VIEW_GIT_BIND:
+        /* The git metadata plan (supervisor/gitguard.h): copies in the
+         * state directory, and the host's objects/, refs/ ... bound over
+         * them. The daemon resolves each source again;
+         * docker_sandbox_check_git() checks what it bound before the agent
+         * serves a call (cordon mcp). */
+        if (check_host_path(op->source, "the git metadata", err) < 0)
+            return -1;
+        return bind_add(b, op->source, op->target, ro || op->readonly, err);
+    case VIEW_GIT_DIR:
+        if (op->covered)
+            return 0;
+        if (check_host_path(op->source, "the git directory", err) < 0)
+            return -1;
+        return bind_add(b, op->source, op->target, op->readonly, err);
+    case VIEW_MOUNT:
+        if (check_host_path(op->source, "the mount", err) < 0)
+            return -1;
+        return bind_add(b, op->source, op->target, op->readonly, err);
+    }
+    return error_set(err, EINVAL, "docker: unknown view operation %d", (int)op->kind);
+}
+
+/* The workspace, its protected paths, the git metadata, [[mounts]]. */
+static int view_binds_add(const struct ns_spec *spec, struct binds *b, struct docker_args *a,
+                          struct cordon_error *err)
+{
+    struct view_plan view;
+    if (view_plan_build(spec, &view, err) < 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < view.count; i++)
+        rc = view_op_add(&view, &view.ops[i], b, a, err);
+    view_plan_free(&view);
+    return rc;
 }
 
 /* `docker run` with everything: flags, binds, tmpfs, limits, image, agent. */
@@ -423,7 +477,6 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
 {
     const struct cordon_config *cfg = &l->cfg;
     const struct ns_spec *spec = &l->spec;
-    bool ro = spec->workspace_readonly;
     if (run_flags_add(l, cli, name, state_dir, serve, a))
         return error_set(err, ENOMEM, "docker");
 
@@ -434,7 +487,8 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
     int rc = -1;
     if (scratch_add(spec, b, a, err) < 0)
         goto out;
-    /* The agent, read-only; then the workspace at its lexical path. */
+    /* The agent, read-only; cordon's sockets; then the view (the workspace at
+     * its lexical path ...). */
     if (check_host_path(l->agent_path, "the agent", err) < 0 ||
         bind_add(b, l->agent_path, DOCKER_AGENT_PATH, true, err) < 0)
         goto out;
@@ -479,46 +533,8 @@ int docker_run_argv(const struct launch *l, const char *cli, const char *name,
             bind_add(b, sock, DOCKER_GUARD_PATH, true, err) < 0)
             goto out;
     }
-    b->review_ws = spec->review_dir ? spec->workspace : NULL;
-    if (check_host_path(spec->workspace, "the workspace", err) < 0)
+    if (view_binds_add(spec, b, a, err) < 0)
         goto out;
-    if (b->review_ws ? review_mount(spec, a, err) < 0
-                     : bind_add(b, spec->workspace, spec->workspace_view, ro, err) < 0)
-        goto out;
-    for (const char *const *p = spec->protected_paths; p && *p; p++) {
-        if (protect(b, spec->workspace, spec->workspace_view, *p, ro, err) < 0)
-            goto out;
-    }
-    /* A .git file names the git directory the host's git trusts. */
-    char dotgit[PATH_MAX];
-    struct stat sst;
-    snprintf(dotgit, sizeof(dotgit), "%s/.git", spec->workspace);
-    if (lstat(dotgit, &sst) == 0 && S_ISREG(sst.st_mode) &&
-        protect(b, spec->workspace, spec->workspace_view, ".git", ro, err) < 0)
-        goto out;
-    /* The git metadata plan (supervisor/gitguard.h): copies in the state
-     * directory, and the host's objects/, refs/ ... bound over them. The
-     * daemon resolves each source again; docker_sandbox_check_git() checks
-     * what it bound before the agent serves a call (cordon mcp). */
-    for (size_t i = 0; i < spec->ngit_binds; i++) {
-        const struct gitguard_bind *gb = &spec->git_binds[i];
-        if (check_host_path(gb->source, "the git metadata", err) < 0 ||
-            bind_add(b, gb->source, gb->view_target, ro || gb->readonly, err) < 0)
-            goto out;
-    }
-    for (const char *const *g = spec->git_dirs; !spec->ngit_binds && g && *g; g++) {
-        if (check_host_path(*g, "the git directory", err) < 0 || bind_add(b, *g, *g, ro, err) < 0 ||
-            protect(b, *g, *g, "hooks", ro, err) < 0 || protect(b, *g, *g, "config", ro, err) < 0 ||
-            protect(b, *g, *g, "config.worktree", ro, err) < 0)
-            goto out;
-    }
-    for (size_t i = 0; i < spec->nmounts; i++) {
-        const struct ns_extra_mount *m = &spec->mounts[i];
-        if (check_host_path(m->host_path, "the mount", err) < 0 ||
-            bind_add(b, m->host_path, m->guest_path, m->readonly, err) < 0)
-            goto out;
-    }
-
     if (binds_emit(b, a, err) < 0)
         goto out;
     /* The image, then the agent's arguments: its network forwarder (PID 1

@@ -9,7 +9,7 @@
 #include "backend/ns/ns-mount.h"
 #include "backend/etc-cache.h"
 #include "backend/overlay.h"
-#include "supervisor/gitguard.h"
+#include "backend/view.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
 
@@ -276,25 +276,84 @@ static int plan_protect(struct ns_mount_plan *plan, const char *view_dir, const 
                     plan_str(plan, "%s", rel), NULL, 0, 0);
 }
 
-/* One bind of the git metadata plan (gitguard.h). A source the workspace
- * holds is checked in the child to be the directory planned: a concurrent
- * sandbox cannot swap it for a symlink in between. */
-static int plan_git_bind(struct ns_mount_plan *plan, const struct gitguard_bind *b,
-                         unsigned long ro, unsigned long rw)
+/* One bind of the git metadata plan (backend/view.h VIEW_GIT_BIND). A
+ * source the workspace holds is checked in the child to be the directory
+ * planned: a concurrent sandbox cannot swap it for a symlink in between. */
+static int plan_git_bind(struct ns_mount_plan *plan, const struct view_op *b, unsigned long ro,
+                         unsigned long rw)
 {
     /* A file's mount point is the copy's own file (gitguard.c made it), in
      * a bind that may already be read-only: nothing to create. */
     struct stat st;
     if (lstat(b->source, &st) < 0)
         return -1;
-    if (S_ISDIR(st.st_mode) && plan_mkdir_p(plan, b->view_target) < 0)
+    if (S_ISDIR(st.st_mode) && plan_mkdir_p(plan, b->target) < 0)
         return -1;
     if (plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", b->source),
-                 plan_str(plan, NEWROOT "%s", b->view_target), NULL, b->readonly ? ro : rw,
+                 plan_str(plan, NEWROOT "%s", b->target), NULL, b->readonly ? ro : rw,
                  b->pinned ? NS_OP_CHECK_ID : 0) < 0)
         return -1;
     plan->ops[plan->count - 1].dev = b->dev;
     plan->ops[plan->count - 1].ino = b->ino;
+    return 0;
+}
+
+/* A directory bound from the host at its place in the view. */
+static int plan_bind_dir(struct ns_mount_plan *plan, const char *host, const char *view,
+                         unsigned long attr)
+{
+    if (plan_mkdir_p(plan, view) < 0)
+        return -1;
+    return plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", host),
+                    plan_str(plan, NEWROOT "%s", view), NULL, attr, 0);
+}
+
+/* One operation of the view plan as mount ops: binds from /oldroot, the
+ * review overlay, the protected paths walked and pinned in the child. The
+ * git binds are taken from the host's whole tree, so a git directory they
+ * cover needs no bind of its own. */
+static int plan_view_op(struct ns_mount_plan *plan, const struct view_op *op, unsigned long ro,
+                        unsigned long rw)
+{
+    switch (op->kind) {
+    case VIEW_WORKSPACE:
+        return plan_bind_dir(plan, op->source, op->target, op->readonly ? ro : rw);
+    case VIEW_REVIEW:
+        if (plan_mkdir_p(plan, op->target) < 0)
+            return -1;
+        return plan_add(plan, NS_OP_OVERLAY, plan_str(plan, OLDROOT "%s", op->source),
+                        plan_str(plan, NEWROOT "%s", op->target),
+                        plan_str(plan, OLDROOT "%s", op->layer), rw, 0);
+    case VIEW_PROTECT:
+        return plan_protect(plan, op->target, op->rel);
+    case VIEW_GIT_BIND:
+        return plan_git_bind(plan, op, ro, rw);
+    case VIEW_GIT_DIR:
+        if (op->covered)
+            return 0;
+        return plan_bind_dir(plan, op->source, op->target, op->readonly ? ro : rw);
+    case VIEW_MOUNT:
+        return plan_bind(plan, op->source, op->target, op->readonly ? ro : rw, 0);
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+/* The workspace's part of the view (backend/view.h), in the plan's order. */
+static int plan_view(struct ns_mount_plan *plan, const struct ns_spec *spec, unsigned long ro,
+                     unsigned long rw, struct cordon_error *err)
+{
+    struct view_plan view;
+    if (view_plan_build(spec, &view, err) < 0)
+        return -1;
+    int rc = 0;
+    errno = 0;
+    for (size_t i = 0; rc == 0 && i < view.count; i++)
+        rc = plan_view_op(plan, &view.ops[i], ro, rw);
+    int e = errno;
+    view_plan_free(&view);
+    if (rc < 0)
+        return error_set(err, e ? e : ENOMEM, "planning the sandbox view");
     return 0;
 }
 
@@ -352,50 +411,10 @@ int ns_mount_plan_build(const struct ns_spec *spec, uid_t uid, gid_t gid,
         goto fail;
     }
 
-    /* The workspace at its lexical path. */
-    if (plan_mkdir_p(plan, spec->workspace_view) < 0)
-        goto fail;
-    if (spec->review_dir) {
-        if (plan_add(plan, NS_OP_OVERLAY, plan_str(plan, OLDROOT "%s", spec->workspace),
-                     plan_str(plan, NEWROOT "%s", spec->workspace_view),
-                     plan_str(plan, OLDROOT "%s", spec->review_dir), rw, 0) < 0)
-            goto fail;
-    } else if (plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", spec->workspace),
-                        plan_str(plan, NEWROOT "%s", spec->workspace_view), NULL,
-                        spec->workspace_readonly ? ro : rw, 0) < 0) {
-        goto fail;
-    }
-    for (const char *const *p = spec->protected_paths; p && *p; p++) {
-        if (plan_protect(plan, spec->workspace_view, *p) < 0)
-            goto fail;
-    }
-    /* A .git *file* (linked worktree, submodule) names the git directory the
-     * host's git will trust: it is protected like .git/config. */
-    char dotgit[PATH_MAX];
-    struct stat st;
-    snprintf(dotgit, sizeof(dotgit), "%s/.git", spec->workspace);
-    if (lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode) &&
-        plan_protect(plan, spec->workspace_view, ".git") < 0)
-        goto fail;
-
-    for (size_t i = 0; i < spec->ngit_binds; i++) {
-        if (plan_git_bind(plan, &spec->git_binds[i], ro, rw) < 0)
-            goto fail;
-    }
-    for (const char *const *g = spec->git_dirs; !spec->ngit_binds && g && *g; g++) {
-        if (plan_mkdir_p(plan, *g) < 0 ||
-            plan_add(plan, NS_OP_BIND, plan_str(plan, OLDROOT "%s", *g),
-                     plan_str(plan, NEWROOT "%s", *g), NULL, spec->workspace_readonly ? ro : rw,
-                     0) < 0 ||
-            plan_protect(plan, *g, "hooks") < 0 || plan_protect(plan, *g, "config") < 0 ||
-            plan_protect(plan, *g, "config.worktree") < 0)
-            goto fail;
-    }
-
-    for (size_t i = 0; i < spec->nmounts; i++) {
-        const struct ns_extra_mount *m = &spec->mounts[i];
-        if (plan_bind(plan, m->host_path, m->guest_path, m->readonly ? ro : rw, 0) < 0)
-            goto fail;
+    /* The workspace, its protected paths, the git metadata, [[mounts]]. */
+    if (plan_view(plan, spec, ro, rw, err) < 0) {
+        ns_mount_plan_free(plan);
+        return -1;
     }
 
     if (plan_proc_sys(plan) < 0)

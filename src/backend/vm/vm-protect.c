@@ -10,8 +10,8 @@
  * Host context: the plan in the supervisor, the mounts in QEMU's child. */
 #include "backend/vm/vm-protect.h"
 #include "backend/overlay.h"
+#include "backend/vm/vm-qemu.h"
 #include "supervisor/gitguard.h"
-#include "supervisor/launch.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -78,13 +78,32 @@ static int add_path(struct vm_bind *list, size_t *n, const char *dir, const char
     return add_bind(list, n, path, path, true, err);
 }
 
-int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm_bind **out,
+/* The git metadata first: the protected paths below may lie in it. */
+static int add_git_binds(const struct view_plan *view, struct vm_bind *list, size_t *n,
+                         struct cordon_error *err)
+{
+    for (size_t i = 0; i < view->count; i++) {
+        const struct view_op *op = &view->ops[i];
+        if (op->kind != VIEW_GIT_BIND)
+            continue;
+        if (add_bind(list, n, op->source, op->host_target, op->readonly, err) < 0)
+            return -1;
+        list[*n - 1].pinned = op->pinned;
+        list[*n - 1].dev = op->dev;
+        list[*n - 1].ino = op->ino;
+    }
+    return 0;
+}
+
+int vm_protect_plan(const struct view_plan *view, bool guest_root_reachable, struct vm_bind **out,
                     struct cordon_error *err)
 {
     *out = NULL;
     bool guest_binds_hold = geteuid() != 0 && !guest_root_reachable;
-    const char *review = l->spec.review_dir;
-    if (guest_binds_hold && l->spec.ngit_binds == 0 && !review) {
+    bool git_binds = false;
+    for (size_t i = 0; i < view->count; i++)
+        git_binds |= view->ops[i].kind == VIEW_GIT_BIND;
+    if (guest_binds_hold && !git_binds && !view->review) {
         log_debug("vm: protected paths are read-only binds in the guest, which its user cannot "
                   "undo (no Docker daemon in the guest)");
         return 0;
@@ -97,50 +116,103 @@ int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm
     /* Review mode: the overlay over the workspace first, so that the share
      * QEMU exports is the overlay (its upper layer the host's review/upper,
      * read by `cordon changes` as on ns) and the binds below land on it. */
-    if (review) {
-        rc = add_bind(list, &n, l->spec.workspace, l->spec.workspace, false, err);
-        if (rc == 0 && !(list[n - 1].layer = strdup(review)))
+    if (view->review) {
+        const struct view_op *ws = &view->ops[0];
+        rc = add_bind(list, &n, ws->source, ws->source, false, err);
+        if (rc == 0 && !(list[n - 1].layer = strdup(ws->layer)))
             rc = error_set(err, ENOMEM, "vm");
     }
-    /* The git metadata first: the protected paths below may lie in it. */
-    for (size_t i = 0; rc == 0 && i < l->spec.ngit_binds; i++) {
-        const struct gitguard_bind *b = &l->spec.git_binds[i];
-        rc = add_bind(list, &n, b->source, b->host_target, b->readonly, err);
-        if (rc == 0) {
-            list[n - 1].pinned = b->pinned;
-            list[n - 1].dev = b->dev;
-            list[n - 1].ino = b->ino;
-        }
-    }
-    const char *ws = l->spec.workspace;
+    if (rc == 0)
+        rc = add_git_binds(view, list, &n, err);
     /* Review mode: QEMU writes the workspace only into the upper layer, so
      * the host's protected files are out of its reach without binds (and
      * apply never writes them, review.c). A bind of the host's directory on
      * a path's way would even let the guest write the host beneath the
      * overlay, and one taken from the overlay's view would follow what an
      * earlier session left in the layer. The guest's own binds keep them
-     * read-only for the guest's user, as without review mode. */
-    bool ws_binds = !guest_binds_hold && !review;
-    for (size_t i = 0; rc == 0 && ws_binds && l->spec.protected_paths && l->spec.protected_paths[i];
-         i++)
-        rc = add_path(list, &n, ws, l->spec.protected_paths[i], err);
-    /* A .git file names the git directory the host's git trusts. */
-    char dotgit[PATH_MAX];
-    struct stat st;
-    snprintf(dotgit, sizeof(dotgit), "%s/.git", ws);
-    if (rc == 0 && ws_binds && lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode))
-        rc = add_path(list, &n, ws, ".git", err);
-    static const char *const git_protected[] = {"hooks", "config", "config.worktree"};
-    for (size_t i = 0; rc == 0 && !guest_binds_hold && l->spec.ngit_binds == 0 &&
-                       l->spec.git_dirs && l->spec.git_dirs[i];
-         i++)
-        for (size_t j = 0; rc == 0 && j < sizeof(git_protected) / sizeof(*git_protected); j++)
-            rc = add_path(list, &n, l->spec.git_dirs[i], git_protected[j], err);
+     * read-only for the guest's user, as without review mode. A git
+     * directory's hooks/ and config (no git metadata plan) are the host's
+     * in either mode. */
+    bool ws_binds = !guest_binds_hold && !view->review;
+    for (size_t i = 0; rc == 0 && i < view->count; i++) {
+        const struct view_op *op = &view->ops[i];
+        bool in_git_dir = op->origin == VIEW_PROTECT_GIT_DIR;
+        if (op->kind == VIEW_PROTECT && (in_git_dir ? !guest_binds_hold : ws_binds))
+            rc = add_path(list, &n, op->source, op->rel, err);
+    }
     if (rc < 0 || n == 0) {
         vm_protect_free(list);
         return rc;
     }
     *out = list;
+    return 0;
+}
+
+int vm_view_shares(const struct view_plan *view, struct vm_share *shares, size_t *n, size_t max,
+                   struct cordon_error *err)
+{
+    size_t first = *n;
+    for (size_t i = 0; i < view->count; i++) {
+        const struct view_op *op = &view->ops[i];
+        if (op->kind == VIEW_WORKSPACE || op->kind == VIEW_REVIEW) {
+            if (*n < max)
+                shares[(*n)++] =
+                    (struct vm_share){op->source, op->target, view->workspace_readonly};
+        } else if (op->kind == VIEW_GIT_DIR) {
+            if (*n < max)
+                shares[(*n)++] = (struct vm_share){op->source, op->target, op->readonly};
+        } else if (op->kind == VIEW_MOUNT) {
+            /* Configured mounts exactly as ns binds them, or no start: 9p
+             * shares directories only, and sharing a file's parent would
+             * show its siblings. */
+            struct stat st;
+            if (stat(op->source, &st) < 0)
+                return error_set(err, errno, "vm: [[mounts]] %s", op->source);
+            if (!S_ISDIR(st.st_mode))
+                return error_set(err, ENOTDIR,
+                                 "vm: [[mounts]] %s: the vm backend shares directories only "
+                                 "(virtio-9p); mount its directory, or use the ns backend",
+                                 op->source);
+            if (*n == max)
+                return error_set(err, E2BIG,
+                                 "vm: [[mounts]]: at most %d directories on the vm backend",
+                                 (int)(max - first - 3));
+            shares[(*n)++] = (struct vm_share){op->source, op->target, op->readonly};
+        }
+    }
+    return 0;
+}
+
+int vm_view_guest_protected(const struct view_plan *view, json_t *list)
+{
+    for (size_t i = 0; i < view->count; i++) {
+        const struct view_op *op = &view->ops[i];
+        if (op->kind == VIEW_PROTECT && op->origin == VIEW_PROTECT_CONFIGURED) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof(path), "%s/%s", op->target, op->rel);
+            if (json_array_append_new(list, json_string(path)) < 0)
+                return -1;
+        }
+    }
+    /* The git metadata's read-only parts once more inside the guest (a
+     * second layer: QEMU's view already refuses writes to them). */
+    for (size_t i = 0; i < view->count; i++) {
+        const struct view_op *b = &view->ops[i];
+        if (b->kind != VIEW_GIT_BIND || !b->readonly)
+            continue;
+        /* In the guest one share holds them all: a read-only bind there
+         * covers what lies below it, such as a submodule's writable copy
+         * inside the read-only modules/. */
+        bool covers_writable = false;
+        size_t n = strlen(b->target);
+        for (size_t j = 0; j < view->count && !covers_writable; j++) {
+            const struct view_op *o = &view->ops[j];
+            covers_writable = o->kind == VIEW_GIT_BIND && !o->readonly &&
+                              strncmp(o->target, b->target, n) == 0 && o->target[n] == '/';
+        }
+        if (!covers_writable && json_array_append_new(list, json_string(b->target)) < 0)
+            return -1;
+    }
     return 0;
 }
 

@@ -1,16 +1,21 @@
-/* The workspace's protected paths, enforced by the host for QEMU: a guest
- * root (cordon run as root, or any agent through the guest's Docker daemon)
- * can undo the guest's own read-only binds, so QEMU itself runs in a mount
- * namespace where those paths are read-only binds. Host context
- * (supervisor; vm_protect_apply in QEMU's child before exec). */
+/* The vm backend's translation of the view plan (backend/view.h): the 9p
+ * shares, the guest's read-only list, and the workspace's protected paths
+ * enforced by the host for QEMU: a guest root (cordon run as root, or any
+ * agent through the guest's Docker daemon) can undo the guest's own
+ * read-only binds, so QEMU itself runs in a mount namespace where those
+ * paths are read-only binds. Host context (supervisor; vm_protect_apply in
+ * QEMU's child before exec). */
 #pragma once
 
+#include "backend/view.h"
 #include "util/error.h"
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
-struct launch;
+struct vm_share;
 
 /* One bind in QEMU's mount namespace: source over target (host paths). */
 struct vm_bind {
@@ -38,9 +43,22 @@ struct vm_bind {
  * start, as on ns. Review mode: the overlay over the workspace, always
  * (the workspace's protected paths then need no bind: QEMU writes only
  * the upper layer). */
-int vm_protect_plan(const struct launch *l, bool guest_root_reachable, struct vm_bind **out,
+int vm_protect_plan(const struct view_plan *view, bool guest_root_reachable, struct vm_bind **out,
                     struct cordon_error *err);
 void vm_protect_free(struct vm_bind *binds);
+
+/* The view's shares, appended to shares[*n..max) (after /usr and /etc):
+ * the workspace, the git directories outside it (as many as fit), each
+ * [[mounts]] directory (a file, or one past max, refuses the start). The
+ * strings are the plan's. */
+int vm_view_shares(const struct view_plan *view, struct vm_share *shares, size_t *n, size_t max,
+                   struct cordon_error *err);
+
+/* What the guest binds read-only over itself (the boot spec's "protected",
+ * vm-init.c), appended to list: the configured protected paths and the
+ * git metadata's read-only binds that cover no writable one, as the guest
+ * sees them. -1 when out of memory. */
+int vm_view_guest_protected(const struct view_plan *view, json_t *list);
 
 /* In QEMU's child, before exec: a mount namespace of its own (and, when not
  * root, a user namespace mapping only the caller's uid and gid) with each

@@ -644,27 +644,13 @@ static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
         json_array_append_new(sh, json_pack("{s:s,s:s,s:b}", "tag", tag, "path", shares[i].guest,
                                             "ro", shares[i].readonly));
     }
-    for (size_t i = 0; l->spec.protected_paths && l->spec.protected_paths[i]; i++) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof(path), "%s/%s", l->spec.workspace_view, l->spec.protected_paths[i]);
-        json_array_append_new(prot, json_string(path));
-    }
-    /* The git metadata's read-only parts once more inside the guest (a
-     * second layer: QEMU's view already refuses writes to them). */
-    for (size_t i = 0; i < l->spec.ngit_binds; i++) {
-        const struct gitguard_bind *b = &l->spec.git_binds[i];
-        /* In the guest one share holds them all: a read-only bind there
-         * covers what lies below it, such as a submodule's writable copy
-         * inside the read-only modules/. */
-        bool covers_writable = false;
-        size_t n = strlen(b->view_target);
-        for (size_t j = 0; j < l->spec.ngit_binds && !covers_writable; j++) {
-            const char *t = l->spec.git_binds[j].view_target;
-            covers_writable =
-                !l->spec.git_binds[j].readonly && strncmp(t, b->view_target, n) == 0 && t[n] == '/';
-        }
-        if (b->readonly && !covers_writable)
-            json_array_append_new(prot, json_string(b->view_target));
+    /* The view plan's read-only paths (vm-protect.c); without them no spec
+     * is made (json_pack refuses a NULL "protected"). */
+    struct cordon_error verr;
+    struct view_plan view _cleanup_view_plan_ = {0};
+    if (view_plan_build(&l->spec, &view, &verr) < 0 || vm_view_guest_protected(&view, prot) < 0) {
+        json_decref(prot);
+        prot = NULL;
     }
     const struct sandbox_limits *lim = &l->limits;
     /* The in-guest restrictions (vm-init.c confine_user): Landlock's
@@ -1081,8 +1067,9 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
     }
     if (etc_cache_find(l, st, err) < 0)
         return -1;
-    if (vm_docker_plan_make(l, &st->docker, err) < 0 ||
-        vm_protect_plan(l, st->docker.start, &st->protect, err) < 0)
+    struct view_plan view _cleanup_view_plan_ = {0};
+    if (vm_docker_plan_make(l, &st->docker, err) < 0 || view_plan_build(&l->spec, &view, err) < 0 ||
+        vm_protect_plan(&view, st->docker.start, &st->protect, err) < 0)
         return -1;
     log_debug("vm: docker: %s", st->docker.reason);
     /* No snapshot of a guest with a network device: open mode's
@@ -1099,29 +1086,8 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
     size_t n = 0;
     shares[n++] = (struct vm_share){"/usr", "/usr", true};
     shares[n++] = (struct vm_share){st->etc_path, "/etc", true};
-    shares[n++] =
-        (struct vm_share){l->spec.workspace, l->spec.workspace_view, l->spec.workspace_readonly};
-    for (size_t i = 0; l->spec.git_dirs && l->spec.git_dirs[i] && n < ARRAY_SIZE(shares); i++)
-        shares[n++] =
-            (struct vm_share){l->spec.git_dirs[i], l->spec.git_dirs[i], l->spec.workspace_readonly};
-    /* Configured mounts exactly as ns binds them, or no start: 9p shares
-     * directories only, and sharing a file's parent would show its
-     * siblings. */
-    for (size_t i = 0; i < l->spec.nmounts; i++) {
-        const struct ns_extra_mount *m = &l->spec.mounts[i];
-        struct stat mst;
-        if (stat(m->host_path, &mst) < 0)
-            return error_set(err, errno, "vm: [[mounts]] %s", m->host_path);
-        if (!S_ISDIR(mst.st_mode))
-            return error_set(err, ENOTDIR,
-                             "vm: [[mounts]] %s: the vm backend shares directories only "
-                             "(virtio-9p); mount its directory, or use the ns backend",
-                             m->host_path);
-        if (n == ARRAY_SIZE(shares))
-            return error_set(err, E2BIG, "vm: [[mounts]]: at most %d directories on the vm backend",
-                             (int)(ARRAY_SIZE(shares) - 5));
-        shares[n++] = (struct vm_share){m->host_path, m->guest_path, m->readonly};
-    }
+    if (vm_view_shares(&view, shares, &n, ARRAY_SIZE(shares), err) < 0)
+        return -1;
 
     char accel_why[PATH_MAX * 2 + 512];
     snprintf(st->accel, sizeof(st->accel), "%s", vm_accel_decide(&k, accel_why, sizeof(accel_why)));
