@@ -166,7 +166,9 @@ static void edit_file_free(struct edit_file *f)
     free(f->norm);
 }
 
-/* Reads at most size bytes of fd into f; -1 when out of memory. */
+/* Reads at most size bytes of fd into f (fewer when the file shrank
+ * meanwhile); -1 with errno on a read error (nothing of a partly read file
+ * is ever written back) or when out of memory (ENOMEM). */
 static int edit_file_read(int fd, size_t size, struct edit_file *f)
 {
     size_t got = 0;
@@ -177,14 +179,16 @@ static int edit_file_read(int fd, size_t size, struct edit_file *f)
         ssize_t n = read(fd, raw + got, size - got);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n < 0)
+            return -1;
+        if (n == 0)
             break;
         got += (size_t)n;
     }
     size_t text_len;
     f->text = utf8_sanitize(raw, got, &text_len);
     if (!f->text)
-        return -1;
+        return errno = ENOMEM, -1;
     f->bom = text_len >= 3 && memcmp(f->text, "\xef\xbb\xbf", 3) == 0;
     const char *content = f->text + (f->bom ? 3 : 0);
     size_t content_len = text_len - (f->bom ? 3 : 0);
@@ -192,7 +196,7 @@ static int edit_file_read(int fd, size_t size, struct edit_file *f)
     const char *lf = memchr(content, '\n', content_len);
     f->use_crlf = lf && crlf && crlf < lf;
     f->norm = edit_to_lf(content, content_len, &f->norm_len);
-    return f->norm ? 0 : -1;
+    return f->norm ? 0 : (errno = ENOMEM, -1);
 }
 
 /* Each edit's texts, LF-normalised. */
@@ -363,8 +367,14 @@ static int edit_apply(const struct tool_env *env, int fd, size_t size, const cha
     _cleanup_free_ struct edit_match *matches = calloc(json_array_size(edits), sizeof(*matches));
     _cleanup_free_ char *fuzzy = NULL, *result = NULL, *final = NULL;
     int r;
-    if (!matches || edit_file_read(fd, size, &f) < 0 || edit_texts_load(edits, &t) < 0) {
+    if (!matches || edit_texts_load(edits, &t) < 0) {
         r = tool_result_error(res, "out of memory");
+        goto out;
+    }
+    if (edit_file_read(fd, size, &f) < 0) {
+        r = errno == ENOMEM
+                ? tool_result_error(res, "out of memory")
+                : tool_result_error(res, "Could not read %s: %s", path, strerror(errno));
         goto out;
     }
     if ((r = edit_check_nonempty(&t, path, res)) != 1)
