@@ -20,9 +20,9 @@ struct vm_state {
     int listen[SOCK_COUNT]; /* listening sockets, closed once accepted */
     struct vm_docker_plan docker;
     struct vm_bind *protect; /* QEMU's binds (vm-protect.c), or NULL */
-    bool etc_filled;         /* etc_fill() done (once, even across a KVM retry) */
+    bool etc_filled;         /* vm_etc_fill() done (once, even across a KVM retry) */
     /* The /etc the guest gets: a prepared copy of this content in the
-     * state root's .vm-etc (etc_cache_find), or the session's own etc,
+     * state root's .vm-etc (vm_etc_cache_find), or the session's own etc,
      * filled while QEMU starts and moved there once the guest booted. */
     char etc_path[PATH_MAX];
     char etc_cache[PATH_MAX]; /* <state root>/.vm-etc, or "" (no cache) */

@@ -165,9 +165,9 @@ static struct vm_qemu_input qemu_input(const struct launch *l, const struct vm_k
     };
 }
 
-/* What makes a restored guest as fresh as a booted one (vm-init.c
- * fresh_start): seed material for its RNG and the host's clock, in every
- * boot spec. */
+/* What makes a restored guest as fresh as a booted one (guest/vm-fresh.c
+ * guest_fresh_start): seed material for its RNG and the host's clock, in
+ * every boot spec. */
 static int spec_add_fresh(json_t *spec, struct cordon_error *err)
 {
     unsigned char seed[64];
