@@ -83,7 +83,7 @@ static int load_docker_modules(char *reason, size_t size)
     struct cordon_error err;
     if (guest_load_modules("/cordon/modules.docker", &err) == 0)
         return 0;
-    snprintf(reason, size, "%s", err.message);
+    snprintf(reason, size, "%.400s", err.message); /* reason buffers are 512 bytes */
     return -1;
 }
 
