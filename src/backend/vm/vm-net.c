@@ -295,14 +295,7 @@ static int relay_connect(struct vmux *m, uint16_t port, void *ctx)
     memcpy(sa.sun_path, path, strlen(path) + 1);
     /* A blocking connect: the proxy accepts at once (AF_UNIX has no
      * connect in progress to wait for otherwise). */
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    return vmux_connect_local((struct sockaddr *)&sa, sizeof(sa));
 }
 
 static bool fd_kept(int fd, const int *keep, size_t n)

@@ -109,7 +109,7 @@ long vm_qemu_host_tsc_khz(void)
 
 /* deny and allowlist: no network device at all (allowlist connections
  * travel over virtio-serial ports); open: virtio-net to passt on fd 3
- * (see spawn_qemu), QEMU 7.2's -netdev stream. */
+ * (see vm-launch.c vm_launch_spawn), QEMU 7.2's -netdev stream. */
 static void add_net_args(const struct vm_net *net, struct vm_qemu_argv *b)
 {
     if (net->passt_qemu_fd < 0) {

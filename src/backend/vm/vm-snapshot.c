@@ -124,7 +124,7 @@ uint64_t vm_snapshot_key(const struct vm_qemu_input *in, const char *qemu_path)
     c.paused = false;
     /* The Docker disk is per session; its size is what the saved guest's
      * driver read at its probe (its cached blocks are dropped after a
-     * restore, vm-init.c fresh_start). */
+     * restore, guest/vm-fresh.c). */
     c.docker_disk = in->docker_disk && in->docker_disk[0] ? "/-" : NULL;
     uint64_t key = 14695981039346656037ULL;
     int version = VM_SNAPSHOT_VERSION;

@@ -33,6 +33,18 @@ int vmux_add_port(struct vmux *m, int dev, bool initiator, struct cordon_error *
     return 0;
 }
 
+int vmux_connect_local(const struct sockaddr *sa, socklen_t len)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, sa, len) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int vmux_add_listener(struct vmux *m, int fd, uint16_t port, struct cordon_error *err)
 {
     if (m->nlisteners >= VMUX_MAX_LISTEN)
@@ -167,6 +179,24 @@ static size_t payload_len(const struct vmux_port *p)
     return (size_t)p->in[1] << 8 | p->in[2];
 }
 
+/* One read or write on the port's device, retried on EINTR: > 0 bytes
+ * done; 0 when it would block; -1 when the device failed or closed (the
+ * port is dead then). */
+static ssize_t dev_io(struct vmux_port *p, bool write_out, unsigned char *buf, size_t len)
+{
+    ssize_t n;
+    do {
+        n = write_out ? write(p->dev, buf, len) : read(p->dev, buf, len);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN)
+        return 0;
+    if (n <= 0) {
+        port_dead(p);
+        return -1;
+    }
+    return n;
+}
+
 /* Reads what there is of the next frame and handles it once complete. */
 static void dev_readable(struct vmux *m, struct vmux_port *p)
 {
@@ -178,15 +208,9 @@ static void dev_readable(struct vmux *m, struct vmux_port *p)
         size_t need = p->in_len < VMUX_HEADER ? VMUX_HEADER : VMUX_HEADER + payload_len(p);
         if (p->in_len == need && p->in_len >= VMUX_HEADER)
             break; /* complete (a DATA frame still being written to the socket) */
-        ssize_t n = read(p->dev, p->in + p->in_len, need - p->in_len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
+        ssize_t n = dev_io(p, false, p->in + p->in_len, need - p->in_len);
+        if (n <= 0)
             return;
-        if (n <= 0) {
-            port_dead(p);
-            return;
-        }
         p->in_len += (size_t)n;
     }
     if (p->data_off > 0)
@@ -231,15 +255,9 @@ static void sock_readable(struct vmux_port *p)
 static void dev_writable(struct vmux_port *p)
 {
     while (p->out_off < p->out_len) {
-        ssize_t n = write(p->dev, p->out + p->out_off, p->out_len - p->out_off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
+        ssize_t n = dev_io(p, true, p->out + p->out_off, p->out_len - p->out_off);
+        if (n <= 0)
             return;
-        if (n <= 0) {
-            port_dead(p);
-            return;
-        }
         p->out_off += (size_t)n;
     }
     p->out_len = p->out_off = 0;

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #define VMUX_MAX_PORTS   24
 #define VMUX_MAX_LISTEN  33
@@ -74,5 +75,9 @@ int vmux_add_port(struct vmux *m, int dev, bool initiator, struct cordon_error *
 /* Adds a listening socket whose connections go out on an initiator port
  * with OPEN(port). */
 int vmux_add_listener(struct vmux *m, int fd, uint16_t port, struct cordon_error *err);
+/* For a vmux_connect_fn: a stream socket of sa's family connected to sa
+ * with a blocking connect (a local peer, loopback or AF_UNIX, accepts or
+ * refuses at once), then made non-blocking; -1 when it fails. */
+int vmux_connect_local(const struct sockaddr *sa, socklen_t len);
 /* Runs until every port's device has failed or closed (the VM is gone). */
 void vmux_run(struct vmux *m);

@@ -14,6 +14,7 @@
  * waits in the socket's backlog. "require" starts it during the boot and
  * the boot fails when it does not come up. */
 #include "backend/vm/guest/vm-docker.h"
+#include "backend/vm/guest/vm-guest.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
 #include "util/clock.h"
@@ -31,7 +32,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -80,21 +80,11 @@ static void status_write(const struct keeper *k, const char *state, const char *
 
 static int load_docker_modules(char *reason, size_t size)
 {
-    _cleanup_fclose_ FILE *f = fopen("/cordon/modules.docker", "re");
-    if (!f)
+    struct cordon_error err;
+    if (guest_load_modules("/cordon/modules.docker", &err) == 0)
         return 0;
-    char line[PATH_MAX];
-    while (fgets(line, sizeof(line), f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (!line[0])
-            continue;
-        _cleanup_close_ int fd = open(line, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST)) {
-            snprintf(reason, size, "loading the kernel module %.300s: %s", line, strerror(errno));
-            return -1;
-        }
-    }
-    return 0;
+    snprintf(reason, size, "%.400s", err.message); /* reason buffers are 512 bytes */
+    return -1;
 }
 
 /* Runs argv (absolute or found in DOCKER_PATH) with a clean environment,

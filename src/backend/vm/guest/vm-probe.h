@@ -1,6 +1,6 @@
 /* The probe of `cordon verify NAME` in a vm `cordon run`/`cordon shell`
  * session, guest side (vm-probe.c). Guest context: the microVM's init
- * (PID 1, root in the guest), inside run mode's relay loop (vm-init.c).
+ * (PID 1, root in the guest), inside run mode's relay loop (vm-relay.c).
  *
  * On the channel, after the boot exchange (JSON frames, vm-frame.h; built
  * and checked by backend/vm/vm-probe-frame.c):
@@ -26,7 +26,7 @@
 #define VM_PROBE_POLLFDS 3
 
 /* In the probe's forked child, its stdio already on the pipes: confines
- * it exactly as the command is (vm-init.c) and execs the probe. Never
+ * it exactly as the command is (vm-command.c) and execs the probe. Never
  * returns. */
 typedef void (*vm_probe_exec_fn)(const void *ctx);
 
