@@ -5,6 +5,7 @@
 #include "supervisor/review.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
+#include "util/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,14 +47,9 @@ int review_run_diff(int host, int sandbox, const char *label_a, const char *labe
     snprintf(a, sizeof(a), host >= 0 ? "/dev/fd/%d" : "/dev/null", host);
     snprintf(b, sizeof(b), sandbox >= 0 ? "/dev/fd/%d" : "/dev/null", sandbox);
     int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
+    pid_t pid = proc_fork_pipe(pipefd);
+    if (pid < 0)
         return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pipefd[0]);
-        close(pipefd[1]);
-        return -1;
-    }
     if (pid == 0) {
         if (host >= 0)
             fcntl(host, F_SETFD, 0);

@@ -104,7 +104,7 @@ static json_t *boot_spec(const struct launch *l, char *const *agent_argv,
         prot = NULL;
     }
     const struct sandbox_limits *lim = &l->limits;
-    /* The in-guest restrictions (vm-init.c confine_user): Landlock's
+    /* The in-guest restrictions (guest/vm-command.c guest_confine_user): Landlock's
      * writable places, as the ns backend's, and a debug build's test hook
      * that leaves the seccomp filter out so that `cordon verify` can be
      * shown to FAIL (tests/security/vm-escapes.sh). */

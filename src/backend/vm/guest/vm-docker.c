@@ -18,6 +18,7 @@
 #include "util/cleanup.h"
 #include "util/fs.h"
 #include "util/clock.h"
+#include "util/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -94,14 +95,9 @@ static int load_docker_modules(char *reason, size_t size)
 static int run_capture(char *const *argv, char *out, size_t size, long long deadline, pid_t watch)
 {
     int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
+    pid_t pid = proc_fork_pipe(pipefd);
+    if (pid < 0)
         return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pipefd[0]);
-        close(pipefd[1]);
-        return -1;
-    }
     if (pid == 0) {
         char *env[] = {"PATH=" DOCKER_PATH, "HOME=/run/cordon/docker-client", NULL};
         dup2(pipefd[1], 1);
