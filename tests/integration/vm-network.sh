@@ -22,14 +22,6 @@ HTTP=$port_base
 ECHO=$((port_base + 1))
 PUB=$((port_base + 3))
 
-wait_port() { # wait_port HOST PORT [NETNS]
-    local i
-    for i in $(seq 100); do
-        if ${3:+ip netns exec "$3"} bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    return 1
-}
 vm_run() { # vm_run [OPTIONS] -- CMD...: cordon run on the vm backend in $ws
     out=$(cd "$ws" && PWD="$ws" "$CORDON" run --backend vm "$@" 2>&1 </dev/null)
     rc=$?
