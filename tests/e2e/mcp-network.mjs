@@ -9,29 +9,13 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
+import { ok, done } from "../lib/tap.mjs";
+import { mcpSdk } from "../lib/pi.mjs";
 
 const src = process.env.CORDON_SRC;
 const cordon = process.env.CORDON;
-const sdk = path.join(src, "tests/pi/node_modules/@modelcontextprotocol/sdk/dist/esm");
-if (!fs.existsSync(sdk)) {
-    console.log("1..0 # SKIP @modelcontextprotocol/sdk is not installed (scripts/bootstrap.sh --test)");
-    process.exit(0);
-}
-const { Client } = await import(pathToFileURL(path.join(sdk, "client/index.js")).href);
-const { StdioClientTransport } = await import(pathToFileURL(path.join(sdk, "client/stdio.js")).href);
-const { ElicitRequestSchema } = await import(pathToFileURL(path.join(sdk, "types.js")).href);
+const { Client, StdioClientTransport, ElicitRequestSchema } = await mcpSdk(src);
 
-let n = 0;
-let failed = 0;
-function ok(cond, name, diag) {
-    n++;
-    console.log(`${cond ? "ok" : "not ok"} ${n} - ${name}`);
-    if (!cond) {
-        failed++;
-        if (diag !== undefined) for (const line of String(diag).split("\n")) console.log(`#   ${line}`);
-    }
-}
 const text = (r) => (r.content || []).filter((c) => c.type === "text").map((c) => c.text).join("");
 const lastLine = (r) => text(r).trimEnd().split("\n").pop();
 
@@ -124,5 +108,4 @@ try {
     fs.rmSync(ws, { recursive: true, force: true });
     fs.rmSync(hosts, { force: true });
 }
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+done();

@@ -9,28 +9,16 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawn, spawnSync } from "node:child_process";
+import { ok, n, done } from "../lib/tap.mjs";
+import { piCommand } from "../lib/pi.mjs";
 
 const src = process.env.CORDON_SRC;
 const cordon = process.env.CORDON;
-const piBin = path.join(src, "tests/pi/node_modules/.bin/pi");
-if (!fs.existsSync(piBin)) {
-    console.log("1..0 # SKIP pi is not installed (scripts/bootstrap.sh --test)");
-    process.exit(0);
-}
+const piBin = piCommand(src);
 const ext = path.join(src, "integrations/pi");
 const faux = path.join(src, "tests/e2e/pi/faux.ts");
 const NO_ELICIT = "host execution requires user approval, but no interactive client is available";
 
-let n = 0;
-let failed = 0;
-function ok(cond, name, diag) {
-    n++;
-    console.log(`${cond ? "ok" : "not ok"} ${n} - ${name}`);
-    if (!cond) {
-        failed++;
-        if (diag !== undefined) for (const line of String(typeof diag === "string" ? diag : JSON.stringify(diag)).split("\n")) console.log(`#   ${line}`);
-    }
-}
 const text = (r) => (r?.content || []).filter((c) => c.type === "text").map((c) => c.text).join("");
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "cordon-pi-"));
@@ -168,5 +156,4 @@ try {
 } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
 }
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+done();

@@ -7,37 +7,15 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createRequire } from "node:module";
+import { ok, diagAs, done } from "../lib/tap.mjs";
+import { piExtensionModule } from "../lib/pi.mjs";
 
 const src = process.env.CORDON_SRC;
-const mods = path.join(src, "tests/pi/node_modules");
-if (!fs.existsSync(path.join(mods, "jiti"))) {
-    console.log("1..0 # SKIP pi is not installed (scripts/bootstrap.sh --test)");
-    process.exit(0);
-}
-const require = createRequire(path.join(mods, "x.js"));
-const { createJiti } = require("jiti");
-const jiti = createJiti(import.meta.url, {
-    alias: {
-        "@mariozechner/pi-coding-agent": path.join(mods, "@mariozechner/pi-coding-agent/dist/index.js"),
-        "@mariozechner/pi-tui": path.join(mods, "@mariozechner/pi-tui/dist/index.js"),
-        typebox: createRequire(path.join(mods, "@mariozechner/pi-coding-agent/dist/index.js")).resolve("typebox"),
-    },
-});
-const extensionModule = await jiti.import(path.join(src, "integrations/pi/index.ts"));
+const extensionModule = await piExtensionModule(src);
 const extension = extensionModule.default;
 const { escapeHidden, approvalText } = extensionModule;
 
-let n = 0;
-let failed = 0;
-function ok(cond, name, diag) {
-    n++;
-    console.log(`${cond ? "ok" : "not ok"} ${n} - ${name}`);
-    if (!cond) {
-        failed++;
-        if (diag !== undefined) console.log(`#   ${JSON.stringify(diag)}`);
-    }
-}
+diagAs("json");
 
 function load(cordonBin, hasUI, confirmAnswer = false) {
     process.env.CORDON_BIN = cordonBin;
@@ -199,5 +177,4 @@ try {
     fs.rmSync(ws, { recursive: true, force: true });
     fs.rmSync(ws + "-marker", { force: true });
 }
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+done();

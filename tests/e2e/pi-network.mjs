@@ -8,35 +8,13 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { createRequire } from "node:module";
+import { ok, diagAs, done } from "../lib/tap.mjs";
+import { piExtensionModule } from "../lib/pi.mjs";
 
 const src = process.env.CORDON_SRC;
-const mods = path.join(src, "tests/pi/node_modules");
-if (!fs.existsSync(path.join(mods, "jiti"))) {
-    console.log("1..0 # SKIP pi is not installed (scripts/bootstrap.sh --test)");
-    process.exit(0);
-}
-const require = createRequire(path.join(mods, "x.js"));
-const { createJiti } = require("jiti");
-const jiti = createJiti(import.meta.url, {
-    alias: {
-        "@mariozechner/pi-coding-agent": path.join(mods, "@mariozechner/pi-coding-agent/dist/index.js"),
-        "@mariozechner/pi-tui": path.join(mods, "@mariozechner/pi-tui/dist/index.js"),
-        typebox: createRequire(path.join(mods, "@mariozechner/pi-coding-agent/dist/index.js")).resolve("typebox"),
-    },
-});
-const extension = (await jiti.import(path.join(src, "integrations/pi/index.ts"))).default;
+const extension = (await piExtensionModule(src)).default;
 
-let n = 0;
-let failed = 0;
-function ok(cond, name, diag) {
-    n++;
-    console.log(`${cond ? "ok" : "not ok"} ${n} - ${name}`);
-    if (!cond) {
-        failed++;
-        if (diag !== undefined) console.log(`#   ${JSON.stringify(diag)}`);
-    }
-}
+diagAs("json");
 
 const ws = fs.mkdtempSync(path.join(os.tmpdir(), "cordon-pinet-"));
 fs.chmodSync(ws, 0o755);
@@ -97,5 +75,4 @@ try {
     server.close();
     fs.rmSync(ws, { recursive: true, force: true });
 }
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+done();

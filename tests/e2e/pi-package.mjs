@@ -11,32 +11,19 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawn, spawnSync } from "node:child_process";
+import { ok, skipAll, n, done } from "../lib/tap.mjs";
+import { piCommand } from "../lib/pi.mjs";
 
 const src = process.env.CORDON_SRC;
 const cordon = process.env.CORDON;
-const piBin = path.join(src, "tests/pi/node_modules/.bin/pi");
-if (!fs.existsSync(piBin)) {
-    console.log("1..0 # SKIP pi is not installed (scripts/bootstrap.sh --test)");
-    process.exit(0);
-}
+const piBin = piCommand(src);
 for (const tool of ["git", "npm"]) {
     if (spawnSync("sh", ["-c", `command -v ${tool}`]).status !== 0) {
-        console.log(`1..0 # SKIP ${tool} is not installed`);
-        process.exit(0);
+        skipAll(`${tool} is not installed`);
     }
 }
 const faux = path.join(src, "tests/e2e/pi/faux.ts");
 
-let n = 0;
-let failed = 0;
-function ok(cond, name, diag) {
-    n++;
-    console.log(`${cond ? "ok" : "not ok"} ${n} - ${name}`);
-    if (!cond) {
-        failed++;
-        if (diag !== undefined) for (const line of String(typeof diag === "string" ? diag : JSON.stringify(diag)).split("\n")) console.log(`#   ${line}`);
-    }
-}
 const text = (r) => (r?.content || []).filter((c) => c.type === "text").map((c) => c.text).join("");
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "cordon-pi-pkg-"));
@@ -173,5 +160,4 @@ try {
     cleanup();
     fs.rmSync(tmp, { recursive: true, force: true });
 }
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+done();

@@ -15,35 +15,14 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { spawnSync } from "node:child_process";
+import { ok, done } from "../lib/tap.mjs";
+import { needTmux, sleep, q, isBold, procsWith, tmuxPane } from "../lib/tmux.mjs";
+import { piCommand, piTuiRunner } from "../lib/pi.mjs";
 
 const src = process.env.CORDON_SRC;
 const cordon = process.env.CORDON;
-const piBin = path.join(src, "tests/pi/node_modules/.bin/pi");
-if (!fs.existsSync(piBin)) {
-    console.log("1..0 # SKIP pi is not installed (scripts/bootstrap.sh --test)");
-    process.exit(0);
-}
-if (spawnSync("tmux", ["-V"]).status !== 0) {
-    console.log("1..0 # SKIP tmux is not installed (scripts/bootstrap.sh --test)");
-    process.exit(0);
-}
-const ext = path.join(src, "integrations/pi");
-const faux = path.join(src, "tests/e2e/pi/faux.ts");
-
-let n = 0;
-let failed = 0;
-function ok(cond, name, diag) {
-    n++;
-    console.log(`${cond ? "ok" : "not ok"} ${n} - ${name}`);
-    if (!cond) {
-        failed++;
-        if (diag !== undefined) for (const line of String(typeof diag === "string" ? diag : JSON.stringify(diag)).split("\n")) console.log(`#   ${line}`);
-    }
-    return cond;
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const q = (s) => `'${String(s).replace(/'/g, `'\\''`)}'`;
+const piBin = piCommand(src);
+needTmux();
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "cordon-tui-"));
 fs.chmodSync(tmp, 0o755);
@@ -68,78 +47,9 @@ fs.writeFileSync(script, JSON.stringify({
 }));
 
 const sock = path.join(tmp, "tmux.sock");
-const exitFile = path.join(tmp, "pi-exit");
-const runner = path.join(tmp, "run.sh");
-const piArgs = ["--offline", "--no-session", "-ne", "-e", faux, "-e", ext, "--provider", "faux", "--model", "faux-1",
-    "--tools", "read,write,edit,ls,find,grep,bash"];
-fs.writeFileSync(runner, [
-    `cd ${q(ws)}`,
-    // A user's terminal, not a CI job's: with CI=true in the environment
-    // (as .ci/run sets it) pi's TUI draws the footer without bold, which
-    // the footer check below looks for (seen here; cause not traced).
-    "unset CI",
-    `export PI_OFFLINE=1 PI_CODING_AGENT_DIR=${q(agentDir)} CORDON_BIN=${q(cordon)} CORDON_FAUX_SCRIPT=${q(script)} CORDON_FAUX_LOG=${q(contextLog)}`,
-    `${q(piBin)} ${piArgs.map(q).join(" ")} 2>${q(path.join(tmp, "pi.stderr"))}`,
-    `echo $? > ${q(exitFile)}`,
-    "",
-].join("\n"));
+const { runner, exitFile } = piTuiRunner(src, { piBin, tmp, ws, agentDir, cordon, script, env: { CORDON_FAUX_LOG: contextLog } });
 
-function tmux(...args) {
-    return spawnSync("tmux", ["-S", sock, "-f", "/dev/null", ...args], { encoding: "utf8" });
-}
-// The whole pane with its scrollback, or only what is visible now.
-const screen = () => tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "pi").stdout ?? "";
-const visible = () => tmux("capture-pane", "-p", "-J", "-t", "pi").stdout ?? "";
-const footer = () => visible().split("\n").filter((l) => l.trim()).slice(-3).join("\n");
-// The footer's cordon line with its escape sequences (colour, bold).
-const styledStatus = () =>
-    (tmux("capture-pane", "-p", "-e", "-t", "pi").stdout ?? "").split("\n").filter((l) => l.includes("cordon: ")).pop() ?? "";
-const isBold = (line) => /\x1b\[(?:[0-9;]*;)?1(?:;[0-9;]*)?m\s*cordon: /.test(line) || /\x1b\[1m/.test(line);
-const type = (text) => {
-    tmux("send-keys", "-t", "pi", "-l", text);
-    tmux("send-keys", "-t", "pi", "Enter");
-};
-// The editor: the text between the last two rules above the footer.
-function editorText() {
-    const v = visible().split("\n");
-    const rules = v.map((l, i) => (/^─{10,}/.test(l) ? i : -1)).filter((i) => i >= 0);
-    if (rules.length < 2) return "";
-    return v.slice(rules[rules.length - 2] + 1, rules[rules.length - 1]).join("\n").trim();
-}
-// A slash command. An Enter that reaches pi while its completion list (for
-// a prefix typed a moment before) is still open only applies the
-// completion; Enter again until the editor is empty.
-async function command(text) {
-    type(text);
-    for (let i = 0; i < 5 && !(await waitFor(() => editorText() === "", 1000, "", true)); i++)
-        if (editorText() === text) tmux("send-keys", "-t", "pi", "Enter");
-}
-const lines = () => screen().split("\n").map((l) => l.trim());
-const hasLine = (re) => lines().some((l) => re.test(l));
-
-async function waitFor(pred, ms, what, quiet = false) {
-    const end = Date.now() + ms;
-    while (Date.now() < end) {
-        if (pred()) return true;
-        await sleep(100);
-    }
-    if (quiet) return false;
-    console.log(`# timed out after ${ms} ms waiting for ${what}; the screen:`);
-    for (const l of visible().split("\n")) if (l.trim()) console.log(`#   | ${l}`);
-    return false;
-}
-
-// Host processes whose command line holds `needle`, as [{pid, cmd}].
-function procsWith(needle) {
-    const found = [];
-    for (const pid of fs.readdirSync("/proc")) {
-        if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
-        let cmd;
-        try { cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " "); } catch { continue; }
-        if (cmd.includes(needle)) found.push({ pid: Number(pid), cmd });
-    }
-    return found;
-}
+const { tmux, footer, styledStatus, type, command, lines, hasLine, waitFor } = tmuxPane(sock);
 const readHb = () => { try { return fs.readFileSync(path.join(ws, "hb.txt"), "utf8"); } catch { return ""; } };
 
 try {
@@ -240,5 +150,4 @@ try {
     for (const p of procsWith(token)) try { process.kill(p.pid, "SIGKILL"); } catch {}
     fs.rmSync(tmp, { recursive: true, force: true });
 }
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+done();

@@ -12,27 +12,14 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawn, spawnSync } from "node:child_process";
+import { ok, skipAll, n, done } from "../lib/tap.mjs";
+import { piCommand } from "../lib/pi.mjs";
 
 const src = process.env.CORDON_SRC;
 const cordon = process.env.CORDON;
-const piBin = path.join(src, "tests/pi/node_modules/.bin/pi");
-if (!fs.existsSync(piBin)) {
-    console.log("1..0 # SKIP pi is not installed (scripts/bootstrap.sh --test)");
-    process.exit(0);
-}
+const piBin = piCommand(src);
 if (spawnSync("sh", ["-c", "command -v curl"]).status !== 0) {
-    console.log("1..0 # SKIP curl is not installed");
-    process.exit(0);
-}
-let n = 0;
-let failed = 0;
-function ok(cond, name, diag) {
-    n++;
-    console.log(`${cond ? "ok" : "not ok"} ${n} - ${name}`);
-    if (!cond) {
-        failed++;
-        if (diag !== undefined) for (const line of String(typeof diag === "string" ? diag : JSON.stringify(diag)).split("\n")) console.log(`#   ${line}`);
-    }
+    skipAll("curl is not installed");
 }
 const text = (r) => (r?.content || []).filter((c) => c.type === "text").map((c) => c.text).join("");
 
@@ -59,8 +46,7 @@ const fauxDir = fs.realpathSync(path.join(src, "tests/e2e/pi"));
 // file cordon's proxy reads.
 const addr = Object.values(os.networkInterfaces()).flat().find((i) => i.family === "IPv4" && !i.internal)?.address;
 if (!addr) {
-    console.log("1..0 # SKIP no non-loopback IPv4 address for the API host");
-    process.exit(0);
+    skipAll("no non-loopback IPv4 address for the API host");
 }
 // In a child process: the test blocks in spawnSync while pi runs.
 const server = spawn("node", ["-e", `const s = require("http").createServer((q, r) => r.end("hello-from-api\\n"));
@@ -138,5 +124,4 @@ try {
     server.kill();
     fs.rmSync(tmp, { recursive: true, force: true });
 }
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+done();
