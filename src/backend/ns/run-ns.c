@@ -98,22 +98,10 @@ static const struct verify_server_ops ns_verify_ops = {
 static bool chan_frame(struct ns_relay *s, struct verify_server *vs)
 {
     char frame[INIT_FRAME_MAX + 1];
-    struct iovec iov = {frame, INIT_FRAME_MAX};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-    ssize_t n = recvmsg(s->chan, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    int fd;
+    ssize_t n = fdpass_recv_one(s->chan, frame, INIT_FRAME_MAX, MSG_DONTWAIT, &fd, NULL);
     if (n < 0)
         return errno == EAGAIN || errno == EINTR;
-    int fd = -1;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-            c->cmsg_len == CMSG_LEN(sizeof(int)))
-            memcpy(&fd, CMSG_DATA(c), sizeof(int));
-    }
     _cleanup_close_ int pidfd = fd;
     if (n == 0)
         return false;
