@@ -23,6 +23,20 @@ static struct view_op *plan_add(struct view_plan *plan, enum view_op_kind kind, 
                   VIEW_PLAN_MAX_OPS);
         return NULL;
     }
+    /* Grown as needed: a usual view is a handful of operations, and the
+     * plan is built at every start. */
+    if (plan->count == plan->cap) {
+        size_t cap = plan->cap ? plan->cap * 2 : 16;
+        if (cap > VIEW_PLAN_MAX_OPS)
+            cap = VIEW_PLAN_MAX_OPS;
+        struct view_op *grown = realloc(plan->ops, cap * sizeof(*grown));
+        if (!grown) {
+            error_set(err, ENOMEM, "the sandbox's view");
+            return NULL;
+        }
+        plan->ops = grown;
+        plan->cap = cap;
+    }
     struct view_op *op = &plan->ops[plan->count++];
     *op = (struct view_op){.kind = kind, .source = source, .target = target, .readonly = readonly};
     return op;
@@ -100,9 +114,6 @@ int view_plan_build(const struct ns_spec *spec, struct view_plan *plan, struct c
 {
     *plan = (struct view_plan){.workspace_readonly = spec->workspace_readonly,
                                .review = spec->review_dir != NULL};
-    plan->ops = calloc(VIEW_PLAN_MAX_OPS, sizeof(*plan->ops));
-    if (!plan->ops)
-        return error_set(err, ENOMEM, "the sandbox's view");
     if (plan_workspace(spec, plan, err) < 0 || plan_git(spec, plan, err) < 0)
         goto fail;
     for (size_t i = 0; i < spec->nmounts; i++) {

@@ -75,7 +75,7 @@ struct view_op {
 
 struct view_plan {
     struct view_op *ops;
-    size_t count;
+    size_t count, cap;
     bool workspace_readonly;
     bool review; /* the first op is VIEW_REVIEW */
 };
