@@ -50,7 +50,7 @@ run_in "$ws" run -- true
 if [ -e "$ws/.cordon.toml" ]; then
     unlike "sandbox-created .cordon.toml: the next run does not nudge to trust it" "$err" "cordon trust"
     like "... it says a sandboxed session wrote it" "$err" "\`\.cordon\.toml\` was written by a sandboxed session; review it before trusting"
-    ok "... the marker lives in the user's state" bash -c 'ls "$1" | grep -q "\.written$"' _ "$guard"
+    ok "... the marker lives in the user's state" bash -c 'find "$1" -name "*.written" | grep -q .' _ "$guard"
     is "... not in the workspace" "$(ls -A "$ws")" ".cordon.toml"
 else
     pass "sandbox could not create .cordon.toml: nothing to trust"

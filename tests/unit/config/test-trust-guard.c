@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static char root[256], ws[300], guard[300], file[400];
@@ -37,19 +38,31 @@ static void hash_of(const char *text, char hex[TRUST_GUARD_HASH_SIZE])
     sha256_hex(text, strlen(text), hex);
 }
 
-static size_t count_suffix(const char *suffix)
+/* Records whose name ends in suffix, in the guard directory and in its
+ * workspaces' directories (a record of the flat layout counts too). */
+static size_t count_suffix_in(const char *dir, const char *suffix, int depth)
 {
-    DIR *d = opendir(guard);
+    DIR *d = opendir(dir);
     size_t n = 0;
     struct dirent *e;
     while (d && (e = readdir(d))) {
         size_t len = strlen(e->d_name), s = strlen(suffix);
-        if (len > s && strcmp(e->d_name + len - s, suffix) == 0)
+        if (len >= s && strcmp(e->d_name + len - s, suffix) == 0)
             n++;
+        if (depth > 0 && e->d_type == DT_DIR && e->d_name[0] != '.') {
+            char sub[700];
+            snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+            n += count_suffix_in(sub, suffix, depth - 1);
+        }
     }
     if (d)
         closedir(d);
     return n;
+}
+
+static size_t count_suffix(const char *suffix)
+{
+    return count_suffix_in(guard, suffix, 1);
 }
 
 static void test_session(void)
@@ -98,7 +111,7 @@ static void test_dead_session(void)
     key[32] = '\0';
     hash_of("pids = 3\n", c);
     /* pid 1 never started at tick 1: a supervisor that died without its end */
-    snprintf(name, sizeof(name), "%s/%s.1-1-0.pending", guard, key);
+    snprintf(name, sizeof(name), "%s/%s/1-1-0.pending", guard, key);
     write_text(name, "-\n0\n");
     write_text(file, "pids = 3\n");
     ok(written(ws, c), "content differing from a dead session's start is flagged");
@@ -127,7 +140,7 @@ static void test_nested(void)
     ok(written(inner, d), "a nested file written while it runs is flagged");
     trust_note_session_end(&g, &err);
     ok(written(inner, d), "... and after it ended (its window)");
-    ok(count_suffix(".window") + count_suffix(".sessions") >= 1, "the window is recorded");
+    ok(count_suffix(".window") + count_suffix("sessions") >= 1, "the window is recorded");
     is_int(count_suffix(".pending"), 0, "and no pending record stays");
 }
 
@@ -151,7 +164,7 @@ static void test_fold(void)
     hash_of(ws, key);
     key[32] = '\0';
     for (int i = 0; i < 70; i++) {
-        snprintf(name, sizeof(name), "%s/%s.%d-%d.window", guard, key, 1000 + i, 1000 + i);
+        snprintf(name, sizeof(name), "%s/%s/%d-%d.window", guard, key, 1000 + i, 1000 + i);
         write_text(name, "");
     }
     ok(written(inner, d), "flagged among 71 window records");
@@ -164,12 +177,93 @@ static void test_fold(void)
     ok(all, "more sessions start and end: %s", err.message);
     ok(count_suffix(".window") < 64, "their windows are folded (%zu window records left)",
        count_suffix(".window"));
-    ok(count_suffix(".sessions") >= 1, "into .sessions");
+    ok(count_suffix("sessions") >= 1, "into .sessions");
     ok(written(inner, d), "the file written in the first one's window is still flagged");
     /* A window record left by a crash between the fold's sync and its
      * removals counts twice, harmlessly; a pending record left by a crash
      * before the end's rename flags as a dead session's. */
     unlink(inner_file);
+}
+
+/* A guard directory of the first, flat layout (<key>.<record>, as an
+ * earlier cordon kept it): its records still flag, and they move into
+ * their workspaces' directories once. */
+static void test_flat_layout(void)
+{
+    char saved[sizeof(guard)], name[700], key[TRUST_GUARD_HASH_SIZE], outer[TRUST_GUARD_HASH_SIZE];
+    char e[TRUST_GUARD_HASH_SIZE], f[TRUST_GUARD_HASH_SIZE], inner[400], inner_file[500];
+    snprintf(saved, sizeof(saved), "%s", guard);
+    snprintf(guard, sizeof(guard), "%.280s-flat", saved);
+    mkdir(guard, 0700);
+    hash_of(ws, key);
+    key[32] = '\0';
+    hash_of("pids = 6\n", e);
+    hash_of("pids = 7\n", f);
+    /* a marker, and a dead session that started with no file */
+    snprintf(name, sizeof(name), "%s/%s.%s.written", guard, key, e);
+    write_text(name, "");
+    snprintf(name, sizeof(name), "%s/%s.1-1-0.pending", guard, key);
+    write_text(name, "-\n0\n");
+    /* an enclosing workspace's folded window around now */
+    snprintf(inner, sizeof(inner), "%s/flat", ws);
+    snprintf(inner_file, sizeof(inner_file), "%s/.cordon.toml", inner);
+    mkdir(inner, 0755);
+    write_text(inner_file, "pids = 7\n");
+    hash_of(ws, outer);
+    outer[32] = '\0';
+    snprintf(name, sizeof(name), "%s/%s.sessions", guard, outer);
+    char window[64];
+    snprintf(window, sizeof(window), "%lld %lld\n", (long long)time(NULL) - 60,
+             (long long)time(NULL) + 60);
+    write_text(name, window);
+    write_text(file, "pids = 6\n");
+
+    ok(written(ws, e), "a marker of the flat layout still flags its content");
+    is_int(count_suffix_in(guard, ".written", 0), 0, "... and it moved into the workspace's directory");
+    ok(count_suffix(".written") == 1 && count_suffix(".pending") == 1,
+       "the marker and the dead session's record are there");
+    ok(access(name, F_OK) != 0 && count_suffix("sessions") == 1, "so is the window record");
+    snprintf(name, sizeof(name), "%s/.layout", guard);
+    ok(access(name, F_OK) == 0, "the move is recorded once");
+    ok(written(inner, f), "an enclosing workspace's flat window still flags a nested file");
+    char other[TRUST_GUARD_HASH_SIZE];
+    hash_of("pids = 8\n", other);
+    ok(written(ws, other), "the flat dead session flags other content");
+
+    /* a record of the flat layout left by an older cordon after the move
+     * would be ignored: the move happens once; that mix is not supported */
+    struct trust_guard g;
+    struct cordon_error err = {0};
+    is_int(trust_note_session_start(&g, guard, ws, &err), 0, "a session starts: %s",
+           err.message);
+    trust_note_session_end(&g, &err);
+    ok(written(ws, e), "the content stays flagged");
+    is_int(count_suffix(".pending"), 0, "the dead session was settled");
+    unlink(file);
+    unlink(inner_file);
+    snprintf(guard, sizeof(guard), "%s", saved);
+}
+
+/* One workspace's records say nothing about another's content. */
+static void test_other_workspace(void)
+{
+    char other_ws[400], key[TRUST_GUARD_HASH_SIZE], name[700], g_hash[TRUST_GUARD_HASH_SIZE];
+    snprintf(other_ws, sizeof(other_ws), "%s-other", ws);
+    mkdir(other_ws, 0755);
+    hash_of(other_ws, key);
+    key[32] = '\0';
+    hash_of("pids = 9\n", g_hash);
+    struct trust_guard g;
+    struct cordon_error err = {0};
+    is_int(trust_note_session_start(&g, guard, other_ws, &err), 0, "another workspace's session");
+    snprintf(name, sizeof(name), "%s/%s/%s.written", guard, key, g_hash);
+    write_text(name, "");
+    snprintf(name, sizeof(name), "%s/%s/1-1-0.pending", guard, key);
+    write_text(name, "-\n0\n");
+    ok(!written(ws, g_hash), "its records do not flag this workspace's file");
+    ok(written(other_ws, g_hash), "they flag its own");
+    trust_note_session_end(&g, &err);
+    rmdir(other_ws);
 }
 
 static void test_guard_dir(void)
@@ -181,6 +275,18 @@ static void test_guard_dir(void)
     ok(strstr(err.message, "not writable by group or others") != NULL, "is refused: %s",
        err.message);
     chmod(guard, 0700);
+    char key[TRUST_GUARD_HASH_SIZE], dir[400];
+    hash_of(ws, key);
+    key[32] = '\0';
+    snprintf(dir, sizeof(dir), "%s/%s", guard, key);
+    chmod(dir, 0777);
+    ok(trust_note_session_start(&g, guard, ws, &err) < 0, "a workspace's directory others can write");
+    ok(strstr(err.message, key) && strstr(err.message, "not writable by group or others"),
+       "is refused too: %s", err.message);
+    bool flagged = false;
+    hash_of("pids = 10\n", key);
+    ok(trust_guard_written(guard, ws, key, &flagged, &err) < 0, "and a lookup through it fails");
+    chmod(dir, 0700);
 }
 
 int main(void)
@@ -198,6 +304,8 @@ int main(void)
     test_dead_session();
     test_nested();
     test_fold();
+    test_flat_layout();
+    test_other_workspace();
     test_guard_dir();
     char command[600];
     snprintf(command, sizeof(command), "rm -rf '%s'", root);
