@@ -6,6 +6,7 @@
 #include "supervisor/gitguard-internal.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
+#include "util/dirscan.h"
 #include "util/fs.h"
 #include "util/log.h"
 
@@ -275,40 +276,16 @@ static bool nested_repo_touched(const struct gitguard *g, int dirfd)
     return false;
 }
 
-static void scan_planted(struct gitguard *g, int dirfd, const char *where, int depth,
-                         size_t *budget)
+/* The walk's buffers, one per depth, allocated as it goes down. */
+#define PLANTED_DEPTH_MAX 64
+struct planted_walk {
+    size_t budget; /* entries left to look at */
+    char *buffers[PLANTED_DEPTH_MAX + 1];
+};
+
+/* Whether dirfd's .git (seen in its listing) was planted or changed. */
+static void check_planted(struct gitguard *g, int dirfd, const char *where)
 {
-    if (depth > 64 || *budget == 0)
-        return;
-    _cleanup_closedir_ DIR *dir = gitguard_opendir_dup(dirfd);
-    if (!dir)
-        return;
-    bool has_git = false;
-    for (struct dirent *e; (e = readdir(dir));) {
-        if (*budget == 0) {
-            log_warn("cordon stopped looking for planted repositories in %s after %d entries",
-                     g->root, GITGUARD_WALK_MAX);
-            return;
-        }
-        (*budget)--;
-        const char *en = e->d_name;
-        if (strcmp(en, ".") == 0 || strcmp(en, "..") == 0)
-            continue;
-        if (strcmp(en, ".git") == 0) {
-            has_git = true;
-            continue;
-        }
-        if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
-            continue;
-        _cleanup_close_ int sub = gitguard_open_beneath(dirfd, en, O_RDONLY | O_DIRECTORY);
-        if (sub < 0)
-            continue;
-        _cleanup_free_ char *path = gitguard_str_printf("%s/%s", where, en);
-        if (path)
-            scan_planted(g, sub, path, depth + 1, budget);
-    }
-    if (!has_git || depth == 0)
-        return;
     struct stat st;
     if (fstatat(dirfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
         return;
@@ -321,6 +298,47 @@ static void scan_planted(struct gitguard *g, int dirfd, const char *where, int d
         planted = after_start(g, dirfd, ".git");
     if (planted)
         quarantine(g, dirfd, where, ".git");
+}
+
+/* Every directory below the root, read with getdents64 from the fd that
+ * opened it (4 system calls a directory; a repository with node_modules has
+ * tens of thousands). dirfd is read from its start and left at its end. */
+static void scan_planted(struct gitguard *g, int dirfd, const char *where, int depth,
+                         struct planted_walk *w)
+{
+    if (depth > PLANTED_DEPTH_MAX || w->budget == 0)
+        return;
+    if (!w->buffers[depth] && !(w->buffers[depth] = malloc(DIRSCAN_BUFFER)))
+        return;
+    struct dirscan scan;
+    dirscan_init(&scan, dirfd, w->buffers[depth]);
+    bool has_git = false;
+    const char *en;
+    unsigned char type;
+    while (dirscan_next(&scan, &en, &type) > 0) {
+        if (w->budget == 0) {
+            log_warn("cordon stopped looking for planted repositories in %s after %d entries",
+                     g->root, GITGUARD_WALK_MAX);
+            return;
+        }
+        w->budget--;
+        if (strcmp(en, ".") == 0 || strcmp(en, "..") == 0)
+            continue;
+        if (strcmp(en, ".git") == 0) {
+            has_git = true;
+            continue;
+        }
+        if (type != DT_DIR && type != DT_UNKNOWN)
+            continue;
+        _cleanup_close_ int sub = gitguard_open_beneath(dirfd, en, O_RDONLY | O_DIRECTORY);
+        if (sub < 0)
+            continue;
+        _cleanup_free_ char *path = gitguard_str_printf("%s/%s", where, en);
+        if (path)
+            scan_planted(g, sub, path, depth + 1, w);
+    }
+    if (has_git && depth > 0)
+        check_planted(g, dirfd, where);
 }
 
 void gitguard_finish(struct gitguard *g)
@@ -351,8 +369,12 @@ void gitguard_finish(struct gitguard *g)
         if (pfd >= 0 && where)
             quarantine(g, pfd, where, slash ? slash + 1 : g->trusted_paths[i]);
     }
-    size_t budget = GITGUARD_WALK_MAX;
-    scan_planted(g, g->root_fd, g->root, 0, &budget);
+    struct planted_walk walk = {.budget = GITGUARD_WALK_MAX};
+    _cleanup_close_ int root = gitguard_open_beneath(g->root_fd, ".", O_RDONLY | O_DIRECTORY);
+    if (root >= 0)
+        scan_planted(g, root, g->root, 0, &walk);
+    for (size_t i = 0; i <= PLANTED_DEPTH_MAX; i++)
+        free(walk.buffers[i]);
 }
 
 void gitguard_free(struct gitguard *g)
