@@ -847,6 +847,16 @@ int net_start_proxy_unix(struct net_session *s, int listener, const char *publis
     return start_proxy(s, 0, listener, publish_dir, err);
 }
 
+void net_session_kill(struct net_session *s)
+{
+    /* An unreaped child's pid stays ours: a second signal cannot reach
+     * another process. */
+    if (s->proxy_pid > 0)
+        kill(s->proxy_pid, SIGKILL);
+    if (s->pasta_pid > 0)
+        kill(s->pasta_pid, SIGTERM);
+}
+
 void net_session_stop(struct net_session *s)
 {
     s->starting = false;

@@ -159,6 +159,10 @@ int net_start_proxy_unix(struct net_session *s, int listener, const char *publis
 int net_publish_listen(const struct net_publish *pub, struct cordon_error *err);
 /* Stops and reaps the helpers. */
 void net_session_stop(struct net_session *s);
+/* Sends the helpers their end without waiting, so that their exit overlaps
+ * the rest of a session's teardown; net_session_stop reaps them later
+ * (before the supervisor returns: a session never outlives itself). */
+void net_session_kill(struct net_session *s);
 /* The session CA's certificate (PEM, malloc'd) once the proxy of a policy
  * with tls_bundle is ready: the last certificate of that bundle, which the
  * proxy appended (vm: the boot spec carries it to the guest). */

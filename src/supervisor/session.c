@@ -498,12 +498,16 @@ void session_stop(struct session *s)
         close(s->devnull);
     frame_reader_free(&s->in);
     frame_writer_free(&s->out);
+    /* The proxy dies while the lifecycle ends (the git guard's look, the
+     * trust guard, the state); it is reaped after. */
+    if (s->launch.net_session.policy)
+        net_session_kill(&s->launch.net_session);
+    if (s->owned)
+        lifecycle_end(&s->lifecycle);
     if (s->launch.net_session.policy) {
         net_session_stop(&s->launch.net_session);
         s->launch.net_session.policy = NULL;
     }
-    if (s->owned)
-        lifecycle_end(&s->lifecycle);
     if (s->undo_on)
         undo_free(&s->undo);
     free(s->network_log);

@@ -249,10 +249,10 @@ static void ns_run_teardown(struct backend_run *r)
         }
         ns_sandbox_release(&n->ns);
     }
-    if (r->l->net_session.policy) {
-        net_session_stop(&r->l->net_session);
-        r->l->net_session.policy = NULL;
-    }
+    /* The proxy dies while the session's end goes on (the git guard's
+     * look, the trust guard, the state); launch_free reaps it. */
+    if (r->l->net_session.policy)
+        net_session_kill(&r->l->net_session);
 }
 
 /* relay, resize, start, attach, teardown (backend/run.h) */
