@@ -5,6 +5,7 @@
 # Needs docker.io, docker-compose and busybox-static (scripts/bootstrap.sh --test).
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/background.sh"
 
 ws=$(new_ws dws)
 # A git workspace: its .git/hooks and .git/config are protected paths.
@@ -98,6 +99,19 @@ if is_root; then
         diag "host dockerd did not start: $(tail -3 "$hd/log")"
     fi
 fi
+
+# Boots that start no dockerd (or one that exits at once), run one after the
+# other beside boots 1 and 2; their checks are below, in their places.
+light_boots() {
+    bg_run verify-auto "$ws" "$CORDON" verify --backend vm
+    bg_run false-require "$ws" env CORDON_VM_DOCKERD=/usr/bin/false "$CORDON" run --backend vm --set docker.mode=require -- echo ran
+    bg_run false-auto "$ws" env CORDON_VM_DOCKERD=/usr/bin/false "$CORDON" --debug run --backend vm -- bash -c 'docker version >/dev/null 2>&1; echo "docker=$?"; cat /run/cordon/docker.json'
+    bg_run missing-auto "$ws" env CORDON_VM_DOCKERD=/usr/sbin/no-dockerd "$CORDON" --debug run --backend vm -- bash -c 'docker version >/dev/null 2>&1; echo docker=$?; ls /run/cordon/'
+    bg_run disabled "$ws" "$CORDON" --debug run --backend vm --set docker.mode=disabled -- bash -c '
+    test -e /var/run/docker.sock && echo socket=present || echo socket=absent
+    echo "disks=$(grep -c vd /proc/partitions)"'
+}
+bg_group light light_boots
 
 # --- boot 1 (auto: the daemon starts on first use; allowlist network): build,
 # run, compose ---
@@ -219,29 +233,47 @@ row=$(grep 'docker-socket' <<<"$out")
 started=$(sed -n 's/.*ID \([A-Z0-9:]*\)).*/\1/p' <<<"$row")
 seen=$(sed -n 's/.*daemon ID seen \([A-Z0-9:]*\),.*/\1/p' <<<"$row")
 is "verify: the ID answering through the socket is the one the guest started" "${seen:-none}" "${started:-missing}"
-out=$(cd "$ws" && "$CORDON" verify --backend vm 2>&1 </dev/null)
+bg_wait light
+bg_result verify-auto
 like "verify (auto, unused): the guest's socket is its own and the daemon idle" "$out" "PASS  docker-socket    guest dockerd: idle .*socket made by the guest's init"
 
 # --- a daemon that does not come up: require blocks with the reason; auto
 # carries on and the guest's status says why ---
-out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/bin/false "$CORDON" run --backend vm --set docker.mode=require -- echo ran 2>&1 </dev/null)
-rc=$?
+bg_result false-require
 is "require + a daemon that exits: blocked (exit 125)" "$rc" 125
 like "require + a daemon that exits: the reason" "$out" 'docker.mode = "require": the guest.s Docker daemon is not available: unavailable: dockerd exited \(status 1\) during start'
 unlike "require + a daemon that exits: the command never ran" "$out" "^ran"
-out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/bin/false "$CORDON" --debug run --backend vm -- bash -c 'docker version >/dev/null 2>&1; echo "docker=$?"; cat /run/cordon/docker.json' 2>&1 </dev/null)
-rc=$?
+bg_result false-auto
 is "auto + a daemon that exits: the command runs" "$rc" 0
 like "auto + a daemon that exits: docker fails in the guest" "$out" "docker=1"
 like "auto + a daemon that exits: cordon --debug says why at the end" "$out" "vm: docker at exit: unavailable: dockerd exited \(status 1\) during start"
 like "auto + a daemon that exits: the status says why" "$out" '"state":"unavailable","reason":"dockerd exited \(status 1\) during start; see /var/log/dockerd.log"'
 
 # --- auto with dockerd missing carries on; teardown stop keeps the disk ---
-out=$(cd "$ws" && CORDON_VM_DOCKERD=/usr/sbin/no-dockerd "$CORDON" --debug run --backend vm -- bash -c 'docker version >/dev/null 2>&1; echo docker=$?; ls /run/cordon/' 2>&1 </dev/null)
-rc=$?
+bg_result missing-auto
 is "vm + auto + no dockerd: the command runs" "$rc" 0
 like "vm + auto + no dockerd: the reason in --debug" "$out" "vm: docker: missing: /usr/sbin/no-dockerd is not in the shared system directories"
 like "vm + auto + no dockerd: no daemon in the guest" "$out" "docker=1"
+
+# The container's-port session (checked below) starts here, beside the
+# unprivileged boot.
+cpub=$((20000 + RANDOM % 20000)); cunl=$((cpub + 1))
+rm -f "$ws/cready" "$ws/cdone"
+(cd "$ws" && PWD="$ws" "$CORDON" run --backend vm --publish "127.0.0.1:$cpub:$cpub" -- bash -c "
+    docker import base.tar cport >/dev/null
+    mkdir -p /tmp/www && echo from-a-container > /tmp/www/index.html
+    for p in $cpub $cunl; do
+        docker run -d --network host -v /tmp/www:/www cport /bin/busybox httpd -f -p \$p -h /www >/dev/null
+    done
+    for i in \$(seq 150); do
+        (exec 3<>/dev/tcp/127.0.0.1/$cpub) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$cunl) 2>/dev/null && break
+        sleep 0.2
+    done
+    echo guest_sees=\$(curl -sS -m 5 http://127.0.0.1:$cunl/)
+    touch $ws/cready; for i in \$(seq 6000); do [ -e $ws/cdone ] && break; sleep 0.1; done" \
+    >"$TEST_TMP/cport.out" 2>&1 </dev/null) &
+cport_pid=$!
+cleanup_pids+=("$cport_pid")
 
 # --- unprivileged: the agent's user reaches the daemon through the socket's
 # group, and a hook planted through a privileged container still fails ---
@@ -272,9 +304,7 @@ else
 fi
 
 # --- disabled: no socket, no disk ---
-out=$(cd "$ws" && "$CORDON" --debug run --backend vm --set docker.mode=disabled -- bash -c '
-    test -e /var/run/docker.sock && echo socket=present || echo socket=absent
-    echo "disks=$(grep -c vd /proc/partitions)"' 2>&1 </dev/null)
+bg_result disabled
 like "disabled: --debug says so" "$out" 'vm: docker: disabled \(docker.mode = "disabled"\)'
 like "disabled: no Docker socket in the guest" "$out" "socket=absent"
 like "disabled: no Docker disk attached" "$out" "disks=0"
@@ -282,23 +312,6 @@ like "disabled: no Docker disk attached" "$out" "disks=0"
 # --- a container's port: reachable from the host only when publish_ports
 # lists it (containers share the guest's network; the host side forwards only
 # the listed ports) ---
-cpub=$((20000 + RANDOM % 20000)); cunl=$((cpub + 1))
-rm -f "$ws/cready" "$ws/cdone"
-(cd "$ws" && PWD="$ws" "$CORDON" run --backend vm --publish "127.0.0.1:$cpub:$cpub" -- bash -c "
-    docker import base.tar cport >/dev/null
-    mkdir -p /tmp/www && echo from-a-container > /tmp/www/index.html
-    for p in $cpub $cunl; do
-        docker run -d --network host -v /tmp/www:/www cport /bin/busybox httpd -f -p \$p -h /www >/dev/null
-    done
-    for i in \$(seq 150); do
-        (exec 3<>/dev/tcp/127.0.0.1/$cpub) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$cunl) 2>/dev/null && break
-        sleep 0.2
-    done
-    echo guest_sees=\$(curl -sS -m 5 http://127.0.0.1:$cunl/)
-    touch $ws/cready; for i in \$(seq 600); do [ -e $ws/cdone ] && break; sleep 0.1; done" \
-    >"$TEST_TMP/cport.out" 2>&1 </dev/null) &
-cport_pid=$!
-cleanup_pids+=("$cport_pid")
 for _ in $(seq 1800); do [ -e "$ws/cready" ] && break; sleep 0.1; done
 listed=$(curl -sS -m 10 "http://127.0.0.1:$cpub/" 2>&1)
 unlisted=$(curl -sS -m 5 "http://127.0.0.1:$cunl/" 2>&1; echo "rc=$?")

@@ -6,6 +6,7 @@
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
 . "$CORDON_SRC/tests/lib/fixtures.sh"
+. "$CORDON_SRC/tests/lib/background.sh"
 
 skip_without_vm
 
@@ -48,11 +49,19 @@ rm -f "$ws/ready" "$ws/done"
     cd /tmp && echo published-from-the-guest > index.html
     $PY -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 &
     for i in \$(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/8000) 2>/dev/null && break; sleep 0.1; done
-    touch $ws/ready; for i in \$(seq 300); do [ -e $ws/done ] && break; sleep 0.1; done" \
+    touch $ws/ready; for i in \$(seq 3000); do [ -e $ws/done ] && break; sleep 0.1; done" \
     >"$TEST_TMP/deny.out" 2>&1 </dev/null) &
 pid=$!
 cleanup_pids+=("$pid")
-for _ in $(seq 600); do [ -e "$ws/ready" ] && break; sleep 0.1; done
+# The host-services boot (checked below) runs beside this session.
+bg_start host-services "$ws" "$CORDON" run --backend vm --net-audit-log "$audit" --set "network.host_services=[\"127.0.0.1:$HTTP\"]" -- bash -c "
+    curl -sS -m 20 http://127.0.0.1:$HTTP/; echo hs=\$?
+    curl -sS -m 20 http://localhost:$HTTP/; echo hs-localhost=\$?
+    $PY -c 'import socket; socket.create_connection((\"127.0.0.1\", $ECHO), 3)' 2>&1 | tail -1
+    curl -sS -m 5 --noproxy '*' http://${host_addr:-192.0.2.1}:$HTTP/ 2>&1; echo hostaddr=\$?
+    curl -sS -m 20 http://web.test:$HTTP/; echo
+    curl -sS -m 20 http://127.0.0.1:$HTTP/; echo hs-again=\$?"
+for _ in $(seq 1800); do [ -e "$ws/ready" ] && break; sleep 0.1; done
 got=$(curl -sS -m 10 "http://127.0.0.1:$PUB/" 2>&1)
 listen=$(ss -Hltn "sport = :$PUB" 2>/dev/null | awk '{print $4}')
 if [ -n "$host_addr" ]; then
@@ -79,13 +88,7 @@ fi
 # the host's proxy); another port of the host's loopback ($ECHO, which
 # listens) stays closed, and so does the service's port on the host's other
 # address. Deny mode, whose refusing proxy still answers beside it.
-vm_run --net-audit-log "$audit" --set "network.host_services=[\"127.0.0.1:$HTTP\"]" -- bash -c "
-    curl -sS -m 20 http://127.0.0.1:$HTTP/; echo hs=\$?
-    curl -sS -m 20 http://localhost:$HTTP/; echo hs-localhost=\$?
-    $PY -c 'import socket; socket.create_connection((\"127.0.0.1\", $ECHO), 3)' 2>&1 | tail -1
-    curl -sS -m 5 --noproxy '*' http://${host_addr:-192.0.2.1}:$HTTP/ 2>&1; echo hostaddr=\$?
-    curl -sS -m 20 http://web.test:$HTTP/; echo
-    curl -sS -m 20 http://127.0.0.1:$HTTP/; echo hs-again=\$?"
+bg_wait host-services
 is "host service: the run exits 0" "$rc" 0
 like "host service: the guest's 127.0.0.1:$HTTP reaches the host's service" "$out" $'hello-from-loopback\nhs=0'
 like "host service: through localhost too" "$out" $'hello-from-loopback\nhs-localhost=0'
@@ -104,6 +107,10 @@ like "host service: the proxy's own port is refused before anything runs" "$out"
 cat >"$hosts" <<EOF
 127.0.0.1 web.test other.test
 EOF
+# cordon verify's boot (checked below) runs beside the allowlist boot.
+vpub=$((port_base + 4))
+bg_start verify "$ws" "$CORDON" verify --backend vm --set network.mode=allowlist \
+    --set 'network.allow_hosts=["web.test"]' --set "network.publish_ports=[\"127.0.0.1:$vpub:8000\"]"
 vm_run --network allowlist --net-hosts-file "$hosts" --net-audit-log "$audit" \
     --allow-host web.test --allow-host "127.0.0.1:$HTTP" -- bash -c "
     echo \"net=\$(ls /sys/class/net | tr '\n' ' ')\"
@@ -130,9 +137,7 @@ like "allowlist: the refusal is in the audit log" "$(cat "$audit" 2>/dev/null)" 
     '"host":"other.test".*"decision":"deny".*no allow_hosts rule matches'
 
 # ------------------------------------------------- cordon verify's network rows
-vpub=$((port_base + 4))
-out=$(cd "$ws" && PWD="$ws" "$CORDON" verify --backend vm --set network.mode=allowlist \
-    --set 'network.allow_hosts=["web.test"]' --set "network.publish_ports=[\"127.0.0.1:$vpub:8000\"]" 2>&1 </dev/null)
+bg_wait verify
 like "verify on vm: network-egress passes in allowlist mode" "$out" "PASS  network-egress   network.mode = allowlist"
 like "verify on vm: the proxy refused the unlisted CONNECTs" "$out" "proxy CONNECT [0-9.:]+ \(not allowlisted\) -> HTTP/1.1 403"
 like "verify on vm: published-ports passes (loopback only)" "$out" "PASS  published-ports  127.0.0.1:$vpub -> 8000: host listeners: tcp:$vpub on loopback"
@@ -176,6 +181,21 @@ else
     fi
 fi
 
+# Three parts that run beside the [[secrets]] boots (their checks are below,
+# in their places), started before the secrets' configuration is exported.
+after_secrets() {
+    local t0
+    t0=$(date +%s%N)
+    bg_run deny-now "$ws" "$CORDON" run --backend vm -- bash -c "curl -sS -m 20 http://web.test:$HTTP/; echo curl=\$?"
+    echo "$((($(date +%s%N) - t0) / 1000000))" >"$TEST_TMP/deny-now.ms"
+    (cd "$ws" && PWD="$ws" "$CORDON" tool --backend vm --net-hosts-file "$hosts" bash \
+        "{\"command\":\"curl -sS -m 20 http://web.test:$HTTP/ -o /dev/null; echo curl=\$?\"}" 2>/dev/null </dev/null >"$TEST_TMP/tool.json")
+    if command -v node >/dev/null && [ -d "$CORDON_SRC/tests/pi/node_modules/@modelcontextprotocol/sdk" ]; then
+        bg_run mcp-e2e "$PWD" env CORDON_E2E_ARGS='["--backend","vm"]' node "$CORDON_SRC/tests/e2e/mcp-network.mjs"
+    fi
+}
+bg_group after-secrets after_secrets
+
 # ------------------------------------------------- [[secrets]] (docs/secrets.md)
 # The shared sentinel run (tests/lib/secrets.sh): placeholders in the
 # guest, the value put in by the host's proxy, a leak refused, and no value
@@ -203,9 +223,9 @@ rm -f "$ws/sweep.py"
 unset XDG_CONFIG_HOME HOST_API_TOKEN
 
 # ------------------------------------------------- deny mode answers at once
-t0=$(date +%s%N)
-vm_run -- bash -c "curl -sS -m 20 http://web.test:$HTTP/; echo curl=\$?"
-diag "vm deny-mode refusal, boot included: $((($(date +%s%N) - t0) / 1000000)) ms"
+bg_wait after-secrets
+bg_result deny-now
+diag "vm deny-mode refusal, boot included: $(cat "$TEST_TMP/deny-now.ms") ms (beside the secrets boots)"
 like "vm deny: curl through the variables gets 403 with the reason and the way out" "$out" \
     'cordon: network: denied: network.mode is "deny" \(this sandbox has no network\); a host is allowed with network.mode = "allowlist" and network.allow_hosts = \["web.test"\] \(cordon --network allowlist --allow-host web.test\)'
 like "vm deny: ... and curl exits 0 at once (no retry on a missing route)" "$out" "curl=0"
@@ -213,8 +233,7 @@ like "vm deny: cordon's stderr says it too" "$out" "web.test:$HTTP refused: deni
 unlike "vm deny: nothing connected" "$out" "hello-from"
 
 # ------------------------------------------------- the tool result's line
-out=$(cd "$ws" && PWD="$ws" "$CORDON" tool --backend vm --net-hosts-file "$hosts" bash \
-    "{\"command\":\"curl -sS -m 20 http://web.test:$HTTP/ -o /dev/null; echo curl=\$?\"}" 2>/dev/null </dev/null)
+out=$(cat "$TEST_TMP/tool.json")
 last=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); print("".join(c.get("text","") for c in r["content"]).rstrip().splitlines()[-1])' "$out" 2>&1)
 is "vm tool, deny: the result ends with cordon's line: destination, rule, configuration" "$last" \
     "[cordon] network: web.test:$HTTP refused: network.mode is \"deny\" (this sandbox has no network). To allow it: network.mode = \"allowlist\" and network.allow_hosts = [\"web.test\"] (cordon --network allowlist --allow-host web.test)"
@@ -222,7 +241,8 @@ is "vm tool, deny: the result ends with cordon's line: destination, rule, config
 # ------------------------------------------------- the allow dialog (MCP elicitation)
 # tests/e2e/mcp-network.mjs with the official SDK client, on the vm backend.
 if command -v node >/dev/null && [ -d "$CORDON_SRC/tests/pi/node_modules/@modelcontextprotocol/sdk" ]; then
-    e2e=$(CORDON_E2E_ARGS='["--backend","vm"]' node "$CORDON_SRC/tests/e2e/mcp-network.mjs" 2>&1)
+    bg_result mcp-e2e
+    e2e=$out
     like "vm mcp: the user allowed a refused destination for the session (official SDK client)" \
         "$e2e" "ok [0-9]+ - the next call reaches the allowed destination, with no cordon line"
     unlike "vm mcp: every step of the dialog passed" "$e2e" "not ok"

@@ -24,6 +24,60 @@ export XDG_CONFIG_HOME=$TEST_TMP/xdg XDG_RUNTIME_DIR=$TEST_TMP/runtime
 ws=$(new_ws ws)
 ws=$(cd "$ws" && pwd -P)
 
+# The /etc sentinels are planted first (checked in the /etc section below),
+# so that the vm section's boot, which sees them too, can start here and run
+# beside the ns sections (one vCPU under TCG: the other core is free).
+sentinel="cordon-etc-secret-$$-$RANDOM"
+planted=(/etc/environment /etc/gitconfig /etc/wgetrc /etc/profile.d/zz-cordon-test.sh)
+backup="$TEST_TMP/etc-backup"
+restore_etc() {
+    local f
+    for f in "${planted[@]}"; do
+        if [ -e "$backup$f" ]; then
+            cp -a "$backup$f" "$f"
+        elif [ -e "$backup$f.absent" ]; then
+            rm -f "$f"
+        fi
+    done
+    rm -f /etc/cordon-bounds-link
+}
+if is_root; then
+    mkdir -p "$backup/etc/profile.d"
+    trap 'restore_etc; test_cleanup' EXIT
+    for f in "${planted[@]}"; do
+        if [ -e "$f" ]; then cp -a "$f" "$backup$f"; else : >"$backup$f.absent"; fi
+    done
+    mkdir -p /etc/profile.d
+    echo "CORDON_BOUNDS_TOKEN=$sentinel" >>/etc/environment
+    printf '[http]\n\textraHeader = Authorization: Bearer %s\n' "$sentinel" >>/etc/gitconfig
+    echo "http_proxy = http://user:$sentinel@proxy.invalid:3128/" >>/etc/wgetrc
+    echo "export CORDON_BOUNDS_TOKEN=$sentinel" >/etc/profile.d/zz-cordon-test.sh
+fi
+vm_ok=
+if command -v qemu-system-x86_64 >/dev/null && { [ -e /var/cache/cordon/vm/current/vmlinuz ] || [ -n "${CORDON_VM_DIR:-}" ]; }; then
+    vm_ok=1
+    name="bounds-vm-$$"
+    # 24 MiB into the serial port, then hold the session open while the host
+    # looks at its state directory (which it does after the ns sections).
+    # The same boot checks the guest's tmpfs bounds and /etc.
+    (cd "$ws" && timeout 600 "$CORDON" run --backend vm --name "$name" \
+        --set limits.tmpfs_mib=48 --set 'etc.extra=["gitconfig"]' -- bash -c '
+        for d in /tmp /var/tmp /run /dev/shm "$HOME"; do
+            echo "vm-df $d=$(df -m --output=size "$d" | tail -1 | tr -d " ")"
+        done
+        dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>&1 | grep -o "No space left on device"
+        rm -f /tmp/fill
+        for f in environment gitconfig wgetrc profile.d; do [ -e "/etc/$f" ] && echo "vm-etc: $f"; done
+        head -c 25165824 /dev/zero | tr "\0" x >/dev/ttyS0; echo "flood rc=$?"
+        echo "guest-last-words" >/dev/ttyS0
+        touch flooded; for i in $(seq 1500); do [ -e done ] && break; sleep 0.2; done' \
+        >"$TEST_TMP/vm.out" 2>&1 </dev/null) &
+    vm_pid=$!
+    cleanup_pids+=("$vm_pid")
+    # Its configuration is read before the ns sections write theirs.
+    for _ in $(seq 200); do [ -d "$XDG_RUNTIME_DIR/cordon/$name" ] && break; sleep 0.05; done
+fi
+
 # ---------- tmpfs sizes ----------
 # 48 MiB into each writable tmpfs of a sandbox whose tmpfs are 32 MiB.
 fill_script='
@@ -93,32 +147,6 @@ is "mcp: progress never goes backwards" "$(obs progress_backwards)" "0"
 is "mcp: the server exits cleanly" "$(obs exit)" "0"
 
 # ---------- /etc ----------
-sentinel="cordon-etc-secret-$$-$RANDOM"
-planted=(/etc/environment /etc/gitconfig /etc/wgetrc /etc/profile.d/zz-cordon-test.sh)
-backup="$TEST_TMP/etc-backup"
-restore_etc() {
-    local f
-    for f in "${planted[@]}"; do
-        if [ -e "$backup$f" ]; then
-            cp -a "$backup$f" "$f"
-        elif [ -e "$backup$f.absent" ]; then
-            rm -f "$f"
-        fi
-    done
-    rm -f /etc/cordon-bounds-link
-}
-if is_root; then
-    mkdir -p "$backup/etc/profile.d"
-    trap 'restore_etc; test_cleanup' EXIT
-    for f in "${planted[@]}"; do
-        if [ -e "$f" ]; then cp -a "$f" "$backup$f"; else : >"$backup$f.absent"; fi
-    done
-    mkdir -p /etc/profile.d
-    echo "CORDON_BOUNDS_TOKEN=$sentinel" >>/etc/environment
-    printf '[http]\n\textraHeader = Authorization: Bearer %s\n' "$sentinel" >>/etc/gitconfig
-    echo "http_proxy = http://user:$sentinel@proxy.invalid:3128/" >>/etc/wgetrc
-    echo "export CORDON_BOUNDS_TOKEN=$sentinel" >/etc/profile.d/zz-cordon-test.sh
-fi
 etc_script='
 for f in environment gitconfig wgetrc subversion perl profile.d profile.d/zz-cordon-test.sh; do
     [ -e "/etc/$f" ] && echo "present: $f"
@@ -198,26 +226,9 @@ else
 fi
 
 # ---------- vm: the guest's console is capped ----------
-if ! command -v qemu-system-x86_64 >/dev/null || { [ ! -e /var/cache/cordon/vm/current/vmlinuz ] && [ -z "${CORDON_VM_DIR:-}" ]; }; then
+if [ -z "$vm_ok" ]; then
     skip "vm: tmpfs, /etc and the console cap" "no QEMU or guest kernel"
 else
-    name="bounds-vm-$$"
-    # 24 MiB into the serial port, then hold the session open while the host
-    # looks at its state directory.
-    # The same boot checks the guest's tmpfs bounds and /etc.
-    (cd "$ws" && timeout 600 "$CORDON" run --backend vm --name "$name" \
-        --set limits.tmpfs_mib=48 --set 'etc.extra=["gitconfig"]' -- bash -c '
-        for d in /tmp /var/tmp /run /dev/shm "$HOME"; do
-            echo "vm-df $d=$(df -m --output=size "$d" | tail -1 | tr -d " ")"
-        done
-        dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>&1 | grep -o "No space left on device"
-        rm -f /tmp/fill
-        for f in environment gitconfig wgetrc profile.d; do [ -e "/etc/$f" ] && echo "vm-etc: $f"; done
-        head -c 25165824 /dev/zero | tr "\0" x >/dev/ttyS0; echo "flood rc=$?"
-        echo "guest-last-words" >/dev/ttyS0
-        touch flooded; for i in $(seq 100); do [ -e done ] && break; sleep 0.2; done' \
-        >"$TEST_TMP/vm.out" 2>&1 </dev/null) &
-    vm_pid=$!
     for _ in $(seq 600); do [ -e "$ws/flooded" ] && break; sleep 0.5; done
     sleep 1
     st="$XDG_RUNTIME_DIR/cordon/$name/vm"

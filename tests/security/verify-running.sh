@@ -414,7 +414,33 @@ v7=$!
 wait_in_flight "$name6"
 kill -STOP "$run_pid"
 kill -CONT "$sandbox_pid"
-sleep 33
+# The vm section's held shell (checked there) boots meanwhile: the hung
+# probe leaves the machine idle for 30 s.
+vm_ok=
+if command -v qemu-system-x86_64 >/dev/null &&
+    { [ -e /var/cache/cordon/vm/current/vmlinuz ] || [ -n "${CORDON_VM_DIR:-}" ]; }; then
+    vm_ok=1
+    namevsh="vmsh-$$"
+    rm -f "$TEST_TMP/vsh.in"
+    mkfifo "$TEST_TMP/vsh.in"
+    (cd "$ws" && exec "$CORDON" shell --backend vm --readonly --name "$namevsh" \
+        <"$TEST_TMP/vsh.in" >"$TEST_TMP/vsh.out" 2>"$TEST_TMP/vsh.err") &
+    vsh_pid=$!
+    cleanup_pids+=("$vsh_pid")
+    exec {vsh_w}>"$TEST_TMP/vsh.in"
+fi
+# Until init has killed the probe (its 30 s), seen as the probe process
+# among init's children appearing and then gone; 33 s when it is never seen.
+t_hold=$(date +%s)
+probe_seen=
+while [ $(($(date +%s) - t_hold)) -lt 40 ]; do
+    if pgrep -P "$sandbox_pid" -f 'cordon-agent probe' >/dev/null; then
+        probe_seen=1
+    elif [ -n "$probe_seen" ] || [ $(($(date +%s) - t_hold)) -ge 33 ]; then
+        break
+    fi
+    sleep 0.1
+done
 kill -CONT "$run_pid"
 wait "$v7"
 is "a probe that hangs: verify NAME exits 1 (its rows FAIL)" "$?" 1
@@ -475,8 +501,7 @@ fi
 
 # --- a cordon mcp session on the vm backend: the same socket, the guest's rows ---
 namevm="vmv-$$"
-if command -v qemu-system-x86_64 >/dev/null &&
-    { [ -e /var/cache/cordon/vm/current/vmlinuz ] || [ -n "${CORDON_VM_DIR:-}" ]; }; then
+if [ -n "$vm_ok" ]; then
     hold_start "$namevm" --backend vm
     like "vm: the held session is up" "$hold_line" "^READY"
     verify_name "$namevm"
@@ -490,14 +515,8 @@ if command -v qemu-system-x86_64 >/dev/null &&
     # by the guest's init, the host-side evidence QEMU's ---
     # A shell held on a fifo, as above: THAT guest's audit, a change made
     # inside it, commands typed afterwards.
-    namevsh="vmsh-$$"
-    rm -f "$TEST_TMP/vsh.in"
-    mkfifo "$TEST_TMP/vsh.in"
-    (cd "$ws" && exec "$CORDON" shell --backend vm --readonly --name "$namevsh" \
-        <"$TEST_TMP/vsh.in" >"$TEST_TMP/vsh.out" 2>"$TEST_TMP/vsh.err") &
-    vsh_pid=$!
-    cleanup_pids+=("$vsh_pid")
-    exec {sh_w}>"$TEST_TMP/vsh.in"
+    # (Started during the ns backend's hung probe above.)
+    sh_w=$vsh_w
     sh_out="$TEST_TMP/vsh.out"
     shell_send "echo vshell-up"
     shell_wait vshell-up 600
@@ -565,6 +584,13 @@ EOF
     vt=$!
     shell_wait probe-loop-done 600
     like "vm shell: the shell stopped the probe" "$(cat "$sh_out")" "probe-stopped-[0-9]+"
+    # The vm run section's guest (checked there) boots while the probe is
+    # held: its command outlives everything until the section kills it.
+    namevrun="vmrun-$$"
+    (cd "$ws" && exec "$CORDON" run --backend vm --name "$namevrun" -- sleep 600 \
+        </dev/null >/dev/null 2>"$TEST_TMP/vrun.err") &
+    vrun_pid=$!
+    cleanup_pids+=("$vrun_pid")
     wait "$vt"
     is "vm shell: a probe that hangs: verify NAME exits 1 (its rows FAIL)" "$?" 1
     like "vm shell: a probe that hangs: killed after 30 s by the guest's init, said so" \
@@ -617,11 +643,7 @@ status=3$"
 
     # `cordon run --backend vm`: its own guest (no /tmp/d.sock there); an
     # audit in flight when the command exits.
-    namevrun="vmrun-$$"
-    (cd "$ws" && exec "$CORDON" run --backend vm --name "$namevrun" -- sleep 120 \
-        </dev/null >/dev/null 2>"$TEST_TMP/vrun.err") &
-    vrun_pid=$!
-    cleanup_pids+=("$vrun_pid")
+    # (Started during the vm shell's hung probe above.)
     wait_verify "$namevrun" 600
     is "vm: verify NAME of a \`cordon run\` session: exit 0" "$rc" 0
     like "vm run: ownership names the supervisor's pid ($vrun_pid)" "$(row ownership)" \

@@ -9,6 +9,7 @@
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
 . "$CORDON_SRC/tests/lib/fixtures.sh"
+. "$CORDON_SRC/tests/lib/background.sh"
 : "${CORDON_PROBE:?CORDON_PROBE must point at the syscall probe}"
 
 skip_without_vm
@@ -29,6 +30,23 @@ hostname_before=$(cat /proc/sys/kernel/hostname)
 
 accepted="$TEST_TMP/accepted"
 start_host_listener "$accepted"
+
+# Boot 2b (checked below, in its own workspace) runs beside boot 1.
+tw=$(new_ws tools)
+echo hello > "$tw/a.txt"
+tools_batch() {
+    printf '%s\n' \
+    '{"id":1,"tool":"write","args":{"path":"b.txt","content":"one two\n"}}' \
+    '{"id":2,"tool":"edit","args":{"path":"b.txt","edits":[{"oldText":"two","newText":"three"}]}}' \
+    '{"id":3,"tool":"read","args":{"path":"b.txt"}}' \
+    '{"id":4,"tool":"ls","args":{}}' \
+    '{"id":5,"tool":"find","args":{"pattern":"*.txt"}}' \
+    '{"id":6,"tool":"grep","args":{"pattern":"three"}}' \
+    '{"id":7,"tool":"bash","args":{"command":"cat b.txt"}}' \
+    '{"id":8,"tool":"write","args":{"path":"/etc/cordon-vmsec","content":"x"}}' |
+    "$CORDON" tool --backend vm --batch
+}
+bg_start tools "$tw" tools_batch
 
 # --- boot 1: `cordon run`: filesystem, protected paths, syscalls, identity,
 # environment, network, processes; QEMU inspected from the host meanwhile ---
@@ -170,6 +188,15 @@ fi
 hostpid=$(val hostpid)
 unlike "case 39: the host test shell's pid names nothing of the host's inside" "$hostpid" " bash | [1-9]"
 
+# Boots 3 and 4 (checked below) run one after the other beside boot 2.
+verifies() {
+    bg_run verify "$repo" "$CORDON" verify --backend vm
+    if [ "${CORDON_BUILDTYPE:-}" = debug ]; then
+        bg_run verify-no-seccomp "$repo" env CORDON_TEST_VM_NO_SECCOMP=1 "$CORDON" verify --backend vm
+    fi
+}
+bg_group verifies verifies
+
 # --- boot 2: `cordon tool`: the agent's bash has the same restrictions ---
 out=$(cd "$repo" && PWD="$repo" DOCKER_HOST=tcp://cordon-sentinel:2375 "$CORDON" tool --backend vm bash \
     '{"command":"grep -E \"^(CapEff|CapBnd|NoNewPrivs|Seccomp):\" /proc/self/status | tr -d \"\\t\" | tr \"\\n\" \" \"; echo; ./probe keyctl; ./probe umount .git/hooks; echo evil > .git/hooks/pre-commit; env | grep -c DOCKER_"}' 2>&1)
@@ -191,18 +218,7 @@ else
 fi
 
 # --- boot 2b: the seven tools, confined agent and all, in one session ---
-tw=$(new_ws tools)
-echo hello > "$tw/a.txt"
-out=$(cd "$tw" && printf '%s\n' \
-    '{"id":1,"tool":"write","args":{"path":"b.txt","content":"one two\n"}}' \
-    '{"id":2,"tool":"edit","args":{"path":"b.txt","edits":[{"oldText":"two","newText":"three"}]}}' \
-    '{"id":3,"tool":"read","args":{"path":"b.txt"}}' \
-    '{"id":4,"tool":"ls","args":{}}' \
-    '{"id":5,"tool":"find","args":{"pattern":"*.txt"}}' \
-    '{"id":6,"tool":"grep","args":{"pattern":"three"}}' \
-    '{"id":7,"tool":"bash","args":{"command":"cat b.txt"}}' \
-    '{"id":8,"tool":"write","args":{"path":"/etc/cordon-vmsec","content":"x"}}' |
-    "$CORDON" tool --backend vm --batch 2>&1)
+bg_wait tools
 like "tools: write" "$out" '"id":1,"content":\[\{"type":"text","text":"Successfully wrote 8 bytes to b.txt"'
 like "tools: edit" "$out" '"id":2,"content":\[\{"type":"text","text":"Successfully replaced 1 block'
 like "tools: read" "$out" '"id":3,"content":\[\{"type":"text","text":"one three\\n"'
@@ -215,8 +231,8 @@ is "tools: the edit reached the host" "$(cat "$tw/b.txt")" "one three"
 ok "case 1 (write tool): nothing created on the host" test ! -e /etc/cordon-vmsec
 
 # --- boot 3: `cordon verify --backend vm` passes here ---
-out=$(cd "$repo" && PWD="$repo" "$CORDON" verify --backend vm 2>&1)
-rc=$?
+bg_wait verifies
+bg_result verify
 is "verify --backend vm exits 0" "$rc" 0
 unlike "verify --backend vm: no FAIL row" "$out" "^FAIL"
 like "verify --backend vm: the namespaces row shows the kernel boundary" "$out" "PASS  namespaces +kernel boundary \(microVM\): boot_id inside"
@@ -224,8 +240,7 @@ like "verify --backend vm: QEMU's capabilities from the host" "$out" "PASS  capa
 
 # --- boot 4: a guest without its seccomp filter makes verify FAIL ---
 if [ "${CORDON_BUILDTYPE:-}" = debug ]; then
-    out=$(cd "$repo" && PWD="$repo" CORDON_TEST_VM_NO_SECCOMP=1 "$CORDON" verify --backend vm 2>&1)
-    rc=$?
+    bg_result verify-no-seccomp
     is "no in-guest seccomp: verify exits 1" "$rc" 1
     like "no in-guest seccomp: the seccomp row FAILs with the evidence" "$out" \
         "FAIL  seccomp +QEMU .*inside the guest: Seccomp 0, 0 filter\(s\); keyctl\(invalid\) -> E[A-Z]+ "

@@ -1,0 +1,54 @@
+# Running an independent slow part of a test script (a vm boot, mostly)
+# beside the rest of it, so that two single-vCPU TCG guests use both cores
+# instead of one (sourced after tap.sh and cordon.sh). A part's output and
+# status are kept in files; its checks stay where they were in the script,
+# after it is waited for, so the TAP plan, order and descriptions do not
+# change. Host context; as root or the unprivileged user.
+
+declare -A bg_pids=()
+
+# bg_run KEY DIR CMD...: CMD in DIR (PWD set, stdin /dev/null), in the
+# foreground; stdout and stderr go together to KEY's file, as in
+# out=$(CMD 2>&1), and its status to another. For the parts of a bg_group.
+bg_run() {
+    local key=$1 dir=$2
+    shift 2
+    rm -f "$TEST_TMP/bg-$key.out" "$TEST_TMP/bg-$key.rc"
+    (
+        cd "$dir" && export PWD="$dir"
+        "$@" >"$TEST_TMP/bg-$key.out" 2>&1 </dev/null
+        echo "$?" >"$TEST_TMP/bg-$key.rc"
+    )
+}
+
+# bg_start KEY DIR CMD...: bg_run in the background; bg_wait KEY ends it.
+bg_start() {
+    bg_run "$@" &
+    bg_pids[$1]=$!
+    cleanup_pids+=($!)
+}
+
+# bg_group KEY FUNCTION: FUNCTION (a sequence of bg_run parts that depend on
+# each other or should not run at once) in the background.
+bg_group() {
+    "$2" &
+    bg_pids[$1]=$!
+    cleanup_pids+=($!)
+}
+
+# bg_wait KEY: until what was started as KEY (bg_start or bg_group) has
+# ended; for a bg_start part, bg_result KEY too.
+bg_wait() {
+    [ -n "${bg_pids[$1]:-}" ] && wait "${bg_pids[$1]}"
+    unset "bg_pids[$1]"
+    [ -e "$TEST_TMP/bg-$1.rc" ] && bg_result "$1"
+    return 0
+}
+
+# bg_result KEY: sets out and rc of the bg_run part KEY, as cordon_run does
+# (rc 255 when it never wrote its status).
+bg_result() {
+    out=$(cat "$TEST_TMP/bg-$1.out" 2>/dev/null)
+    rc=$(cat "$TEST_TMP/bg-$1.rc" 2>/dev/null || echo 255)
+    rm -f "$TEST_TMP/bg-$1.out" "$TEST_TMP/bg-$1.rc"
+}
