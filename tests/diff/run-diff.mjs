@@ -34,8 +34,10 @@
 // in a defined order.
 // Environment: CORDON_TOOL_RUNNER (command, split on spaces; default the
 // tool-run binary), CORDON_BUILD, CORDON_SRC, DIFF_FILTER (regex on
-// "file: name"), DIFF_VERBOSE=1 (print both outputs).
-import { spawnSync } from "node:child_process";
+// "file: name"), DIFF_VERBOSE=1 (print both outputs), CORDON_DIFF_JOBS
+// (how many cordon-side calls run at once, default 1; results are still
+// reported in case order).
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -255,6 +257,37 @@ function runCordon(testCase, cwd, home) {
     return { output: run.stdout.replace(/\n$/, ""), stderr: run.stderr };
 }
 
+// runCordon without blocking: the next case's pi side runs meanwhile.
+function runCordonAsync(testCase, cwd, home) {
+    return new Promise((resolve) => {
+        const env = { ...process.env, HOME: home };
+        const child = spawn(runner[0], [...runner.slice(1), testCase.tool, JSON.stringify(testCase.args)], {
+            cwd,
+            env,
+            stdio: ["ignore", "pipe", "pipe"],
+            timeout: (testCase.timeout ?? 30) * 1000,
+        });
+        const out = [];
+        const err = [];
+        let size = 0;
+        const keep = (into) => (chunk) => {
+            size += chunk.length;
+            if (size > 64 * 1024 * 1024) child.kill("SIGKILL");
+            else into.push(chunk);
+        };
+        child.stdout.on("data", keep(out));
+        child.stderr.on("data", keep(err));
+        child.on("error", (error) => resolve({ failed: `runner error: ${error.message}` }));
+        child.on("close", (status, signal) => {
+            const stdout = Buffer.concat(out).toString("utf-8");
+            const stderr = Buffer.concat(err).toString("utf-8");
+            if (size > 64 * 1024 * 1024) resolve({ failed: "runner error: output over 64 MiB" });
+            else if (status !== 0) resolve({ failed: `runner exit ${status ?? signal}: ${stderr}` });
+            else resolve({ output: stdout.replace(/\n$/, ""), stderr });
+        });
+    });
+}
+
 function normalise(text, rules) {
     let out = text;
     for (const rule of rules ?? []) out = out.replace(new RegExp(rule.pattern, rule.flags ?? "g"), rule.replace);
@@ -276,44 +309,53 @@ const sandboxed = process.env.CORDON_DIFF_SANDBOX === "1";
 const caseDir = path.join(here, "cases");
 const caseFiles = fs.readdirSync(caseDir).filter((f) => f.endsWith(".json")).sort();
 const seen = new Set();
+const jobs = Math.max(1, Number(process.env.CORDON_DIFF_JOBS) || 1);
+// Reports of the cases in flight, in case order: each settles to a function
+// that prints the case's TAP line.
+const inFlight = [];
+async function emit(report) {
+    inFlight.push(Promise.resolve(report));
+    while (inFlight.length >= jobs) (await inFlight.shift())();
+}
 
 for (const file of caseFiles) {
     const parsed = JSON.parse(fs.readFileSync(path.join(caseDir, file), "utf-8"));
     for (const testCase of Array.isArray(parsed) ? parsed : [parsed]) {
         const label = `${file}: ${testCase.name}`;
         if (seen.has(label)) {
-            tapOk(false, label, ["duplicate case name"]);
+            await emit(() => tapOk(false, label, ["duplicate case name"]));
             continue;
         }
         seen.add(label);
         if (filter && !filter.test(label)) continue;
         if (!creators[testCase.tool]) {
-            tapOk(false, label, [`unknown tool ${testCase.tool}`]);
+            await emit(() => tapOk(false, label, [`unknown tool ${testCase.tool}`]));
             continue;
         }
         if (testCase.user === "unprivileged" && isRoot) {
-            tapSkip(label, "needs an unprivileged user (file modes do not stop root)");
+            await emit(() => tapSkip(label, "needs an unprivileged user (file modes do not stop root)"));
             continue;
         }
         if (testCase.user === "root" && !isRoot) {
-            tapSkip(label, "needs root");
+            await emit(() => tapSkip(label, "needs root"));
             continue;
         }
         // Through `cordon tool` the call runs in a sandbox of the fixture:
         // paths outside the workspace are hidden and $HOME is the sandbox's
         // own (both asserted by the security suite instead).
         if (sandboxed && testCase.home) {
-            tapSkip(label, "sets $HOME inside the workspace; the sandbox's home is its own");
+            await emit(() => tapSkip(label, "sets $HOME inside the workspace; the sandbox's home is its own"));
             continue;
         }
         if (sandboxed && testCase.outsideWorkspace) {
-            tapSkip(label, "reaches outside the workspace, which the sandbox hides");
+            await emit(() => tapSkip(label, "reaches outside the workspace, which the sandbox hides"));
             continue;
         }
         const base = fs.mkdtempSync(path.join(os.tmpdir(), "cordon-diff-"));
         const root = path.join(base, "fx");
         const cwd = path.join(root, testCase.cwd ?? ".");
         const home = testCase.home ? path.join(root, testCase.home) : path.join(base, "no-home");
+        let report;
         try {
             buildFixture(root, testCase.files, testCase.generate, testCase.git);
             const savedHome = process.env.HOME;
@@ -333,25 +375,39 @@ for (const file of caseFiles) {
             removeTree(root);
 
             buildFixture(root, testCase.files, testCase.generate, testCase.git);
-            const cordon = runCordon(testCase, cwd, home);
-            if (cordon.failed) {
-                tapOk(false, label, [cordon.failed, `pi: ${piOut.slice(0, 2000)}`]);
-                continue;
-            }
-            const cordonTree = testCase.tree ? snapshotTree(root) : "";
-            const want = normalise(piOut, testCase.normalize);
-            const got = normalise(cordon.output, testCase.normalize);
-            const diagnostics = [];
-            if (want !== got) diagnostics.push(...firstDifference(want, got));
-            if (piTree !== cordonTree) diagnostics.push("fixture trees differ:", `pi:\n${piTree.slice(0, 3000)}`, `cordon:\n${cordonTree.slice(0, 3000)}`);
-            if (process.env.DIFF_VERBOSE) diagnostics.push(`pi:     ${want.slice(0, 3000)}`, `cordon: ${got.slice(0, 3000)}`);
-            tapOk(want === got && piTree === cordonTree, label, diagnostics);
+            const judge = (cordon) => {
+                if (cordon.failed) {
+                    tapOk(false, label, [cordon.failed, `pi: ${piOut.slice(0, 2000)}`]);
+                    return;
+                }
+                const cordonTree = testCase.tree ? snapshotTree(root) : "";
+                const want = normalise(piOut, testCase.normalize);
+                const got = normalise(cordon.output, testCase.normalize);
+                const diagnostics = [];
+                if (want !== got) diagnostics.push(...firstDifference(want, got));
+                if (piTree !== cordonTree) diagnostics.push("fixture trees differ:", `pi:\n${piTree.slice(0, 3000)}`, `cordon:\n${cordonTree.slice(0, 3000)}`);
+                if (process.env.DIFF_VERBOSE) diagnostics.push(`pi:     ${want.slice(0, 3000)}`, `cordon: ${got.slice(0, 3000)}`);
+                tapOk(want === got && piTree === cordonTree, label, diagnostics);
+            };
+            const settle = (cordon) => () => {
+                try {
+                    judge(cordon);
+                } catch (error) {
+                    tapOk(false, label, [`harness error: ${error.stack ?? error}`]);
+                } finally {
+                    removeTree(base);
+                }
+            };
+            report = jobs > 1 ? runCordonAsync(testCase, cwd, home).then(settle) : settle(runCordon(testCase, cwd, home));
         } catch (error) {
-            tapOk(false, label, [`harness error: ${error.stack ?? error}`]);
-        } finally {
-            removeTree(base);
+            report = () => {
+                tapOk(false, label, [`harness error: ${error.stack ?? error}`]);
+                removeTree(base);
+            };
         }
+        await emit(report);
     }
 }
+while (inFlight.length) (await inFlight.shift())();
 console.log(`1..${testNumber}`);
 process.exit(failures ? 1 : 0);

@@ -17,8 +17,10 @@ if ! is_root; then
 fi
 
 # A release build directory of this test's own: make install reconfigures
-# the prefix of the build directory it is given.
-build="$TEST_TMP/build"
+# the prefix of the build directory it is given. It is kept under the build
+# tree between runs (like release.sh's), so a run rebuilds only what the
+# prefix changes instead of the whole tree.
+build="$CORDON_BUILD/install-tree"
 prefix="$TEST_TMP/prefix"
 mkdir -p "$prefix" && chmod 755 "$TEST_TMP" "$prefix"
 make -C "$CORDON_SRC" install BUILDDIR="$build" PREFIX="$prefix" >"$TEST_TMP/install.log" 2>&1

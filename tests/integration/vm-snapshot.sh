@@ -10,6 +10,7 @@
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
 . "$CORDON_SRC/tests/lib/fixtures.sh"
+. "$CORDON_SRC/tests/lib/background.sh"
 
 skip_without_vm
 
@@ -30,6 +31,12 @@ within() { # within A B SECONDS: |A - B| <= SECONDS
     local d=$(($1 - $2))
     [ "${d#-}" -le "$3" ]
 }
+
+# The cold boot of the last section (CORDON_VM_SNAPSHOT=0: it neither reads
+# nor writes a snapshot) runs beside the snapshot sessions; it is done before
+# the /etc section moves the prepared copy it would read.
+cold_boot() { bg_run cold "$ws" env CORDON_VM_SNAPSHOT=0 "$CORDON" --debug run --backend vm -- true; }
+bg_group cold cold_boot
 
 # --- session 0: saves a snapshot (or restores one an earlier run saved) ---
 vm_run sh -c "$probe" sh 0
@@ -94,6 +101,8 @@ if [ -f "$snap" ]; then
     like "and the next session restores the new one" "$out" "vm: restored from $snap"
 fi
 
+bg_wait cold
+
 # --- the curated /etc: prepared once per content, read-only to the guest ---
 etc_probe='ls -AR /etc | md5sum | cut -c1-32 | sed "s/^/listing=/"
     touch /etc/cordon-probe 2>/dev/null; echo "touch=$?"'
@@ -151,7 +160,8 @@ else
 fi
 
 # --- turned off: a normal boot ---
-out=$(cd "$ws" && CORDON_VM_SNAPSHOT=0 "$CORDON" --debug run --backend vm -- true 2>&1 </dev/null)
+bg_result cold
+(exit "$rc")
 is "CORDON_VM_SNAPSHOT=0 still boots" "$?" 0
 like "CORDON_VM_SNAPSHOT=0: no snapshot, said in --debug" "$out" \
     'no snapshot for this session \(CORDON_VM_SNAPSHOT=0\)'

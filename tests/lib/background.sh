@@ -52,3 +52,36 @@ bg_result() {
     rc=$(cat "$TEST_TMP/bg-$1.rc" 2>/dev/null || echo 255)
     rm -f "$TEST_TMP/bg-$1.out" "$TEST_TMP/bg-$1.rc"
 }
+
+# bg_checks KEY FUNCTION: FUNCTION, checks and all, in the background, its
+# TAP lines kept in a file; bg_checks_print KEY prints them later, where
+# FUNCTION would have run, numbered on from the checks before them. For a
+# group of checks that shares no state with what runs meanwhile.
+bg_checks() {
+    rm -f "$TEST_TMP/bgtap-$1.tap" "$TEST_TMP/bgtap-$1.end"
+    (
+        tap_n=0 tap_failed=0
+        "$2" >"$TEST_TMP/bgtap-$1.tap" 2>"$TEST_TMP/bgtap-$1.err" </dev/null
+        echo "$tap_n $tap_failed" >"$TEST_TMP/bgtap-$1.end"
+    ) &
+    bg_pids[$1]=$!
+    cleanup_pids+=($!)
+}
+bg_checks_print() {
+    local n failed line
+    wait "${bg_pids[$1]}"
+    unset "bg_pids[$1]"
+    if ! read -r n failed <"$TEST_TMP/bgtap-$1.end"; then
+        fail "the background checks $1 ran to their end" "$(tail -5 "$TEST_TMP/bgtap-$1.err" 2>/dev/null)"
+        return
+    fi
+    while IFS= read -r line; do
+        if [[ "$line" =~ ^(not )?ok\ ([0-9]+)(.*)$ ]]; then
+            line="${BASH_REMATCH[1]}ok $((BASH_REMATCH[2] + tap_n))${BASH_REMATCH[3]}"
+        fi
+        printf '%s\n' "$line"
+    done <"$TEST_TMP/bgtap-$1.tap"
+    cat "$TEST_TMP/bgtap-$1.err" >&2
+    tap_n=$((tap_n + n)) tap_failed=$((tap_failed + failed))
+    rm -f "$TEST_TMP/bgtap-$1".*
+}

@@ -16,9 +16,19 @@ fi
 GM_ARGS="--backend vm"
 GM_GIT=1
 . "$CORDON_SRC/tests/lib/git-metadata.sh"
+. "$CORDON_SRC/tests/lib/background.sh"
+# Cases 59, 58 and 61 (four boots) run beside 56-62 and git's own work
+# (three), with a sentinel directory of their own; their TAP lines are
+# printed after those, in the same order as one after the other.
+later_cases() {
+    gm_sent="$TEST_TMP/sentinels-later"
+    mkdir -p "$gm_sent" && chmod 777 "$gm_sent"
+    gm_case_host_rename
+    gm_case_linked_worktree
+    gm_case_nongit
+}
+bg_checks later later_cases
 gm_case_repo
 gm_case_git_works
-gm_case_host_rename
-gm_case_linked_worktree
-gm_case_nongit
+bg_checks_print later
 tap_done
