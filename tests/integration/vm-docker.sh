@@ -11,6 +11,16 @@ ws=$(new_ws dws)
 # A git workspace: its .git/hooks and .git/config are protected paths.
 git -C "$ws" init -q
 
+# The host's own Docker daemon (root only, checked below) starts here, while
+# the ns checks run.
+hd="$TEST_TMP/hostd"
+if is_root && [ -x /usr/sbin/dockerd ]; then
+    mkdir -p "$hd"
+    dockerd --iptables=false --bridge=none -H "unix://$hd/sock" --data-root "$hd/data" \
+        --exec-root "$hd/exec" --pidfile "$hd/pid" >"$hd/log" 2>&1 &
+    cleanup_pids+=($!)
+fi
+
 # --- ns backend: no Docker inside; read-only mode (cheap, no VM) ---
 cordon_run "$ws" --set docker.mode=require -- true
 is "ns + docker.mode=require: refused (exit 125)" "$rc" 125
@@ -84,11 +94,6 @@ EOF
 # --- the host's own Docker daemon, started by the test (root only) ---
 host_sock=
 if is_root; then
-    hd="$TEST_TMP/hostd"
-    mkdir -p "$hd"
-    dockerd --iptables=false --bridge=none -H "unix://$hd/sock" --data-root "$hd/data" \
-        --exec-root "$hd/exec" --pidfile "$hd/pid" >"$hd/log" 2>&1 &
-    cleanup_pids+=($!)
     for _ in $(seq 1 100); do
         docker -H "unix://$hd/sock" info --format '{{.ID}}' >/dev/null 2>&1 && break
         sleep 0.3
@@ -204,6 +209,26 @@ if [ -n "$host_sock" ]; then
 else
     skip "host daemon isolation" "no host dockerd (needs root)"
 fi
+
+# The kept-disk sessions (two boots and cordon gc, their checks with them)
+# run from here beside boot 2 and the verify below; their TAP lines are
+# printed last, where they stood.
+# A state root of the test's own: `cordon gc` below must not touch the
+# sessions of anything else running on this machine.
+name=vmdocker-$$
+state_home="$TEST_TMP/state"
+kept() { (cd "$ws" && env -u XDG_RUNTIME_DIR XDG_STATE_HOME="$state_home" "$CORDON" "$@" 2>&1 </dev/null); }
+kept_checks() {
+out=$(kept run --backend vm --name "$name" --teardown stop -- docker import base.tar kept-image)
+rc=$?
+is "teardown stop: the session ends" "$rc" 0
+ok "teardown stop keeps the Docker disk" test -f "$state_home/cordon/$name/docker.img"
+out=$(kept run --backend vm --name "$name" --teardown stop -- docker images --format '{{.Repository}}')
+like "the next session of that name finds its image on the kept disk" "$out" "kept-image"
+out=$(kept gc --hours 0)
+ok "cordon gc removes the stopped session's Docker disk" test ! -e "$state_home/cordon/$name/docker.img"
+}
+bg_checks kept kept_checks
 
 # --- boot 2: require + read-only workspace: the daemon is up before the
 # command, build with the read-only workspace as context, container binds
@@ -321,18 +346,6 @@ like "a container's port: served inside the guest" "$(cat "$TEST_TMP/cport.out")
 is "a container's port listed in publish_ports: reachable from the host" "$listed" "from-a-container"
 like "a container's port not listed: not reachable from the host" "$unlisted" "rc=7"
 
-# A state root of the test's own: `cordon gc` below must not touch the
-# sessions of anything else running on this machine.
-name=vmdocker-$$
-state_home="$TEST_TMP/state"
-kept() { (cd "$ws" && env -u XDG_RUNTIME_DIR XDG_STATE_HOME="$state_home" "$CORDON" "$@" 2>&1 </dev/null); }
-out=$(kept run --backend vm --name "$name" --teardown stop -- docker import base.tar kept-image)
-rc=$?
-is "teardown stop: the session ends" "$rc" 0
-ok "teardown stop keeps the Docker disk" test -f "$state_home/cordon/$name/docker.img"
-out=$(kept run --backend vm --name "$name" --teardown stop -- docker images --format '{{.Repository}}')
-like "the next session of that name finds its image on the kept disk" "$out" "kept-image"
-out=$(kept gc --hours 0)
-ok "cordon gc removes the stopped session's Docker disk" test ! -e "$state_home/cordon/$name/docker.img"
+bg_checks_print kept
 
 tap_done
