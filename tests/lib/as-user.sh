@@ -69,6 +69,7 @@ runuser -u "$user" -- env -i \
     CORDON="$stage/cordon" CORDON_AGENT="$stage/cordon-agent" CORDON_SRC="$stage/src" \
     CORDON_BUILD="$stage/build" CORDON_PROBE="$probe" CORDON_TEST_UNPRIVILEGED=1 \
     CORDON_BUILDTYPE="${CORDON_BUILDTYPE:-}" \
+    CORDON_TEST_JOBS="${CORDON_TEST_JOBS:-}" \
     ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
     bash "$stage/src/$rel"
 exit $?
