@@ -10,6 +10,7 @@
 # during the audit.
 . "$CORDON_SRC/tests/lib/tap.sh"
 . "$CORDON_SRC/tests/lib/cordon.sh"
+. "$CORDON_SRC/tests/lib/background.sh"
 . "$CORDON_SRC/tests/lib/fixtures.sh"
 
 PY=/usr/bin/python3
@@ -415,11 +416,9 @@ wait_in_flight "$name6"
 kill -STOP "$run_pid"
 kill -CONT "$sandbox_pid"
 # The vm section's held shell (checked there) boots meanwhile: the hung
-# probe leaves the machine idle for 30 s.
-vm_ok=
-if command -v qemu-system-x86_64 >/dev/null &&
-    { [ -e /var/cache/cordon/vm/current/vmlinuz ] || [ -n "${CORDON_VM_DIR:-}" ]; }; then
-    vm_ok=1
+# probe leaves the machine idle for 30 s (there, on a busy machine:
+# tests/lib/background.sh).
+vsh_start() {
     namevsh="vmsh-$$"
     rm -f "$TEST_TMP/vsh.in"
     mkfifo "$TEST_TMP/vsh.in"
@@ -428,6 +427,15 @@ if command -v qemu-system-x86_64 >/dev/null &&
     vsh_pid=$!
     cleanup_pids+=("$vsh_pid")
     exec {vsh_w}>"$TEST_TMP/vsh.in"
+}
+vm_ok= vsh_early=
+if command -v qemu-system-x86_64 >/dev/null &&
+    { [ -e /var/cache/cordon/vm/current/vmlinuz ] || [ -n "${CORDON_VM_DIR:-}" ]; }; then
+    vm_ok=1
+    if ! bg_serial; then
+        vsh_early=1
+        vsh_start
+    fi
 fi
 # Until init has killed the probe (its 30 s), seen as the probe process
 # among init's children appearing and then gone; 33 s when it is never seen.
@@ -515,7 +523,8 @@ if [ -n "$vm_ok" ]; then
     # by the guest's init, the host-side evidence QEMU's ---
     # A shell held on a fifo, as above: THAT guest's audit, a change made
     # inside it, commands typed afterwards.
-    # (Started during the ns backend's hung probe above.)
+    # (Started during the ns backend's hung probe above, or here.)
+    [ -n "$vsh_early" ] || vsh_start
     sh_w=$vsh_w
     sh_out="$TEST_TMP/vsh.out"
     shell_send "echo vshell-up"
@@ -585,12 +594,20 @@ EOF
     shell_wait probe-loop-done 600
     like "vm shell: the shell stopped the probe" "$(cat "$sh_out")" "probe-stopped-[0-9]+"
     # The vm run section's guest (checked there) boots while the probe is
-    # held: its command outlives everything until the section kills it.
-    namevrun="vmrun-$$"
-    (cd "$ws" && exec "$CORDON" run --backend vm --name "$namevrun" -- sleep 600 \
-        </dev/null >/dev/null 2>"$TEST_TMP/vrun.err") &
-    vrun_pid=$!
-    cleanup_pids+=("$vrun_pid")
+    # held (there, on a busy machine): its command outlives everything until
+    # the section kills it.
+    vrun_start() {
+        namevrun="vmrun-$$"
+        (cd "$ws" && exec "$CORDON" run --backend vm --name "$namevrun" -- sleep 600 \
+            </dev/null >/dev/null 2>"$TEST_TMP/vrun.err") &
+        vrun_pid=$!
+        cleanup_pids+=("$vrun_pid")
+    }
+    vrun_early=
+    if ! bg_serial; then
+        vrun_early=1
+        vrun_start
+    fi
     wait "$vt"
     is "vm shell: a probe that hangs: verify NAME exits 1 (its rows FAIL)" "$?" 1
     like "vm shell: a probe that hangs: killed after 30 s by the guest's init, said so" \
@@ -643,7 +660,8 @@ status=3$"
 
     # `cordon run --backend vm`: its own guest (no /tmp/d.sock there); an
     # audit in flight when the command exits.
-    # (Started during the vm shell's hung probe above.)
+    # (Started during the vm shell's hung probe above, or here.)
+    [ -n "$vrun_early" ] || vrun_start
     wait_verify "$namevrun" 600
     is "vm: verify NAME of a \`cordon run\` session: exit 0" "$rc" 0
     like "vm run: ownership names the supervisor's pid ($vrun_pid)" "$(row ownership)" \
