@@ -36,7 +36,7 @@ within() { # within A B SECONDS: |A - B| <= SECONDS
 # nor writes a snapshot) runs beside the snapshot sessions; it is done before
 # the /etc section moves the prepared copy it would read.
 cold_boot() { bg_run cold "$ws" env CORDON_VM_SNAPSHOT=0 "$CORDON" --debug run --backend vm -- true; }
-bg_group cold cold_boot
+bg_group cold-boot cold_boot
 
 # --- session 0: saves a snapshot (or restores one an earlier run saved) ---
 vm_run sh -c "$probe" sh 0
@@ -101,7 +101,7 @@ if [ -f "$snap" ]; then
     like "and the next session restores the new one" "$out" "vm: restored from $snap"
 fi
 
-bg_wait cold
+bg_wait cold-boot
 
 # --- the curated /etc: prepared once per content, read-only to the guest ---
 etc_probe='ls -AR /etc | md5sum | cut -c1-32 | sed "s/^/listing=/"
