@@ -11,7 +11,7 @@
 # where two guests booting at once could miss their 60 s boot timeout under
 # TCG. CORDON_TEST_JOBS=2 runs parts beside the rest whatever the load.
 
-declare -A bg_pids=()
+declare -A bg_pids=() bg_parts=()
 bg_serial() {
     local load
     case "${CORDON_TEST_JOBS:-}" in
@@ -39,6 +39,7 @@ bg_run() {
 
 # bg_start KEY DIR CMD...: bg_run in the background; bg_wait KEY ends it.
 bg_start() {
+    bg_parts[$1]=1
     if bg_serial; then
         bg_run "$@"
         return
@@ -65,7 +66,10 @@ bg_group() {
 bg_wait() {
     [ -n "${bg_pids[$1]:-}" ] && wait "${bg_pids[$1]}"
     unset "bg_pids[$1]"
-    [ -e "$TEST_TMP/bg-$1.rc" ] && bg_result "$1"
+    if [ -n "${bg_parts[$1]:-}" ]; then
+        unset "bg_parts[$1]"
+        bg_result "$1"
+    fi
     return 0
 }
 
