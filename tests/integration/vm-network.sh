@@ -225,7 +225,7 @@ unset XDG_CONFIG_HOME HOST_API_TOKEN
 # ------------------------------------------------- deny mode answers at once
 bg_wait after-secrets
 bg_result deny-now
-diag "vm deny-mode refusal, boot included: $(cat "$TEST_TMP/deny-now.ms") ms (beside the secrets boots)"
+diag "vm deny-mode refusal, boot included: $(cat "$TEST_TMP/deny-now.ms") ms"
 like "vm deny: curl through the variables gets 403 with the reason and the way out" "$out" \
     'cordon: network: denied: network.mode is "deny" \(this sandbox has no network\); a host is allowed with network.mode = "allowlist" and network.allow_hosts = \["web.test"\] \(cordon --network allowlist --allow-host web.test\)'
 like "vm deny: ... and curl exits 0 at once (no retry on a missing route)" "$out" "curl=0"
