@@ -108,8 +108,7 @@ static int guard_dir_check(int fd, const char *dir, const char *key, struct cord
         close(fd);
         return error_set(err, e, "trust guard %s%s%s", dir, key ? "/" : "", key ? key : "");
     }
-    if (!S_ISDIR(st.st_mode) || (st.st_mode & 022) ||
-        (st.st_uid != 0 && st.st_uid != geteuid())) {
+    if (!S_ISDIR(st.st_mode) || (st.st_mode & 022) || (st.st_uid != 0 && st.st_uid != geteuid())) {
         close(fd);
         return error_set(err, 0,
                          "trust guard %s%s%s: must be a directory owned by you and not writable "
@@ -260,8 +259,8 @@ static int guard_migrate(int rootfd, const char *dir, struct cordon_error *err)
     closedir(d);
     if (ret < 0)
         return -1;
-    _cleanup_close_ int fd = openat(rootfd, ".layout",
-                                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    _cleanup_close_ int fd =
+        openat(rootfd, ".layout", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 && errno == EEXIST)
         return 0;
     if (fd < 0 || write(fd, "2\n", 2) != 2 || fsync(fd) < 0 || fsync(rootfd) < 0)
@@ -273,8 +272,8 @@ static int guard_migrate(int rootfd, const char *dir, struct cordon_error *err)
  * *ret_rootfd and WORKSPACE's directory in *ret_keyfd (-1 when it has none
  * yet): 1; 0 when there is no guard directory (nothing was recorded, both
  * untouched); -1 on error. */
-static int guard_dir_lookup(const char *dir, const char *workspace, int *ret_rootfd,
-                            int *ret_keyfd, char key[GUARD_KEY_SIZE], struct cordon_error *err)
+static int guard_dir_lookup(const char *dir, const char *workspace, int *ret_rootfd, int *ret_keyfd,
+                            char key[GUARD_KEY_SIZE], struct cordon_error *err)
 {
     int fd = guard_dir_open(dir, false, err);
     if (fd < 0)
@@ -416,8 +415,9 @@ static int fold_windows(int keyfd, const char *dir, const char *key, struct cord
         closedir(d);
         return 0;
     }
-    _cleanup_close_ int fd = openat(
-        keyfd, "sessions", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    _cleanup_close_ int fd =
+        openat(keyfd, "sessions",
+               O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
     if (fd < 0) {
         closedir(d);
         return error_set(err, errno, "trust guard: recording %s/%s/sessions", dir, key);
@@ -438,8 +438,8 @@ static int fold_windows(int keyfd, const char *dir, const char *key, struct cord
         char line[64];
         int length = snprintf(line, sizeof(line), "%lld %lld\n", start, end);
         if (write(fd, line, (size_t)length) != length)
-            ret = error_set(err, errno ? errno : EIO, "trust guard: recording %s/%s/sessions",
-                            dir, key);
+            ret = error_set(err, errno ? errno : EIO, "trust guard: recording %s/%s/sessions", dir,
+                            key);
         else
             snprintf(folded[nfolded++], sizeof(*folded), "%s", e->d_name);
     }
@@ -554,8 +554,7 @@ static int ancestors_flag(int rootfd, const char *dir, const char *workspace, bo
     _cleanup_free_ char *parent = strdup(workspace);
     if (!parent)
         return error_set(err, ENOMEM, "trust guard");
-    for (size_t n = 0; !*ret_written && n < GUARD_ANCESTORS_MAX && strcmp(parent, "/") != 0;
-         n++) {
+    for (size_t n = 0; !*ret_written && n < GUARD_ANCESTORS_MAX && strcmp(parent, "/") != 0; n++) {
         char *slash = strrchr(parent, '/');
         if (!slash)
             break;
@@ -660,8 +659,8 @@ int trust_note_session_start(struct trust_guard *g, const char *guard_dir, const
     if (settle_dead(keyfd, guard_dir, key, g->start, err) < 0)
         return -1;
     char name[GUARD_NAME_MAX], temporary[GUARD_NAME_MAX + 8];
-    snprintf(name, sizeof(name), "%d-%llu-%u.pending", (int)getpid(),
-             process_start_time(getpid()), sequence++);
+    snprintf(name, sizeof(name), "%d-%llu-%u.pending", (int)getpid(), process_start_time(getpid()),
+             sequence++);
     snprintf(temporary, sizeof(temporary), "%s.tmp", name);
     _cleanup_close_ int fd =
         openat(keyfd, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -219,7 +219,8 @@ static void test_flat_layout(void)
     write_text(file, "pids = 6\n");
 
     ok(written(ws, e), "a marker of the flat layout still flags its content");
-    is_int(count_suffix_in(guard, ".written", 0), 0, "... and it moved into the workspace's directory");
+    is_int(count_suffix_in(guard, ".written", 0), 0,
+           "... and it moved into the workspace's directory");
     ok(count_suffix(".written") == 1 && count_suffix(".pending") == 1,
        "the marker and the dead session's record are there");
     ok(access(name, F_OK) != 0 && count_suffix("sessions") == 1, "so is the window record");
@@ -234,8 +235,7 @@ static void test_flat_layout(void)
      * would be ignored: the move happens once; that mix is not supported */
     struct trust_guard g;
     struct cordon_error err = {0};
-    is_int(trust_note_session_start(&g, guard, ws, &err), 0, "a session starts: %s",
-           err.message);
+    is_int(trust_note_session_start(&g, guard, ws, &err), 0, "a session starts: %s", err.message);
     trust_note_session_end(&g, &err);
     ok(written(ws, e), "the content stays flagged");
     is_int(count_suffix(".pending"), 0, "the dead session was settled");
@@ -280,7 +280,8 @@ static void test_guard_dir(void)
     key[32] = '\0';
     snprintf(dir, sizeof(dir), "%s/%s", guard, key);
     chmod(dir, 0777);
-    ok(trust_note_session_start(&g, guard, ws, &err) < 0, "a workspace's directory others can write");
+    ok(trust_note_session_start(&g, guard, ws, &err) < 0,
+       "a workspace's directory others can write");
     ok(strstr(err.message, key) && strstr(err.message, "not writable by group or others"),
        "is refused too: %s", err.message);
     bool flagged = false;
