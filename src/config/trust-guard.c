@@ -210,7 +210,8 @@ static int append_sessions(int from, int keyfd)
     return n < 0 || fsync(to) < 0 ? -1 : 0;
 }
 
-/* Moves one flat record into its workspace's directory. */
+/* Moves one flat record into its workspace's directory: 1, or 0 when name
+ * is not one, -1 on error. */
 static int migrate_record(int rootfd, const char *dir, const char *name, struct cordon_error *err)
 {
     char key[GUARD_KEY_SIZE];
@@ -222,7 +223,7 @@ static int migrate_record(int rootfd, const char *dir, const char *name, struct 
     if (keyfd < 0)
         return -1;
     if (renameat2(rootfd, name, keyfd, target, RENAME_NOREPLACE) == 0 || errno == ENOENT)
-        return 0;
+        return 1;
     if (errno != EEXIST)
         return error_set(err, errno, "trust guard: moving %s/%s", dir, name);
     /* the same record under both layouts: one is enough, except that two
@@ -235,7 +236,7 @@ static int migrate_record(int rootfd, const char *dir, const char *name, struct 
     }
     if (unlinkat(rootfd, name, 0) < 0 && errno != ENOENT)
         return error_set(err, errno, "trust guard: moving %s/%s", dir, name);
-    return 0;
+    return 1;
 }
 
 /* Once per guard directory: the records of the flat layout, which an
@@ -252,16 +253,20 @@ static int guard_migrate(int rootfd, const char *dir, struct cordon_error *err)
         return error_set(err, errno, "trust guard %s", dir);
     struct dirent *e;
     int ret = 0;
-    while (ret == 0 && (e = readdir(d))) {
+    size_t moved = 0;
+    while (ret >= 0 && (e = readdir(d))) {
         if (e->d_type == DT_REG || e->d_type == DT_UNKNOWN)
             ret = migrate_record(rootfd, dir, e->d_name, err);
+        moved += ret > 0;
     }
     closedir(d);
     if (ret < 0)
         return -1;
     _cleanup_close_ int fd =
         openat(rootfd, ".layout", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && errno == EEXIST)
+    /* nothing was moved: a directory only readable here (root's, seen by
+     * a lookup) is fine as it is, the marker is written another time */
+    if (fd < 0 && (errno == EEXIST || moved == 0))
         return 0;
     if (fd < 0 || write(fd, "2\n", 2) != 2 || fsync(fd) < 0 || fsync(rootfd) < 0)
         return error_set(err, errno ? errno : EIO, "trust guard: %s/.layout", dir);
