@@ -857,6 +857,12 @@ void net_session_kill(struct net_session *s)
         kill(s->pasta_pid, SIGTERM);
 }
 
+void net_session_reap(struct net_session *s)
+{
+    stop_child(&s->proxy_pid, SIGKILL);
+    stop_child(&s->pasta_pid, SIGTERM);
+}
+
 void net_session_stop(struct net_session *s)
 {
     s->starting = false;

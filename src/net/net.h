@@ -163,6 +163,9 @@ void net_session_stop(struct net_session *s);
  * the rest of a session's teardown; net_session_stop reaps them later
  * (before the supervisor returns: a session never outlives itself). */
 void net_session_kill(struct net_session *s);
+/* Waits for the helpers net_session_kill ended (SIGKILL to any still
+ * there); the session stays usable for net_session_stop. */
+void net_session_reap(struct net_session *s);
 /* The session CA's certificate (PEM, malloc'd) once the proxy of a policy
  * with tls_bundle is ready: the last certificate of that bundle, which the
  * proxy appended (vm: the boot spec carries it to the guest). */

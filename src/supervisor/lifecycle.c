@@ -75,7 +75,8 @@ static int lifecycle_guard_git(struct lifecycle *lc, struct launch *l, struct co
 
 int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error *err)
 {
-    *lc = (struct lifecycle){.watchdog_pid = -1, .watchdog_pidfd = -1, .disarm_fd = -1};
+    *lc = (struct lifecycle){
+        .watchdog_pid = -1, .watchdog_pidfd = -1, .disarm_fd = -1, .net = &l->net_session};
     const struct cordon_config *cfg = &l->cfg;
     switch (cfg->teardown) {
     case CFG_TEARDOWN_STOP:
@@ -341,6 +342,10 @@ void lifecycle_end(struct lifecycle *lc)
     struct cordon_error guard_err;
     if (trust_note_session_end(&lc->trust_guard, &guard_err) < 0)
         log_warn("%s; review .cordon.toml before you trust it", guard_err.message);
+    /* The helpers sent their end by the backend's teardown are gone before
+     * the watchdog stands down and the name is free. */
+    if (lc->net && lc->net->policy)
+        net_session_reap(lc->net);
     if (lc->disarm_fd >= 0) {
         ssize_t w = write(lc->disarm_fd, "d", 1);
         (void)w;

@@ -23,6 +23,11 @@ struct lifecycle {
     struct gitguard *git;
     struct trust_guard trust_guard; /* what the session did to .cordon.toml */
     char *review_dir;               /* review mode's layer (review.h); NULL in direct mode */
+    /* The launch's network helpers: reaped by lifecycle_end before the
+     * state is released (a helper holding a published port must be gone
+     * before the name is free), after the guards' work their exit
+     * overlapped (net_session_kill). */
+    struct net_session *net;
 };
 
 /* Takes ownership of the launch's sandbox name (before anything is

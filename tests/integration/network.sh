@@ -246,6 +246,15 @@ publish_check() { # publish_check MODE: a server inside answers on the host
 publish_check deny
 publish_check allowlist
 
+# The proxy holding a published port is gone when cordon returns: the
+# same port again at once, ten times, binds every time.
+rebound=0
+for _ in $(seq 10); do
+    cordon_run "$ws" --publish "127.0.0.1:$PUB:8000" -- true
+    [ "$rc" -eq 0 ] && rebound=$((rebound + 1))
+done
+is "publish: the port is free as soon as cordon returns (10 runs in a row)" "$rebound" 10
+
 cordon_run "$ws" --publish "127.0.0.1:$HTTP:80" -- true
 is "publish: a host port in use stops the start" "$rc" 125
 like "publish: the error names the port" "$out" "publish 127.0.0.1:$HTTP:80"
