@@ -202,10 +202,14 @@ static int append_sessions(int from, int keyfd)
     char buffer[4096];
     ssize_t n;
     off_t total = 0;
-    while ((n = read(from, buffer, sizeof(buffer))) > 0 && total < GUARD_SESSIONS_MAX) {
+    while ((n = read(from, buffer, sizeof(buffer))) > 0) {
+        /* the flat file is removed after: nothing of it may be dropped */
+        if ((total += n) > GUARD_SESSIONS_MAX) {
+            errno = EFBIG;
+            return -1;
+        }
         if (write(to, buffer, (size_t)n) != n)
             return -1;
-        total += n;
     }
     return n < 0 || fsync(to) < 0 ? -1 : 0;
 }
@@ -239,14 +243,16 @@ static int migrate_record(int rootfd, const char *dir, const char *name, struct 
     return 1;
 }
 
-/* Once per guard directory: the records of the flat layout, which an
+/* Once per guard directory (ALWAYS: whatever .layout says, for the checks
+ * before a nudge: an older cordon running beside this one still writes flat
+ * records after the move): the records of the flat layout, which an
  * earlier cordon kept, move into their workspaces' directories, then
  * .layout says so, synced with the new directories' entries. Until it
  * exists every use retries, so a move cut short loses nothing; concurrent
  * moves are safe (each record is one rename). */
-static int guard_migrate(int rootfd, const char *dir, struct cordon_error *err)
+static int guard_migrate(int rootfd, const char *dir, bool always, struct cordon_error *err)
 {
-    if (faccessat(rootfd, ".layout", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+    if (!always && faccessat(rootfd, ".layout", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
         return 0;
     DIR *d = guard_scan(rootfd);
     if (!d)
@@ -273,20 +279,18 @@ static int guard_migrate(int rootfd, const char *dir, struct cordon_error *err)
     return 0;
 }
 
-/* The guard directory as it is (not created, its flat records moved) in
+/* The guard directory as it is (not created, any flat record moved) in
  * *ret_rootfd and WORKSPACE's directory in *ret_keyfd (-1 when it has none
- * yet): 1; 0 when there is no guard directory (nothing was recorded, both
- * untouched); -1 on error. */
+ * yet): 1, with *ret_swept false (and err saying why) when a flat record
+ * could not be moved (a directory only readable here); 0 when there is no
+ * guard directory (nothing was recorded, both untouched); -1 on error. */
 static int guard_dir_lookup(const char *dir, const char *workspace, int *ret_rootfd, int *ret_keyfd,
-                            char key[GUARD_KEY_SIZE], struct cordon_error *err)
+                            char key[GUARD_KEY_SIZE], bool *ret_swept, struct cordon_error *err)
 {
     int fd = guard_dir_open(dir, false, err);
     if (fd < 0)
         return fd == -2 ? 0 : -1;
-    if (guard_migrate(fd, dir, err) < 0) {
-        close(fd);
-        return -1;
-    }
+    *ret_swept = guard_migrate(fd, dir, true, err) == 0;
     guard_key(workspace, key);
     int keyfd = key_dir_open(fd, dir, key, KEY_DIR_LOOKUP, err);
     if (keyfd == -1) {
@@ -587,9 +591,16 @@ int trust_guard_written(const char *guard_dir, const char *workspace, const char
     _cleanup_close_ int rootfd = -1;
     _cleanup_close_ int keyfd = -1;
     char key[GUARD_KEY_SIZE];
-    int found = guard_dir_lookup(guard_dir, workspace, &rootfd, &keyfd, key, err);
+    bool swept;
+    int found = guard_dir_lookup(guard_dir, workspace, &rootfd, &keyfd, key, &swept, err);
     if (found <= 0)
         return found;
+    /* a flat record left where it cannot be moved may be this file's:
+     * flagged, rather than a nudge on a guess */
+    if (!swept) {
+        *ret_written = true;
+        return 0;
+    }
     if (keyfd >= 0) {
         char name[GUARD_NAME_MAX];
         snprintf(name, sizeof(name), "%s.written", hash);
@@ -652,7 +663,7 @@ int trust_note_session_start(struct trust_guard *g, const char *guard_dir, const
     static unsigned sequence; /* cordon mcp starts more than one session */
     *g = (struct trust_guard){0};
     _cleanup_close_ int rootfd = guard_dir_open(guard_dir, true, err);
-    if (rootfd < 0 || guard_migrate(rootfd, guard_dir, err) < 0)
+    if (rootfd < 0 || guard_migrate(rootfd, guard_dir, false, err) < 0)
         return -1;
     char key[GUARD_KEY_SIZE];
     guard_key(workspace, key);
@@ -725,7 +736,10 @@ int trust_guard_forget(const char *guard_dir, const char *workspace, struct cord
     _cleanup_close_ int rootfd = -1;
     _cleanup_close_ int keyfd = -1;
     char key[GUARD_KEY_SIZE];
-    int found = guard_dir_lookup(guard_dir, workspace, &rootfd, &keyfd, key, err);
+    bool swept;
+    int found = guard_dir_lookup(guard_dir, workspace, &rootfd, &keyfd, key, &swept, err);
+    if (found > 0 && !swept)
+        return -1;
     if (found <= 0 || keyfd < 0)
         return found < 0 ? -1 : 0;
     if (settle_dead(keyfd, guard_dir, key, NULL, err) < 0)

@@ -244,6 +244,51 @@ static void test_flat_layout(void)
     snprintf(guard, sizeof(guard), "%s", saved);
 }
 
+/* Flat records written after the move (an older cordon running beside
+ * this one) are still seen by the check before a nudge; one that cannot
+ * be moved flags the file instead of letting it be offered for trust. */
+static void test_flat_after_move(void)
+{
+    char saved[sizeof(guard)], name[700], key[TRUST_GUARD_HASH_SIZE], h[TRUST_GUARD_HASH_SIZE];
+    char other[TRUST_GUARD_HASH_SIZE];
+    snprintf(saved, sizeof(saved), "%s", guard);
+    snprintf(guard, sizeof(guard), "%.280s-late", saved);
+    mkdir(guard, 0700);
+    struct trust_guard g;
+    struct cordon_error err = {0};
+    is_int(trust_note_session_start(&g, guard, ws, &err), 0, "a session moves nothing: %s",
+           err.message);
+    trust_note_session_end(&g, &err);
+    snprintf(name, sizeof(name), "%s/.layout", guard);
+    ok(access(name, F_OK) == 0, "the layout is recorded");
+    hash_of(ws, key);
+    key[32] = '\0';
+    hash_of("pids = 11\n", h);
+    hash_of("pids = 12\n", other);
+    snprintf(name, sizeof(name), "%s/%s.%s.written", guard, key, h);
+    write_text(name, "");
+    ok(written(ws, h), "a flat marker written after the move still flags its content");
+    ok(access(name, F_OK) != 0, "... and was moved");
+    snprintf(name, sizeof(name), "%s/%s.4-4-0.pending", guard, key);
+    write_text(name, "-\n0\n");
+    ok(written(ws, other), "a flat dead session's record written after the move flags");
+    /* a record whose workspace directory cannot be made (a file there) */
+    char stuck[TRUST_GUARD_HASH_SIZE];
+    hash_of("/elsewhere", stuck);
+    stuck[32] = '\0';
+    snprintf(name, sizeof(name), "%s/%s", guard, stuck);
+    write_text(name, "");
+    snprintf(name, sizeof(name), "%s/%s.5-5-0.pending", guard, stuck);
+    write_text(name, "-\n0\n");
+    char fresh[TRUST_GUARD_HASH_SIZE];
+    hash_of("pids = 13\n", fresh);
+    char other_ws[400];
+    snprintf(other_ws, sizeof(other_ws), "%s-clean", ws);
+    ok(written(other_ws, fresh),
+       "a flat record that cannot be moved flags (never a nudge on a guess)");
+    snprintf(guard, sizeof(guard), "%s", saved);
+}
+
 /* One workspace's records say nothing about another's content. */
 static void test_other_workspace(void)
 {
@@ -306,6 +351,7 @@ int main(void)
     test_nested();
     test_fold();
     test_flat_layout();
+    test_flat_after_move();
     test_other_workspace();
     test_guard_dir();
     char command[600];
