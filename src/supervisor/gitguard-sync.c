@@ -210,7 +210,18 @@ static void quarantine(struct gitguard *g, int dirfd, const char *where, const c
     int n = snprintf(aside, sizeof(aside), "%s.cordon-quarantine-%s", name, g->session);
     if (n < 0 || (size_t)n >= sizeof(aside))
         snprintf(aside, sizeof(aside), "%.40s.cordon-quarantine", name);
-    if (renameat2(dirfd, name, dirfd, aside, RENAME_NOREPLACE) < 0) {
+    int moved = renameat2(dirfd, name, dirfd, aside, RENAME_NOREPLACE);
+    struct stat st;
+    /* a parent the sandbox made unwritable (chmod 555), given its owner's
+     * write bit back */
+    if (moved < 0 && errno == EACCES && fstat(dirfd, &st) == 0 && st.st_uid == geteuid() &&
+        fchmod(dirfd, (st.st_mode & 07777) | S_IWUSR | S_IXUSR) == 0) {
+        log_warn("cordon gave %s its owner's write permission back (mode %o): the sandbox had "
+                 "taken it, which keeps planted files in place",
+                 where, (unsigned)(st.st_mode & 07777));
+        moved = renameat2(dirfd, name, dirfd, aside, RENAME_NOREPLACE);
+    }
+    if (moved < 0) {
         log_error("cordon could not move the sandbox's %s/%s aside (%s): do not let git, an "
                   "editor or direnv use it before you checked it",
                   where, name, strerror(errno));
@@ -300,14 +311,56 @@ static void check_planted(struct gitguard *g, int dirfd, const char *where)
         quarantine(g, dirfd, where, ".git");
 }
 
+/* Gives the owner's permission bits ADD back to dirfd's entry en, a
+ * directory the sandbox made unreadable or unwritable (chmod 111 would hide
+ * a planted repository from the walk; chmod 555 would keep it from being
+ * moved aside). Only a directory of this user's, through an O_PATH fd of
+ * it: its name is not looked up twice. 0, or -1 (said loudly). */
+static int give_back(int dirfd, const char *where, const char *en, mode_t add)
+{
+    _cleanup_close_ int pin = gitguard_open_beneath(dirfd, en, O_PATH | O_DIRECTORY);
+    struct stat st;
+    char proc[64];
+    if (pin >= 0 && fstat(pin, &st) == 0 && st.st_uid == geteuid()) {
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pin);
+        if (chmod(proc, (st.st_mode & 07777) | add) == 0) {
+            log_warn("cordon gave %s/%s its owner's permissions back (mode %o, now %o): the "
+                     "sandbox had taken them, which hides files from the host's checks",
+                     where, en, (unsigned)(st.st_mode & 07777),
+                     (unsigned)((st.st_mode & 07777) | add));
+            return 0;
+        }
+    }
+    log_error("cordon could not look into %s/%s for planted repositories (%s): do not run git "
+              "there before you checked it",
+              where, en, strerror(errno ? errno : EACCES));
+    return -1;
+}
+
+/* dirfd's entry en opened for the walk; one the sandbox made unreadable
+ * is given its owner's read and search bits back first. */
+static int open_for_walk(int dirfd, const char *where, const char *en)
+{
+    int sub = gitguard_open_beneath(dirfd, en, O_RDONLY | O_DIRECTORY);
+    if (sub >= 0 || errno != EACCES || give_back(dirfd, where, en, S_IRUSR | S_IXUSR) < 0)
+        return sub;
+    return gitguard_open_beneath(dirfd, en, O_RDONLY | O_DIRECTORY);
+}
+
 /* Every directory below the root, read with getdents64 from the fd that
  * opened it (4 system calls a directory; a repository with node_modules has
  * tens of thousands). dirfd is read from its start and left at its end. */
 static void scan_planted(struct gitguard *g, int dirfd, const char *where, int depth,
                          struct planted_walk *w)
 {
-    if (depth > PLANTED_DEPTH_MAX || w->budget == 0)
+    if (w->budget == 0)
         return;
+    if (depth > PLANTED_DEPTH_MAX) {
+        log_warn("cordon did not look for planted repositories below %s (deeper than %d "
+                 "directories)",
+                 where, PLANTED_DEPTH_MAX);
+        return;
+    }
     if (!w->buffers[depth] && !(w->buffers[depth] = malloc(DIRSCAN_BUFFER)))
         return;
     struct dirscan scan;
@@ -330,7 +383,7 @@ static void scan_planted(struct gitguard *g, int dirfd, const char *where, int d
         }
         if (type != DT_DIR && type != DT_UNKNOWN)
             continue;
-        _cleanup_close_ int sub = gitguard_open_beneath(dirfd, en, O_RDONLY | O_DIRECTORY);
+        _cleanup_close_ int sub = open_for_walk(dirfd, where, en);
         if (sub < 0)
             continue;
         _cleanup_free_ char *path = gitguard_str_printf("%s/%s", where, en);

@@ -84,6 +84,11 @@ mkdir -p deep/down
 cp -r planted-sub-git deep/down/.git
 sed -i 's/planted-gitfile/planted-dir/' deep/down/.git/config 2>/dev/null ||
     printf '[core]\n\tfsmonitor = "touch \$S/planted-dir; false"\n' > deep/down/.git/config
+mkdir -p locked/lib frozen/lib
+cp -r planted-sub-git locked/lib/.git; cp -r planted-sub-git frozen/lib/.git
+printf '[core]\n\tfsmonitor = "touch \$S/planted-locked; false"\n' > locked/lib/.git/config
+printf '[core]\n\tfsmonitor = "touch \$S/planted-frozen; false"\n' > frozen/lib/.git/config
+chmod 111 locked; chmod 555 frozen/lib
 mkdir -p .vscode .idea; printf '{"tasks":[{"runOptions":{"runOn":"folderOpen"},"command":"touch \$S/vscode"}]}' > .vscode/tasks.json
 echo "touch \$S/envrc" > .envrc
 echo attack-done
@@ -99,6 +104,8 @@ gm_host_steps() {
         gm_git -C sub -c user.name=h -c user.email=h@h commit -q --allow-empty -m sub-step >/dev/null 2>&1
         gm_git -C sub/inner status >/dev/null 2>&1
         gm_git -C deep/down status >/dev/null 2>&1
+        gm_git -C locked/lib status >/dev/null 2>&1
+        gm_git -C frozen/lib status >/dev/null 2>&1
         true)
 }
 
@@ -133,6 +140,10 @@ gm_case_repo() {
     ok "case 61: .idea moved aside" test ! -e "$repo/.idea"
     ok "case 61: .envrc moved aside" test ! -e "$repo/.envrc"
     ok "case 62: the planted repository moved aside" test ! -e "$repo/deep/down/.git"
+    ok "case 62: one below a directory the sandbox made unreadable (chmod 111) moved aside too" \
+        test ! -e "$repo/locked/lib/.git"
+    ok "case 62: one in a directory the sandbox made read-only (chmod 555) moved aside too" \
+        test ! -e "$repo/frozen/lib/.git"
     gm_host_steps "$repo"
     fp_after=$(gm_fingerprint "$repo" | grep -v cordon-quarantine)
     is "cases 56-60: what the host's git trusts is unchanged" "$fp_after" "$fp_before"
@@ -144,6 +155,7 @@ gm_case_repo() {
     cordon_run "$repo" $GM_ARGS -- bash -c 'pwd; ls "$HOME/.ssh" 2>&1; true'
     like "case 56: the next session starts in the same workspace" "$out" "^$repo"
     rm -rf "$gm_sent"/*
+    chmod -R u+rwx "$repo" 2>/dev/null || true # what the attack's chmod left, for the clean-up
 }
 
 # Git keeps working inside (ns and vm: docker's image has no git).
