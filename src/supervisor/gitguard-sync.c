@@ -356,9 +356,10 @@ static void scan_planted(struct gitguard *g, int dirfd, const char *where, int d
     if (w->budget == 0)
         return;
     if (depth > PLANTED_DEPTH_MAX) {
-        log_warn("cordon did not look for planted repositories below %s (deeper than %d "
-                 "directories)",
-                 where, PLANTED_DEPTH_MAX);
+        /* debug only: a tree this deep is said at every session's end */
+        log_debug("cordon did not look for planted repositories below %s (deeper than %d "
+                  "directories)",
+                  where, PLANTED_DEPTH_MAX);
         return;
     }
     if (!w->buffers[depth] && !(w->buffers[depth] = malloc(DIRSCAN_BUFFER)))
