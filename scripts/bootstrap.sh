@@ -67,24 +67,33 @@ if [ "$mode" = test ]; then
 fi
 
 # npm packages for the differential and end-to-end tests (pi 0.73.1 and the
-# MCP SDK client), pinned by tests/pi/package-lock.json.
+# MCP SDK client), pinned by tests/pi/package-lock.json; and the agent CLIs
+# (Claude Code, Gemini CLI, Codex CLI, opencode) whose offline `mcp list`
+# checks run docs/agents.md's snippets (tests/e2e/agents-config.mjs), pinned
+# by tests/agents/package.json. `npm install` for those, not `npm ci`: npm
+# reports opencode-ai's optional per-platform packages as missing from any
+# lock file it writes for them. The two installs wait on the registry, not
+# the CPU: they run at once.
+npm_pids=()
 if [ "$mode" = test ] && [ -f tests/pi/package.json ]; then
     if [ ! -d tests/pi/node_modules ] || [ tests/pi/package-lock.json -nt tests/pi/node_modules ]; then
         echo "bootstrap: npm ci in tests/pi" >&2
-        (cd tests/pi && npm ci --no-audit --no-fund --loglevel=error >&2)
-        touch tests/pi/node_modules
+        (cd tests/pi && npm ci --no-audit --no-fund --loglevel=error >&2 && touch node_modules) &
+        npm_pids+=($!)
     fi
 fi
-
-# Agent CLIs (Claude Code, Gemini CLI, Codex CLI, opencode) whose offline
-# `mcp list` checks run docs/agents.md's snippets (tests/e2e/agents-config.mjs),
-# pinned by tests/agents/package.json. `npm install`, not `npm ci`: npm
-# reports opencode-ai's optional per-platform packages as missing from any
-# lock file it writes for them.
 if [ "$mode" = test ] && [ -f tests/agents/package.json ]; then
     if [ ! -d tests/agents/node_modules ] || [ tests/agents/package.json -nt tests/agents/node_modules ]; then
         echo "bootstrap: npm install in tests/agents" >&2
-        (cd tests/agents && npm install --no-audit --no-fund --loglevel=error >&2)
-        touch tests/agents/node_modules
+        (cd tests/agents && npm install --no-audit --no-fund --loglevel=error >&2 && touch node_modules) &
+        npm_pids+=($!)
     fi
+fi
+npm_failed=0
+for pid in "${npm_pids[@]}"; do
+    wait "$pid" || npm_failed=1
+done
+if [ "$npm_failed" -ne 0 ]; then
+    echo "bootstrap: an npm install failed (see above)" >&2
+    exit 1
 fi
