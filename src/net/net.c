@@ -859,6 +859,11 @@ void net_session_kill(struct net_session *s)
 
 void net_session_reap(struct net_session *s)
 {
+    /* The proxy gets SIGKILL: it keeps nothing to flush (its records are
+     * written as they happen), and its namespace factory and resolvers die
+     * with it (their parent-death signal), so the session's end waits for
+     * one exit instead of the proxy's handler, its kill of the factory and
+     * that reap in turn. */
     stop_child(&s->proxy_pid, SIGKILL);
     stop_child(&s->pasta_pid, SIGTERM);
 }
@@ -870,11 +875,5 @@ void net_session_stop(struct net_session *s)
         close(s->report_fd);
         s->report_fd = -1;
     }
-    /* The proxy gets SIGKILL: it keeps nothing to flush (its records are
-     * written as they happen), and its namespace factory and resolvers die
-     * with it (their parent-death signal), so the session's end waits for
-     * one exit instead of the proxy's handler, its kill of the factory and
-     * that reap in turn. */
-    stop_child(&s->proxy_pid, SIGKILL);
-    stop_child(&s->pasta_pid, SIGTERM);
+    net_session_reap(s);
 }

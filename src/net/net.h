@@ -160,8 +160,9 @@ int net_publish_listen(const struct net_publish *pub, struct cordon_error *err);
 /* Stops and reaps the helpers. */
 void net_session_stop(struct net_session *s);
 /* Sends the helpers their end without waiting, so that their exit overlaps
- * the rest of a session's teardown; net_session_stop reaps them later
- * (before the supervisor returns: a session never outlives itself). */
+ * the rest of a session's teardown; lifecycle_end reaps them
+ * (net_session_reap) before the name is released, net_session_stop
+ * otherwise: a session never outlives itself. */
 void net_session_kill(struct net_session *s);
 /* Waits for the helpers net_session_kill ended (SIGKILL to any still
  * there); the session stays usable for net_session_stop. */

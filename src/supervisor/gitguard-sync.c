@@ -203,6 +203,31 @@ void gitguard_sync(struct gitguard *g)
     }
 }
 
+/* Gives the directory fd (any fd of it, O_PATH included) its owner's
+ * permission bits ADD back: the sandbox can take them (chmod 111 hides a
+ * planted repository from the walk, chmod 555 keeps one from being moved
+ * aside). Only a directory of this user's, through its fd: the name is not
+ * looked up again. Said in a warning; 0, or -1 with errno. */
+static int owner_bits_back(int fd, const char *what, mode_t add)
+{
+    struct stat st;
+    char proc[64];
+    if (fstat(fd, &st) < 0)
+        return -1;
+    if (st.st_uid != geteuid()) {
+        errno = EACCES;
+        return -1;
+    }
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    mode_t mode = st.st_mode & 07777;
+    if (chmod(proc, mode | add) < 0)
+        return -1;
+    log_warn("cordon gave %s its owner's permissions back (mode %o, now %o): the sandbox had "
+             "taken them, which hides files from the host's checks or keeps them in place",
+             what, (unsigned)mode, (unsigned)(mode | add));
+    return 0;
+}
+
 /* Moves dir/name aside (name.cordon-quarantine-SESSION) and says so. */
 static void quarantine(struct gitguard *g, int dirfd, const char *where, const char *name)
 {
@@ -211,16 +236,8 @@ static void quarantine(struct gitguard *g, int dirfd, const char *where, const c
     if (n < 0 || (size_t)n >= sizeof(aside))
         snprintf(aside, sizeof(aside), "%.40s.cordon-quarantine", name);
     int moved = renameat2(dirfd, name, dirfd, aside, RENAME_NOREPLACE);
-    struct stat st;
-    /* a parent the sandbox made unwritable (chmod 555), given its owner's
-     * write bit back */
-    if (moved < 0 && errno == EACCES && fstat(dirfd, &st) == 0 && st.st_uid == geteuid() &&
-        fchmod(dirfd, (st.st_mode & 07777) | S_IWUSR | S_IXUSR) == 0) {
-        log_warn("cordon gave %s its owner's write permission back (mode %o): the sandbox had "
-                 "taken it, which keeps planted files in place",
-                 where, (unsigned)(st.st_mode & 07777));
+    if (moved < 0 && errno == EACCES && owner_bits_back(dirfd, where, S_IWUSR | S_IXUSR) == 0)
         moved = renameat2(dirfd, name, dirfd, aside, RENAME_NOREPLACE);
-    }
     if (moved < 0) {
         log_error("cordon could not move the sandbox's %s/%s aside (%s): do not let git, an "
                   "editor or direnv use it before you checked it",
@@ -311,39 +328,21 @@ static void check_planted(struct gitguard *g, int dirfd, const char *where)
         quarantine(g, dirfd, where, ".git");
 }
 
-/* Gives the owner's permission bits ADD back to dirfd's entry en, a
- * directory the sandbox made unreadable or unwritable (chmod 111 would hide
- * a planted repository from the walk; chmod 555 would keep it from being
- * moved aside). Only a directory of this user's, through an O_PATH fd of
- * it: its name is not looked up twice. 0, or -1 (said loudly). */
-static int give_back(int dirfd, const char *where, const char *en, mode_t add)
-{
-    _cleanup_close_ int pin = gitguard_open_beneath(dirfd, en, O_PATH | O_DIRECTORY);
-    struct stat st;
-    char proc[64];
-    if (pin >= 0 && fstat(pin, &st) == 0 && st.st_uid == geteuid()) {
-        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pin);
-        if (chmod(proc, (st.st_mode & 07777) | add) == 0) {
-            log_warn("cordon gave %s/%s its owner's permissions back (mode %o, now %o): the "
-                     "sandbox had taken them, which hides files from the host's checks",
-                     where, en, (unsigned)(st.st_mode & 07777),
-                     (unsigned)((st.st_mode & 07777) | add));
-            return 0;
-        }
-    }
-    log_error("cordon could not look into %s/%s for planted repositories (%s): do not run git "
-              "there before you checked it",
-              where, en, strerror(errno ? errno : EACCES));
-    return -1;
-}
-
 /* dirfd's entry en opened for the walk; one the sandbox made unreadable
  * is given its owner's read and search bits back first. */
 static int open_for_walk(int dirfd, const char *where, const char *en)
 {
     int sub = gitguard_open_beneath(dirfd, en, O_RDONLY | O_DIRECTORY);
-    if (sub >= 0 || errno != EACCES || give_back(dirfd, where, en, S_IRUSR | S_IXUSR) < 0)
+    if (sub >= 0 || errno != EACCES)
         return sub;
+    _cleanup_close_ int pin = gitguard_open_beneath(dirfd, en, O_PATH | O_DIRECTORY);
+    _cleanup_free_ char *what = gitguard_str_printf("%s/%s", where, en);
+    if (pin < 0 || owner_bits_back(pin, what ? what : en, S_IRUSR | S_IXUSR) < 0) {
+        log_error("cordon could not look into %s/%s for planted repositories (%s): do not run "
+                  "git there before you checked it",
+                  where, en, strerror(errno));
+        return -1;
+    }
     return gitguard_open_beneath(dirfd, en, O_RDONLY | O_DIRECTORY);
 }
 

@@ -499,7 +499,7 @@ void session_stop(struct session *s)
     frame_reader_free(&s->in);
     frame_writer_free(&s->out);
     /* The proxy dies while the lifecycle ends (the git guard's look, the
-     * trust guard, the state); it is reaped after. */
+     * trust guard); lifecycle_end reaps it before the state is released. */
     if (s->launch.net_session.policy)
         net_session_kill(&s->launch.net_session);
     if (s->owned)

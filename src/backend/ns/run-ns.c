@@ -250,7 +250,8 @@ static void ns_run_teardown(struct backend_run *r)
         ns_sandbox_release(&n->ns);
     }
     /* The proxy dies while the session's end goes on (the git guard's
-     * look, the trust guard, the state); launch_free reaps it. */
+     * look, the trust guard); lifecycle_end reaps it before the state is
+     * released. */
     if (r->l->net_session.policy)
         net_session_kill(&r->l->net_session);
 }
