@@ -27,6 +27,41 @@ probe='echo "boot_id=$(cat /proc/sys/kernel/random/boot_id)"
     echo "earlier=$(ls /tmp/from-session-* 2>/dev/null | tr "\n" " ")"
     echo "secret" > /tmp/from-session-$1; echo "wrote=$1"'
 field() { sed -n "s/^$1=//p" <<<"$2"; }
+# ram_digest FILE: a digest of a sparse file's data (the holes skipped);
+# ram_damage FILE: 16 bytes changed in the middle of its data.
+ram_digest() {
+    python3 - "$1" <<'PY'
+import hashlib, os, sys
+fd, h, pos = os.open(sys.argv[1], os.O_RDONLY), hashlib.sha256(), 0
+size = os.fstat(fd).st_size
+while pos < size:
+    try:
+        pos = os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError:
+        break
+    end = os.lseek(fd, pos, os.SEEK_HOLE)
+    h.update(pos.to_bytes(8, "little") + os.pread(fd, end - pos, pos))
+    pos = end
+print(h.hexdigest())
+PY
+}
+ram_damage() {
+    python3 - "$1" <<'PY'
+import os, sys
+fd, pos, ext = os.open(sys.argv[1], os.O_RDWR), 0, []
+size = os.fstat(fd).st_size
+while pos < size:
+    try:
+        pos = os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError:
+        break
+    end = os.lseek(fd, pos, os.SEEK_HOLE)
+    ext.append((pos, end))
+    pos = end
+start, end = ext[len(ext) // 2]
+os.pwrite(fd, b"X" * 16, start + (end - start) // 2)
+PY
+}
 within() { # within A B SECONDS: |A - B| <= SECONDS
     local d=$(($1 - $2))
     [ "${d#-}" -le "$3" ]
@@ -44,9 +79,28 @@ is "session 0 exits 0" "$rc" 0
 like "session 0 starts from a snapshot or saves one (--debug says which)" "$out" \
     'vm: (snapshot saved to|restored from) '
 snap=$(sed -n 's/.*vm: snapshot saved to \([^ ]*\) in .*/\1/p; s/.*vm: restored from \([^ ]*\) in .*/\1/p' <<<"$out" | head -1)
+ram=${snap%.snap}.ram
 if [ -n "$snap" ] && [ -f "$snap" ]; then
     is "the snapshot is the user's, mode 0600" "$(stat -c '%u %a' "$snap")" "$(id -u) 600"
     is "no temp file of the save is left" "$(ls "$(dirname "$snap")" | grep -c '\.snap\.')" 0
+    # The guest's memory is a file beside it that a restore maps, not a
+    # part of the stream it reads.
+    is "the guest's memory is a file beside it, the user's, mode 0600" \
+        "$(stat -c '%u %a' "$ram" 2>&1)" "$(id -u) 600"
+    is "no temp memory file of the save is left" "$(ls "$(dirname "$snap")" | grep -c '\.ram\.')" 0
+    size=$(stat -c %s "$snap")
+    if [ "$size" -lt $((8 << 20)) ]; then
+        pass "the stream is the device state only ($size bytes)"
+    else
+        fail "the stream is the device state only" "$size bytes"
+    fi
+    read -r apparent blocks < <(stat -c '%s %b' "$ram")
+    if [ "$((blocks * 512))" -lt "$((apparent / 2))" ]; then
+        pass "the memory file is sparse ($((blocks / 2048)) MiB of $((apparent >> 20)))"
+    else
+        fail "the memory file is sparse" "$blocks blocks of $apparent bytes"
+    fi
+    ram_before=$(ram_digest "$ram")
 else
     fail "the snapshot file exists" "path: '$snap'" "$out"
     fail "no temp file of the save is left"
@@ -82,6 +136,11 @@ for k in boot_id uuid random; do
     fi
 done
 
+if [ -f "$ram" ]; then
+    is "the sessions restored from it left its memory file as it was (copy-on-write)" \
+        "$(ram_digest "$ram")" "$ram_before"
+fi
+
 # --- a damaged snapshot: bytes of the guest's memory changed on disk ---
 if [ -f "$snap" ]; then
     size=$(stat -c %s "$snap")
@@ -99,6 +158,22 @@ if [ -f "$snap" ]; then
     like "a file without a valid header is refused" "$out" "snapshot $snap: no snapshot header"
     vm_run true
     like "and the next session restores the new one" "$out" "vm: restored from $snap"
+    # The memory file: bytes changed, then the file gone.
+    ram_damage "$ram"
+    vm_run sh -c 'echo "alive=$(cat /proc/sys/kernel/random/boot_id)"'
+    like "a session after damage to the memory file still runs the command" "$out" \
+        'alive=[0-9a-f-]{36}'
+    like "the damaged memory file is refused, with the reason" "$out" \
+        "snapshot $snap: its content does not match its checksum"
+    unlike "... not restored" "$out" 'vm: restored from'
+    like "... and a good snapshot saved in its place" "$out" "vm: snapshot saved to $snap"
+    rm -f "$ram"
+    vm_run true
+    like "a snapshot without its memory file is refused, with the reason" "$out" \
+        "snapshot $snap: its memory file is missing"
+    like "... and saved anew" "$out" "vm: snapshot saved to $snap"
+    vm_run true
+    like "and the next session restores it" "$out" "vm: restored from $snap"
 fi
 
 bg_wait cold-boot

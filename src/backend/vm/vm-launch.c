@@ -42,7 +42,7 @@ int vm_launch_listen(const char *dir, const char *name, struct cordon_error *err
     return TAKE_FD(fd);
 }
 
-pid_t vm_launch_spawn(char *const *argv, const char *dir, int net_fd, int incoming_fd,
+pid_t vm_launch_spawn(char *const *argv, const char *dir, int net_fd, int incoming_fd, int ram_fd,
                       const struct vm_bind *protect, int *pidfd_out, struct cordon_error *err)
 {
     /* The guest's serial console and QEMU's own output, each capped. */
@@ -74,8 +74,9 @@ pid_t vm_launch_spawn(char *const *argv, const char *dir, int net_fd, int incomi
         int console_high = fcntl(consolefd, F_DUPFD_CLOEXEC, 64);
         int net_high = net_fd >= 0 ? fcntl(net_fd, F_DUPFD_CLOEXEC, 64) : -1;
         int incoming_high = incoming_fd >= 0 ? fcntl(incoming_fd, F_DUPFD_CLOEXEC, 64) : -1;
+        int ram_high = ram_fd >= 0 ? fcntl(ram_fd, F_DUPFD_CLOEXEC, 64) : -1;
         if (console_high < 0 || (net_fd >= 0 && net_high < 0) ||
-            (incoming_fd >= 0 && incoming_high < 0))
+            (incoming_fd >= 0 && incoming_high < 0) || (ram_fd >= 0 && ram_high < 0))
             _exit(127);
         dup2(null, 0);
         dup2(logfd, 1);
@@ -85,6 +86,8 @@ pid_t vm_launch_spawn(char *const *argv, const char *dir, int net_fd, int incomi
         if (dup2(console_high, VM_QEMU_CONSOLE_FD) < 0)
             _exit(127);
         if (incoming_high >= 0 && dup2(incoming_high, VM_SNAPSHOT_QEMU_FD) < 0)
+            _exit(127);
+        if (ram_high >= 0 && dup2(ram_high, VM_QEMU_RAM_FD) < 0)
             _exit(127);
         if (vm_protect_apply(protect) < 0) {
             dprintf(2, "cordon: protecting paths for QEMU: %s\n", strerror(errno));
@@ -241,7 +244,7 @@ int vm_launch_park_and_save(struct vm_state *st, int pidfd, long long deadline,
         return error_set(err, errno, "vm: the guest did not park for its snapshot");
     long long t1 = clock_now_ms();
     struct cordon_error serr;
-    int rc = vm_snapshot_save(qmp, st->snap_path, st->snap_key, deadline, &serr);
+    int rc = vm_snapshot_save(qmp, st->snap_path, st->snap_key, st->snap_ram_fd, deadline, &serr);
     if (rc == -2) {
         /* Only here is the snapshot to blame: a guest that did not park
          * would not have read a boot spec either. */

@@ -12,10 +12,10 @@
 /* A listening AF_UNIX socket dir/name (0600). */
 int vm_launch_listen(const char *dir, const char *name, struct cordon_error *err);
 /* Starts QEMU with argv: dies with the supervisor, its own process group,
- * stdio on the capped logs of dir, net_fd and incoming_fd (or -1) on their
+ * stdio on the capped logs of dir, net_fd, incoming_fd and ram_fd (or -1) on their
  * fixed numbers, protect's binds applied, no capability, a minimal
  * environment. Returns its pid, *pidfd_out a pidfd of it. */
-pid_t vm_launch_spawn(char *const *argv, const char *dir, int net_fd, int incoming_fd,
+pid_t vm_launch_spawn(char *const *argv, const char *dir, int net_fd, int incoming_fd, int ram_fd,
                       const struct vm_bind *protect, int *pidfd_out, struct cordon_error *err);
 /* The last lines of a log file, for an error message ("" when none). */
 void vm_launch_log_tail(const char *path, char *out, size_t size);

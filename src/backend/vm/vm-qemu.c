@@ -155,7 +155,8 @@ int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
     arg_add(b, "-M");
     /* microvm: virtio-mmio devices, described to the guest by ACPI (Debian's
      * kernel lacks VIRTIO_MMIO_CMDLINE_DEVICES); no PCI, no firmware ROMs. */
-    arg_add(b, "microvm,x-option-roms=off,isa-serial=on,rtc=on,acpi=on,pcie=off");
+    arg_add(b, "microvm,x-option-roms=off,isa-serial=on,rtc=on,acpi=on,pcie=off%s",
+            in->ram != VM_RAM_ANON ? ",memory-backend=ram0" : "");
     arg_add(b, "-accel");
     arg_add(b, "%s", in->accel);
     if (strcmp(in->accel, "kvm") == 0) {
@@ -169,6 +170,14 @@ int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
     arg_add(b, "%ld", vm_qemu_memory_mib(in->limits));
     arg_add(b, "-smp");
     arg_add(b, "%ld", vm_qemu_cpus(in->limits, in->accel));
+    if (in->ram != VM_RAM_ANON) {
+        /* Reopened by QEMU through /proc (O_RDWR; share=off never writes
+         * it back). */
+        arg_add(b, "-object");
+        arg_add(b, "memory-backend-file,id=ram0,size=%ldM,mem-path=/proc/self/fd/%d,share=%s",
+                vm_qemu_memory_mib(in->limits), VM_QEMU_RAM_FD,
+                in->ram == VM_RAM_FILE_SHARED ? "on" : "off");
+    }
     arg_add(b, "-nodefaults");
     arg_add(b, "-no-user-config");
     arg_add(b, "-nographic");
@@ -250,8 +259,14 @@ int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
     if (in->paused)
         arg_add(b, "-S");
     if (in->incoming) {
+        /* With the memory in a file, the capability x-ignore-shared has
+         * to be set before the stream is read: QEMU 7.2 takes it over QMP
+         * only, so the load waits for migrate-incoming. */
         arg_add(b, "-incoming");
-        arg_add(b, "fd:%d", 5 /* VM_SNAPSHOT_QEMU_FD */);
+        if (in->ram == VM_RAM_ANON)
+            arg_add(b, "fd:%d", 5 /* VM_SNAPSHOT_QEMU_FD */);
+        else
+            arg_add(b, "defer");
     }
     b->args[b->n] = NULL;
     return b->failed ? -1 : 0;

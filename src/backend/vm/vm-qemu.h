@@ -15,6 +15,7 @@
 #define VM_MAX_SHARES         13
 #define VM_QEMU_NET_FD        3 /* passt's socket in QEMU (open mode) */
 #define VM_QEMU_CONSOLE_FD    4 /* the serial console's pipe to the log keeper (vm-log.c) */
+#define VM_QEMU_RAM_FD        6 /* the guest memory's file (snapshots, vm-snapshot.c) */
 #define VM_DEFAULT_MEMORY_MIB 2048
 
 /* QEMU's three chardev sockets in the state directory. */
@@ -43,6 +44,12 @@ struct vm_qemu_input {
     bool qmp;                /* a QMP monitor on <dir>/qmp (saving a snapshot, vm-snapshot.c) */
     bool incoming;           /* restore from the saved state on VM_SNAPSHOT_QEMU_FD */
     bool paused;             /* -S: the vCPUs wait for QMP's cont (vm_snapshot_resume) */
+    /* The guest's memory: anonymous, or the file on VM_QEMU_RAM_FD mapped
+     * shared (a boot that saves a snapshot: the file is the saved memory)
+     * or private (a restore: copy-on-write over the saved memory, pages
+     * read as the guest touches them). With a file, a restore's stream is
+     * the device state only, loaded after -incoming defer (vm-snapshot.c). */
+    enum vm_ram { VM_RAM_ANON, VM_RAM_FILE_SHARED, VM_RAM_FILE_PRIVATE } ram;
 };
 
 /* Host paths with commas, escaped for QEMU's option lists, at most. */

@@ -12,7 +12,8 @@
 #include <stdint.h>
 
 /* The saved state's fd in a restoring QEMU (-incoming fd:5). */
-#define VM_SNAPSHOT_QEMU_FD 5
+#define VM_SNAPSHOT_QEMU_FD     5
+#define VM_SNAPSHOT_QEMU_FD_STR "5"
 
 /* Whether snapshots are used at all (CORDON_VM_SNAPSHOT=0 turns them off). */
 bool vm_snapshot_enabled(void);
@@ -32,20 +33,30 @@ int vm_snapshot_path(const char *cache_dir, uint64_t key, char *out, size_t size
  * verify (err says why; a bad one is removed). */
 int vm_snapshot_open(const char *path, uint64_t key, struct cordon_error *err);
 /* The same without the checksum, which vm_snapshot_verify() then
- * computes while QEMU loads the stream into a paused guest (-S). */
-int vm_snapshot_open_unchecked(const char *path, uint64_t key, struct cordon_error *err);
-/* The payload's checksum against its header's; a mismatch removes the
- * file. -1 with err when it does not match: the guest must not run. */
-int vm_snapshot_verify(int fd, const char *path, struct cordon_error *err);
-/* The checksum passed: the restoring QEMU (qmp_fd, a connected QMP
- * socket) starts the vCPUs once the stream is loaded. */
+ * computes while QEMU starts paused (-S); *ram_fd the guest memory's file
+ * (the snapshot's .ram beside it: this user's, 0600, of the size and inode
+ * the header names), mapped private by the restoring QEMU. */
+int vm_snapshot_open_unchecked(const char *path, uint64_t key, int *ram_fd,
+                               struct cordon_error *err);
+/* The stream's and the memory's checksums against the header's; a
+ * mismatch removes the snapshot. -1 with err when they do not match: the
+ * guest must not run. */
+int vm_snapshot_verify(int fd, int ram_fd, const char *path, struct cordon_error *err);
+/* The restoring QEMU (-incoming defer; qmp_fd, a connected QMP socket)
+ * told to read the device state from VM_SNAPSHOT_QEMU_FD, its memory
+ * being the file it mapped (x-ignore-shared). */
+int vm_snapshot_incoming(int qmp_fd, long long deadline, struct cordon_error *err);
+/* The checksum passed: the restoring QEMU starts the vCPUs once the
+ * stream is loaded (the same QMP connection, after vm_snapshot_incoming). */
 int vm_snapshot_resume(int qmp_fd, long long deadline, struct cordon_error *err);
 /* Removes a snapshot QEMU could not restore. */
 void vm_snapshot_discard(const char *path);
 
 /* Saves the parked guest through QEMU's monitor (qmp_fd, a connected QMP
- * socket) to path (temp file + rename, 0600), then lets the guest
- * continue, whether the save worked or not. -1 with err when the save
- * failed but the guest runs on; -2 when it may be left stopped. */
-int vm_snapshot_save(int qmp_fd, const char *path, uint64_t key, long long deadline,
+ * socket) to path (temp file + rename, 0600): the device state in QEMU's
+ * stream, its memory (ram_fd, the memfd QEMU maps shared) copied to the
+ * .ram beside it, sparse. Then lets the guest continue, whether the save
+ * worked or not. -1 with err when the save failed but the guest runs on;
+ * -2 when it may be left stopped. */
+int vm_snapshot_save(int qmp_fd, const char *path, uint64_t key, int ram_fd, long long deadline,
                      struct cordon_error *err);

@@ -36,6 +36,7 @@ struct vm_state {
     uint64_t snap_key;
     bool snap_usable; /* a configuration a snapshot can be taken of */
     bool snap_broke;  /* the last boot failed in its snapshot save */
+    int snap_ram_fd;  /* the guest memory's file while saving (a memfd) or restoring, else -1 */
     int qmp_listen;   /* QMP's listener while saving, else -1 */
 };
 

@@ -30,6 +30,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sys/mman.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -217,6 +218,9 @@ static int boot_spawn(const struct launch *l, const struct vm_kernel *k, const c
     /* A restore's vCPUs wait until the snapshot's checksum, computed
      * while QEMU loads it, has passed (vm_snapshot_resume). */
     in.paused = mode == BOOT_RESTORE;
+    in.ram = mode == BOOT_SAVE      ? VM_RAM_FILE_SHARED
+             : mode == BOOT_RESTORE ? VM_RAM_FILE_PRIVATE
+                                    : VM_RAM_ANON;
     if (vm_qemu_argv_build(&in, &b) < 0) {
         vm_qemu_argv_free(&b);
         return error_set(err, E2BIG, "vm: QEMU command line");
@@ -229,8 +233,9 @@ static int boot_spawn(const struct launch *l, const struct vm_kernel *k, const c
         log_debug("vm: %s", line);
     }
     int pidfd = -1;
-    pid_t pid = vm_launch_spawn(b.args, st->dir, st->net.passt_qemu_fd,
-                                mode == BOOT_RESTORE ? snap_fd : -1, st->protect, &pidfd, err);
+    pid_t pid =
+        vm_launch_spawn(b.args, st->dir, st->net.passt_qemu_fd, mode == BOOT_RESTORE ? snap_fd : -1,
+                        mode == BOOT_PLAIN ? -1 : st->snap_ram_fd, st->protect, &pidfd, err);
     vm_qemu_argv_free(&b);
     if (pid < 0)
         return -1;
@@ -263,18 +268,26 @@ static int boot_connect(const struct launch *l, struct vm_state *st, enum boot_m
         st->etc_filled = true;
     }
     long long t_etc = clock_now_ms();
-    if (mode == BOOT_RESTORE && vm_snapshot_verify(snap_fd, st->snap_path, err) < 0)
+    /* A restore: the checksums while QEMU starts, then QEMU reads the
+     * device state (its memory is mapped, not read), then the vCPUs run. */
+    if (mode == BOOT_RESTORE &&
+        vm_snapshot_verify(snap_fd, st->snap_ram_fd, st->snap_path, err) < 0)
         return -1;
     long long t_sum = clock_now_ms();
+    _cleanup_close_ int qmp = -1;
+    if (mode == BOOT_RESTORE && ((qmp = vm_launch_qmp_accept(st, pidfd, deadline, err)) < 0 ||
+                                 vm_snapshot_incoming(qmp, deadline, err) < 0))
+        return -1;
+    long long t_incoming = clock_now_ms();
     if (vm_launch_accept(st, pidfd, deadline, err) < 0 ||
         vm_net_accept(&st->net, deadline, err) < 0)
         return -1;
     if (mode == BOOT_RESTORE) {
-        _cleanup_close_ int qmp = vm_launch_qmp_accept(st, pidfd, deadline, err);
-        if (qmp < 0 || vm_snapshot_resume(qmp, deadline, err) < 0)
+        if (vm_snapshot_resume(qmp, deadline, err) < 0)
             return -1;
-        log_debug("vm: snapshot checksum passed in %lld ms while QEMU loaded it; vCPUs resumed",
-                  t_sum - t_etc);
+        log_debug("vm: snapshot checksum passed in %lld ms while QEMU started; its device state "
+                  "loading %lld ms after QEMU's start; vCPUs resumed",
+                  t_sum - t_etc, t_incoming - t_spawned);
     }
     log_debug("vm: /etc copied in %lld ms; QEMU's ports connected %lld ms after its start",
               t_etc - t_spawned, clock_now_ms() - t_spawned);
@@ -386,8 +399,11 @@ static int boot_once(const struct launch *l, char *const *agent_argv, const stru
     long long timeout = boot_timeout_ms(st);
     long long deadline = clock_now_ms() + timeout;
     long long t_spawned = clock_now_ms();
-    if (boot_connect(l, st, mode, snap_fd, sb->pidfd, deadline, t_spawned, err) < 0 ||
-        boot_send_spec(l, agent_argv, st, shares, nshares, err) < 0) {
+    if (boot_connect(l, st, mode, snap_fd, sb->pidfd, deadline, t_spawned, err) < 0) {
+        boot_cleanup(st, sb, err);
+        return -1;
+    }
+    if (boot_send_spec(l, agent_argv, st, shares, nshares, err) < 0) {
         boot_cleanup(st, sb, err);
         return -1;
     }
@@ -436,7 +452,7 @@ static int qemu_find(struct cordon_error *err)
 
 /* The boots of one accelerator: from the snapshot when there is a valid
  * one; else a boot that saves one (the first session of a configuration
- * pays the save, ~0.1-0.3 s here, once); a restore that fails discards the
+ * pays the save, ~0.2-0.5 s here, once); a restore that fails discards the
  * snapshot and boots normally, and so does a save that broke the boot.
  * Both fallbacks start the same guest with the same configuration. */
 static int boot_accel(const struct launch *l, char *const *agent_argv, const struct vm_kernel *k,
@@ -453,12 +469,14 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
         log_debug("%s: no snapshot", serr.message);
         return boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
     }
-    /* Its header here; its checksum while QEMU loads it (boot_once). */
-    int fd = vm_snapshot_open_unchecked(st->snap_path, st->snap_key, &serr);
+    /* Its header here; its checksums while QEMU starts (boot_once). */
+    int fd = vm_snapshot_open_unchecked(st->snap_path, st->snap_key, &st->snap_ram_fd, &serr);
     if (fd >= 0) {
         long long t0 = clock_now_ms();
         int rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_RESTORE, fd, sb, err);
         close(fd);
+        close(st->snap_ram_fd);
+        st->snap_ram_fd = -1;
         if (rc == 0) {
             log_debug("vm: restored from %s in %lld ms", st->snap_path, clock_now_ms() - t0);
             return 0;
@@ -468,7 +486,16 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
     } else {
         log_debug("%s; booting normally and saving one", serr.message);
     }
+    /* The saving guest's memory: a memfd QEMU maps shared, copied into
+     * the snapshot's file while the guest is stopped for its save. */
+    st->snap_ram_fd = memfd_create("cordon-vm-memory", MFD_CLOEXEC);
+    if (st->snap_ram_fd < 0) {
+        log_debug("vm: memfd_create: %s; booting without a snapshot", strerror(errno));
+        return boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
+    }
     int rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_SAVE, -1, sb, err);
+    close(st->snap_ram_fd); /* QEMU keeps its own mapping */
+    st->snap_ram_fd = -1;
     if (rc < 0 && st->snap_broke) {
         log_debug("vm: saving the snapshot broke the boot (%s); booting without", err->message);
         rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
@@ -495,6 +522,7 @@ int vm_sandbox_start(const struct launch *l, char *const *agent_argv, struct san
     for (int i = 0; i < SOCK_COUNT; i++)
         st->fds[i] = st->listen[i] = -1;
     st->qmp_listen = -1;
+    st->snap_ram_fd = -1;
     snprintf(st->qemu, sizeof(st->qemu), "%s", qemu);
     vm_net_init(&st->net, &l->net);
     sb->priv = st;

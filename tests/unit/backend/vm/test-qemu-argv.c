@@ -250,6 +250,57 @@ static void comma_in_paths(void)
     is_int((int)a.nesc, 0, "free releases the escaped copies");
 }
 
+/* A snapshot's memory (vm-snapshot.c): anonymous by default; a file on
+ * VM_QEMU_RAM_FD mapped shared while saving, private (copy-on-write, the
+ * snapshot's file never written) when restoring, whose stream then waits
+ * for QMP (-incoming defer: x-ignore-shared is set first). */
+static void snapshot_memory(void)
+{
+    struct net_policy policy = {.mode = NET_MODE_DENY};
+    struct vm_net net;
+    vm_net_init(&net, &policy);
+    struct sandbox_limits limits = {.memory_mib = 1024};
+    struct vm_qemu_input in = input("tcg", &limits, &net);
+    struct vm_qemu_argv a = {0};
+    is_int(vm_qemu_argv_build(&in, &a), 0, "anonymous memory: builds");
+    is_int(count(&a, "-object"), 0, "anonymous memory: no memory backend object");
+    ok(!strstr(after(&a, "-M"), "memory-backend"), "... and the machine names none");
+    vm_qemu_argv_free(&a);
+
+    char want[128];
+    snprintf(want, sizeof(want),
+             "memory-backend-file,id=ram0,size=1024M,mem-path=/proc/self/fd/%d,share=on",
+             VM_QEMU_RAM_FD);
+    in.ram = VM_RAM_FILE_SHARED;
+    in.qmp = true;
+    a = (struct vm_qemu_argv){0};
+    is_int(vm_qemu_argv_build(&in, &a), 0, "saving: builds");
+    is_str(after(&a, "-object"), want, "saving: the memory is the file on its fd, shared");
+    ok(strstr(after(&a, "-M"), ",memory-backend=ram0") != NULL, "... the machine's memory");
+    is_int(atoi(after(&a, "-m")), 1024, "... of the configured size");
+    is_int(count(&a, "-incoming"), 0, "... and no -incoming");
+    vm_qemu_argv_free(&a);
+
+    snprintf(want, sizeof(want),
+             "memory-backend-file,id=ram0,size=1024M,mem-path=/proc/self/fd/%d,share=off",
+             VM_QEMU_RAM_FD);
+    in.ram = VM_RAM_FILE_PRIVATE;
+    in.incoming = true;
+    in.paused = true;
+    a = (struct vm_qemu_argv){0};
+    is_int(vm_qemu_argv_build(&in, &a), 0, "restoring: builds");
+    is_str(after(&a, "-object"), want, "restoring: the snapshot's file, private (copy-on-write)");
+    is_str(after(&a, "-incoming"), "defer", "... the stream given over QMP (-incoming defer)");
+    is_int(count(&a, "-S"), 1, "... the vCPUs held (-S)");
+    vm_qemu_argv_free(&a);
+
+    in.ram = VM_RAM_ANON;
+    a = (struct vm_qemu_argv){0};
+    is_int(vm_qemu_argv_build(&in, &a), 0, "a restore with anonymous memory: builds");
+    is_str(after(&a, "-incoming"), "fd:5", "... reads the whole stream from fd 5");
+    vm_qemu_argv_free(&a);
+}
+
 int main(void)
 {
     deny_mode_tcg();
@@ -258,5 +309,6 @@ int main(void)
     open_mode_and_docker();
     too_long();
     comma_in_paths();
+    snapshot_memory();
     return tap_done();
 }

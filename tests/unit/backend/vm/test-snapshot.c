@@ -66,6 +66,12 @@ static void key_invariants(void)
        "another session's paths, share modes, QMP and TSC rate: the same key");
     other.incoming = true;
     ok(vm_snapshot_key(&other, "/bin/sh") == base, "-incoming is not in the key");
+    other.ram = VM_RAM_FILE_SHARED;
+    other.paused = true;
+    ok(vm_snapshot_key(&other, "/bin/sh") == base,
+       "the memory's file, shared (saving) or private (restoring), is not in the key");
+    other.ram = VM_RAM_FILE_PRIVATE;
+    ok(vm_snapshot_key(&other, "/bin/sh") == base, "... either way");
 
     struct sandbox_limits more = {.memory_mib = 1024};
     other = in;
