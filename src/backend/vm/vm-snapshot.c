@@ -270,7 +270,7 @@ static int ram_open(const char *path, const struct snapshot_header *h, const cha
     char ram[PATH_MAX];
     if (ram_path_of(path, ram, sizeof(ram)) < 0)
         return error_set(err, ENAMETOOLONG, "vm: snapshot %s", path);
-    _cleanup_close_ int fd = open(ram, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    _cleanup_close_ int fd = open(ram, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd < 0 && errno != ENOENT && errno != ELOOP)
         return error_set(err, errno, "vm: snapshot memory %s", ram);
