@@ -171,8 +171,12 @@ int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
     arg_add(b, "-smp");
     arg_add(b, "%ld", vm_qemu_cpus(in->limits, in->accel));
     if (in->ram != VM_RAM_ANON) {
-        /* Reopened by QEMU through /proc (O_RDWR; share=off never writes
-         * it back). */
+        /* Reopened by QEMU 7.2 through /proc, read-write (it has no
+         * read-only file under writable private memory before 8.2); with
+         * share=off the guest's writes stay in QEMU's private copy. No
+         * device that discards guest memory (virtio-balloon, virtio-mem:
+         * 7.2 punches holes in the file for them) may ever come with it:
+         * test-qemu-argv checks. */
         arg_add(b, "-object");
         arg_add(b, "memory-backend-file,id=ram0,size=%ldM,mem-path=/proc/self/fd/%d,share=%s",
                 vm_qemu_memory_mib(in->limits), VM_QEMU_RAM_FD,

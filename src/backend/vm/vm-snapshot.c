@@ -95,6 +95,38 @@ static int payload_sum(int fd, uint64_t offset, uint64_t len, uint64_t *out)
  * are not zeros are also written to copy_to (>= 0), at their offsets. */
 #define RAM_PAGE  4096
 #define RAM_CHUNK (1u << 20)
+/* Fills buf with len bytes at off; what lies past the end of the file
+ * reads as zeros. */
+static int read_full(int fd, unsigned char *buf, size_t len, off_t off)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, buf + got, len - got, off + (off_t)got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    memset(buf + got, 0, len - got);
+    return 0;
+}
+
+static bool page_is_zero(const unsigned char *p, size_t len)
+{
+    uint64_t any = 0;
+    for (size_t i = 0; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        any |= w;
+    }
+    for (size_t i = len & ~(size_t)7; i < len; i++)
+        any |= p[i];
+    return any == 0;
+}
+
 static int ram_scan(int fd, uint64_t size, int copy_to, uint64_t *out)
 {
     /* Page-aligned: the kernel's copy into a misaligned buffer runs at a
@@ -104,8 +136,12 @@ static int ram_scan(int fd, uint64_t size, int copy_to, uint64_t *out)
         return -1;
     uint64_t lane[4] = {0x9e3779b97f4a7c15ULL ^ size, 0xc2b2ae3d27d4eb4fULL, 0x165667b19e3779f9ULL,
                         0x27d4eb2f165667c5ULL};
+    /* Whole pages, each looked at once: an extent's ends are rounded out
+     * to pages (a file system's blocks may be smaller), and the next
+     * extent is looked for from the page after. */
+    const off_t page = RAM_PAGE, end = (off_t)size;
     off_t pos = 0;
-    while ((uint64_t)pos < size) {
+    while (pos < end) {
         off_t data = lseek(fd, pos, SEEK_DATA);
         if (data < 0 && errno == ENXIO)
             break; /* only a hole up to the end */
@@ -114,44 +150,38 @@ static int ram_scan(int fd, uint64_t size, int copy_to, uint64_t *out)
         off_t hole = lseek(fd, data, SEEK_HOLE);
         if (hole < 0)
             return -1;
-        data &= ~(off_t)(RAM_PAGE - 1);
-        if ((uint64_t)hole > size)
-            hole = (off_t)size;
+        data &= ~(page - 1);
+        hole = (hole + page - 1) & ~(page - 1);
+        if (hole > end)
+            hole = end;
         for (off_t at = data; at < hole;) {
             size_t want = (size_t)(hole - at) < RAM_CHUNK ? (size_t)(hole - at) : RAM_CHUNK;
-            ssize_t n = pread(fd, buf, want, at);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                return n < 0 ? -1 : (errno = EIO, -1);
-            for (size_t off = 0; off < (size_t)n; off += RAM_PAGE) {
-                size_t len = (size_t)n - off < RAM_PAGE ? (size_t)n - off : RAM_PAGE;
+            if (read_full(fd, buf, want, at) < 0)
+                return -1;
+            for (size_t off = 0; off < want; off += RAM_PAGE) {
+                size_t len = want - off < RAM_PAGE ? want - off : RAM_PAGE;
                 const unsigned char *p = buf + off;
-                uint64_t any = 0;
-                for (size_t i = 0; i + 8 <= len; i += 8) {
-                    uint64_t w;
-                    memcpy(&w, p + i, 8);
-                    any |= w;
-                }
-                for (size_t i = len & ~(size_t)7; i < len; i++)
-                    any |= p[i];
-                if (!any)
+                if (page_is_zero(p, len))
                     continue;
-                if (copy_to >= 0 && pwrite(copy_to, p, len, at + (off_t)off) != (ssize_t)len)
+                ssize_t w = copy_to >= 0 ? pwrite(copy_to, p, len, at + (off_t)off) : (ssize_t)len;
+                if (w != (ssize_t)len) {
+                    if (w >= 0)
+                        errno = EIO;
                     return -1;
-                uint64_t page = (uint64_t)(at + (off_t)off) / RAM_PAGE;
-                lane[0] = (lane[0] ^ page) * 0xff51afd7ed558ccdULL;
+                }
+                uint64_t index = (uint64_t)(at + (off_t)off) / RAM_PAGE;
+                lane[0] = (lane[0] ^ index) * 0xff51afd7ed558ccdULL;
                 for (size_t i = 0; i + 32 <= len; i += 32)
                     for (int k = 0; k < 4; k++) {
-                        uint64_t w;
-                        memcpy(&w, p + i + 8 * (size_t)k, 8);
-                        lane[k] = (lane[k] ^ w) * 0xff51afd7ed558ccdULL;
+                        uint64_t v;
+                        memcpy(&v, p + i + 8 * (size_t)k, 8);
+                        lane[k] = (lane[k] ^ v) * 0xff51afd7ed558ccdULL;
                         lane[k] ^= lane[k] >> 29;
                     }
                 for (size_t i = len & ~(size_t)31; i < len; i++)
                     lane[3] = (lane[3] ^ p[i]) * 1099511628211ULL;
             }
-            at += n;
+            at += (off_t)want;
         }
         pos = hole;
     }
@@ -262,26 +292,62 @@ void vm_snapshot_discard(const char *path)
         unlink(ram);
 }
 
+/* Unlinks path when it still names inode ino (0: any): a save that
+ * replaced it meanwhile keeps its new file. */
+static bool unlink_if_same(const char *path, const struct stat *was, uint64_t ino)
+{
+    struct stat now;
+    if (lstat(path, &now) < 0 || now.st_dev != was->st_dev || (uint64_t)now.st_ino != ino)
+        return false;
+    return unlink(path) == 0;
+}
+
+void vm_snapshot_discard_fd(int fd, const char *path)
+{
+    struct stat st;
+    struct snapshot_header h = {0};
+    char ram[PATH_MAX];
+    if (fstat(fd, &st) < 0)
+        return;
+    if (unlink_if_same(path, &st, (uint64_t)st.st_ino))
+        log_debug("vm: snapshot %s removed", path);
+    if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+        memcmp(h.magic, VM_SNAPSHOT_MAGIC, sizeof(VM_SNAPSHOT_MAGIC)) == 0 &&
+        h.version == VM_SNAPSHOT_VERSION && ram_path_of(path, ram, sizeof(ram)) == 0)
+        unlink_if_same(ram, &st, h.ram_ino);
+}
+
 /* The memory file of the snapshot whose header is h: this user's regular
- * file, 0600, of the size and inode the header names. */
-static int ram_open(const char *path, const struct snapshot_header *h, const char **bad,
+ * file, 0600, of the size and inode the header names, open read-write as
+ * QEMU 7.2 will reopen it (it maps it copy-on-write: share=off). *bad
+ * says why it is unusable; *keep when that is no reason to remove the
+ * pair (another save's memory file, being renamed into place beside this
+ * one, or a cache this user may not write). */
+static int ram_open(const char *path, const struct snapshot_header *h, const char **bad, bool *keep,
                     struct cordon_error *err)
 {
     char ram[PATH_MAX];
     if (ram_path_of(path, ram, sizeof(ram)) < 0)
         return error_set(err, ENAMETOOLONG, "vm: snapshot %s", path);
-    _cleanup_close_ int fd = open(ram, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    _cleanup_close_ int fd = open(ram, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 && errno != ENOENT && errno != ELOOP)
+    if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
+        *bad = "its memory file cannot be opened read-write here (QEMU 7.2 needs that to map it)";
+        *keep = true;
+    } else if (fd < 0 && errno != ENOENT && errno != ELOOP) {
         return error_set(err, errno, "vm: snapshot memory %s", ram);
-    if (fd < 0)
+    } else if (fd < 0) {
         *bad = "its memory file is missing";
-    else if (fstat(fd, &st) < 0)
+    } else if (fstat(fd, &st) < 0) {
         return error_set(err, errno, "vm: snapshot memory %s", ram);
-    else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+    } else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777) != 0600) {
         *bad = "its memory file is not a regular file of this user with mode 0600";
-    else if ((uint64_t)st.st_size != h->ram_size || (uint64_t)st.st_ino != h->ram_ino)
+    } else if ((uint64_t)st.st_ino != h->ram_ino) {
         *bad = "its memory file is another save's";
+        *keep = true;
+    } else if ((uint64_t)st.st_size != h->ram_size) {
+        *bad = "its memory file was truncated or extended after its save";
+    }
     if (*bad)
         return -1;
     return TAKE_FD(fd);
@@ -291,6 +357,7 @@ static int snapshot_open(const char *path, uint64_t key, bool check_sum, int *ra
                          struct cordon_error *err)
 {
     _cleanup_close_ int ram = -1;
+    bool keep = false;
     _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return error_set(err, errno, "vm: snapshot %s", path);
@@ -311,7 +378,7 @@ static int snapshot_open(const char *path, uint64_t key, bool check_sum, int *ra
         bad = "saved for another configuration";
     else if (h.payload != (uint64_t)st.st_size - VM_SNAPSHOT_HEADER)
         bad = "truncated or extended after its save";
-    else if ((ram = ram_open(path, &h, &bad, err)) < 0 && !bad)
+    else if ((ram = ram_open(path, &h, &bad, &keep, err)) < 0 && !bad)
         return -1;
     else if (check_sum && !bad) {
         uint64_t sum = 0, rsum = 0;
@@ -322,10 +389,10 @@ static int snapshot_open(const char *path, uint64_t key, bool check_sum, int *ra
             bad = "its content does not match its checksum (damaged)";
     }
     if (bad) {
-        /* Only a file of ours is removed; anything else is left alone and
-         * ignored. */
-        if (S_ISREG(st.st_mode) && st.st_uid == geteuid())
-            vm_snapshot_discard(path);
+        /* Only a file of ours is removed, and only while the path still
+         * names it; anything else is left alone and ignored. */
+        if (!keep && S_ISREG(st.st_mode) && st.st_uid == geteuid())
+            vm_snapshot_discard_fd(fd, path);
         return error_set(err, EINVAL, "vm: snapshot %s: %s", path, bad);
     }
     if (lseek(fd, VM_SNAPSHOT_HEADER, SEEK_SET) != VM_SNAPSHOT_HEADER)
@@ -357,7 +424,7 @@ int vm_snapshot_verify(int fd, int ram_fd, const char *path, struct cordon_error
         ram_scan(ram_fd, h.ram_size, -1, &rsum) < 0)
         return error_set(err, errno, "vm: snapshot %s: reading", path);
     if (sum != h.sum || rsum != h.ram_sum) {
-        vm_snapshot_discard(path);
+        vm_snapshot_discard_fd(fd, path);
         return error_set(err, EINVAL,
                          "vm: snapshot %s: its content does not match its checksum (damaged)",
                          path);
@@ -605,101 +672,92 @@ int vm_snapshot_resume(int qmp_fd, long long deadline, struct cordon_error *err)
     return qmp_do(q, "{\"execute\":\"cont\"}\n", -1, err);
 }
 
-int vm_snapshot_save(int qmp_fd, const char *path, uint64_t key, int ram_fd, long long deadline,
-                     struct cordon_error *err)
+/* The two temp files of a save beside path: the stream's (fd, written
+ * from VM_SNAPSHOT_HEADER on) and the memory's (rfd). */
+struct save_files {
+    char tmp[PATH_MAX], ram[PATH_MAX], ram_tmp[PATH_MAX];
+    int fd, rfd;
+};
+
+static int save_files_create(const char *path, struct save_files *f, struct cordon_error *err)
 {
-    struct qmp *q = qmp_new(qmp_fd, deadline, err);
-    if (!q)
+    *f = (struct save_files){.fd = -1, .rfd = -1};
+    if (snprintf(f->tmp, sizeof(f->tmp), "%s.XXXXXX", path) >= (int)sizeof(f->tmp) ||
+        ram_path_of(path, f->ram, sizeof(f->ram)) < 0 ||
+        snprintf(f->ram_tmp, sizeof(f->ram_tmp), "%s.XXXXXX", f->ram) >= (int)sizeof(f->ram_tmp)) {
+        f->tmp[0] = f->ram_tmp[0] = '\0';
+        return error_set(err, ENAMETOOLONG, "vm: snapshot path %s", path);
+    }
+    f->fd = mkostemp(f->tmp, O_CLOEXEC); /* 0600 */
+    if (f->fd < 0) {
+        error_set(err, errno, "vm: creating %s", f->tmp);
+        f->tmp[0] = f->ram_tmp[0] = '\0';
         return -1;
-    char tmp[PATH_MAX], ram[PATH_MAX], ram_tmp[PATH_MAX] = "";
-    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-    _cleanup_close_ int fd = -1;
-    _cleanup_close_ int rfd = -1;
-    bool stopped = false;
-    int rc = -1;
-    json_t *greeting = qmp_read(q, err);
-    if (!greeting)
-        goto out;
-    json_decref(greeting);
-    if (qmp_do(q, "{\"execute\":\"qmp_capabilities\"}\n", -1, err) < 0)
-        goto out;
-    if (ram_path_of(path, ram, sizeof(ram)) < 0 ||
-        snprintf(ram_tmp, sizeof(ram_tmp), "%s.XXXXXX", ram) >= (int)sizeof(ram_tmp)) {
-        error_set(err, ENAMETOOLONG, "vm: snapshot path %s", path);
-        ram_tmp[0] = '\0';
-        goto out;
     }
-    fd = mkostemp(tmp, O_CLOEXEC); /* 0600 */
-    if (fd < 0) {
-        error_set(err, errno, "vm: creating %s", tmp);
-        tmp[0] = '\0';
-        goto out;
+    f->rfd = mkostemp(f->ram_tmp, O_CLOEXEC);
+    if (f->rfd < 0) {
+        error_set(err, errno, "vm: creating %s", f->ram_tmp);
+        f->ram_tmp[0] = '\0';
+        return -1;
     }
-    rfd = mkostemp(ram_tmp, O_CLOEXEC);
-    if (rfd < 0) {
-        error_set(err, errno, "vm: creating %s", ram_tmp);
-        ram_tmp[0] = '\0';
-        goto out;
-    }
-    /* QEMU 7.2 caps a migration at 128 MiB/s by default; this one goes to a
-     * file. The guest is not stopped first: the stream records the run
-     * state, and a restore of a stopped guest would stay stopped (the
-     * parked guest dirties next to nothing while QEMU copies it). Its
-     * memory, the shared ram_fd, is left out of the stream and copied
-     * below, once the migration has stopped the guest. */
-    if (lseek(fd, VM_SNAPSHOT_HEADER, SEEK_SET) != VM_SNAPSHOT_HEADER ||
-        qmp_do(q,
-               "{\"execute\":\"migrate-set-parameters\",\"arguments\":"
-               "{\"max-bandwidth\":1099511627776}}\n",
-               -1, err) < 0 ||
-        qmp_do(q, set_ignore_shared, -1, err) < 0 ||
-        qmp_do(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}\n", fd, err) < 0)
-        goto out;
-    /* From here the guest may end stopped (a completed migration leaves it
-     * so): "cont" below in every case. */
-    stopped = true;
-    if (qmp_do(q, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}\n", -1, err) < 0 ||
-        qmp_migrate_wait(q, err) < 0)
-        goto out;
+    if (lseek(f->fd, VM_SNAPSHOT_HEADER, SEEK_SET) != VM_SNAPSHOT_HEADER)
+        return error_set(err, errno, "vm: %s", f->tmp);
+    return 0;
+}
+
+/* What is left of the temp files after a save, committed or not. */
+static void save_files_end(struct save_files *f)
+{
+    if (f->tmp[0])
+        unlink(f->tmp);
+    if (f->ram_tmp[0])
+        unlink(f->ram_tmp);
+    if (f->fd >= 0)
+        close(f->fd);
+    if (f->rfd >= 0)
+        close(f->rfd);
+    *f = (struct save_files){.fd = -1, .rfd = -1};
+}
+
+/* The stream written to f->fd and the memory in ram_fd made the snapshot
+ * at path: the memory's pages that are not zeros copied to f->rfd
+ * (sparse), the header, the memory file renamed into place, then the
+ * stream's. */
+static int save_files_commit(const char *path, uint64_t key, struct save_files *f, int ram_fd,
+                             struct cordon_error *err)
+{
     struct stat st, rst;
     struct snapshot_header h = {
         .version = VM_SNAPSHOT_VERSION, .header_size = VM_SNAPSHOT_HEADER, .key = key};
     memcpy(h.magic, VM_SNAPSHOT_MAGIC, sizeof(VM_SNAPSHOT_MAGIC));
-    if (fstat(fd, &st) < 0 || st.st_size <= VM_SNAPSHOT_HEADER || fstat(ram_fd, &rst) < 0 ||
-        rst.st_size <= 0) {
-        error_set(err, errno ? errno : EIO, "vm: saving the guest: %s is empty", tmp);
-        goto out;
-    }
+    errno = 0;
+    if (fstat(f->fd, &st) < 0 || st.st_size <= VM_SNAPSHOT_HEADER)
+        return error_set(err, errno ? errno : EIO, "vm: saving the guest: %s is empty", f->tmp);
+    if (fstat(ram_fd, &rst) < 0 || rst.st_size <= 0)
+        return error_set(err, errno ? errno : EIO,
+                         "vm: saving the guest: its memory file is empty");
     h.payload = (uint64_t)st.st_size - VM_SNAPSHOT_HEADER;
     h.ram_size = (uint64_t)rst.st_size;
-    /* The memory's pages that are not zeros, sparse; not synced to disk:
-     * a file the kernel lost part of does not match its checksum, and the
-     * next session saves anew. */
-    if (ftruncate(rfd, (off_t)h.ram_size) < 0 ||
-        ram_scan(ram_fd, h.ram_size, rfd, &h.ram_sum) < 0 || fstat(rfd, &rst) < 0) {
-        error_set(err, errno, "vm: writing %s", ram_tmp);
-        goto out;
-    }
+    /* Not synced to disk: a memory file the kernel lost part of does not
+     * match its checksum, and the next session saves anew. */
+    if (ftruncate(f->rfd, (off_t)h.ram_size) < 0 ||
+        ram_scan(ram_fd, h.ram_size, f->rfd, &h.ram_sum) < 0 || fstat(f->rfd, &rst) < 0)
+        return error_set(err, errno, "vm: writing %s", f->ram_tmp);
     h.ram_ino = (uint64_t)rst.st_ino;
-    if (payload_sum(fd, VM_SNAPSHOT_HEADER, h.payload, &h.sum) < 0) {
-        error_set(err, errno, "vm: reading back %s", tmp);
-        goto out;
-    }
+    if (payload_sum(f->fd, VM_SNAPSHOT_HEADER, h.payload, &h.sum) < 0)
+        return error_set(err, errno, "vm: reading back %s", f->tmp);
     /* The memory first, then the snapshot that names its inode: a reader
      * never pairs a snapshot with a memory file of another save. */
-    if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || fdatasync(fd) < 0 ||
-        rename(ram_tmp, ram) < 0) {
+    if (pwrite(f->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || fdatasync(f->fd) < 0 ||
+        rename(f->ram_tmp, f->ram) < 0)
+        return error_set(err, errno, "vm: writing %s", path);
+    f->ram_tmp[0] = '\0';
+    if (rename(f->tmp, path) < 0) {
         error_set(err, errno, "vm: writing %s", path);
-        goto out;
+        unlink(f->ram);
+        return -1;
     }
-    ram_tmp[0] = '\0';
-    if (rename(tmp, path) < 0) {
-        error_set(err, errno, "vm: writing %s", path);
-        unlink(ram);
-        goto out;
-    }
-    tmp[0] = '\0';
-    rc = 0;
+    f->tmp[0] = '\0';
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", path);
     char *slash = strrchr(dir, '/');
@@ -707,11 +765,62 @@ int vm_snapshot_save(int qmp_fd, const char *path, uint64_t key, int ram_fd, lon
         *slash = '\0';
         snapshots_prune(dir);
     }
+    return 0;
+}
+
+int vm_snapshot_store(const char *path, uint64_t key, const void *stream, size_t len, int ram_fd,
+                      struct cordon_error *err)
+{
+    struct save_files f;
+    int rc = -1;
+    if (save_files_create(path, &f, err) == 0) {
+        if (write(f.fd, stream, len) != (ssize_t)len)
+            error_set(err, errno ? errno : EIO, "vm: writing %s", f.tmp);
+        else
+            rc = save_files_commit(path, key, &f, ram_fd, err);
+    }
+    save_files_end(&f);
+    return rc;
+}
+
+int vm_snapshot_save(int qmp_fd, const char *path, uint64_t key, int ram_fd, long long deadline,
+                     struct cordon_error *err)
+{
+    struct qmp *q = qmp_new(qmp_fd, deadline, err);
+    if (!q)
+        return -1;
+    struct save_files f = {.fd = -1, .rfd = -1};
+    bool stopped = false;
+    int rc = -1;
+    json_t *greeting = qmp_read(q, err);
+    if (!greeting)
+        goto out;
+    json_decref(greeting);
+    if (qmp_do(q, "{\"execute\":\"qmp_capabilities\"}\n", -1, err) < 0 ||
+        save_files_create(path, &f, err) < 0)
+        goto out;
+    /* QEMU 7.2 caps a migration at 128 MiB/s by default; this one goes to a
+     * file. The guest is not stopped first: the stream records the run
+     * state, and a restore of a stopped guest would stay stopped (the
+     * parked guest dirties next to nothing while QEMU copies it). Its
+     * memory, the shared ram_fd, is left out of the stream and copied
+     * once the migration has stopped the guest. */
+    if (qmp_do(q,
+               "{\"execute\":\"migrate-set-parameters\",\"arguments\":"
+               "{\"max-bandwidth\":1099511627776}}\n",
+               -1, err) < 0 ||
+        qmp_do(q, set_ignore_shared, -1, err) < 0 ||
+        qmp_do(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}\n", f.fd, err) < 0)
+        goto out;
+    /* From here the guest may end stopped (a completed migration leaves it
+     * so): "cont" below in every case. */
+    stopped = true;
+    if (qmp_do(q, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}\n", -1, err) < 0 ||
+        qmp_migrate_wait(q, err) < 0 || save_files_commit(path, key, &f, ram_fd, err) < 0)
+        goto out;
+    rc = 0;
 out:
-    if (tmp[0] && fd >= 0)
-        unlink(tmp);
-    if (ram_tmp[0] && rfd >= 0)
-        unlink(ram_tmp);
+    save_files_end(&f);
     if (stopped) {
         struct cordon_error cerr;
         if (qmp_do(q, "{\"execute\":\"cont\"}\n", -1, &cerr) < 0) {

@@ -51,6 +51,10 @@ int vm_snapshot_incoming(int qmp_fd, long long deadline, struct cordon_error *er
 int vm_snapshot_resume(int qmp_fd, long long deadline, struct cordon_error *err);
 /* Removes a snapshot QEMU could not restore. */
 void vm_snapshot_discard(const char *path);
+/* The same for the snapshot open on fd: path and its memory file are
+ * removed only while they are still the files fd's header names (a save
+ * that replaced them meanwhile keeps its own). */
+void vm_snapshot_discard_fd(int fd, const char *path);
 
 /* Saves the parked guest through QEMU's monitor (qmp_fd, a connected QMP
  * socket) to path (temp file + rename, 0600): the device state in QEMU's
@@ -60,3 +64,8 @@ void vm_snapshot_discard(const char *path);
  * -2 when it may be left stopped. */
 int vm_snapshot_save(int qmp_fd, const char *path, uint64_t key, int ram_fd, long long deadline,
                      struct cordon_error *err);
+/* The same format from a stream in memory and a memory file (ram_fd):
+ * what vm_snapshot_save writes once QEMU has migrated, for tests of the
+ * format without QEMU. */
+int vm_snapshot_store(const char *path, uint64_t key, const void *stream, size_t len, int ram_fd,
+                      struct cordon_error *err);

@@ -452,9 +452,10 @@ static int qemu_find(struct cordon_error *err)
 
 /* The boots of one accelerator: from the snapshot when there is a valid
  * one; else a boot that saves one (the first session of a configuration
- * pays the save, ~0.2-0.5 s here, once); a restore that fails discards the
- * snapshot and boots normally, and so does a save that broke the boot.
- * Both fallbacks start the same guest with the same configuration. */
+ * pays the save, ~0.1-0.3 s here, once); a restore that fails discards the
+ * snapshot and boots normally, and a saving boot that failed is followed
+ * by a normal one. Both fallbacks start the same guest with the same
+ * configuration. */
 static int boot_accel(const struct launch *l, char *const *agent_argv, const struct vm_kernel *k,
                       const char *initrd, struct vm_state *st, const struct vm_share *shares,
                       size_t n, struct sandbox *sb, struct cordon_error *err)
@@ -474,15 +475,16 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
     if (fd >= 0) {
         long long t0 = clock_now_ms();
         int rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_RESTORE, fd, sb, err);
-        close(fd);
         close(st->snap_ram_fd);
         st->snap_ram_fd = -1;
         if (rc == 0) {
+            close(fd);
             log_debug("vm: restored from %s in %lld ms", st->snap_path, clock_now_ms() - t0);
             return 0;
         }
         log_debug("vm: restoring %s failed (%s); booting normally", st->snap_path, err->message);
-        vm_snapshot_discard(st->snap_path);
+        vm_snapshot_discard_fd(fd, st->snap_path);
+        close(fd);
     } else {
         log_debug("%s; booting normally and saving one", serr.message);
     }
@@ -496,8 +498,12 @@ static int boot_accel(const struct launch *l, char *const *agent_argv, const str
     int rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_SAVE, -1, sb, err);
     close(st->snap_ram_fd); /* QEMU keeps its own mapping */
     st->snap_ram_fd = -1;
-    if (rc < 0 && st->snap_broke) {
-        log_debug("vm: saving the snapshot broke the boot (%s); booting without", err->message);
+    /* A saving boot's QEMU has a command line of its own (the memory
+     * backend, the monitor): whatever failed, the plain boot is tried
+     * before the accelerator is given up. */
+    if (rc < 0) {
+        log_debug("vm: the boot that saves a snapshot failed (%s%s); booting without",
+                  st->snap_broke ? "in its save: " : "", err->message);
         rc = boot_once(l, agent_argv, k, initrd, st, shares, n, BOOT_PLAIN, -1, sb, err);
     }
     return rc;

@@ -292,6 +292,11 @@ static void snapshot_memory(void)
     is_str(after(&a, "-object"), want, "restoring: the snapshot's file, private (copy-on-write)");
     is_str(after(&a, "-incoming"), "defer", "... the stream given over QMP (-incoming defer)");
     is_int(count(&a, "-S"), 1, "... the vCPUs held (-S)");
+    bool discards = false;
+    for (size_t i = 0; i < a.n; i++)
+        discards = discards || strstr(a.args[i], "balloon") || strstr(a.args[i], "virtio-mem");
+    ok(!discards,
+       "... and no device that would punch holes in the shared file (balloon, virtio-mem)");
     vm_qemu_argv_free(&a);
 
     in.ram = VM_RAM_ANON;
