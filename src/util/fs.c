@@ -69,6 +69,22 @@ ssize_t fs_read_full(int fd, char *buf, size_t size)
     return (ssize_t)len;
 }
 
+ssize_t fs_pread_full(int fd, void *buf, size_t size, off_t off)
+{
+    size_t len = 0;
+    while (len < size) {
+        ssize_t r = pread(fd, (char *)buf + len, size - len, off + (off_t)len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    return (ssize_t)len;
+}
+
 DIR *fs_opendir_at(int dirfd, const char *name)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -26,6 +26,8 @@ int fs_write_file(const char *path, const char *text);
 /* Reads until end of file or until SIZE bytes are in BUF, retrying after
  * EINTR: how many were read, or -1 with errno. */
 ssize_t fs_read_full(int fd, char *buf, size_t size);
+/* The same with pread from offset off (the file's offset untouched). */
+ssize_t fs_pread_full(int fd, void *buf, size_t size, off_t off);
 
 /* openat2(2): FLAGS | O_CLOEXEC, resolved with RESOLVE (RESOLVE_BENEATH,
  * RESOLVE_NO_SYMLINKS ...). The fd, or -1 with errno. No allocation: safe

@@ -27,12 +27,13 @@ probe='echo "boot_id=$(cat /proc/sys/kernel/random/boot_id)"
     echo "earlier=$(ls /tmp/from-session-* 2>/dev/null | tr "\n" " ")"
     echo "secret" > /tmp/from-session-$1; echo "wrote=$1"'
 field() { sed -n "s/^$1=//p" <<<"$2"; }
-# ram_digest FILE: a digest of a sparse file's data (the holes skipped);
-# ram_damage FILE: 16 bytes changed in the middle of its data.
-ram_digest() {
-    python3 - "$1" <<'PY'
+# ram_file digest FILE: a digest of a sparse file's data (the holes
+# skipped); ram_file damage FILE: 16 bytes changed in the middle of it.
+ram_file() {
+    python3 - "$@" <<'PY'
 import hashlib, os, sys
-fd, h, pos = os.open(sys.argv[1], os.O_RDONLY), hashlib.sha256(), 0
+what, path = sys.argv[1], sys.argv[2]
+fd, pos, extents = os.open(path, os.O_RDWR), 0, []
 size = os.fstat(fd).st_size
 while pos < size:
     try:
@@ -40,26 +41,16 @@ while pos < size:
     except OSError:
         break
     end = os.lseek(fd, pos, os.SEEK_HOLE)
-    h.update(pos.to_bytes(8, "little") + os.pread(fd, end - pos, pos))
+    extents.append((pos, end))
     pos = end
-print(h.hexdigest())
-PY
-}
-ram_damage() {
-    python3 - "$1" <<'PY'
-import os, sys
-fd, pos, ext = os.open(sys.argv[1], os.O_RDWR), 0, []
-size = os.fstat(fd).st_size
-while pos < size:
-    try:
-        pos = os.lseek(fd, pos, os.SEEK_DATA)
-    except OSError:
-        break
-    end = os.lseek(fd, pos, os.SEEK_HOLE)
-    ext.append((pos, end))
-    pos = end
-start, end = ext[len(ext) // 2]
-os.pwrite(fd, b"X" * 16, start + (end - start) // 2)
+if what == "digest":
+    h = hashlib.sha256()
+    for start, end in extents:
+        h.update(start.to_bytes(8, "little") + os.pread(fd, end - start, start))
+    print(h.hexdigest())
+else:
+    start, end = extents[len(extents) // 2]
+    os.pwrite(fd, b"X" * 16, start + (end - start) // 2)
 PY
 }
 within() { # within A B SECONDS: |A - B| <= SECONDS
@@ -100,7 +91,7 @@ if [ -n "$snap" ] && [ -f "$snap" ]; then
     else
         fail "the memory file is sparse" "$blocks blocks of $apparent bytes"
     fi
-    ram_before=$(ram_digest "$ram")
+    ram_before=$(ram_file digest "$ram")
 else
     fail "the snapshot file exists" "path: '$snap'" "$out"
     fail "no temp file of the save is left"
@@ -138,7 +129,7 @@ done
 
 if [ -f "$ram" ]; then
     is "the sessions restored from it left its memory file as it was (copy-on-write)" \
-        "$(ram_digest "$ram")" "$ram_before"
+        "$(ram_file digest "$ram")" "$ram_before"
 fi
 
 # --- a damaged snapshot: bytes of the guest's memory changed on disk ---
@@ -159,7 +150,7 @@ if [ -f "$snap" ]; then
     vm_run true
     like "and the next session restores the new one" "$out" "vm: restored from $snap"
     # The memory file: bytes changed, then the file gone.
-    ram_damage "$ram"
+    ram_file damage "$ram"
     vm_run sh -c 'echo "alive=$(cat /proc/sys/kernel/random/boot_id)"'
     like "a session after damage to the memory file still runs the command" "$out" \
         'alive=[0-9a-f-]{36}'

@@ -99,18 +99,10 @@ static int payload_sum(int fd, uint64_t offset, uint64_t len, uint64_t *out)
  * reads as zeros. */
 static int read_full(int fd, unsigned char *buf, size_t len, off_t off)
 {
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = pread(fd, buf + got, len - got, off + (off_t)got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    memset(buf + got, 0, len - got);
+    ssize_t got = fs_pread_full(fd, buf, len, off);
+    if (got < 0)
+        return -1;
+    memset(buf + got, 0, len - (size_t)got);
     return 0;
 }
 
