@@ -149,6 +149,24 @@ static void add_docker_disk(struct vm_qemu_argv *b, const char *disk)
     arg_add(b, "virtio-blk-device,drive=dk");
 }
 
+/* A snapshot's memory (vm-snapshot.c): the file on VM_QEMU_RAM_FD, the
+ * machine's memory-backend=ram0. */
+static void add_memory_backend(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
+{
+    if (in->ram == VM_RAM_ANON)
+        return;
+    /* Reopened by QEMU 7.2 through /proc, read-write (it has no
+     * read-only file under writable private memory before 8.2); with
+     * share=off the guest's writes stay in QEMU's private copy. No
+     * device that discards guest memory (virtio-balloon, virtio-mem:
+     * 7.2 punches holes in the file for them) may ever come with it:
+     * test-qemu-argv checks. */
+    arg_add(b, "-object");
+    arg_add(b, "memory-backend-file,id=ram0,size=%ldM,mem-path=/proc/self/fd/%d,share=%s",
+            vm_qemu_memory_mib(in->limits), VM_QEMU_RAM_FD,
+            in->ram == VM_RAM_FILE_SHARED ? "on" : "off");
+}
+
 int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
 {
     arg_add(b, QEMU_BINARY);
@@ -170,18 +188,7 @@ int vm_qemu_argv_build(const struct vm_qemu_input *in, struct vm_qemu_argv *b)
     arg_add(b, "%ld", vm_qemu_memory_mib(in->limits));
     arg_add(b, "-smp");
     arg_add(b, "%ld", vm_qemu_cpus(in->limits, in->accel));
-    if (in->ram != VM_RAM_ANON) {
-        /* Reopened by QEMU 7.2 through /proc, read-write (it has no
-         * read-only file under writable private memory before 8.2); with
-         * share=off the guest's writes stay in QEMU's private copy. No
-         * device that discards guest memory (virtio-balloon, virtio-mem:
-         * 7.2 punches holes in the file for them) may ever come with it:
-         * test-qemu-argv checks. */
-        arg_add(b, "-object");
-        arg_add(b, "memory-backend-file,id=ram0,size=%ldM,mem-path=/proc/self/fd/%d,share=%s",
-                vm_qemu_memory_mib(in->limits), VM_QEMU_RAM_FD,
-                in->ram == VM_RAM_FILE_SHARED ? "on" : "off");
-    }
+    add_memory_backend(in, b);
     arg_add(b, "-nodefaults");
     arg_add(b, "-no-user-config");
     arg_add(b, "-nographic");
