@@ -53,11 +53,14 @@ int fs_write_file(const char *path, const char *text)
     return -1;
 }
 
-ssize_t fs_read_full(int fd, char *buf, size_t size)
+/* Both below: read(2) from the file's offset when off < 0, else pread(2)
+ * from off. */
+static ssize_t read_full_at(int fd, char *buf, size_t size, off_t off)
 {
     size_t len = 0;
     while (len < size) {
-        ssize_t r = read(fd, buf + len, size - len);
+        ssize_t r = off < 0 ? read(fd, buf + len, size - len)
+                            : pread(fd, buf + len, size - len, off + (off_t)len);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -69,20 +72,16 @@ ssize_t fs_read_full(int fd, char *buf, size_t size)
     return (ssize_t)len;
 }
 
+ssize_t fs_read_full(int fd, char *buf, size_t size)
+{
+    return read_full_at(fd, buf, size, -1);
+}
+
 ssize_t fs_pread_full(int fd, void *buf, size_t size, off_t off)
 {
-    size_t len = 0;
-    while (len < size) {
-        ssize_t r = pread(fd, (char *)buf + len, size - len, off + (off_t)len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    return (ssize_t)len;
+    if (off < 0)
+        return errno = EINVAL, -1;
+    return read_full_at(fd, buf, size, off);
 }
 
 DIR *fs_opendir_at(int dirfd, const char *name)
