@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,7 +454,13 @@ void gitguard_free(struct gitguard *g)
     if (g->root_fd >= 0)
         close(g->root_fd);
     free(g->root);
-    *g = (struct gitguard){.root_fd = -1};
+    gitguard_reset(g);
+}
+
+void gitguard_reset(struct gitguard *g)
+{
+    memset(g, 0, offsetof(struct gitguard, dirs));
+    g->root_fd = -1;
 }
 
 int gitguard_protect(struct gitguard *g, const char *view_root, const char *rel,

@@ -764,7 +764,7 @@ static void scan_host_config(struct plan_ctx *c, const char *own, const char *co
 int gitguard_prepare(struct gitguard *g, const struct workspace *ws, const char *session,
                      int state_dir_fd, const char *state_dir, struct cordon_error *err)
 {
-    *g = (struct gitguard){.root_fd = -1};
+    gitguard_reset(g);
     snprintf(g->session, sizeof(g->session), "%s", session);
     clock_gettime(CLOCK_REALTIME, &g->started);
     g->root = strdup(ws->root);

@@ -78,9 +78,7 @@ struct gitguard {
     bool active;
     char *root; /* canonical workspace root */
     int root_fd;
-    struct gitguard_dir dirs[GITGUARD_MAX_DIRS];
     size_t ndirs;
-    struct gitguard_bind binds[GITGUARD_MAX_BINDS];
     size_t nbinds;
     /* Workspace-relative paths the host's git configuration trusts
      * (core.hooksPath, included files) that lie in the workspace: protected
@@ -93,7 +91,15 @@ struct gitguard {
     struct timespec started;
     long long last_sync_ms;
     char session[128];
+    /* Last, and not zeroed by gitguard_reset (340 KB: 85 pages a start
+     * would fault in): a slot is written whole when it is taken. */
+    struct gitguard_dir dirs[GITGUARD_MAX_DIRS];
+    struct gitguard_bind binds[GITGUARD_MAX_BINDS];
 };
+
+/* Empties g's header (no dirs, binds or trusted paths, no fds) without
+ * touching the slots of its arrays. */
+void gitguard_reset(struct gitguard *g);
 
 /* How often a relay loop (cordon run, shell) carries git's writes over. */
 #define GITGUARD_SYNC_INTERVAL_MS 1000
