@@ -114,6 +114,7 @@ struct proxy {
     const struct proxy_config *cfg;
     int epoll_fd;
     struct conn conns[NET_MAX_CONNECTIONS];
+    size_t slots; /* conns[0, slots) have been taken at least once; the rest are zero */
     size_t active;
     bool listeners_paused;
     size_t pipe_grown;             /* bytes of grown pipes beyond the default, all connections */

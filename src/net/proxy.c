@@ -205,6 +205,8 @@ static struct conn *conn_new(struct proxy *p, int client)
         if (c->state != CONN_FREE || c->closed_in_batch)
             continue;
         conn_reset(c, false);
+        if (i >= p->slots)
+            p->slots = i + 1;
         c->state = CONN_HEAD;
         c->client = client;
         c->up = malloc(sizeof(*c->up));
@@ -252,7 +254,7 @@ static void accept_on(struct proxy *p, size_t index)
 static void sweep_timeouts(struct proxy *p)
 {
     time_t now = time(NULL);
-    for (size_t i = 0; i < NET_MAX_CONNECTIONS; i++) {
+    for (size_t i = 0; i < p->slots; i++) {
         struct conn *c = &p->conns[i];
         if (c->state == CONN_FREE || (c->state == CONN_RELAY && !c->up_dropped))
             continue;
@@ -292,8 +294,9 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
         nofile.rlim_cur = nofile.rlim_max;
         setrlimit(RLIMIT_NOFILE, &nofile);
     }
-    for (size_t i = 0; i < NET_MAX_CONNECTIONS; i++)
-        conn_reset(&p->conns[i], false);
+    /* The slots stay calloc's zeros (CONN_FREE) until conn_new takes one:
+     * a refusing proxy that never sees a connection faults in none of
+     * their pages. */
     _cleanup_close_ int epfd = epoll_create1(EPOLL_CLOEXEC);
     if (epfd < 0)
         return error_set(err, errno, "proxy: epoll_create1");
@@ -358,7 +361,7 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
                     conn_event(p, c, side, events[i].events);
             }
         }
-        for (size_t i = 0; i < NET_MAX_CONNECTIONS && p->queued > 0; i++) {
+        for (size_t i = 0; i < p->slots && p->queued > 0; i++) {
             struct conn *c = &p->conns[i];
             if (!c->queued)
                 continue;
@@ -366,7 +369,7 @@ int proxy_run(const struct proxy_config *cfg, struct cordon_error *err)
             p->queued--;
             relay_pump(p, c);
         }
-        for (size_t i = 0; i < NET_MAX_CONNECTIONS; i++)
+        for (size_t i = 0; i < p->slots; i++)
             p->conns[i].closed_in_batch = false;
     }
 }
