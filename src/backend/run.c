@@ -28,7 +28,9 @@ int backend_run(const struct backend_run_ops *ops, void *ctx, struct launch *l,
         ops->attach(&r, &spec);
         status = relay_run(&spec);
     }
+    long long t = log_now_us();
     ops->teardown(&r);
     term_raw_restore(&r.term);
+    log_debug("timing: teardown %lld us", log_now_us() - t);
     return status;
 }

@@ -195,8 +195,10 @@ static int run_common(int argc, char **argv, bool shell)
         return CORDON_EXIT_FAILURE;
     }
     int status = be->run(&l, &lc, agent_argv, shell);
+    long long t = log_now_us();
     lifecycle_end(&lc);
     launch_free(&l);
+    log_debug("timing: lifecycle end %lld us", log_now_us() - t);
     return status;
 }
 

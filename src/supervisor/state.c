@@ -203,7 +203,8 @@ int state_set_status(struct state_owner *o, const char *status, pid_t sandbox_pi
 
 /* Removes the entries of a state directory (no recursion beyond one level of
  * our own files; anything else is left and reported by rmdir). */
-static int clear_dir(int dir_fd)
+/* Empties dir_fd but for the names in KEEP (NULL-terminated, or NULL). */
+static int clear_dir_but(int dir_fd, const char *const *keep)
 {
     DIR *d = fs_opendir_at(dir_fd, ".");
     if (!d)
@@ -212,10 +213,15 @@ static int clear_dir(int dir_fd)
     while ((de = readdir(d))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
+        bool kept = false;
+        for (size_t i = 0; keep && keep[i] && !kept; i++)
+            kept = strcmp(de->d_name, keep[i]) == 0;
+        if (kept)
+            continue;
         if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno == EISDIR) {
             int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
             if (sub >= 0) {
-                clear_dir(sub);
+                clear_dir_but(sub, NULL);
                 close(sub);
             }
             unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
@@ -225,29 +231,35 @@ static int clear_dir(int dir_fd)
     return 0;
 }
 
-/* A removed session's logs stay for `cordon log` until gc_hours pass:
- * moved (rename, same file system) to STATE_LOGS_DIR/NAME under the state
- * root, replacing an older session's of the same name. Best effort: the
- * session is removed in any case. */
-static void preserve_logs(struct state_owner *o)
+/* A removed session's logs stay for `cordon log` until gc_hours pass,
+ * under STATE_LOGS_DIR/NAME in the state root, replacing an older
+ * session's of the same name. The session's directory itself moves
+ * there, emptied but for its two logs and its lock file: one rename
+ * removes the session atomically (the lock is still held), and no inode
+ * is freed at the session's end (on ext4 the lock file's and the
+ * directory's eviction were half a millisecond of it); gc_logs frees them
+ * with the logs. Returns false when the move failed: the caller then
+ * removes the directory in place (its logs are lost, the session is
+ * removed in any case). */
+static bool retire_to_logs(struct state_owner *o)
 {
+    static const char *const keep[] = {STATE_AUDIT_FILE, STATE_NETWORK_FILE, LOCK_FILE, NULL};
     _cleanup_close_ int root = openat(o->dir_fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root < 0)
-        return;
+        return false;
     if (mkdirat(root, STATE_LOGS_DIR, 0700) < 0 && errno != EEXIST)
-        return;
+        return false;
     _cleanup_close_ int logs =
         openat(root, STATE_LOGS_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (logs < 0)
-        return;
+        return false;
+    clear_dir_but(o->dir_fd, keep);
     fs_remove_tree_at(logs, o->name);
-    if (mkdirat(logs, o->name, 0700) < 0)
-        return;
-    _cleanup_close_ int dest = openat(logs, o->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dest < 0)
-        return;
-    renameat(o->dir_fd, STATE_AUDIT_FILE, dest, STATE_AUDIT_FILE);
-    renameat(o->dir_fd, STATE_NETWORK_FILE, dest, STATE_NETWORK_FILE);
+    if (renameat(root, o->name, logs, o->name) < 0)
+        return false;
+    /* gc_logs ages the directory by its modification time. */
+    utimensat(logs, o->name, NULL, AT_SYMLINK_NOFOLLOW);
+    return true;
 }
 
 /* Removes the preserved logs older than HOURS (by their directory's
@@ -274,12 +286,10 @@ static void gc_logs(double hours)
 
 void state_release(struct state_owner *o, bool remove)
 {
-    if (remove && o->dir_fd >= 0 && o->dir)
-        preserve_logs(o);
-    if (remove && o->dir_fd >= 0 && o->dir) {
-        /* Delete while still holding the lock, so nobody takes a half-removed
-         * session. */
-        clear_dir(o->dir_fd);
+    /* Moved or deleted while still holding the lock, so nobody takes a
+     * half-removed session. */
+    if (remove && o->dir_fd >= 0 && o->dir && !retire_to_logs(o)) {
+        clear_dir_but(o->dir_fd, NULL);
         rmdir(o->dir);
     }
     if (o->lock_fd >= 0)
