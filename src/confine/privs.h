@@ -16,6 +16,10 @@
  * capabilities only gets no_new_privs. */
 int privs_drop_all(bool switch_ids, uid_t uid, gid_t gid, struct cordon_error *err);
 
+/* Empties the capability bounding set but for KEEP (a capability number,
+ * or -1 for none). Needs CAP_SETPCAP; -1 with errno on a refusal. */
+int privs_drop_bounding(int keep);
+
 /* The environment of the helpers the vm backend starts (QEMU, passt, the
  * dynamic loader): a PATH and nothing of the supervisor's. */
 char *const *privs_helper_environ(void);

@@ -19,6 +19,7 @@
  *      syscall's. The caller's memory is never read twice: nothing the
  *      sandbox changes after the check reaches the kernel. */
 #include "supervisor/sock-guard.h"
+#include "confine/privs.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -869,10 +870,10 @@ static int drop_privileges(int userns_fd, pid_t parent)
             setns(userns_fd, CLONE_NEWUSER) < 0)
             return -1;
     }
-    for (int cap = 0; cap <= 63; cap++)
-        if (cap != CAP_SYS_PTRACE && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL &&
-            errno != EPERM)
-            return -1;
+    /* EPERM: without CAP_SETPCAP there is nothing to drop it could use
+     * (the guard never execs). */
+    if (privs_drop_bounding(CAP_SYS_PTRACE) < 0 && errno != EPERM)
+        return -1;
     struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
     struct __user_cap_data_struct data[2] = {{0}};
     if (syscall(SYS_capget, &hdr, data) < 0)
