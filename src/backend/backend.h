@@ -68,7 +68,7 @@ enum backend_cap {
      * bound over the system bundle in its view (docs/network.md). */
     BACKEND_CAP_TLS_INTERCEPT = 1u << 10,
     /* Deny mode's refusing proxy is reachable inside at 127.0.0.1:3128
-     * (ns through the namespace factory, vm through its forwarder's ports,
+     * (ns through a listener inside, vm through its forwarder's ports,
      * docker through the proxy socket bound in): a client learns at once
      * why it has no network (docs/denials.md). */
     BACKEND_CAP_DENY_PROXY = 1u << 11,
@@ -81,6 +81,10 @@ enum backend_cap {
      * at 127.0.0.1:PORT through the proxy (ns: its listener in the
      * namespace; vm, docker: the forwarder inside, docs/network.md). */
     BACKEND_CAP_HOST_SERVICES = 1u << 13,
+    /* With DENY_PROXY: the refusing proxy may start on the sandbox's first
+     * connection, its listener made by the sandbox's child and taken by the
+     * host before anything runs (ns: spec.h deny_listener_port). */
+    BACKEND_CAP_DEFERRED_DENY_PROXY = 1u << 14,
 };
 
 struct backend_caps {

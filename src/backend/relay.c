@@ -37,6 +37,7 @@ enum {
     SLOT_OUTPUT,
     SLOT_ERRORS,
     SLOT_CHANNEL,
+    SLOT_NET, /* the deferred refusing proxy's listener (net.h) */
     SLOT_VERIFY,
     SLOT_COUNT = SLOT_VERIFY + VERIFY_SERVER_NFDS,
 };
@@ -168,6 +169,7 @@ static void poll_set(struct relay *r, struct pollfd *p)
     p[SLOT_OUTPUT] = (struct pollfd){r->output_open ? r->spec.output : -1, POLLIN, 0};
     p[SLOT_ERRORS] = (struct pollfd){r->errors_open ? r->spec.errors : -1, POLLIN, 0};
     p[SLOT_CHANNEL] = (struct pollfd){channel ? r->spec.channel : -1, POLLIN, 0};
+    p[SLOT_NET] = (struct pollfd){net_session_pending_fd(&r->spec.l->net_session), POLLIN, 0};
     verify_server_poll(r->verify, p + SLOT_VERIFY);
 }
 
@@ -214,6 +216,8 @@ static int relay_loop(struct relay *r)
             r->errors_open = false;
         if (READY(SLOT_STDIN))
             on_stdin(r);
+        if (p[SLOT_NET].revents)
+            net_session_start_pending(&r->spec.l->net_session);
         if (READY(SLOT_CHANNEL) && !r->spec.ops->channel(r, r->spec.ctx))
             r->channel_open = false;
         if (p[SLOT_HOLDER].revents & POLLIN) {

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct gitguard_bind;
@@ -76,6 +77,14 @@ struct ns_spec {
      * on_namespaces_ready started without waiting (the proxy's listeners
      * inside). A failure stops the start. May be NULL. */
     int (*on_before_exec)(void *ctx, struct cordon_error *err);
+    /* Nonzero: the child listens on 127.0.0.1:deny_listener_port in the
+     * sandbox's network namespace (before its filters, after the view),
+     * and the host takes that listener before anything runs and gives it
+     * to on_deny_listener (with on_namespaces_ready_ctx), which owns it
+     * from then on: the refusing proxy starts on its first connection
+     * (net_session_defer). */
+    uint16_t deny_listener_port;
+    void (*on_deny_listener)(int fd, void *ctx);
     /* sockets.allow: workspace-relative unix sockets the sandbox may
      * connect to although no socket of its own is bound there
      * (nsockets_allow entries; docs/sockets.md). */

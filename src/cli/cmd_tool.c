@@ -162,13 +162,16 @@ static int run_batch(struct session *s)
         if (in_eof && b.in_flight == 0 && len == 0)
             break;
         bool can_read = !in_eof && b.in_flight < BATCH_IN_FLIGHT;
-        struct pollfd p[2] = {{sfd, POLLIN | (session_wants_write(s) ? POLLOUT : 0), 0},
-                              {can_read ? 0 : -1, POLLIN, 0}};
-        if (poll(p, 2, -1) < 0) {
+        struct pollfd p[3] = {{sfd, POLLIN | (session_wants_write(s) ? POLLOUT : 0), 0},
+                              {can_read ? 0 : -1, POLLIN, 0},
+                              {session_net_fd(s), POLLIN, 0}};
+        if (poll(p, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             return CORDON_EXIT_FAILURE;
         }
+        if (p[2].revents)
+            session_net_ready(s);
         if ((p[0].revents & POLLOUT) && session_on_writable(s, &err) < 0)
             goto fail;
         if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) &&

@@ -96,7 +96,8 @@ enum {
     TAG_SIGNAL,
     TAG_HOST_CHANNEL,
     TAG_HOST,
-    TAG_CONTROL
+    TAG_CONTROL,
+    TAG_NET /* the deferred refusing proxy's listener (session_net_fd) */
 };
 
 void send_msg(struct server *s, json_t *msg);

@@ -81,6 +81,8 @@ void stop_session(struct server *s)
     }
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, session_channel_fd(s->session), NULL);
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, session_pidfd(s->session), NULL);
+    if (session_net_fd(s->session) >= 0)
+        epoll_ctl(s->epfd, EPOLL_CTL_DEL, session_net_fd(s->session), NULL);
     session_stop(s->session);
     s->session = NULL;
 }
@@ -105,6 +107,8 @@ void start_session(struct server *s)
     s->state = before == ROUTE_OFF ? ROUTE_OFF : ROUTE_SANDBOXED;
     epoll_set(s, session_channel_fd(s->session), TAG_CHANNEL, EPOLLIN, EPOLL_CTL_ADD);
     epoll_set(s, session_pidfd(s->session), TAG_SANDBOX, EPOLLIN, EPOLL_CTL_ADD);
+    if (session_net_fd(s->session) >= 0)
+        epoll_set(s, session_net_fd(s->session), TAG_NET, EPOLLIN | EPOLLONESHOT, EPOLL_CTL_ADD);
     /* After the lock (taken by session_start): `cordon verify NAME` reaches
      * this sandbox here. Without it the tools still work. */
     if (control_open(session_state_dir_fd(s->session), session_name(s->session), &s->control,

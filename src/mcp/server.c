@@ -397,6 +397,14 @@ static void loop(struct server *s)
                           EPOLLIN | (session_wants_write(s->session) ? EPOLLOUT : 0),
                           EPOLL_CTL_MOD);
                 break;
+            case TAG_NET:
+                /* One shot (server-session.c), and out of the set before the
+                 * proxy takes the listener (it keeps it open). */
+                if (s->session && session_net_fd(s->session) >= 0) {
+                    epoll_ctl(s->epfd, EPOLL_CTL_DEL, session_net_fd(s->session), NULL);
+                    session_net_ready(s->session);
+                }
+                break;
             case TAG_SANDBOX:
                 stop_session(s);
                 block_tools(s, "the sandbox exited unexpectedly");

@@ -93,6 +93,7 @@ static int control_send(int fd, char op, const char *text, int seconds)
 
 int net_session_allow(struct net_session *s, const char *pattern, struct cordon_error *err)
 {
+    net_session_start_pending(s);
     if (!s->policy || s->report_fd < 0 || s->proxy_pid <= 0)
         return error_set(err, ENOTCONN, "network: no proxy runs for this session");
     if (control_send(s->report_fd, NET_CONTROL_ALLOW, pattern, 0) < 0)

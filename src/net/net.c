@@ -209,6 +209,12 @@ bool net_deny_reporter(const struct net_policy *policy)
     return policy->mode == NET_MODE_DENY && policy->deny_reporter;
 }
 
+bool net_defers_proxy(const struct net_policy *policy)
+{
+    return net_deny_reporter(policy) && policy->publish_count == 0 &&
+           policy->host_service_count == 0;
+}
+
 bool net_ssh_proxied(const struct net_policy *policy)
 {
     return policy->mode == NET_MODE_ALLOWLIST || net_deny_reporter(policy);
@@ -326,7 +332,8 @@ static int tls_setup(const struct net_policy *policy, struct proxy_config *cfg,
 
 void net_session_init(struct net_session *s, const struct net_policy *policy)
 {
-    *s = (struct net_session){.policy = policy, .proxy_pid = -1, .pasta_pid = -1, .report_fd = -1};
+    *s = (struct net_session){
+        .policy = policy, .proxy_pid = -1, .pasta_pid = -1, .report_fd = -1, .pending_fd = -1};
 }
 
 /* Child side of fork(): dies with the supervisor, starts with a clean signal
@@ -761,6 +768,20 @@ int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *e
     const struct net_policy *policy = s->policy;
     if (policy->mode == NET_MODE_OPEN && start_pasta(s, sandbox_pid, err) < 0)
         goto fail;
+    if (s->defer) {
+        /* What would stop the proxy's start stops this one: its logs. */
+        struct proxy_config logs = {.audit_fd = -1, .session_audit_fd = -1};
+        int rc = proxy_open_logs(policy, &logs, err);
+        if (logs.audit_fd >= 0)
+            close(logs.audit_fd);
+        if (logs.session_audit_fd >= 0)
+            close(logs.session_audit_fd);
+        if (rc < 0)
+            goto fail;
+        log_debug("network: %s mode; the refusing proxy starts on the first connection",
+                  net_mode_name(policy->mode));
+        return 0;
+    }
     if (policy->mode != NET_MODE_DENY || policy->publish_count > 0 ||
         policy->host_service_count > 0 || net_deny_reporter(policy)) {
         /* Not waited for here: the proxy readies itself (its namespace
@@ -775,6 +796,37 @@ int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *e
 fail:
     net_session_stop(s);
     return -1;
+}
+
+void net_session_defer(int fd, void *ctx)
+{
+    struct net_session *s = ctx;
+    if (s->pending_fd >= 0)
+        close(s->pending_fd);
+    s->pending_fd = fd;
+}
+
+int net_session_pending_fd(const struct net_session *s)
+{
+    return s ? s->pending_fd : -1;
+}
+
+void net_session_start_pending(struct net_session *s)
+{
+    if (!s || s->pending_fd < 0)
+        return;
+    int listener = s->pending_fd;
+    s->pending_fd = -1;
+    struct cordon_error err = {0};
+    if (start_proxy(s, 0, listener, NULL, &err) < 0)
+        log_warn("%s; the sandbox's connections are refused without cordon's explanation",
+                 err.message);
+    else
+        log_debug("network: the refusing proxy started (pid %d) on the first connection",
+                  s->proxy_pid);
+    /* The proxy holds its own copy; a proxy that failed leaves none, and
+     * the kernel refuses what comes next. */
+    close(listener);
 }
 
 int net_wait_ready(void *ctx, struct cordon_error *err)
@@ -849,6 +901,10 @@ int net_start_proxy_unix(struct net_session *s, int listener, const char *publis
 
 void net_session_kill(struct net_session *s)
 {
+    if (s->pending_fd >= 0) {
+        close(s->pending_fd);
+        s->pending_fd = -1;
+    }
     /* An unreaped child's pid stays ours: a second signal cannot reach
      * another process. */
     if (s->proxy_pid > 0)
@@ -871,6 +927,10 @@ void net_session_reap(struct net_session *s)
 void net_session_stop(struct net_session *s)
 {
     s->starting = false;
+    if (s->pending_fd >= 0) {
+        close(s->pending_fd);
+        s->pending_fd = -1;
+    }
     if (s->report_fd >= 0) {
         close(s->report_fd);
         s->report_fd = -1;

@@ -110,6 +110,13 @@ struct net_session {
      * the host's 127.0.0.1:PORT; NULL: none (ns listens inside). Set
      * before the proxy starts. */
     const char *host_service_dir;
+    /* ns, deny mode with nothing published (net_defers_proxy): the
+     * refusing proxy is not forked at the start but on the sandbox's first
+     * connection to it. Meanwhile pending_fd is its listener inside
+     * (made by the sandbox's child, net_session_defer), which the event
+     * loops poll (net_session_pending_fd); -1 otherwise. */
+    bool defer;
+    int pending_fd;
 };
 
 /* The socket the proxy listens on for host service PORT in DIR. */
@@ -125,6 +132,23 @@ int net_policy_validate(const struct net_policy *policy, struct cordon_error *er
 
 /* Deny mode with its refusing proxy (deny_reporter). */
 bool net_deny_reporter(const struct net_policy *policy);
+/* Deny mode with its refusing proxy and nothing else for a proxy to do (no
+ * published port, no host service): the proxy may wait for its first
+ * connection (net_session.defer). */
+bool net_defers_proxy(const struct net_policy *policy);
+/* ns backend (spec.h on_deny_listener): takes the refusing proxy's
+ * listener inside the sandbox (ctx: the net_session). */
+void net_session_defer(int fd, void *ctx);
+/* The deferred proxy's listener to poll for POLLIN, or -1 (no deferred
+ * proxy, or started). Every loop that waits while the sandbox runs polls
+ * it and calls net_session_start_pending when it is readable. */
+int net_session_pending_fd(const struct net_session *s);
+/* Starts the deferred proxy on its listener (its first connection waits
+ * in the listener's backlog meanwhile), and gives the listener to it. A
+ * proxy that cannot start is reported and its listener closed: the
+ * sandbox's connections are then refused by the kernel, without cordon's
+ * explanation. Nothing when no proxy is deferred. */
+void net_session_start_pending(struct net_session *s);
 /* True when the sandbox's ssh goes through the proxy (GIT_SSH_COMMAND and
  * the view's /etc/ssh/ssh_config, docs/ssh.md): where the proxy variables
  * are set. */

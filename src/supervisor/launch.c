@@ -287,6 +287,12 @@ static int launch_network(const struct launch_request *req, struct launch *l,
     if (net_policy_validate(net, err) < 0 || net_env_add(net, &l->env, err) < 0)
         return error_prefix(err, "network");
     net_session_init(&l->net_session, net);
+    /* Nothing but refusals for the proxy to do: it waits for the
+     * sandbox's first connection (spec.h deny_listener_port); the
+     * listener is taken with the socket guard's fds. */
+    l->net_session.defer = !CORDON_UNSAFE_NO_SECCOMP &&
+                           backend_has(l->backend, BACKEND_CAP_DEFERRED_DENY_PROXY) &&
+                           net_defers_proxy(net);
     return 0;
 }
 
@@ -446,6 +452,8 @@ static void launch_fill_spec(struct launch *l)
         .on_namespaces_ready = net_on_namespaces_ready,
         .on_namespaces_ready_ctx = &l->net_session,
         .on_before_exec = net_wait_ready,
+        .deny_listener_port = l->net_session.defer ? NET_PROXY_PORT : 0,
+        .on_deny_listener = net_session_defer,
         .sockets_allow = (const char *const *)cfg->sockets.allow.items,
         .nsockets_allow = cfg->sockets.allow.count,
     };
@@ -483,6 +491,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     l->net_session.proxy_pid = -1;
     l->net_session.pasta_pid = -1;
     l->net_session.report_fd = -1;
+    l->net_session.pending_fd = -1;
     if (req && req->attach && !state_exists(req->attach))
         return error_set(err, ENOENT, "no sandbox named %s to attach to (see cordon ls)",
                          req->attach);

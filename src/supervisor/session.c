@@ -292,6 +292,17 @@ int session_send_cancel(struct session *s, json_int_t id, struct cordon_error *e
     return queue(s, json_pack("{s:s, s:I}", "t", "cancel", "id", id), err);
 }
 
+int session_net_fd(const struct session *s)
+{
+    return s && s->launch.net_session.policy ? net_session_pending_fd(&s->launch.net_session) : -1;
+}
+
+void session_net_ready(struct session *s)
+{
+    if (s && s->launch.net_session.policy)
+        net_session_start_pending(&s->launch.net_session);
+}
+
 bool session_wants_write(const struct session *s)
 {
     return frame_writer_pending(&s->out);
@@ -440,15 +451,18 @@ int session_call_sync(struct session *s, const char *tool, json_t *args, struct 
     if (session_send_call(s, c.id, tool, args, err) < 0)
         return -1;
     while (!c.done) {
-        struct pollfd p = {s->channel, POLLIN | (session_wants_write(s) ? POLLOUT : 0), 0};
-        if (poll(&p, 1, -1) < 0) {
+        struct pollfd p[2] = {{s->channel, POLLIN | (session_wants_write(s) ? POLLOUT : 0), 0},
+                              {session_net_fd(s), POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
             return error_set(err, errno, "poll");
         }
-        if ((p.revents & POLLOUT) && session_on_writable(s, err) < 0)
+        if (p[1].revents)
+            session_net_ready(s);
+        if ((p[0].revents & POLLOUT) && session_on_writable(s, err) < 0)
             return -1;
-        if ((p.revents & (POLLIN | POLLHUP | POLLERR)) &&
+        if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
             session_on_readable(s, sync_event, &c, err) < 0 && !c.done)
             return -1;
     }

@@ -55,6 +55,11 @@ int session_send_call_pinned(struct session *s, json_int_t id, const char *tool,
                              json_t *pin, struct cordon_error *err);
 int session_send_cancel(struct session *s, json_int_t id, struct cordon_error *err);
 bool session_wants_write(const struct session *s);
+/* The deferred refusing proxy's listener (net_session_pending_fd), or -1:
+ * a loop that waits on the channel polls it too, for POLLIN, and then
+ * calls session_net_ready. */
+int session_net_fd(const struct session *s);
+void session_net_ready(struct session *s);
 int session_on_writable(struct session *s, struct cordon_error *err);
 /* Reads frames and reports them; < 0 when the channel failed or closed. */
 int session_on_readable(struct session *s, session_event_fn fn, void *ctx,

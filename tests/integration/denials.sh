@@ -159,6 +159,33 @@ like "and still ends its result" "$(grep '"id":4' "$TEST_TMP/mcp-out")" "cordon\
 exec 7>&-
 wait "$mcp_pid"
 
+# ---------------------------------------------------------------- the refusing proxy waits for a connection
+# Deny mode with nothing published: no proxy process runs until the
+# sandbox's first connection to 127.0.0.1:3128, and that listener is there
+# before the command runs (made by the sandbox's child, issue 20).
+proxy_children() { # the supervisor's children named cordon: the proxy (init, the guard and the watchdog have their own names)
+    ps -o comm= --ppid "$1" | grep -cx cordon
+}
+wait_file() { for _ in $(seq 400); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
+rm -f "$ws"/lazy-*
+(cd "$ws" && exec "$CORDON" run -- bash -c 'touch lazy-ready; while [ ! -e lazy-go ]; do sleep 0.05; done
+    (exec 3<>/dev/tcp/127.0.0.1/3128) && echo listening >lazy-conn
+    curl -sS -m 5 http://web.test:'"$HTTP"'/ >lazy-curl 2>&1; touch lazy-curled
+    while [ ! -e lazy-end ]; do sleep 0.05; done') >"$TEST_TMP/lazy-out" 2>&1 &
+sup=$!
+wait_file "$ws/lazy-ready"
+is "deny: no proxy process while the sandbox has not connected" "$(proxy_children "$sup")" 0
+touch "$ws/lazy-go"
+wait_file "$ws/lazy-curled"
+is "deny: the sandbox's first connection starts the proxy (one process)" "$(proxy_children "$sup")" 1
+touch "$ws/lazy-end"
+wait "$sup"
+is "deny: the listener inside was there before the proxy" "$(cat "$ws/lazy-conn" 2>/dev/null)" listening
+like "deny: the first client through it gets the refusal with the reason" "$(cat "$ws/lazy-curl" 2>/dev/null)" \
+    "cordon: network: denied: network.mode is \"deny\""
+is "deny: the session's end leaves no proxy behind" "$(pgrep -P "$sup" 2>/dev/null | wc -l)" 0
+rm -f "$ws"/lazy-*
+
 # ---------------------------------------------------------------- host services
 # The host's loopback HTTP server ($HTTP) listed as a host service: reached
 # inside at the same address and port, in deny mode (NO_PROXY sends

@@ -104,7 +104,8 @@ const struct backend_ops ns_backend_ops = {
     .name = "ns",
     .caps = {.flags = BACKEND_CAP_PUBLISH_PORTS | BACKEND_CAP_HOST_LANDLOCK |
                       BACKEND_CAP_INIT_CONTROL | BACKEND_CAP_REVIEW | BACKEND_CAP_TLS_INTERCEPT |
-                      BACKEND_CAP_DENY_PROXY | BACKEND_CAP_HOST_SERVICES,
+                      BACKEND_CAP_DENY_PROXY | BACKEND_CAP_HOST_SERVICES |
+                      BACKEND_CAP_DEFERRED_DENY_PROXY,
              .host_side = "agent"},
     .report = ns_probe_report,
     .check_launch = ns_check_launch,

@@ -25,7 +25,9 @@
 #include <linux/netlink.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -82,6 +84,35 @@ static int loopback_up_in_child(struct cordon_error *err)
         return error_set_raw(err, e, "loopback: bring up", "lo");
     }
     close(fd);
+    return 0;
+}
+
+/* Where the child keeps the refusing proxy's listener for the host to
+ * take (pidfd_getfd): above stdio and the control socket, below the
+ * numbers arrange_fds_in_child moves things to. */
+#define NS_DENY_LISTENER_FD 5
+
+/* Child, after its fds are arranged: listens on 127.0.0.1:port in the
+ * sandbox's network namespace for the refusing proxy (spec.h
+ * deny_listener_port). Close-on-exec, and init closes it before it
+ * starts anything: nothing inside holds it. */
+static int deny_listener_in_child(uint16_t port, struct cordon_error *err)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return error_set_raw(err, errno, "the refusing proxy's listener: socket", NULL);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 128) < 0 ||
+        (fd != NS_DENY_LISTENER_FD && dup3(fd, NS_DENY_LISTENER_FD, O_CLOEXEC) < 0)) {
+        int e = errno;
+        close(fd);
+        return error_set_raw(err, e, "the refusing proxy's listener on 127.0.0.1", NULL);
+    }
+    if (fd != NS_DENY_LISTENER_FD)
+        close(fd);
     return 0;
 }
 
@@ -154,6 +185,8 @@ static void child_setup_and_exec(struct ns_child *c)
     if (ns_limits_apply_in_child(&c->rlimits, err) < 0)
         return;
     if (arrange_fds_in_child(c, err) < 0)
+        return;
+    if (c->spec->deny_listener_port && deny_listener_in_child(c->spec->deny_listener_port, err) < 0)
         return;
     /* Second word: we are in our cgroups, so the cgroup namespace's root is
      * that cgroup, and the network is ready before anything runs. */
@@ -255,6 +288,20 @@ static int take_guard_fds(struct ns_sandbox *sb, const void *msg, struct guard_f
     g->userns = open(userns_path, O_RDONLY | O_CLOEXEC);
     if (g->userns < 0)
         return error_set(err, errno, "socket guard: %s", userns_path);
+    return 0;
+}
+
+/* Host, with the guard's fds: the refusing proxy's listener out of the
+ * child, to its owner (spec.h deny_listener_port). */
+static int take_deny_listener(const struct ns_spec *spec, struct ns_sandbox *sb,
+                              struct cordon_error *err)
+{
+    if (!spec->deny_listener_port)
+        return 0;
+    int fd = (int)syscall(SYS_pidfd_getfd, sb->pidfd, NS_DENY_LISTENER_FD, 0);
+    if (fd < 0)
+        return error_set(err, errno, "network: taking the refusing proxy's listener (pidfd_getfd)");
+    spec->on_deny_listener(fd, spec->on_namespaces_ready_ctx);
     return 0;
 }
 
@@ -416,6 +463,7 @@ static int await_exec(const struct ns_spec *spec, struct ns_sandbox *sb, int fd,
     if (n == (ssize_t)sizeof(struct ns_guard_fds)) {
         struct guard_fds fds = {-1, -1, -1};
         if (take_guard_fds(sb, &child_err, &fds, err) < 0 ||
+            take_deny_listener(spec, sb, err) < 0 ||
             (spec->on_before_exec &&
              spec->on_before_exec(spec->on_namespaces_ready_ctx, err) < 0)) {
             guard_fds_close(&fds);
