@@ -87,27 +87,40 @@ bool cfg_paths_overlap(const char *a, const char *b)
 
 char *cfg_canonicalize_lenient(const char *path)
 {
-    char *resolved = realpath(path, NULL);
-    if (resolved)
-        return resolved;
-    if (errno != ENOENT && errno != ENOTDIR)
+    /* The longest prefix that resolves (stat follows links as realpath
+     * does), found from the end with one stat per missing component, then
+     * one realpath: not a realpath per level, each walking the prefix
+     * again. */
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+        errno = ENAMETOOLONG;
         return NULL;
-    _cleanup_free_ char *copy = strdup(path);
-    if (!copy)
-        return NULL;
-    char *slash = strrchr(copy, '/');
-    if (!slash)
-        return NULL;
-    const char *rest = path + (slash - copy) + 1;
-    if (slash == copy)
-        copy[1] = '\0';
-    else
+    }
+    size_t len = strlen(buf);
+    struct stat st;
+    while (stat(buf, &st) < 0) {
+        if (errno != ENOENT && errno != ENOTDIR)
+            return NULL;
+        char *slash = strrchr(buf, '/');
+        if (!slash)
+            return NULL;
+        if (slash == buf && buf[1]) {
+            buf[1] = '\0';
+            break;
+        }
         *slash = '\0';
-    _cleanup_free_ char *parent = cfg_canonicalize_lenient(copy);
-    if (!parent)
+    }
+    _cleanup_free_ char *real = realpath(buf, NULL);
+    if (!real)
         return NULL;
+    size_t kept = strlen(buf);
+    if (kept >= len)
+        return TAKE_PTR(real);
+    /* The missing rest, as given (path + kept starts with its '/', or
+     * follows the root's). */
+    const char *rest = path + kept + (kept == 1 ? 0 : 1);
     char *joined = NULL;
-    if (asprintf(&joined, "%s%s%s", parent, strcmp(parent, "/") == 0 ? "" : "/", rest) < 0)
+    if (asprintf(&joined, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", rest) < 0)
         return NULL;
     return joined;
 }

@@ -20,6 +20,12 @@ int fs_mkdir_p(const char *path, mode_t mode)
         errno = ENAMETOOLONG;
         return -1;
     }
+    /* Usually all of it exists: one call, not one per component. Only a
+     * missing parent (ENOENT) needs the walk. */
+    if (mkdir(buf, mode) == 0 || errno == EEXIST)
+        return 0;
+    if (errno != ENOENT)
+        return -1;
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
             continue;

@@ -2,6 +2,7 @@
  * the others, lists extending and replacing, host-owned locking, the
  * workspace file's forbidden settings, policy placement, mounts, trust and
  * its content-hash pin. All paths are temporary directories: no root. */
+#include "config/config-internal.h"
 #include "config/config.h"
 #include "config/sha256.h"
 #include "config/trust.h"
@@ -664,6 +665,37 @@ static void test_check_file_and_names(void)
        "protected environment names");
 }
 
+/* realpath() of the longest existing prefix plus the missing rest. */
+static void test_canonicalize_lenient(void)
+{
+    char base[400], real_base[PATH_MAX];
+    snprintf(base, sizeof(base), "%s/canon", root);
+    write_file(path_of("%s/dir/file", base), "x");
+    if (!realpath(base, real_base))
+        abort();
+    if (symlink("dir", path_of("%s/link", base)) < 0 ||
+        symlink("/nonexistent-cordon-target", path_of("%s/dangling", base)) < 0)
+        abort();
+    struct {
+        const char *rel, *want;
+    } cases[] = {
+        {"dir/file", "dir/file"},             /* exists */
+        {"dir/new/deeper", "dir/new/deeper"}, /* a missing tail */
+        {"link/new", "dir/new"},              /* a missing tail under a symlink */
+        {"link/file", "dir/file"},
+        {"dangling/x", "dangling/x"},         /* a dangling link stays as named */
+        {"dir/file/under", "dir/file/under"}, /* below a file: ENOTDIR */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        _cleanup_free_ char *got = cfg_canonicalize_lenient(path_of("%s/%s", base, cases[i].rel));
+        is_str(got ? got : "(null)", path_of("%s/%s", real_base, cases[i].want),
+               "canonicalize_lenient %s", cases[i].rel);
+    }
+    _cleanup_free_ char *top = cfg_canonicalize_lenient("/nonexistent-cordon-dir/a/b");
+    is_str(top ? top : "(null)", "/nonexistent-cordon-dir/a/b",
+           "canonicalize_lenient: nothing below / exists");
+}
+
 int main(void)
 {
     snprintf(root, sizeof(root), "/tmp/cordon-test-config.%d", (int)getpid());
@@ -679,6 +711,7 @@ int main(void)
     test_bounds_keys();
     test_mounts_and_policy();
     test_check_file_and_names();
+    test_canonicalize_lenient();
     char command[300];
     snprintf(command, sizeof(command), "rm -rf '%s'", root);
     if (system(command) != 0)
