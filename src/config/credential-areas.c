@@ -3,6 +3,7 @@
  * workspace file may not hand the sandbox: the rule a workspace file's
  * mounts and skill paths are held to (resolve.c). Host context. */
 #include "config/config-internal.h"
+#include "util/account.h"
 #include "util/cleanup.h"
 
 #include <pwd.h>
@@ -64,9 +65,8 @@ int credential_areas_build(const char *home, const char *xdg, const char *etc,
     memset(c, 0, sizeof(*c));
     /* HOME may be set to something else than the account's home (CI, sudo):
      * a workspace file can name either literally */
-    struct passwd *pw = getpwuid(geteuid());
     if (area_add_both(c->homes, ARRAY_SIZE(c->homes), home) < 0 ||
-        area_add_both(c->homes, ARRAY_SIZE(c->homes), pw ? pw->pw_dir : NULL) < 0)
+        area_add_both(c->homes, ARRAY_SIZE(c->homes), account_home(geteuid())) < 0)
         goto fail;
     if (geteuid() == 0) {
         /* root reads every person's keys */

@@ -10,6 +10,7 @@
 #include "net/audit.h"
 #include "config.h"
 #include "util/cleanup.h"
+#include "util/account.h"
 #include "util/fs.h"
 #include "util/log.h"
 
@@ -17,7 +18,6 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,9 +114,9 @@ static char *home_path(void)
     const char *home = getenv("HOME");
     if (home && home[0] == '/' && strcmp(home, "/") != 0)
         return strdup(home);
-    struct passwd *pw = getpwuid(getuid());
-    if (pw && pw->pw_dir && pw->pw_dir[0] == '/' && strcmp(pw->pw_dir, "/") != 0)
-        return strdup(pw->pw_dir);
+    const char *account = account_home(getuid());
+    if (account && account[0] == '/' && strcmp(account, "/") != 0)
+        return strdup(account);
     return strdup("/home/cordon");
 }
 

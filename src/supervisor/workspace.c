@@ -6,12 +6,12 @@
  * before any sandbox exists, so failures here simply stop cordon (125). */
 #include "supervisor/workspace.h"
 #include "supervisor/workspace-git.h"
+#include "util/account.h"
 #include "util/cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,8 +211,7 @@ static size_t home_candidates(char homes[4][PATH_MAX])
 {
     size_t n = 0;
     const char *env = getenv("HOME");
-    struct passwd *pw = getpwuid(getuid());
-    const char *given[2] = {env, pw ? pw->pw_dir : NULL};
+    const char *given[2] = {env, account_home(getuid())};
     for (size_t i = 0; i < 2; i++) {
         if (!given[i] || given[i][0] != '/' || strlen(given[i]) >= PATH_MAX)
             continue;
