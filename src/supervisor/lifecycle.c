@@ -319,6 +319,18 @@ static int watchdog_arm(struct lifecycle *lc, const struct launch *l, const stru
     return 0;
 }
 
+void lifecycle_reap_later(struct lifecycle *lc, pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    if (lc->nreap < ARRAY_SIZE(lc->reap)) {
+        lc->reap[lc->nreap++] = pid;
+        return;
+    }
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
 void lifecycle_end(struct lifecycle *lc)
 {
     if (lc->git) {
@@ -346,6 +358,11 @@ void lifecycle_end(struct lifecycle *lc)
      * the watchdog stands down and the name is free. */
     if (lc->net && lc->net->policy)
         net_session_reap(lc->net);
+    for (size_t i = 0; i < lc->nreap; i++) {
+        while (waitpid(lc->reap[i], NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    lc->nreap = 0;
     if (lc->disarm_fd >= 0) {
         ssize_t w = write(lc->disarm_fd, "d", 1);
         (void)w;

@@ -28,6 +28,11 @@ struct lifecycle {
      * before the name is free), after the guards' work their exit
      * overlapped (net_session_kill). */
     struct net_session *net;
+    /* Other helpers the backend's teardown killed without waiting (ns: the
+     * socket guard, whose exit tears the view down): reaped with the
+     * network's (lifecycle_reap_later). */
+    pid_t reap[2];
+    size_t nreap;
 };
 
 /* Takes ownership of the launch's sandbox name (before anything is
@@ -35,6 +40,9 @@ struct lifecycle {
  * launch's spec (gitguard.h). Stale sandboxes (gc_hours) are swept later, off the start path:
  * by the watchdog, or by lifecycle_end when no watchdog was armed. */
 int lifecycle_begin(struct launch *l, struct lifecycle *lc, struct cordon_error *err);
+/* A killed helper (pid > 0) for lifecycle_end to reap before the watchdog
+ * stands down; reaped at once when there is no room. */
+void lifecycle_reap_later(struct lifecycle *lc, pid_t pid);
 /* For a sandbox kept after its session (teardown stop/none): creates its
  * tmp/ and home/ in the state directory and points the spec at them. */
 int lifecycle_persist(struct lifecycle *lc, struct launch *l, struct cordon_error *err);

@@ -67,7 +67,7 @@
 #define REFUSALS_LOGGED 20
 
 /* The guard's fds after it has moved them. */
-enum { GUARD_LISTENER = 3, GUARD_DIAG = 4, GUARD_WORKSPACE = 5 };
+enum { GUARD_LISTENER = 3, GUARD_DIAG = 4, GUARD_WORKSPACE = 5, GUARD_HOLD = 6 };
 
 struct guard {
     pid_t pid1; /* the sandbox's PID 1 (host pid) */
@@ -909,16 +909,19 @@ int sock_guard_start(const struct sock_guard_spec *spec, pid_t *ret_pid, struct 
      * protocol stream), stderr for its warnings, nothing else. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
         _exit(127);
+    /* Every source copied above the fixed numbers before any of those is
+     * written: a source may sit at one of them. */
     int keep[3] = {fcntl(spec->listener_fd, F_DUPFD_CLOEXEC, 100),
                    fcntl(spec->diag_fd, F_DUPFD_CLOEXEC, 100), fcntl(ws, F_DUPFD_CLOEXEC, 100)};
+    int hold = spec->hold_fd >= 0 ? fcntl(spec->hold_fd, F_DUPFD_CLOEXEC, 100) : -1;
+    int userns = spec->userns_fd >= 0 ? fcntl(spec->userns_fd, F_DUPFD_CLOEXEC, 100) : -1;
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (keep[0] < 0 || keep[1] < 0 || keep[2] < 0 || devnull < 0 ||
+        (spec->hold_fd >= 0 && hold < 0) || (spec->userns_fd >= 0 && userns < 0) ||
         dup3(keep[0], GUARD_LISTENER, O_CLOEXEC) < 0 || dup3(keep[1], GUARD_DIAG, O_CLOEXEC) < 0 ||
-        dup3(keep[2], GUARD_WORKSPACE, O_CLOEXEC) < 0 || dup2(devnull, 0) < 0 ||
+        dup3(keep[2], GUARD_WORKSPACE, O_CLOEXEC) < 0 ||
+        (hold >= 0 && dup3(hold, GUARD_HOLD, O_CLOEXEC) < 0) || dup2(devnull, 0) < 0 ||
         dup2(devnull, 1) < 0)
-        _exit(127);
-    int userns = spec->userns_fd >= 0 ? fcntl(spec->userns_fd, F_DUPFD_CLOEXEC, 100) : -1;
-    if (spec->userns_fd >= 0 && userns < 0)
         _exit(127);
     if (drop_privileges(userns, parent) < 0) {
         log_warn("socket guard: dropping its privileges: %s", strerror(errno));
@@ -926,7 +929,7 @@ int sock_guard_start(const struct sock_guard_spec *spec, pid_t *ret_pid, struct 
     }
     if (userns >= 0)
         close(userns);
-    close_range(GUARD_WORKSPACE + 1, ~0U, 0);
+    close_range(spec->hold_fd >= 0 ? GUARD_HOLD + 1 : GUARD_WORKSPACE + 1, ~0U, 0);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -20,6 +20,11 @@ struct sock_guard_spec {
      * the guard joins it when it is not the guard's own, so that it holds
      * no capability there (sock-guard.c, drop_privileges). */
     int userns_fd;
+    /* An fd the guard keeps open, unused, until it exits, or -1: on ns
+     * the sandbox's mount namespace, whose teardown (every mount of the
+     * view) then runs in the guard's exit, beside the supervisor's end,
+     * not in PID 1's, which the supervisor waits for. */
+    int hold_fd;
     pid_t pid1;               /* the sandbox's PID 1, cordon's own code (host pid) */
     const char *workspace;    /* host path of the workspace root */
     const char *const *allow; /* sockets.allow: workspace-relative paths */

@@ -141,6 +141,7 @@ int docker_guard_accept(int listen_fd, int cli_pidfd, const struct launch *l, co
     struct sock_guard_spec g = {.listener_fd = listener,
                                 .diag_fd = diag,
                                 .userns_fd = userns,
+                                .hold_fd = -1,
                                 .pid1 = peer.pid,
                                 .workspace = l->ws.root,
                                 .allow = (const char *const *)l->cfg.sockets.allow.items,

@@ -256,7 +256,7 @@ void ns_probe_report(void)
 /* Host: the listener and the sock_diag socket taken out of the child
  * (before its go: it closes them then), and the sandbox's user namespace. */
 struct guard_fds {
-    int listener, diag, userns;
+    int listener, diag, userns, mntns;
 };
 
 static void guard_fds_close(struct guard_fds *g)
@@ -267,7 +267,9 @@ static void guard_fds_close(struct guard_fds *g)
         close(g->diag);
     if (g->userns >= 0)
         close(g->userns);
-    *g = (struct guard_fds){-1, -1, -1};
+    if (g->mntns >= 0)
+        close(g->mntns);
+    *g = (struct guard_fds){-1, -1, -1, -1};
 }
 
 static int take_guard_fds(struct ns_sandbox *sb, const void *msg, struct guard_fds *g,
@@ -288,6 +290,11 @@ static int take_guard_fds(struct ns_sandbox *sb, const void *msg, struct guard_f
     g->userns = open(userns_path, O_RDONLY | O_CLOEXEC);
     if (g->userns < 0)
         return error_set(err, errno, "socket guard: %s", userns_path);
+    /* Held by the guard until it exits (sock-guard.h hold_fd). Without it
+     * PID 1's exit tears the view down, which only costs time. */
+    char mntns_path[64];
+    snprintf(mntns_path, sizeof(mntns_path), "/proc/%d/ns/mnt", sb->pid);
+    g->mntns = open(mntns_path, O_RDONLY | O_CLOEXEC);
     return 0;
 }
 
@@ -316,6 +323,7 @@ static int start_sock_guard(const struct ns_spec *spec, struct ns_sandbox *sb,
     struct sock_guard_spec g = {.listener_fd = fds->listener,
                                 .diag_fd = fds->diag,
                                 .userns_fd = fds->userns,
+                                .hold_fd = fds->mntns,
                                 .pid1 = sb->pid,
                                 .workspace = spec->workspace,
                                 .allow = spec->sockets_allow,
@@ -461,7 +469,7 @@ static int await_exec(const struct ns_spec *spec, struct ns_sandbox *sb, int fd,
     struct cordon_error child_err;
     ssize_t n = read_child(fd, &child_err);
     if (n == (ssize_t)sizeof(struct ns_guard_fds)) {
-        struct guard_fds fds = {-1, -1, -1};
+        struct guard_fds fds = {-1, -1, -1, -1};
         if (take_guard_fds(sb, &child_err, &fds, err) < 0 ||
             take_deny_listener(spec, sb, err) < 0 ||
             (spec->on_before_exec &&
@@ -560,6 +568,15 @@ out:
         close(sync[1]);
     ns_mount_plan_free(&c.plan);
     return rc;
+}
+
+void ns_sandbox_release_async(struct ns_sandbox *sb, pid_t *guard)
+{
+    *guard = sb->sock_guard_pid;
+    if (*guard > 0)
+        kill(*guard, SIGKILL);
+    sb->sock_guard_pid = -1;
+    ns_sandbox_release(sb);
 }
 
 void ns_sandbox_release(struct ns_sandbox *sb)

@@ -38,5 +38,9 @@ int ns_run(struct launch *l, struct lifecycle *lc, char **agent_argv, bool shell
 int ns_sandbox_start(const struct ns_spec *spec, struct ns_sandbox *sb, struct cordon_error *err);
 /* Releases host-side resources (cgroups, pidfd) once the sandbox has exited. */
 void ns_sandbox_release(struct ns_sandbox *sb);
+/* The same, but the socket guard is killed, not waited for: its pid goes to
+ * *guard (or -1) for the caller to reap once its own end is done. Its exit
+ * tears the view down (the mount namespace it holds, sock-guard.h). */
+void ns_sandbox_release_async(struct ns_sandbox *sb, pid_t *guard);
 
 /* --- internal interfaces between the backend's files --- */

@@ -247,7 +247,9 @@ static void ns_run_teardown(struct backend_run *r)
             kill(n->ns.pid, SIGKILL);
             waitid(P_PIDFD, (id_t)n->ns.pidfd, NULL, WEXITED);
         }
-        ns_sandbox_release(&n->ns);
+        pid_t guard;
+        ns_sandbox_release_async(&n->ns, &guard);
+        lifecycle_reap_later(r->lc, guard);
     }
     /* The proxy dies while the session's end goes on (the git guard's
      * look, the trust guard); lifecycle_end reaps it before the state is
