@@ -150,6 +150,10 @@ static void on_stdin(struct relay *r)
     char buf[16384];
     ssize_t n = read(0, buf, sizeof(buf));
     if (n > 0) {
+        /* The write below may block until the sandbox reads; a sandbox
+         * waiting on the deferred proxy meanwhile would wait for this loop
+         * forever: the proxy starts first. */
+        net_session_start_pending(&r->spec.l->net_session);
         fs_write_all(r->spec.input, buf, (size_t)n);
         r->stdin_bytes += (uint64_t)n;
     } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {

@@ -116,9 +116,10 @@ char *cfg_canonicalize_lenient(const char *path)
     size_t kept = strlen(buf);
     if (kept >= len)
         return TAKE_PTR(real);
-    /* The missing rest, as given (path + kept starts with its '/', or
-     * follows the root's). */
-    const char *rest = path + kept + (kept == 1 ? 0 : 1);
+    /* The missing rest, as given, without the slashes that lead to it. */
+    const char *rest = path + kept;
+    while (*rest == '/')
+        rest++;
     char *joined = NULL;
     if (asprintf(&joined, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", rest) < 0)
         return NULL;

@@ -332,14 +332,19 @@ static int tls_setup(const struct net_policy *policy, struct proxy_config *cfg,
 
 void net_session_init(struct net_session *s, const struct net_policy *policy)
 {
-    *s = (struct net_session){
-        .policy = policy, .proxy_pid = -1, .pasta_pid = -1, .report_fd = -1, .pending_fd = -1};
+    *s = (struct net_session){.policy = policy,
+                              .proxy_pid = -1,
+                              .pasta_pid = -1,
+                              .report_fd = -1,
+                              .pending_fd = -1,
+                              .log_fds = {-1, -1}};
 }
 
 /* Child side of fork(): dies with the supervisor, starts with a clean signal
- * state and only the fds it needs (stderr for its warnings, KEEP). Returns
- * KEEP's new number (3; 0 when KEEP is -1), or -1 on failure. */
-static int helper_child_setup(pid_t parent, int keep, int keep4)
+ * state and only the fds it needs (stderr for its warnings, KEEP, and fds 4
+ * to LAST, which the caller placed). Returns KEEP's new number (3; 0 when
+ * KEEP is -1), or -1 on failure. */
+static int helper_child_setup(pid_t parent, int keep, int last)
 {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
         return -1;
@@ -353,7 +358,7 @@ static int helper_child_setup(pid_t parent, int keep, int keep4)
     if (keep >= 0) {
         if (keep != 3 && dup2(keep, 3) < 0)
             return -1;
-        close_range(keep4 == 4 ? 5 : 4, ~0U, 0);
+        close_range(last >= 4 ? (unsigned)last + 1 : 4, ~0U, 0);
         return 3;
     }
     close_range(3, ~0U, 0);
@@ -642,8 +647,11 @@ static int proxy_load_secrets(const struct net_policy *policy, struct proxy_secr
  * not the proxy's business. */
 /* publish_dir (docker): published port i is reached through the unix
  * socket publish_dir/i.sock, which the sandbox's forwarder listens on. */
+/* logs: the two log fds opened at the start (a deferred proxy), or NULL
+ * to open them here. */
 static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int listener,
-                       const char *publish_dir, const char *host_service_dir, int ready_fd)
+                       const char *publish_dir, const char *host_service_dir, int ready_fd,
+                       const int *logs)
 {
     struct cordon_error err = {0};
     struct allowlist allow = {0};
@@ -666,7 +674,12 @@ static void proxy_main(const struct net_policy *policy, pid_t sandbox_pid, int l
     struct allowlist no_proxy = {0};
     cfg.no_proxy = &no_proxy;
     struct tls_config tls_cfg;
-    if (proxy_no_proxy_rules(policy, &cfg, &err) < 0 || proxy_open_logs(policy, &cfg, &err) < 0 ||
+    if (logs) {
+        cfg.audit_fd = logs[0];
+        cfg.session_audit_fd = logs[1];
+    }
+    if (proxy_no_proxy_rules(policy, &cfg, &err) < 0 ||
+        (!logs && proxy_open_logs(policy, &cfg, &err) < 0) ||
         proxy_sandbox_side(policy, sandbox_pid, listener, &factory, &cfg, &err) < 0 ||
         proxy_publish_listeners(policy, sandbox_pid, publish_dir, &cfg, &err) < 0 ||
         proxy_host_service_listeners(policy, sandbox_pid, host_service_dir, &factory, &cfg, &err) <
@@ -710,20 +723,26 @@ static int start_proxy_fork(struct net_session *s, pid_t sandbox_pid, int listen
         return error_set(err, e, "network: fork the proxy");
     }
     if (pid == 0) {
-        /* The readiness pipe becomes fd 3, the listener (if any) fd 4. */
-        int keep = pipefd[1];
-        if (listener >= 0) {
-            int r = fcntl(pipefd[1], F_DUPFD_CLOEXEC, 100);
-            int lfd = fcntl(listener, F_DUPFD_CLOEXEC, 100);
-            if (r < 0 || lfd < 0 || dup2(r, 3) < 0 || dup2(lfd, 4) < 0)
+        /* The readiness pipe becomes fd 3, the listener (if any) fd 4, the
+         * logs opened at the start (a deferred proxy) 5 and 6: every
+         * source copied up first, as one may sit at one of those. */
+        bool logs = s->log_fds[0] >= 0 || s->log_fds[1] >= 0;
+        int from[4] = {pipefd[1], listener, logs ? s->log_fds[0] : -1, logs ? s->log_fds[1] : -1};
+        int up[4];
+        for (int i = 0; i < 4; i++) {
+            up[i] = from[i] >= 0 ? fcntl(from[i], F_DUPFD_CLOEXEC, 100) : -1;
+            if (from[i] >= 0 && up[i] < 0)
                 _exit(1);
-            keep = 3;
         }
-        int ready = helper_child_setup(parent, keep, listener >= 0 ? 4 : -1);
-        if (ready < 0)
+        for (int i = 0; i < 4; i++) {
+            if (up[i] >= 0 ? dup2(up[i], 3 + i) < 0 : (close(3 + i), false))
+                _exit(1);
+        }
+        if (helper_child_setup(parent, 3, logs ? 6 : 4) < 0)
             _exit(1);
+        int fixed_logs[2] = {up[2] >= 0 ? 5 : -1, up[3] >= 0 ? 6 : -1};
         proxy_main(s->policy, sandbox_pid, listener >= 0 ? 4 : -1, publish_dir, s->host_service_dir,
-                   ready);
+                   3, logs ? fixed_logs : NULL);
     }
     close(pipefd[1]);
     s->proxy_pid = pid;
@@ -769,13 +788,12 @@ int net_on_namespaces_ready(pid_t sandbox_pid, void *ctx, struct cordon_error *e
     if (policy->mode == NET_MODE_OPEN && start_pasta(s, sandbox_pid, err) < 0)
         goto fail;
     if (s->defer) {
-        /* What would stop the proxy's start stops this one: its logs. */
+        /* What would stop the proxy's start stops this one: its logs,
+         * opened now and handed to the proxy when it starts. */
         struct proxy_config logs = {.audit_fd = -1, .session_audit_fd = -1};
         int rc = proxy_open_logs(policy, &logs, err);
-        if (logs.audit_fd >= 0)
-            close(logs.audit_fd);
-        if (logs.session_audit_fd >= 0)
-            close(logs.session_audit_fd);
+        s->log_fds[0] = logs.audit_fd;
+        s->log_fds[1] = logs.session_audit_fd;
         if (rc < 0)
             goto fail;
         log_debug("network: %s mode; the refusing proxy starts on the first connection",
@@ -811,6 +829,15 @@ int net_session_pending_fd(const struct net_session *s)
     return s ? s->pending_fd : -1;
 }
 
+static void close_logs(struct net_session *s)
+{
+    for (int i = 0; i < 2; i++) {
+        if (s->log_fds[i] >= 0)
+            close(s->log_fds[i]);
+        s->log_fds[i] = -1;
+    }
+}
+
 void net_session_start_pending(struct net_session *s)
 {
     if (!s || s->pending_fd < 0)
@@ -824,9 +851,10 @@ void net_session_start_pending(struct net_session *s)
     else
         log_debug("network: the refusing proxy started (pid %d) on the first connection",
                   s->proxy_pid);
-    /* The proxy holds its own copy; a proxy that failed leaves none, and
+    /* The proxy holds its own copies; a proxy that failed leaves none, and
      * the kernel refuses what comes next. */
     close(listener);
+    close_logs(s);
 }
 
 int net_wait_ready(void *ctx, struct cordon_error *err)
@@ -927,6 +955,7 @@ void net_session_reap(struct net_session *s)
 void net_session_stop(struct net_session *s)
 {
     s->starting = false;
+    close_logs(s);
     if (s->pending_fd >= 0) {
         close(s->pending_fd);
         s->pending_fd = -1;

@@ -117,6 +117,11 @@ struct net_session {
      * loops poll (net_session_pending_fd); -1 otherwise. */
     bool defer;
     int pending_fd;
+    /* The deferred proxy's logs (network.audit_log, the session's own),
+     * opened at the start, so that a log it could not open still stops
+     * the start and the proxy gets these files, not whatever their paths
+     * name later; -1 when not configured. */
+    int log_fds[2];
 };
 
 /* The socket the proxy listens on for host service PORT in DIR. */

@@ -492,6 +492,7 @@ int launch_prepare(const struct launch_request *req, struct launch *l, struct co
     l->net_session.pasta_pid = -1;
     l->net_session.report_fd = -1;
     l->net_session.pending_fd = -1;
+    l->net_session.log_fds[0] = l->net_session.log_fds[1] = -1;
     if (req && req->attach && !state_exists(req->attach))
         return error_set(err, ENOENT, "no sandbox named %s to attach to (see cordon ls)",
                          req->attach);

@@ -207,6 +207,10 @@ static void watchdog_run(int supervisor_pidfd, int disarm_fd, struct lifecycle *
     signal(SIGHUP, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
+    /* A deferred proxy (net.h, net_session.defer) starts after this: it
+     * dies with the supervisor through its parent-death signal alone (the
+     * supervisor is single-threaded, so that is its exit), and holds
+     * nothing that would outlive the sandbox. */
     int proxy_pidfd = l->net_session.proxy_pid > 0 ? pidfd_open_(l->net_session.proxy_pid) : -1;
     int pasta_pidfd = l->net_session.pasta_pid > 0 ? pidfd_open_(l->net_session.pasta_pid) : -1;
     struct pollfd p[2] = {{supervisor_pidfd, POLLIN, 0}, {disarm_fd, POLLIN, 0}};

@@ -630,6 +630,9 @@ static void run_blocking(struct guard *g, const struct target *t, struct op *op,
         return;
     }
     if (pid == 0) {
+        /* Not the view's last holder (the guard is): a blocked call's
+         * child may outlive the guard for a moment. */
+        close(GUARD_HOLD);
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != guard)
             _exit(0);
         long r = op_run(t, op, true);
@@ -915,7 +918,8 @@ int sock_guard_start(const struct sock_guard_spec *spec, pid_t *ret_pid, struct 
                    fcntl(spec->diag_fd, F_DUPFD_CLOEXEC, 100), fcntl(ws, F_DUPFD_CLOEXEC, 100)};
     int hold = spec->hold_fd >= 0 ? fcntl(spec->hold_fd, F_DUPFD_CLOEXEC, 100) : -1;
     int userns = spec->userns_fd >= 0 ? fcntl(spec->userns_fd, F_DUPFD_CLOEXEC, 100) : -1;
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int opened = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int devnull = opened >= 0 ? fcntl(opened, F_DUPFD_CLOEXEC, 100) : -1;
     if (keep[0] < 0 || keep[1] < 0 || keep[2] < 0 || devnull < 0 ||
         (spec->hold_fd >= 0 && hold < 0) || (spec->userns_fd >= 0 && userns < 0) ||
         dup3(keep[0], GUARD_LISTENER, O_CLOEXEC) < 0 || dup3(keep[1], GUARD_DIAG, O_CLOEXEC) < 0 ||

@@ -201,14 +201,15 @@ int state_set_status(struct state_owner *o, const char *status, pid_t sandbox_pi
     return rc < 0 ? error_set(err, errno, "sandbox %s: writing the lock record", o->name) : 0;
 }
 
-/* Removes the entries of a state directory (no recursion beyond one level of
- * our own files; anything else is left and reported by rmdir). */
-/* Empties dir_fd but for the names in KEEP (NULL-terminated, or NULL). */
+/* Empties dir_fd but for the names in KEEP (NULL-terminated, or NULL),
+ * subdirectories with their contents. Returns how many entries stayed
+ * that were not kept (a directory the sandbox made unwritable), or -1. */
 static int clear_dir_but(int dir_fd, const char *const *keep)
 {
     DIR *d = fs_opendir_at(dir_fd, ".");
     if (!d)
         return -1;
+    int left = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
@@ -216,31 +217,39 @@ static int clear_dir_but(int dir_fd, const char *const *keep)
         bool kept = false;
         for (size_t i = 0; keep && keep[i] && !kept; i++)
             kept = strcmp(de->d_name, keep[i]) == 0;
-        if (kept)
+        if (kept || unlinkat(dirfd(d), de->d_name, 0) == 0)
             continue;
-        if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno == EISDIR) {
+        if (errno == EISDIR) {
+            /* A directory the sandbox left read-only (a Go module cache is
+             * 0555) is the user's own: its owner's bits back first (a
+             * symlink never answers EISDIR; nothing of the sandbox runs
+             * any more). */
+            fchmodat(dirfd(d), de->d_name, S_IRWXU, 0);
             int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
             if (sub >= 0) {
                 clear_dir_but(sub, NULL);
                 close(sub);
             }
-            unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+            if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) == 0)
+                continue;
         }
+        left++;
     }
     closedir(d);
-    return 0;
+    return left;
 }
 
 /* A removed session's logs stay for `cordon log` until gc_hours pass,
  * under STATE_LOGS_DIR/NAME in the state root, replacing an older
- * session's of the same name. The session's directory itself moves
- * there, emptied but for its two logs and its lock file: one rename
- * removes the session atomically (the lock is still held), and no inode
- * is freed at the session's end (on ext4 the lock file's and the
- * directory's eviction were half a millisecond of it); gc_logs frees them
- * with the logs. Returns false when the move failed: the caller then
- * removes the directory in place (its logs are lost, the session is
- * removed in any case). */
+ * session's of the same name. When everything else could be removed, the
+ * session's directory itself moves there with its two logs and its lock
+ * file: one rename removes the session atomically (the lock is still
+ * held), and no inode is freed at the session's end (on ext4 the lock
+ * file's and the directory's eviction were half a millisecond of it);
+ * gc_logs frees them with the logs. Otherwise (a directory the sandbox
+ * left unwritable, a failed move) only the two logs move and false is
+ * returned: the caller removes what it can, and what stays is a session
+ * directory `cordon ls` still shows, as before. */
 static bool retire_to_logs(struct state_owner *o)
 {
     static const char *const keep[] = {STATE_AUDIT_FILE, STATE_NETWORK_FILE, LOCK_FILE, NULL};
@@ -253,13 +262,21 @@ static bool retire_to_logs(struct state_owner *o)
         openat(root, STATE_LOGS_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (logs < 0)
         return false;
-    clear_dir_but(o->dir_fd, keep);
+    int left = clear_dir_but(o->dir_fd, keep);
     fs_remove_tree_at(logs, o->name);
-    if (renameat(root, o->name, logs, o->name) < 0)
+    if (left == 0 && renameat(root, o->name, logs, o->name) == 0) {
+        /* gc_logs ages the directory by its modification time. */
+        utimensat(logs, o->name, NULL, AT_SYMLINK_NOFOLLOW);
+        return true;
+    }
+    if (mkdirat(logs, o->name, 0700) < 0)
         return false;
-    /* gc_logs ages the directory by its modification time. */
-    utimensat(logs, o->name, NULL, AT_SYMLINK_NOFOLLOW);
-    return true;
+    _cleanup_close_ int dest = openat(logs, o->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dest >= 0) {
+        renameat(o->dir_fd, STATE_AUDIT_FILE, dest, STATE_AUDIT_FILE);
+        renameat(o->dir_fd, STATE_NETWORK_FILE, dest, STATE_NETWORK_FILE);
+    }
+    return false;
 }
 
 /* Removes the preserved logs older than HOURS (by their directory's

@@ -15,10 +15,13 @@ const char *account_home(uid_t uid)
         return home;
     free(home);
     home = NULL;
+    cached = false;
     struct passwd *pw = getpwuid(uid);
     if (pw && pw->pw_dir)
         home = strdup(pw->pw_dir);
-    cached = true;
+    /* A failed lookup (no entry, or a directory service that did not
+     * answer) is asked again next time. */
+    cached = home != NULL;
     cached_uid = uid;
     return home;
 }

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 /* uid's home directory as the password database gives it (not checked),
- * or NULL when it has no entry. The string lives as long as the process
- * (or until the next call for another uid). */
+ * or NULL when it has no entry (not cached: asked again next time). The
+ * string lives as long as the process (or until the next call for another
+ * uid). */
 const char *account_home(uid_t uid);

@@ -57,6 +57,22 @@ cordon_run "$ws" -- bash -c 'ls -A ~ | wc -l'
 is "a session sandbox's home starts empty (nothing kept)" "$out" "0"
 (cd "$ws" && "$CORDON" rm keep >/dev/null)
 
+# A kept home the sandbox left read-only (a Go module cache is 0555, a
+# directory may be 000): `cordon rm` removes all of it, the logs stay under
+# .logs/NAME (with the lock file, nothing else), and the name is reusable.
+cordon_run "$ws" --name rohome --teardown stop -- bash -c \
+    'mkdir -p ~/gomod/pkg@v1/sub ~/locked && echo x > ~/gomod/pkg@v1/sub/f && chmod -R a-w ~/gomod && chmod 000 ~/locked'
+out=$(cd "$ws" && "$CORDON" rm rohome 2>&1)
+is "cordon rm of a sandbox whose home holds read-only directories" "$out" "rohome"
+ok "... removes its state directory" test ! -e "$root/rohome"
+is "... and keeps only its logs and lock file under .logs" \
+    "$(ls -A "$root/.logs/rohome" 2>/dev/null | grep -v -e '^audit' -e '^network' -e '^lock$' | wc -l)" 0
+out=$(cd "$ws" && "$CORDON" ls)
+unlike "... and cordon ls no longer lists it" "$out" "rohome"
+cordon_run "$ws" --name rohome -- true
+is "... and the name starts again" "$rc" 0
+(cd "$ws" && "$CORDON" rm rohome >/dev/null 2>&1)
+
 # --- ownership ---
 (cd "$ws" && exec "$CORDON" run --name owned -- sleep 5) &
 pid=$!

@@ -691,6 +691,20 @@ static void test_canonicalize_lenient(void)
         is_str(got ? got : "(null)", path_of("%s/%s", real_base, cases[i].want),
                "canonicalize_lenient %s", cases[i].rel);
     }
+    _cleanup_free_ char *slashes = cfg_canonicalize_lenient("//nonexistent-cordon-dir");
+    is_str(slashes ? slashes : "(null)", "/nonexistent-cordon-dir",
+           "canonicalize_lenient: leading slashes of a missing path");
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) && chdir(base) == 0) {
+        _cleanup_free_ char *rel = cfg_canonicalize_lenient("dir/missing");
+        is_str(rel ? rel : "(null)", path_of("%s/dir/missing", real_base),
+               "canonicalize_lenient: a relative path with a missing tail");
+        _cleanup_free_ char *one = cfg_canonicalize_lenient("d/missing");
+        is_str(one ? one : "(null)", "(null)",
+               "canonicalize_lenient: a relative path with no existing prefix");
+        if (chdir(cwd) != 0)
+            abort();
+    }
     _cleanup_free_ char *top = cfg_canonicalize_lenient("/nonexistent-cordon-dir/a/b");
     is_str(top ? top : "(null)", "/nonexistent-cordon-dir/a/b",
            "canonicalize_lenient: nothing below / exists");
