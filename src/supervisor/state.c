@@ -224,7 +224,8 @@ static int clear_dir_but(int dir_fd, const char *const *keep)
              * 0555) is the user's own: its owner's bits back first (a
              * symlink never answers EISDIR; nothing of the sandbox runs
              * any more). */
-            fchmodat(dirfd(d), de->d_name, S_IRWXU, 0);
+            int chmod_rc = fchmodat(dirfd(d), de->d_name, S_IRWXU, 0);
+            (void)chmod_rc; /* a failure shows as the directory left below */
             int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
             if (sub >= 0) {
                 clear_dir_but(sub, NULL);
