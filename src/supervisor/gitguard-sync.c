@@ -212,16 +212,10 @@ void gitguard_sync(struct gitguard *g)
 static int owner_bits_back(int fd, const char *what, mode_t add)
 {
     struct stat st;
-    char proc[64];
     if (fstat(fd, &st) < 0)
         return -1;
-    if (st.st_uid != geteuid()) {
-        errno = EACCES;
-        return -1;
-    }
-    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
     mode_t mode = st.st_mode & 07777;
-    if (chmod(proc, mode | add) < 0)
+    if (fs_owner_bits_back(fd, add) < 0)
         return -1;
     log_warn("cordon gave %s its owner's permissions back (mode %o, now %o): the sandbox had "
              "taken them, which hides files from the host's checks or keeps them in place",

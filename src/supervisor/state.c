@@ -201,10 +201,14 @@ int state_set_status(struct state_owner *o, const char *status, pid_t sandbox_pi
     return rc < 0 ? error_set(err, errno, "sandbox %s: writing the lock record", o->name) : 0;
 }
 
+/* How deep a removed session's directory is emptied (its kept home is the
+ * sandbox's to fill); fs_remove_tree_at stops at the same depth. */
+#define STATE_CLEAR_DEPTH 32
+
 /* Empties dir_fd but for the names in KEEP (NULL-terminated, or NULL),
- * subdirectories with their contents. Returns how many entries stayed
- * that were not kept (a directory the sandbox made unwritable), or -1. */
-static int clear_dir_but(int dir_fd, const char *const *keep)
+ * subdirectories with their contents (DEPTH levels down at most). Returns
+ * how many entries stayed that were not kept, or -1. */
+static int clear_dir_below(int dir_fd, const char *const *keep, int depth)
 {
     DIR *d = fs_opendir_at(dir_fd, ".");
     if (!d)
@@ -219,18 +223,22 @@ static int clear_dir_but(int dir_fd, const char *const *keep)
             kept = strcmp(de->d_name, keep[i]) == 0;
         if (kept || unlinkat(dirfd(d), de->d_name, 0) == 0)
             continue;
-        if (errno == EISDIR) {
+        if (errno == EISDIR && depth > 0) {
             /* A directory the sandbox left read-only (a Go module cache is
-             * 0555) is the user's own: its owner's bits back first (a
-             * symlink never answers EISDIR; nothing of the sandbox runs
-             * any more). */
-            int chmod_rc = fchmodat(dirfd(d), de->d_name, S_IRWXU, 0);
-            (void)chmod_rc; /* a failure shows as the directory left below */
-            int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+             * 0555, or 000) is the user's own: its owner's bits come back
+             * through an O_PATH fd (which needs none), and it is read
+             * through that fd, not through its name again. */
+            int pinned =
+                openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int sub = -1;
+            if (pinned >= 0 && fs_owner_bits_back(pinned, S_IRWXU) >= 0)
+                sub = openat(pinned, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (sub >= 0) {
-                clear_dir_but(sub, NULL);
+                clear_dir_below(sub, NULL, depth - 1);
                 close(sub);
             }
+            if (pinned >= 0)
+                close(pinned);
             if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) == 0)
                 continue;
         }
@@ -263,7 +271,7 @@ static bool retire_to_logs(struct state_owner *o)
         openat(root, STATE_LOGS_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (logs < 0)
         return false;
-    int left = clear_dir_but(o->dir_fd, keep);
+    int left = clear_dir_below(o->dir_fd, keep, STATE_CLEAR_DEPTH);
     fs_remove_tree_at(logs, o->name);
     if (left == 0 && renameat(root, o->name, logs, o->name) == 0) {
         /* gc_logs ages the directory by its modification time. */
@@ -307,7 +315,7 @@ void state_release(struct state_owner *o, bool remove)
     /* Moved or deleted while still holding the lock, so nobody takes a
      * half-removed session. */
     if (remove && o->dir_fd >= 0 && o->dir && !retire_to_logs(o)) {
-        clear_dir_but(o->dir_fd, NULL);
+        clear_dir_below(o->dir_fd, NULL, STATE_CLEAR_DEPTH);
         rmdir(o->dir);
     }
     if (o->lock_fd >= 0)

@@ -54,3 +54,9 @@ int fs_rename_temp(int dir, const char *tmp, const char *name, bool ok);
  * followed (a symlink is removed, not its target), at most 32 levels deep
  * (deeper entries stay, and so do their parents). */
 void fs_remove_tree_at(int parent, const char *name);
+
+/* Adds ADD to the permission bits of the file FD is open on (any fd of it,
+ * O_PATH included: the name is not looked up again), when it is this
+ * user's. 1 when bits were added, 0 when none were missing, -1 with errno
+ * (EACCES: another user's). */
+int fs_owner_bits_back(int fd, mode_t add);
