@@ -52,6 +52,11 @@ if [ -d "$CORDON_SRC/tests/agents/node_modules" ] &&
 fi
 [ -d "$CORDON_SRC/src" ] && cp -r "$CORDON_SRC/src" "$stage/src/src"
 [ -d "$CORDON_SRC/integrations" ] && cp -r "$CORDON_SRC/integrations" "$stage/src/integrations"
+# The benchmarks' scripts and seccomp-export, where bench/lib.sh looks for
+# it next to the cordon it runs (integration/bench-views).
+[ -d "$CORDON_SRC/bench" ] && cp -r "$CORDON_SRC/bench" "$stage/src/bench"
+[ -x "$CORDON_BUILD/bench/seccomp-export" ] &&
+    mkdir -p "$stage/bench" && cp "$CORDON_BUILD/bench/seccomp-export" "$stage/bench/"
 # The repository's root package.json (pi's git install) and docs (the
 # snippets tests/e2e/agents-config.mjs runs).
 [ -f "$CORDON_SRC/package.json" ] && cp "$CORDON_SRC/package.json" "$stage/src/package.json"
