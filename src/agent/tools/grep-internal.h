@@ -93,6 +93,9 @@ struct prefilter {
     size_t head; /* the next job the calling thread searches */
     size_t next; /* the next job a worker looks at */
     bool closing;
+    int planned;       /* workers pf_start means to start (set before the first runs) */
+    int idle;          /* workers waiting for work */
+    bool head_waiting; /* the calling thread waits for the head job */
     pthread_t threads[PF_WORKERS_MAX];
     int nthreads;
 };

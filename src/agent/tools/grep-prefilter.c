@@ -40,8 +40,10 @@
  * calling thread skips it without opening it. Anything else (a match, a NUL,
  * an error, a file too large or not regular) is searched as before. */
 
-#define PF_WINDOW   4096       /* files walked ahead of the search */
-#define PF_FILE_MAX (4u << 20) /* larger files are left to the search */
+#define PF_WINDOW     4096        /* files walked ahead of the search */
+#define PF_FILE_MAX   (4u << 20)  /* larger files are left to the search */
+#define PF_BATCH      16          /* files a worker takes at once, at most */
+#define PF_READ_FIRST (64u << 10) /* a worker's first buffer */
 
 enum pf_state { PF_PENDING, PF_RUNNING, PF_CLEAN, PF_SEARCH, PF_DIR_ERROR };
 
@@ -112,25 +114,33 @@ const char *needle_find(const char *hay, size_t len, const char *needle, size_t 
     return NULL;
 }
 
-/* PF_CLEAN when the whole file was read and holds no match and no NUL. */
+/* PF_CLEAN when the whole file was read and holds no match and no NUL.
+ * The walk listed it as a regular file; it is read to its end into the
+ * worker's buffer (grown to PF_FILE_MAX at most) without an fstat: one
+ * system call fewer a file. Whatever is not a plain readable file of at
+ * most PF_FILE_MAX bytes by now (a FIFO swapped in answers EAGAIN) is left
+ * to the search. */
 static enum pf_state pf_check(struct prefilter *pf, const char *rel, char **buf, size_t *cap,
                               pcre2_match_data *md)
 {
     _cleanup_close_ int fd = pf_open(pf->root_fd, rel);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > PF_FILE_MAX)
+    if (fd < 0)
         return PF_SEARCH;
-    size_t want = (size_t)st.st_size + 1; /* one more: a file that grew */
-    if (want > *cap) {
-        char *p = realloc(*buf, want);
-        if (!p)
-            return PF_SEARCH;
-        *buf = p;
-        *cap = want;
-    }
     size_t len = 0;
     for (;;) {
-        ssize_t n = read(fd, *buf + len, want - len);
+        if (len == *cap) {
+            if (*cap > PF_FILE_MAX)
+                return PF_SEARCH;
+            size_t grown = *cap ? *cap * 2 : PF_READ_FIRST;
+            if (grown > PF_FILE_MAX + 1)
+                grown = PF_FILE_MAX + 1;
+            char *p = realloc(*buf, grown);
+            if (!p)
+                return PF_SEARCH;
+            *buf = p;
+            *cap = grown;
+        }
+        ssize_t n = read(fd, *buf + len, *cap - len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -138,8 +148,6 @@ static enum pf_state pf_check(struct prefilter *pf, const char *rel, char **buf,
         if (n == 0)
             break;
         len += (size_t)n;
-        if (len == want)
-            return PF_SEARCH; /* larger than it said */
     }
     /* Without the needle there is no match, binary or not (the search
      * would print nothing for it either way): one pass over the file. */
@@ -158,6 +166,9 @@ static void *pf_worker(void *arg)
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
     char *buf = NULL;
     size_t cap = 0;
+    size_t taken[PF_BATCH];
+    const char *rel[PF_BATCH];
+    enum pf_state done[PF_BATCH];
     pthread_mutex_lock(&pf->mu);
     for (;;) {
         if (pf->next < pf->head)
@@ -167,18 +178,31 @@ static void *pf_worker(void *arg)
         if (pf->next >= pf->count) {
             if (pf->closing)
                 break;
+            pf->idle++;
             pthread_cond_wait(&pf->work_cv, &pf->mu);
+            pf->idle--;
             continue;
         }
-        size_t i = pf->next++;
-        struct pf_job *job = pf_job(pf, i);
-        job->state = PF_RUNNING;
-        const char *rel = job->abs + job->rel_at; /* not moved while running */
+        /* A share of what is queued, up to PF_BATCH: one lock and one
+         * wake-up per batch, not per file, and work left for the others. */
+        size_t share = (pf->count - pf->next) / (size_t)pf->planned;
+        size_t n = 0, want = share < 1 ? 1 : share > PF_BATCH ? PF_BATCH : share;
+        while (n < want && pf->next < pf->count) {
+            struct pf_job *job = pf_job(pf, pf->next);
+            if (job->state == PF_PENDING) {
+                job->state = PF_RUNNING;
+                taken[n] = pf->next;
+                rel[n++] = job->abs + job->rel_at; /* not freed while running */
+            }
+            pf->next++;
+        }
         pthread_mutex_unlock(&pf->mu);
-        enum pf_state st = md ? pf_check(pf, rel, &buf, &cap, md) : PF_SEARCH;
+        for (size_t k = 0; k < n; k++)
+            done[k] = md ? pf_check(pf, rel[k], &buf, &cap, md) : PF_SEARCH;
         pthread_mutex_lock(&pf->mu);
-        pf_job(pf, i)->state = st;
-        if (i == pf->head)
+        for (size_t k = 0; k < n; k++)
+            pf_job(pf, taken[k])->state = done[k];
+        if (pf->head_waiting)
             pthread_cond_signal(&pf->done_cv);
     }
     pthread_mutex_unlock(&pf->mu);
@@ -207,13 +231,17 @@ int pf_drain(struct prefilter *pf, bool wait)
 {
     pthread_mutex_lock(&pf->mu);
     int ret = 0;
+    if (wait && pf->idle)
+        pthread_cond_broadcast(&pf->work_cv); /* the last, short batch */
     while (pf->head < pf->count) {
         struct pf_job *job = pf_job(pf, pf->head);
         bool behind = wait || pf->count - pf->head >= PF_WINDOW;
         if (job->state == PF_RUNNING || (job->state == PF_PENDING && !behind)) {
             if (!behind)
                 break; /* walk on: the workers catch up */
+            pf->head_waiting = true;
             pthread_cond_wait(&pf->done_cv, &pf->mu);
+            pf->head_waiting = false;
             continue;
         }
         enum pf_state state = job->state; /* pending: searched here */
@@ -273,7 +301,10 @@ int pf_push(struct prefilter *pf, const struct walk_entry *e, char *display, con
         .state = e ? PF_PENDING : PF_DIR_ERROR,
     };
     pf->count++;
-    pthread_cond_signal(&pf->work_cv);
+    /* An idle worker is woken once a batch is queued (or by pf_drain at the
+     * end), not for every file. */
+    if (pf->idle && pf->count - pf->next >= PF_BATCH)
+        pthread_cond_signal(&pf->work_cv);
     pthread_mutex_unlock(&pf->mu);
     return 0;
 }
@@ -295,7 +326,7 @@ bool pf_start(struct prefilter *pf, struct grep_state *g, int root_fd)
         return false;
     if (want > PF_WORKERS_MAX)
         want = PF_WORKERS_MAX;
-    *pf = (struct prefilter){.g = g, .root_fd = root_fd};
+    *pf = (struct prefilter){.g = g, .root_fd = root_fd, .planned = want};
     pthread_mutex_init(&pf->mu, NULL);
     pthread_cond_init(&pf->work_cv, NULL);
     pthread_cond_init(&pf->done_cv, NULL);

@@ -95,15 +95,45 @@ static struct ignore_rules *load_rules(int dirfd, const char *name)
     return ignore_rules_parse(text, len, WALK_IGNORE_RULES_MAX);
 }
 
-static void frame_load_rules(struct walker *w, struct walk_frame *f, bool parent_has_git)
+/* The names a directory's rules come from: which of them it holds. */
+enum {
+    HAS_CUSTOM = 1 << 0,
+    HAS_IGNORE = 1 << 1,
+    HAS_GITIGNORE = 1 << 2,
+    HAS_GIT = 1 << 3,
+    HAS_ALL = HAS_CUSTOM | HAS_IGNORE | HAS_GITIGNORE | HAS_GIT,
+};
+
+static unsigned rule_name_bit(const struct walker *w, const char *name)
+{
+    if (name[0] != '.')
+        return 0;
+    if (strcmp(name, ".gitignore") == 0)
+        return HAS_GITIGNORE;
+    if (strcmp(name, ".ignore") == 0)
+        return HAS_IGNORE;
+    if (strcmp(name, ".git") == 0)
+        return HAS_GIT;
+    if (w->opt->custom_ignore_name && strcmp(name, w->opt->custom_ignore_name) == 0)
+        return HAS_CUSTOM;
+    return 0;
+}
+
+/* Loads the rules of a directory; present says which of the names may be
+ * there (HAS_ALL for a directory that was not listed: each is tried), so a
+ * listed directory without them costs no system call. */
+static void frame_load_rules(struct walker *w, struct walk_frame *f, bool parent_has_git,
+                             unsigned present)
 {
     struct stat st;
-    bool has_git = fstatat(f->fd, ".git", &st, 0) == 0;
+    bool has_git = (present & HAS_GIT) && fstatat(f->fd, ".git", &st, 0) == 0;
     f->chain_has_git = parent_has_git || has_git;
-    if (w->opt->custom_ignore_name)
+    if (w->opt->custom_ignore_name && (present & HAS_CUSTOM))
         f->rules[CAT_CUSTOM] = load_rules(f->fd, w->opt->custom_ignore_name);
-    f->rules[CAT_IGNORE] = load_rules(f->fd, ".ignore");
-    f->rules[CAT_GIT] = load_rules(f->fd, ".gitignore");
+    if (present & HAS_IGNORE)
+        f->rules[CAT_IGNORE] = load_rules(f->fd, ".ignore");
+    if (present & HAS_GITIGNORE)
+        f->rules[CAT_GIT] = load_rules(f->fd, ".gitignore");
     if (has_git && S_ISDIR(st.st_mode))
         f->rules[CAT_EXCLUDE] = load_rules(f->fd, ".git/info/exclude");
 }
@@ -113,9 +143,9 @@ static int dirent_cmp(const void *a, const void *b)
     return strcmp(((const struct walk_dirent *)a)->name, ((const struct walk_dirent *)b)->name);
 }
 
-static enum walk_type type_of(int dirfd, const struct dirent *de)
+static enum walk_type type_of(int dirfd, const char *name, unsigned char d_type)
 {
-    switch (de->d_type) {
+    switch (d_type) {
     case DT_DIR:
         return WALK_DIR;
     case DT_REG:
@@ -128,7 +158,7 @@ static enum walk_type type_of(int dirfd, const struct dirent *de)
         return WALK_OTHER;
     }
     struct stat st;
-    if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return WALK_OTHER;
     if (S_ISDIR(st.st_mode))
         return WALK_DIR;
@@ -139,35 +169,44 @@ static enum walk_type type_of(int dirfd, const struct dirent *de)
     return WALK_OTHER;
 }
 
-/* Lists the directory, sorted. An unreadable directory lists as empty. */
-static int frame_read_entries(struct walk_frame *f)
+/* Lists the directory, sorted, through getdents64 on the frame's own fd
+ * (no duplicate, no DIR stream: three system calls fewer a directory, and
+ * one read of up to WALK_LIST_BUF bytes of entries at a time). An
+ * unreadable directory lists as empty. *present gets the rule files'
+ * names it holds (rule_name_bit). */
+#define WALK_LIST_BUF (32u * 1024)
+static int frame_read_entries(struct walker *w, struct walk_frame *f, unsigned *present)
 {
-    int dup_fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 3);
-    if (dup_fd < 0)
-        return 0;
-    _cleanup_closedir_ DIR *dir = fdopendir(dup_fd);
-    if (!dir) {
-        close(dup_fd);
-        return 0;
-    }
+    _Alignas(struct dirent64) char buf[WALK_LIST_BUF];
     size_t cap = 0;
-    struct dirent *de;
-    while (f->count < WALK_MAX_DIR_ENTRIES && (de = readdir(dir))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+    *present = 0;
+    while (f->count < WALK_MAX_DIR_ENTRIES) {
+        ssize_t n = getdents64(f->fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
             continue;
-        if (f->count == cap) {
-            cap = cap ? cap * 2 : 32;
-            struct walk_dirent *p = realloc(f->entries, cap * sizeof(*p));
-            if (!p)
+        if (n <= 0)
+            break;
+        for (ssize_t at = 0; at < n && f->count < WALK_MAX_DIR_ENTRIES;) {
+            const struct dirent64 *de = (const struct dirent64 *)(buf + at);
+            at += de->d_reclen;
+            const char *name = de->d_name;
+            if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
+                continue;
+            if (f->count == cap) {
+                cap = cap ? cap * 2 : 32;
+                struct walk_dirent *p = realloc(f->entries, cap * sizeof(*p));
+                if (!p)
+                    return -1;
+                f->entries = p;
+            }
+            char *copy = strdup(name);
+            if (!copy)
                 return -1;
-            f->entries = p;
+            *present |= rule_name_bit(w, name);
+            f->entries[f->count].name = copy;
+            f->entries[f->count].type = type_of(f->fd, name, de->d_type);
+            f->count++;
         }
-        char *name = strdup(de->d_name);
-        if (!name)
-            return -1;
-        f->entries[f->count].name = name;
-        f->entries[f->count].type = type_of(f->fd, de);
-        f->count++;
     }
     if (f->count > 1)
         qsort(f->entries, f->count, sizeof(*f->entries), dirent_cmp);
@@ -192,9 +231,10 @@ static int push_frame(struct walker *w, int fd, char *path, bool parent_has_git,
     f->fd = fd;
     f->path = path;
     f->path_len = strlen(path);
-    frame_load_rules(w, f, parent_has_git);
-    if (read_entries)
-        return frame_read_entries(f);
+    unsigned present = HAS_ALL;
+    if (read_entries && frame_read_entries(w, f, &present) < 0)
+        return -1;
+    frame_load_rules(w, f, parent_has_git, present);
     return 0;
 }
 
@@ -305,6 +345,9 @@ int walk_tree(const char *root, const struct walk_options *options, struct cordo
         ret = error_set(err, errno, "%s", root);
         goto out;
     }
+    /* A duplicate shares the pinned fd's offset: list from the start. */
+    if (options->have_root_fd)
+        (void)lseek(root_fd, 0, SEEK_SET);
     char *root_path = strndup(root, root_len);
     if (!root_path) {
         close(root_fd);

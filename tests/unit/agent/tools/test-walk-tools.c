@@ -303,6 +303,46 @@ static void test_grep_prefilter(void)
     free(want.data);
 }
 
+/* More files than the prefilter keeps ahead of the search (PF_WINDOW,
+ * 4096), in directories of different sizes: the workers take them in
+ * batches and the calling thread takes its own share once it is that far
+ * behind; the result is still every match once, in the walk's order, and a
+ * limit still cuts at the first matches. */
+static void test_grep_prefilter_window(void)
+{
+    static const int sizes[] = {4500, 3, 17, 1200};
+    char *want = NULL;
+    size_t want_len = 0;
+    FILE *w = open_memstream(&want, &want_len);
+    int matches = 0;
+    for (int d = 0; d < 4; d++) {
+        for (int i = 0; i < sizes[d]; i++) {
+            char rel[64];
+            snprintf(rel, sizeof(rel), "window/d%d/f%05d", d, i);
+            bool hit = i % 97 == 3 || i == sizes[d] - 1;
+            put(rel, hit ? "hay\nthe marker_q here\n" : "hay\nnothing\n");
+            if (hit)
+                fprintf(w, "%sd%d/f%05d:2: the marker_q here", matches++ ? "\n" : "", d, i);
+        }
+    }
+    fclose(w);
+    char *out = run("grep", "{\"pattern\":\"marker_q\",\"path\":\"window\",\"limit\":1000}", NULL);
+    is_str(out, want, "grep over 5,720 files: every match once, in the walk's order (%d)", matches);
+    free(out);
+    out = run("grep", "{\"pattern\":\"mark(er)_q\",\"path\":\"window\",\"limit\":1000}", NULL);
+    is_str(out, want, "the same with a regex");
+    free(out);
+    out = run("grep", "{\"pattern\":\"marker_q\",\"path\":\"window\",\"limit\":50}", NULL);
+    char *cut = want;
+    for (int i = 0; i < 50 && cut; i++)
+        cut = strchr(cut + 1, '\n');
+    size_t n = cut ? (size_t)(cut - want) : strlen(want);
+    ok(strncmp(out, want, n) == 0 && out[n] == '\n' && strstr(out, "50 matches limit reached"),
+       "with a limit: the first 50 matches in the walk's order");
+    free(out);
+    free(want);
+}
+
 /* The prefilter's needle search (memchr on the needle's rarest byte, memmem
  * once that byte turns out common): a needle at the first and the last
  * byte of a file, after many false candidates, and a near miss. */
@@ -341,6 +381,7 @@ int main(void)
     test_robustness();
     test_ignore_fast_paths();
     test_grep_prefilter();
+    test_grep_prefilter_window();
     test_grep_rare_byte();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
