@@ -19,11 +19,55 @@
 #define GLOB_DEPTH_LIMIT 2000
 #define GLOB_PATTERN_MAX 8192
 
+#define GLOB_SUFFIX_MAX 32
+
 struct tool_glob {
     pcre2_code *code;
     pcre2_match_data *match_data;
     pcre2_match_context *match_context;
+    /* The plain ASCII characters the pattern ends with (see glob_suffix):
+     * a subject that does not end with them cannot match, and is refused
+     * without running the pattern. */
+    char suffix[GLOB_SUFFIX_MAX];
+    size_t suffix_len;
+    bool suffix_fold; /* compared ASCII case-insensitively */
 };
+
+/* The pattern's trailing run of characters that stand for themselves and
+ * only themselves: ASCII, no metacharacter, no '\' (what it escapes is
+ * part of the run only as the run's first character, which it is not), no
+ * '/' ("**" + "/" may match nothing). Case-insensitively, no 'k' or 's',
+ * which Unicode folds with the Kelvin and long-s signs. */
+static size_t glob_suffix(const char *pattern, size_t len, bool fold)
+{
+    size_t n = 0;
+    while (n < len && n < GLOB_SUFFIX_MAX) {
+        unsigned char c = (unsigned char)pattern[len - 1 - n];
+        if (c == 0 || c >= 0x80 || strchr("*?[]{},\\/", c))
+            break;
+        if (fold && ((c | 0x20) == 'k' || (c | 0x20) == 's'))
+            break;
+        n++;
+    }
+    return n;
+}
+
+static bool ends_with_suffix(const struct tool_glob *glob, const char *subject, size_t len)
+{
+    size_t n = glob->suffix_len;
+    if (len < n)
+        return false;
+    const char *tail = subject + len - n;
+    if (!glob->suffix_fold)
+        return memcmp(tail, glob->suffix, n) == 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char a = (unsigned char)tail[i], b = (unsigned char)glob->suffix[i];
+        if (a != b && !(a >= 'A' && a <= 'Z' && (a | 0x20) == b) &&
+            !(b >= 'A' && b <= 'Z' && (b | 0x20) == a))
+            return false;
+    }
+    return true;
+}
 
 /* One pattern byte as a regex literal: ASCII punctuation escaped, other
  * bytes (UTF-8 sequences included) copied through. */
@@ -286,6 +330,9 @@ int tool_glob_compile(const char *pattern, size_t len, unsigned flags, struct to
         return error_set(err, ENOMEM, "glob");
     }
     g->code = re;
+    g->suffix_fold = (flags & TOOL_GLOB_CASE_INSENSITIVE) != 0;
+    g->suffix_len = glob_suffix(pattern, len, g->suffix_fold);
+    memcpy(g->suffix, pattern + len - g->suffix_len, g->suffix_len);
     /* JIT is an optimisation only; interpretation gives the same answers. */
     (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
     g->match_data = pcre2_match_data_create_from_pattern(re, NULL);
@@ -302,6 +349,8 @@ int tool_glob_compile(const char *pattern, size_t len, unsigned flags, struct to
 
 bool tool_glob_match(const struct tool_glob *glob, const char *subject, size_t len)
 {
+    if (!ends_with_suffix(glob, subject, len))
+        return false;
     int rc = pcre2_match(glob->code, (PCRE2_SPTR)subject, len, 0, 0, glob->match_data,
                          glob->match_context);
     return rc >= 0;

@@ -5,6 +5,9 @@
 #include "agent/tools/ignore.h"
 #include "tap.h"
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,9 +152,110 @@ static void test_ignore(void)
     ignore_rules_free(o);
 }
 
+/* The pattern alone (tool_glob_to_regex, compiled as glob.c compiles it),
+ * without the matcher's shortcut on the pattern's literal ending. */
+static bool regex_alone(const char *pattern, unsigned flags, const char *subject)
+{
+    struct cordon_error err = {0};
+    char *rx = tool_glob_to_regex(pattern, strlen(pattern), flags, &err);
+    if (!rx)
+        return false;
+    uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_DOTALL;
+    if (flags & CI)
+        options |= PCRE2_CASELESS | PCRE2_UCP;
+    int code;
+    PCRE2_SIZE off;
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR)rx, PCRE2_ZERO_TERMINATED, options, &code, &off, NULL);
+    free(rx);
+    if (!re)
+        return false;
+    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    int rc = pcre2_match(re, (PCRE2_SPTR)subject, strlen(subject), 0, 0, md, NULL);
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+    return rc >= 0;
+}
+
+/* A subject that does not end with the pattern's literal ending is refused
+ * before the pattern runs: never a different answer from the pattern's. */
+static void test_glob_suffix(void)
+{
+    check("**/d3/**/*.go", SEP | CI, "/t/ws/d3/x/a.GO", true);
+    check("**/d3/**/*.go", SEP, "/t/ws/d3/x/a.GO", false);
+    check("*.ks", SEP | CI, "a.\xe2\x84\xaas", true); /* KELVIN SIGN folds with k */
+    check("*.S", SEP | CI, "a.\xc5\xbf", true);       /* LONG S folds with s */
+    check("**/", SEP, "", true);
+    check("a/**/", SEP, "a/", true);
+    check("x\\*", SEP, "x*", true);
+    check("*.{c,h}", SEP, "a.h", true);
+    check("*.go", SEP, "go", false);
+    static const char *const patterns[] = {
+        "*.go", "**/*.go",   "**/d3/**/*.go", "*.GO",     "**/",   "a/**/",
+        "a/**", "x\\*",      "*.{c,h}",       "*.[ch]",   "?o",    "*.ks",
+        "*.Ks", "*s",        "*.tar.gz",      "src/*.rs", "*/",    "**",
+        "a\\b", "*\xc3\xa9", "*.é",           "\\.go",    "*.go/",
+    };
+    static const char *const subjects[] = {
+        "",
+        "go",
+        "a.go",
+        "a.GO",
+        "d3/a.go",
+        "/t/d3/x/a.go",
+        "/t/d3/x/a.Go",
+        "a/",
+        "a",
+        "a/b/",
+        "x*",
+        "xy",
+        "a.c",
+        "a.h",
+        "a.H",
+        "a.\xe2\x84\xaas",
+        "a.K\xc5\xbf",
+        "s",
+        "a.tar.gz",
+        "src/main.rs",
+        "x/",
+        "ab",
+        "a\\b",
+        "\xc3\xa9",
+        "a.\xc3\x89",
+        ".go",
+        "a.go/",
+        "a.go\n",
+        "\xff.go",
+    };
+    int differ = 0;
+    for (size_t p = 0; p < sizeof(patterns) / sizeof(*patterns); p++) {
+        for (unsigned flags = 0; flags < 4; flags++) {
+            struct cordon_error err = {0};
+            struct tool_glob *g = NULL;
+            if (tool_glob_compile(patterns[p], strlen(patterns[p]), flags, &g, &err) < 0)
+                continue;
+            for (size_t i = 0; i < sizeof(subjects) / sizeof(*subjects); i++) {
+                bool got = tool_glob_match(g, subjects[i], strlen(subjects[i]));
+                if (got != regex_alone(patterns[p], flags, subjects[i])) {
+                    if (differ++ < 5)
+                        tap_diag("'%s' (flags %u) on '%s': %d", patterns[p], flags, subjects[i],
+                                 got);
+                }
+            }
+            tool_glob_free(g);
+        }
+    }
+    ok(differ == 0,
+       "the shortcut gives the pattern's own answer on %zu patterns x %zu subjects x 4 "
+       "flag sets (%d differ)",
+       sizeof(patterns) / sizeof(*patterns), sizeof(subjects) / sizeof(*subjects), differ);
+}
+
 int main(void)
 {
     test_glob();
+    test_glob_suffix();
     test_glob_hostile();
     test_ignore();
     return tap_done();
