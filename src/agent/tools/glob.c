@@ -347,11 +347,14 @@ int tool_glob_compile(const char *pattern, size_t len, unsigned flags, struct to
     return 0;
 }
 
-bool tool_glob_match(const struct tool_glob *glob, const char *subject, size_t len)
+bool tool_glob_match_pattern(const struct tool_glob *glob, const char *subject, size_t len)
 {
-    if (!ends_with_suffix(glob, subject, len))
-        return false;
     int rc = pcre2_match(glob->code, (PCRE2_SPTR)subject, len, 0, 0, glob->match_data,
                          glob->match_context);
     return rc >= 0;
+}
+
+bool tool_glob_match(const struct tool_glob *glob, const char *subject, size_t len)
+{
+    return ends_with_suffix(glob, subject, len) && tool_glob_match_pattern(glob, subject, len);
 }

@@ -27,6 +27,10 @@ int tool_glob_compile(const char *pattern, size_t len, unsigned flags, struct to
 /* Whole-string match. A match that exceeds PCRE2's match limit counts as no
  * match, so hostile patterns cannot stall a walk. */
 bool tool_glob_match(const struct tool_glob *glob, const char *subject, size_t len);
+/* The same answer from the compiled pattern alone, without the shortcut that
+ * refuses a subject not ending with the pattern's plain characters (for the
+ * test that holds the two equal). */
+bool tool_glob_match_pattern(const struct tool_glob *glob, const char *subject, size_t len);
 void tool_glob_free(struct tool_glob *glob);
 
 /* The PCRE2 source a glob translates to (for tests and diagnostics);
