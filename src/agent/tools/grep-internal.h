@@ -59,7 +59,8 @@ struct grep_state {
      * plain characters); the prefilter skips a file without them. */
     char *needle;
     size_t needle_len;
-    size_t needle_rare; /* the index of its byte rarest in text (needle_find) */
+    size_t needle_rare;  /* the index of its byte rarest in text (needle_find) */
+    size_t needle_rare2; /* the next rarest, another byte where possible */
     double context;
     double limit;
     double match_count;
@@ -75,6 +76,10 @@ struct grep_state {
     const char *file_abs;
     const char *file_display;
     int file_fd; /* the open file being searched */
+    /* Or the file as a prefilter worker read it whole (search_buffer): the
+     * search and the context lines come from it, nothing is reopened. */
+    const char *file_data;
+    size_t file_data_len;
     bool pinned; /* an approved host call (pin.h): nothing is reopened by path */
     struct file_lines lines;
     bool lines_loaded;
@@ -93,6 +98,7 @@ struct prefilter {
     size_t head; /* the next job the calling thread searches */
     size_t next; /* the next job a worker looks at */
     bool closing;
+    size_t held;       /* bytes of file copies waiting in jobs (PF_HELD_MAX) */
     int planned;       /* workers pf_start means to start (set before the first runs) */
     int idle;          /* workers waiting for work */
     bool head_waiting; /* the calling thread waits for the head job */
@@ -111,12 +117,17 @@ int search_file(struct grep_state *g, int dirfd, const char *name, const char *a
                 const char *display, bool explicit_path);
 int search_opened(struct grep_state *g, int fd, const char *abs, const char *display,
                   bool explicit_path);
+/* A walked file read whole, with no NUL in it (a prefilter worker's copy). */
+int search_buffer(struct grep_state *g, const char *data, size_t len, const char *abs,
+                  const char *display);
 bool pf_start(struct prefilter *pf, struct grep_state *g, int root_fd);
 void pf_stop(struct prefilter *pf);
 int pf_drain(struct prefilter *pf, bool wait);
 int pf_push(struct prefilter *pf, const struct walk_entry *e, char *display, const char *path,
             int dir_errno);
 size_t rare_index(const char *needle, size_t len);
-const char *needle_find(const char *hay, size_t len, const char *needle, size_t nlen, size_t rare);
+size_t rare_index2(const char *needle, size_t len, size_t first);
+const char *needle_find(const char *hay, size_t len, const char *needle, size_t nlen, size_t rare,
+                        size_t rare2);
 void append_truncated_line(struct grep_state *g, const char *s, size_t len);
 void begin_output_line(struct grep_state *g);

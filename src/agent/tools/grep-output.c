@@ -130,12 +130,20 @@ void begin_output_line(struct grep_state *g)
     g->have_output_line = true;
 }
 
+static int split_context_lines(struct file_lines *fl, struct membuf *raw_in);
+
 int load_context_lines(struct grep_state *g)
 {
     if (g->lines_loaded)
         return 0;
     g->lines_loaded = true;
     struct file_lines *fl = &g->lines;
+    struct membuf raw = {0};
+    if (g->file_data) {
+        /* The copy the search ran over: the same bytes, not reopened. */
+        mb_append(&raw, g->file_data, g->file_data_len);
+        return split_context_lines(fl, &raw);
+    }
     /* An approved host call reads the context from the file it searched,
      * by fd: a path reopened could be another file by now. */
     _cleanup_close_ int fd = -1;
@@ -148,7 +156,6 @@ int load_context_lines(struct grep_state *g)
         fl->unreadable = true;
         return 0;
     }
-    struct membuf raw = {0};
     char buf[GREP_CHUNK];
     for (off_t at = 0;;) {
         ssize_t n =
@@ -168,6 +175,14 @@ int load_context_lines(struct grep_state *g)
         if (raw.failed || raw.len >= GREP_CONTEXT_FILE_MAX)
             break;
     }
+    return split_context_lines(fl, &raw);
+}
+
+/* The lines of raw (taken over and freed) as pi splits them. */
+static int split_context_lines(struct file_lines *fl, struct membuf *raw_in)
+{
+    struct membuf raw = *raw_in;
+    *raw_in = (struct membuf){0};
     if (raw.failed) {
         free(raw.data);
         return -1;

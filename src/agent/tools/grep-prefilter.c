@@ -23,6 +23,9 @@
 #include <pcre2.h>
 #include <pthread.h>
 #include <sched.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,8 +47,11 @@
 #define PF_FILE_MAX   (4u << 20)  /* larger files are left to the search */
 #define PF_BATCH      16          /* files a worker takes at once, at most */
 #define PF_READ_FIRST (64u << 10) /* a worker's first buffer */
+#define PF_HELD_MAX   (64u << 20) /* copies waiting for the search, at most */
 
-enum pf_state { PF_PENDING, PF_RUNNING, PF_CLEAN, PF_SEARCH, PF_DIR_ERROR };
+/* PF_COPY: read whole, no NUL, a possible match: the worker's copy goes to
+ * the search (search_buffer), which neither reopens nor rereads it. */
+enum pf_state { PF_PENDING, PF_RUNNING, PF_CLEAN, PF_SEARCH, PF_COPY, PF_DIR_ERROR };
 
 struct pf_job {
     char *abs;     /* the path as the walk gave it */
@@ -53,6 +59,8 @@ struct pf_job {
     size_t rel_at; /* offset of the path relative to the walk root in abs */
     char *display;
     enum pf_state state;
+    char *data; /* PF_COPY: the file's bytes */
+    size_t len;
 };
 
 static struct pf_job *pf_job(struct prefilter *pf, size_t i)
@@ -72,13 +80,18 @@ static int pf_open(int root_fd, const char *rel)
  * prose; a byte not listed is rarer than all of them. */
 static const char common_bytes[] = " e\nt\tarisonlcdu_pm(),;.hf=g\"-b>/y*0w1:xv'{}k[]2<#3&+";
 
+static size_t byte_rank(char c)
+{
+    const char *at = c ? strchr(common_bytes, c) : NULL;
+    return at ? (size_t)(at - common_bytes) + 1 : sizeof(common_bytes);
+}
+
 /* The needle's byte least likely in text (the last of the rarest). */
 size_t rare_index(const char *needle, size_t len)
 {
     size_t best = 0, best_rank = 0;
     for (size_t i = 0; i < len; i++) {
-        const char *at = needle[i] ? strchr(common_bytes, needle[i]) : NULL;
-        size_t rank = at ? (size_t)(at - common_bytes) + 1 : sizeof(common_bytes);
+        size_t rank = byte_rank(needle[i]);
         if (rank >= best_rank) {
             best = i;
             best_rank = rank;
@@ -87,13 +100,80 @@ size_t rare_index(const char *needle, size_t len)
     return best;
 }
 
-/* memmem through memchr on the needle's rare byte (many times faster than
- * memmem where that byte is rare, as in most files); memmem takes the rest
- * of the subject when the byte turns out common in it. */
-const char *needle_find(const char *hay, size_t len, const char *needle, size_t nlen, size_t rare)
+/* A second position for the pair search: the rarest byte other than the
+ * first's (a different byte where there is one), or 0 for a one-byte
+ * needle. */
+size_t rare_index2(const char *needle, size_t len, size_t first)
+{
+    size_t best = first == 0 && len > 1 ? 1 : 0;
+    size_t best_rank = 0;
+    for (int other_byte = 1; other_byte >= 0; other_byte--) {
+        for (size_t i = 0; i < len; i++) {
+            if (i == first || (other_byte && needle[i] == needle[first]))
+                continue;
+            size_t rank = byte_rank(needle[i]);
+            if (rank >= best_rank) {
+                best = i;
+                best_rank = rank;
+            }
+        }
+        if (best_rank)
+            break;
+    }
+    return best;
+}
+
+#ifdef __SSE2__
+/* The needle's two rare bytes compared at their offsets 16 starting
+ * places at a time; memcmp only where both agree. */
+static const char *pair_find(const char *hay, size_t len, const char *needle, size_t nlen,
+                             size_t i1, size_t i2)
+{
+    const __m128i b1 = _mm_set1_epi8(needle[i1]), b2 = _mm_set1_epi8(needle[i2]);
+    const size_t last = len - nlen; /* the last starting place */
+    size_t p = 0, misses = 0;
+    /* p + 15 <= last: both loads end before hay + len (i1, i2 < nlen). */
+    for (; last >= 15 && p <= last - 15; p += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(hay + p + i1));
+        __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(hay + p + i2));
+        unsigned mask = (unsigned)_mm_movemask_epi8(
+            _mm_and_si128(_mm_cmpeq_epi8(x, b1), _mm_cmpeq_epi8(y, b2)));
+        while (mask) {
+            size_t at = p + (size_t)__builtin_ctz(mask);
+            if (memcmp(hay + at, needle, nlen) == 0)
+                return hay + at;
+            mask &= mask - 1;
+            /* both bytes common here (a needle of one repeated byte):
+             * memmem is linear whatever the subject */
+            if (++misses > 64 && misses > at / 16)
+                return memmem(hay + at + 1, len - at - 1, needle, nlen);
+        }
+    }
+    for (; p <= last; p++)
+        if (hay[p + i1] == needle[i1] && hay[p + i2] == needle[i2] &&
+            memcmp(hay + p, needle, nlen) == 0)
+            return hay + p;
+    return NULL;
+}
+#endif
+
+/* memmem for the prefilter and the search. With SSE2 (every x86-64) and a
+ * needle of two bytes or more: the pair search on its two rarest bytes
+ * (ripgrep's approach; `x` and `_` in "xstrdup_or_null" rule out nearly
+ * every place in C where `x` alone would stop). Otherwise memchr on the
+ * rare byte, and memmem for the rest of a subject where that byte turns
+ * out common. */
+const char *needle_find(const char *hay, size_t len, const char *needle, size_t nlen, size_t rare,
+                        size_t rare2)
 {
     if (nlen == 0 || len < nlen)
         return nlen == 0 ? hay : NULL;
+#ifdef __SSE2__
+    if (nlen >= 2 && rare2 != rare && rare < nlen && rare2 < nlen)
+        return pair_find(hay, len, needle, nlen, rare, rare2);
+#else
+    (void)rare2;
+#endif
     const unsigned char c = (unsigned char)needle[rare];
     const char *p = hay + rare;
     const char *last = hay + (len - nlen) + rare; /* the last place the rare byte may be */
@@ -121,7 +201,7 @@ const char *needle_find(const char *hay, size_t len, const char *needle, size_t 
  * most PF_FILE_MAX bytes by now (a FIFO swapped in answers EAGAIN) is left
  * to the search. */
 static enum pf_state pf_check(struct prefilter *pf, const char *rel, char **buf, size_t *cap,
-                              pcre2_match_data *md)
+                              size_t *got, pcre2_match_data *md)
 {
     _cleanup_close_ int fd = pf_open(pf->root_fd, rel);
     if (fd < 0)
@@ -151,13 +231,16 @@ static enum pf_state pf_check(struct prefilter *pf, const char *rel, char **buf,
     }
     /* Without the needle there is no match, binary or not (the search
      * would print nothing for it either way): one pass over the file. */
-    if (pf->g->needle_len &&
-        !needle_find(*buf, len, pf->g->needle, pf->g->needle_len, pf->g->needle_rare))
+    if (pf->g->needle_len && !needle_find(*buf, len, pf->g->needle, pf->g->needle_len,
+                                          pf->g->needle_rare, pf->g->needle_rare2))
         return PF_CLEAN;
     if (memchr(*buf, '\0', len))
         return PF_SEARCH;
     int rc = pcre2_match(pf->g->block_re, (PCRE2_SPTR)*buf, len, 0, 0, md, pf->g->mctx);
-    return rc == PCRE2_ERROR_NOMATCH ? PF_CLEAN : PF_SEARCH;
+    if (rc == PCRE2_ERROR_NOMATCH)
+        return PF_CLEAN;
+    *got = len;
+    return PF_COPY;
 }
 
 static void *pf_worker(void *arg)
@@ -169,6 +252,8 @@ static void *pf_worker(void *arg)
     size_t taken[PF_BATCH];
     const char *rel[PF_BATCH];
     enum pf_state done[PF_BATCH];
+    char *copy[PF_BATCH];
+    size_t copy_len[PF_BATCH];
     pthread_mutex_lock(&pf->mu);
     for (;;) {
         if (pf->next < pf->head)
@@ -197,11 +282,29 @@ static void *pf_worker(void *arg)
             pf->next++;
         }
         pthread_mutex_unlock(&pf->mu);
-        for (size_t k = 0; k < n; k++)
-            done[k] = md ? pf_check(pf, rel[k], &buf, &cap, md) : PF_SEARCH;
+        for (size_t k = 0; k < n; k++) {
+            copy[k] = NULL;
+            copy_len[k] = 0;
+            done[k] = md ? pf_check(pf, rel[k], &buf, &cap, &copy_len[k], md) : PF_SEARCH;
+            if (done[k] == PF_COPY) {
+                copy[k] = malloc(copy_len[k] ? copy_len[k] : 1);
+                if (copy[k])
+                    memcpy(copy[k], buf, copy_len[k]);
+            }
+        }
         pthread_mutex_lock(&pf->mu);
-        for (size_t k = 0; k < n; k++)
-            pf_job(pf, taken[k])->state = done[k];
+        for (size_t k = 0; k < n; k++) {
+            struct pf_job *job = pf_job(pf, taken[k]);
+            if (done[k] == PF_COPY && (!copy[k] || pf->held + copy_len[k] > PF_HELD_MAX)) {
+                free(copy[k]); /* out of memory or over the bound: reread */
+                done[k] = PF_SEARCH;
+            } else if (done[k] == PF_COPY) {
+                job->data = copy[k];
+                job->len = copy_len[k];
+                pf->held += copy_len[k];
+            }
+            job->state = done[k];
+        }
         if (pf->head_waiting)
             pthread_cond_signal(&pf->done_cv);
     }
@@ -248,12 +351,16 @@ int pf_drain(struct prefilter *pf, bool wait)
         struct pf_job taken = *job;
         *job = (struct pf_job){.state = PF_SEARCH};
         pf->head++;
+        pf->held -= taken.len;
         pthread_mutex_unlock(&pf->mu);
         int r = 0;
         if (state == PF_DIR_ERROR)
             grep_dir_error(pf->g, taken.abs, taken.dir_errno);
+        else if (state == PF_COPY)
+            r = search_buffer(pf->g, taken.data, taken.len, taken.abs, taken.display);
         else if (state != PF_CLEAN)
             r = pf_search(pf, &taken);
+        free(taken.data);
         free(taken.abs);
         free(taken.display);
         pthread_mutex_lock(&pf->mu);
@@ -353,6 +460,7 @@ void pf_stop(struct prefilter *pf)
     for (size_t i = pf->base; i < pf->count; i++) {
         free(pf_job(pf, i)->abs);
         free(pf_job(pf, i)->display);
+        free(pf_job(pf, i)->data);
     }
     free(pf->jobs);
     pthread_cond_destroy(&pf->done_cv);

@@ -107,9 +107,28 @@ static const char *block_search(struct grep_state *g, const char *p, const char 
     return line_start ? line_start + 1 : p;
 }
 
-/* Searches one open file line by line. quit_on_nul: ripgrep's binary
+/* What a search reads: an open file, or a file a prefilter worker read
+ * whole (data), handed out in the same pieces read() would return. */
+struct search_src {
+    int fd;
+    const char *data;
+    size_t len, off;
+};
+
+static ssize_t src_read(struct search_src *src, char *buf, size_t want)
+{
+    if (!src->data)
+        return read(src->fd, buf, want);
+    size_t n = src->len - src->off < want ? src->len - src->off : want;
+    memcpy(buf, src->data + src->off, n);
+    src->off += n;
+    return (ssize_t)n;
+}
+
+/* Searches one file line by line. quit_on_nul: ripgrep's binary
  * detection for files found by the walk. Returns 1 to stop everything. */
-static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read_max)
+static int search_src(struct grep_state *g, struct search_src *src, bool quit_on_nul,
+                      size_t read_max)
 {
     _cleanup_free_ char *chunk = malloc(GREP_CHUNK);
     struct membuf line = {0};
@@ -125,7 +144,7 @@ static int search_fd(struct grep_state *g, int fd, bool quit_on_nul, size_t read
          * (For lines longer than the buffer rg grows it; here the reads
          * stay 64 KiB, so binary detection there can differ.) */
         size_t want = line.len < GREP_CHUNK ? GREP_CHUNK - line.len : GREP_CHUNK;
-        ssize_t n = read(fd, chunk, want);
+        ssize_t n = src_read(src, chunk, want);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
@@ -223,8 +242,27 @@ int search_opened(struct grep_state *g, int fd, const char *abs, const char *dis
     g->file_display = display;
     g->file_fd = fd;
     g->lines_loaded = false;
-    int r = search_fd(g, fd, !explicit_path, read_max);
+    struct search_src src = {.fd = fd};
+    int r = search_src(g, &src, !explicit_path, read_max);
     g->file_fd = -1;
+    file_lines_clear(&g->lines);
+    g->lines_loaded = false;
+    return r;
+}
+
+int search_buffer(struct grep_state *g, const char *data, size_t len, const char *abs,
+                  const char *display)
+{
+    g->file_abs = abs;
+    g->file_display = display;
+    g->file_fd = -1;
+    g->file_data = data;
+    g->file_data_len = len;
+    g->lines_loaded = false;
+    struct search_src src = {.fd = -1, .data = data, .len = len};
+    int r = search_src(g, &src, true, len + 1);
+    g->file_data = NULL;
+    g->file_data_len = 0;
     file_lines_clear(&g->lines);
     g->lines_loaded = false;
     return r;

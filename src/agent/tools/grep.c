@@ -174,6 +174,7 @@ static int compile_pattern(struct grep_state *g, const char *pattern, bool ignor
     if (!g->needle)
         g->needle_len = 0;
     g->needle_rare = rare_index(g->needle ? g->needle : "", g->needle_len);
+    g->needle_rare2 = rare_index2(g->needle ? g->needle : "", g->needle_len, g->needle_rare);
     g->md = pcre2_match_data_create_from_pattern(g->re, NULL);
     g->mctx = pcre2_match_context_create(NULL);
     if (!g->md || !g->mctx) {

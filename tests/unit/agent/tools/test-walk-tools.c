@@ -7,12 +7,14 @@
  * parallel prefilter (order, limits, binary and large files). Host context,
  * test-only. */
 #include "agent/tools/glob.h"
+#include "agent/tools/grep-internal.h"
 #include "agent/tools/ignore.h"
 #include "agent/tools/registry.h"
 #include "tap.h"
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -343,6 +345,43 @@ static void test_grep_prefilter_window(void)
     free(want);
 }
 
+/* needle_find against memmem: subjects over small alphabets (many places
+ * where one or both rare bytes agree), needles cut from the subject and
+ * made up, every length from 1, at the subject's start and end, subjects
+ * shorter than one SIMD block, a needle of one repeated byte. */
+static void test_needle_find_differential(void)
+{
+    uint64_t state = 0x243f6a8885a308d3ULL;
+    int wrong = 0, cases = 0;
+    char hay[700], needle[40];
+    for (int round = 0; round < 20000; round++) {
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        size_t len = (size_t)(state % 600);
+        unsigned alphabet = 1 + (unsigned)((state >> 20) % 4);
+        for (size_t i = 0; i < len; i++) {
+            state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+            hay[i] = (char)("xs_ab"[state % alphabet]);
+        }
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        size_t nlen = 1 + (size_t)(state % 24);
+        if (len >= nlen && (state >> 40) % 3 != 0) {
+            size_t at = (size_t)((state >> 8) % (len - nlen + 1));
+            memcpy(needle, hay + at, nlen);
+        } else {
+            for (size_t i = 0; i < nlen; i++)
+                needle[i] = (char)("xs_abz"[(state >> (i % 50)) % 6]);
+        }
+        size_t r1 = rare_index(needle, nlen), r2 = rare_index2(needle, nlen, r1);
+        const char *got = needle_find(hay, len, needle, nlen, r1, r2);
+        const char *want = memmem(hay, len, needle, nlen);
+        cases++;
+        if (got != want && wrong++ < 3)
+            tap_diag("len %zu needle %.*s: at %td, memmem %td", len, (int)nlen, needle,
+                     got ? got - hay : -1, want ? want - hay : -1);
+    }
+    ok(wrong == 0, "needle_find agrees with memmem on %d subjects and needles", cases);
+}
+
 /* The prefilter's needle search (memchr on the needle's rarest byte, memmem
  * once that byte turns out common): a needle at the first and the last
  * byte of a file, after many false candidates, and a near miss. */
@@ -383,6 +422,7 @@ int main(void)
     test_grep_prefilter();
     test_grep_prefilter_window();
     test_grep_rare_byte();
+    test_needle_find_differential();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
     if (system(cmd) != 0)
