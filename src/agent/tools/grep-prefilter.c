@@ -101,11 +101,11 @@ size_t rare_index(const char *needle, size_t len)
 }
 
 /* A second position for the pair search: the rarest byte other than the
- * first's (a different byte where there is one), or 0 for a one-byte
- * needle. */
+ * first's (a different byte where there is one), or first itself for a
+ * one-byte needle (no pair). */
 size_t rare_index2(const char *needle, size_t len, size_t first)
 {
-    size_t best = first == 0 && len > 1 ? 1 : 0;
+    size_t best = first;
     size_t best_rank = 0;
     for (int other_byte = 1; other_byte >= 0; other_byte--) {
         for (size_t i = 0; i < len; i++) {
@@ -243,6 +243,29 @@ static enum pf_state pf_check(struct prefilter *pf, const char *rel, char **buf,
     return PF_COPY;
 }
 
+/* A copy of a worker's buffer for the search, its bytes counted against
+ * PF_HELD_MAX before it is made (so no batch of workers goes over it);
+ * false when there is no room or no memory. */
+static bool pf_copy(struct prefilter *pf, const char *buf, size_t len, char **out)
+{
+    pthread_mutex_lock(&pf->mu);
+    bool room = pf->held + len <= PF_HELD_MAX;
+    if (room)
+        pf->held += len;
+    pthread_mutex_unlock(&pf->mu);
+    *out = room ? malloc(len ? len : 1) : NULL;
+    if (*out) {
+        memcpy(*out, buf, len);
+        return true;
+    }
+    if (room) {
+        pthread_mutex_lock(&pf->mu);
+        pf->held -= len;
+        pthread_mutex_unlock(&pf->mu);
+    }
+    return false;
+}
+
 static void *pf_worker(void *arg)
 {
     struct prefilter *pf = arg;
@@ -286,22 +309,15 @@ static void *pf_worker(void *arg)
             copy[k] = NULL;
             copy_len[k] = 0;
             done[k] = md ? pf_check(pf, rel[k], &buf, &cap, &copy_len[k], md) : PF_SEARCH;
-            if (done[k] == PF_COPY) {
-                copy[k] = malloc(copy_len[k] ? copy_len[k] : 1);
-                if (copy[k])
-                    memcpy(copy[k], buf, copy_len[k]);
-            }
+            if (done[k] == PF_COPY && !pf_copy(pf, buf, copy_len[k], &copy[k]))
+                done[k] = PF_SEARCH; /* over the bound or out of memory: reread */
         }
         pthread_mutex_lock(&pf->mu);
         for (size_t k = 0; k < n; k++) {
             struct pf_job *job = pf_job(pf, taken[k]);
-            if (done[k] == PF_COPY && (!copy[k] || pf->held + copy_len[k] > PF_HELD_MAX)) {
-                free(copy[k]); /* out of memory or over the bound: reread */
-                done[k] = PF_SEARCH;
-            } else if (done[k] == PF_COPY) {
+            if (done[k] == PF_COPY) {
                 job->data = copy[k];
                 job->len = copy_len[k];
-                pf->held += copy_len[k];
             }
             job->state = done[k];
         }
